@@ -1,0 +1,16 @@
+"""``evalsuite plan``: placeholder until its issue lands."""
+
+from __future__ import annotations
+
+import argparse
+
+from evalsuite.errors import EvalsuiteError
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser("plan", help="(not yet implemented)")
+    parser.set_defaults(handler=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    raise EvalsuiteError("evalsuite plan is not implemented yet")

@@ -1,0 +1,30 @@
+"""``evalsuite tasks``: list the tasks found (built-in, --task-dir, entry points) with problem counts."""
+
+from __future__ import annotations
+
+import argparse
+
+from evalsuite.commands.common import add_task_source_args, load_registry
+from evalsuite.errors import EvalsuiteError
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser("tasks", help="list available tasks")
+    add_task_source_args(parser)
+    parser.set_defaults(handler=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    registry = load_registry(args)
+    rows = []
+    for entry in registry.entries():
+        try:
+            count = str(len(entry.task.problems()))
+        except EvalsuiteError as exc:  # e.g. humaneval-plus without its data file
+            count = f"- ({exc})"
+        rows.append((entry.task.name, count, entry.plugin, entry.task.description))
+    width = max(len(r[0]) for r in rows)
+    print(f"{'task':<{width}}  problems  plugin / description")
+    for name, count, plugin, description in rows:
+        print(f"{name:<{width}}  {count:>8}  {plugin}: {description}")
+    return 0

@@ -1,0 +1,56 @@
+"""The generation contract every backend implements (hf, openai, reference, ...).
+
+The runner hands a backend a list of :class:`~evalsuite.records.GenerationRequest` and consumes
+:class:`~evalsuite.records.Completion` objects as they are yielded, appending each to the run's JSONL at
+once: a backend must yield completions as soon as they are final, not all at the end.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import asdict, dataclass
+from typing import Any, Iterator, Sequence
+
+from evalsuite.records import Completion, GenerationRequest, SamplingParams
+
+
+@dataclass(frozen=True)
+class GenerationOptions:
+    """How to run a model, as opposed to how to sample (``SamplingParams``). Mostly from CLI flags."""
+
+    backend: str = "auto"  # "auto" -> registry entry or "hf"; "hf", "openai", "reference"
+    device: str | None = None  # None: cuda if available else cpu
+    dtype: str | None = None  # None: registry/plan decides; "float32", "bfloat16", "float16"
+    batch_size: int | None = None  # None: chosen from free memory
+    base_url: str | None = None  # openai backend
+    api_key_env: str = "OPENAI_API_KEY"  # name of the variable holding the key; the key is never recorded
+    concurrency: int = 8  # openai backend: requests in flight
+    trust_remote_code: bool = False
+    strategy: str | None = None  # memory planner: force a loading strategy
+    gpu_memory: str | None = None  # memory planner: cap per GPU, e.g. "16GiB"
+    cpu_memory: str | None = None
+    offload_dir: str | None = None
+    engine: str = "auto"  # "auto": fast engine where it applies; "transformers": plain generate
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class Generator(ABC):
+    """A loaded model that turns prompts into completions."""
+
+    @abstractmethod
+    def generate(self, requests: Sequence[GenerationRequest], params: SamplingParams) -> Iterator[Completion]:
+        """Yield one Completion per (request, sample_index), in any order, as each becomes final.
+
+        Each completion's text is the continuation only (decoded from generated token ids), truncated
+        before the first stop sequence of its request.
+        """
+
+    @abstractmethod
+    def describe(self) -> dict[str, Any]:
+        """What the run record needs to reproduce this model: backend, model id, revision, dtype, device,
+        loading plan, tokenizer fixes applied. Never secrets."""
+
+    def close(self) -> None:
+        """Free the model's memory."""

@@ -1,0 +1,124 @@
+"""JSON Lines I/O with clear errors and crash-safe writes.
+
+* :func:`read_jsonl` names the file and line of any malformed record.
+* :class:`JsonlAppender` appends and flushes each record as it is made, so a crash loses at most
+  the record being written; :func:`read_jsonl` with ``tolerate_torn_tail`` ignores such a torn last line.
+* :func:`atomic_write_text` writes through a temporary file and ``os.replace``: readers see the old
+  file or the new one, never half of one.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+from evalsuite.errors import EvalsuiteError
+
+
+def sha256_file(path: str | Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _open_bytes(path: Path):
+    return gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
+
+
+def read_jsonl(path: str | Path, tolerate_torn_tail: bool = False) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield ``(line_number, record)`` for every non-blank line; each record must be a JSON object."""
+    path = Path(path)
+    if not path.exists():
+        raise EvalsuiteError(f"{path}: no such file")
+    try:
+        with _open_bytes(path) as handle:
+            raw_lines = handle.read().split(b"\n")
+    except (OSError, EOFError) as exc:
+        raise EvalsuiteError(f"{path}: cannot read: {exc}") from exc
+    last = len(raw_lines)
+    while last > 0 and not raw_lines[last - 1].strip():
+        last -= 1
+    for number, raw in enumerate(raw_lines[:last], start=1):
+        if not raw.strip():
+            continue
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise EvalsuiteError(f"{path}:{number}: not valid UTF-8 ({exc.reason} at byte {exc.start})") from exc
+        try:
+            record = json.loads(text)
+        except json.JSONDecodeError as exc:
+            if tolerate_torn_tail and number == last:
+                return  # a write interrupted by a crash; the caller regenerates it
+            raise EvalsuiteError(f"{path}:{number}: malformed JSON: {exc.msg} (column {exc.colno})") from exc
+        if not isinstance(record, dict):
+            raise EvalsuiteError(f"{path}:{number}: expected a JSON object, got {type(record).__name__}")
+        yield number, record
+
+
+class JsonlAppender:
+    """Appends one JSON object per line, flushed (and fsynced) per record."""
+
+    def __init__(self, path: str | Path, fsync: bool = True):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._fsync = fsync
+        self._repair_torn_tail()
+        self._handle = open(self.path, "a", encoding="utf-8")
+
+    def _repair_torn_tail(self) -> None:
+        """Drop a half-written last line left by a crash, so new records start on a fresh line."""
+        if not self.path.exists() or self.path.stat().st_size == 0:
+            return
+        with open(self.path, "rb+") as handle:
+            data = handle.read()
+            if data.endswith(b"\n"):
+                return
+            cut = data.rfind(b"\n") + 1
+            handle.truncate(cut)
+
+    def write(self, record: dict[str, Any]) -> None:
+        self._handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+        self._handle.flush()
+        if self._fsync:
+            os.fsync(self._handle.fileno())
+
+    def close(self) -> None:
+        self._handle.close()
+
+    def __enter__(self) -> "JsonlAppender":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def atomic_write_json(path: str | Path, data: Any) -> None:
+    atomic_write_text(path, json.dumps(data, indent=2, ensure_ascii=False, sort_keys=False) + "\n")
+
+
+def atomic_write_jsonl(path: str | Path, records: Iterable[dict[str, Any]]) -> None:
+    atomic_write_text(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))

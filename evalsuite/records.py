@@ -1,0 +1,86 @@
+"""Small records passed between the pipeline's stages (generate -> execute -> score -> report).
+
+Every stage reads and writes these, so a newcomer can follow one sample from prompt to verdict.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    """How completions are sampled. ``temperature == 0`` means greedy decoding."""
+
+    n: int = 1
+    temperature: float = 0.0
+    top_p: float = 1.0
+    top_k: int = 0
+    max_new_tokens: int = 512
+    seed: int = 0
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature == 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class GenerationRequest:
+    """One prompt and which of its samples to produce.
+
+    ``sample_indices`` may be a subset of ``range(n)`` when a run resumes. A sample's randomness is a pure
+    function of (seed, task_id, sample_index), so the subset produced later equals what a fresh run makes.
+    """
+
+    task_id: str
+    prompt: str
+    sample_indices: tuple[int, ...]
+    stop_sequences: tuple[str, ...] = ()
+    # Read only by the built-in ``reference`` backend, which answers with the known-good solution.
+    canonical_solution: str | None = None
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One generated sample, as the model produced it (already truncated at the first stop sequence)."""
+
+    task_id: str
+    sample_index: int
+    text: str
+    finish_reason: str = "stop"  # "stop" (stop sequence), "eos", "length"
+    num_tokens: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "task_id": self.task_id,
+            "completion_id": self.sample_index,
+            "completion": self.text,
+            "finish_reason": self.finish_reason,
+            "num_tokens": self.num_tokens,
+        }
+
+
+@dataclass(frozen=True)
+class SampleResult:
+    """The sandbox's verdict on one completion."""
+
+    task_id: str
+    completion_id: int
+    passed: bool
+    result: str  # "passed", "failed: <short reason>", "timed out"
+    duration_s: float
+    flags: tuple[str, ...] = field(default_factory=tuple)  # e.g. ("non_plain_return",) hack detections
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "task_id": self.task_id,
+            "completion_id": self.completion_id,
+            "passed": self.passed,
+            "result": self.result,
+            "duration_s": round(self.duration_s, 6),
+            "flags": list(self.flags),
+        }

@@ -1,0 +1,47 @@
+"""Turns per-sample verdicts into per-problem counts and pass@k with confidence intervals."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Sequence
+
+from evalsuite.passk import PassAtK, computable_ks, estimate
+from evalsuite.records import SampleResult
+
+
+@dataclass
+class Score:
+    pass_at: dict[int, PassAtK]
+    not_computable: dict[int, str]  # k -> reason
+    per_problem: dict[str, dict[str, int]]  # task_id -> {"n": .., "c": ..}
+    n_samples: int
+    flags: dict[str, int] = field(default_factory=dict)  # hack detections by kind
+
+    def summary_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {f"pass@{k}": v.value for k, v in sorted(self.pass_at.items())}
+        out["ci95"] = {f"pass@{k}": [v.ci_low, v.ci_high] for k, v in sorted(self.pass_at.items())}
+        out["not_computable"] = {f"pass@{k}": reason for k, reason in sorted(self.not_computable.items())}
+        out["n_samples"] = self.n_samples
+        out["n_problems"] = len(self.per_problem)
+        out["flags"] = dict(self.flags)
+        out["per_problem"] = self.per_problem
+        return out
+
+
+def score(results: Iterable[SampleResult], ks: Sequence[int], bootstrap: int = 1000) -> Score:
+    counts: dict[str, list[int]] = {}
+    flags: Counter[str] = Counter()
+    n_samples = 0
+    for result in results:
+        n_samples += 1
+        n_c = counts.setdefault(result.task_id, [0, 0])
+        n_c[0] += 1
+        n_c[1] += int(result.passed)
+        flags.update(result.flags)
+    as_tuples = {task_id: (n, c) for task_id, (n, c) in counts.items()}
+    ok, skipped = computable_ks(sorted(set(ks)), as_tuples)
+    pass_at = {k: estimate(as_tuples, k, bootstrap=bootstrap) for k in ok}
+    per_problem = {task_id: {"n": n, "c": c} for task_id, (n, c) in sorted(as_tuples.items())}
+    return Score(pass_at=pass_at, not_computable=skipped, per_problem=per_problem, n_samples=n_samples,
+                 flags=dict(flags))

@@ -1,0 +1,108 @@
+"""The task contract: a task is a dataset of problems plus the rules that turn a completion into a program.
+
+Plugins subclass :class:`Task` (or instantiate it directly) and return instances from the
+``evalsuite_register_tasks`` hook (see :mod:`evalsuite.hookspecs`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+# Codex-paper stop sequences for HumanEval-style function completion.
+DEFAULT_STOP_SEQUENCES: tuple[str, ...] = ("\ndef", "\nclass", "\nif", "\nprint", "\n#")
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One benchmark problem: the model completes ``prompt``; ``test`` checks the result."""
+
+    task_id: str
+    prompt: str
+    test: str
+    entry_point: str
+    canonical_solution: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+
+@dataclass(frozen=True)
+class Program:
+    """What the sandbox runs for one sample.
+
+    ``candidate`` is untrusted (prompt + completion); ``test`` is trusted and is compiled once per
+    ``problem_key``; ``check`` is the trusted statement that runs the tests against the candidate.
+    """
+
+    problem_key: str
+    candidate: str
+    test: str
+    check: str
+
+
+def truncate_at_stop(text: str, stop_sequences: Sequence[str]) -> str:
+    """Cut ``text`` at the earliest occurrence of any stop sequence."""
+    cut = len(text)
+    for stop in stop_sequences:
+        if stop:
+            at = text.find(stop)
+            if at != -1 and at < cut:
+                cut = at
+    return text[:cut]
+
+
+class Task:
+    """A benchmark. Override what differs; the defaults implement HumanEval's protocol."""
+
+    name: str = "unnamed"
+    description: str = ""
+    stop_sequences: tuple[str, ...] = DEFAULT_STOP_SEQUENCES
+
+    def __init__(self, name: str | None = None, problems: Sequence[Problem] | None = None,
+                 description: str | None = None, dataset_sha256: str = "",
+                 stop_sequences: Sequence[str] | None = None, source: str = ""):
+        if name is not None:
+            self.name = name
+        if description is not None:
+            self.description = description
+        if stop_sequences is not None:
+            self.stop_sequences = tuple(stop_sequences)
+        self._problems = list(problems) if problems is not None else None
+        self.dataset_sha256 = dataset_sha256
+        self.source = source  # where the dataset came from, for the run record
+
+    # -- dataset -----------------------------------------------------------------------------------
+    def load_problems(self) -> list[Problem]:
+        """Read the dataset. Subclasses with lazy data override this; it is called once."""
+        raise NotImplementedError(f"task {self.name!r} has no problems")
+
+    def problems(self) -> list[Problem]:
+        if self._problems is None:
+            self._problems = list(self.load_problems())
+        return self._problems
+
+    # -- prompting and post-processing -------------------------------------------------------------
+    def format_prompt(self, problem: Problem) -> str:
+        """The exact text given to the model. HumanEval: the prompt as is."""
+        return problem.prompt
+
+    @property
+    def prompt_template(self) -> str:
+        """A description of :meth:`format_prompt`, recorded in the run record."""
+        return "{prompt}"
+
+    def postprocess(self, problem: Problem, completion: str) -> str:
+        """Clean a raw completion before execution: cut at the task's stop sequences."""
+        return truncate_at_stop(completion, self.stop_sequences)
+
+    # -- execution ---------------------------------------------------------------------------------
+    def build_program(self, problem: Problem, completion: str) -> Program:
+        """HumanEval's rule: prompt + completion, then the test code, then ``check(entry_point)``."""
+        return Program(
+            problem_key=f"{self.name}/{problem.task_id}",
+            candidate=problem.prompt + completion,
+            test=problem.test,
+            check=f"check({problem.entry_point})",
+        )
+
+    def __repr__(self) -> str:
+        return f"<Task {self.name}>"
