@@ -6,6 +6,8 @@ Plugins subclass :class:`Task` (or instantiate it directly) and return instances
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -50,6 +52,13 @@ def truncate_at_stop(text: str, stop_sequences: Sequence[str]) -> str:
     return text[:cut]
 
 
+def problems_sha256(problems: Sequence[Problem]) -> str:
+    """A content hash for datasets defined in code (file-backed tasks record the file's own sha256)."""
+    blob = json.dumps([[p.task_id, p.prompt, p.test, p.entry_point, p.canonical_solution] for p in problems],
+                      ensure_ascii=False).encode()
+    return hashlib.sha256(blob).hexdigest()
+
+
 class Task:
     """A benchmark. Override what differs; the defaults implement HumanEval's protocol."""
 
@@ -78,6 +87,8 @@ class Task:
     def problems(self) -> list[Problem]:
         if self._problems is None:
             self._problems = list(self.load_problems())
+        if not self.dataset_sha256:
+            self.dataset_sha256 = problems_sha256(self._problems)
         return self._problems
 
     # -- prompting and post-processing -------------------------------------------------------------

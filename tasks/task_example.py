@@ -29,4 +29,4 @@ PROBLEMS = [
 @hookimpl
 def evalsuite_register_tasks():
     return [Task(name="example", problems=PROBLEMS, description="Two toy problems: a template for plugins",
-                 dataset_sha256="builtin", source=__file__)]
+                 source=__file__)]

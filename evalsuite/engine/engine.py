@@ -1,0 +1,361 @@
+"""The sampling engine behind the ``hf`` backend: many samples per prompt, fast, same tokens as transformers.
+
+What makes it faster than ``model.generate`` (measured in benchmarks/bench_generate.py):
+- the prompt is run once and its keys and values stored once for all of its samples (kv_cache.py);
+- a finished sample leaves its row at once and a waiting one takes it (scheduler.py), so no row decodes
+  padding, and the batch is as large as free memory allows;
+- each decode step is one CUDA graph replay, with attention reading only the valid cache entries
+  (runner.py, kernels.py);
+- the host never waits on the device within a step: tokens come back asynchronously, one step behind.
+Sampling is :func:`evalsuite.generation.sampling.choose_tokens`, with each sample's seed and step, so a
+sample is the same whichever path, batch or row produced it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Iterator, Sequence
+
+import torch
+
+from evalsuite.engine.kernels import triton_usable
+from evalsuite.engine.kv_cache import GiB, KVCache, SlotPool, kv_bytes_per_token, plan_cache
+from evalsuite.engine.models import FamilyAdapter, adapter_class
+from evalsuite.engine.runner import DecodeRunner
+from evalsuite.engine.scheduler import Decode, FinishRule, PromptJob, RowTable, SampleJob, waiting_queue
+from evalsuite.errors import EvalsuiteError
+from evalsuite.generation.sampling import choose_tokens, row_seeds
+from evalsuite.records import Completion, GenerationRequest, SamplingParams
+
+_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
+
+
+@dataclass(frozen=True)
+class EngineOptions:
+    max_rows: int = 512  # largest decode batch; fewer when memory does not allow
+    memory_fraction: float = 0.92  # of the free device memory that cache and workspace may take
+    cuda_graphs: bool | None = None  # None: on for CUDA
+    in_flight: int = 1  # decode steps queued on the device beyond the one being read back
+    stop_check_every: int = 8
+
+
+@dataclass
+class EngineStats:
+    steps: int = 0
+    row_steps: int = 0  # sum of batch sizes over steps (includes idle rows of a bucket)
+    tokens: int = 0
+    prefills: int = 0
+    rows: int = 0
+    capture_s: float = 0.0
+    cache_gib: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+class Engine:
+    """Generation for one loaded transformers model. Use :meth:`supports` first; anything it declines goes
+    through plain ``model.generate``."""
+
+    @staticmethod
+    def unsupported_reason(model) -> str | None:
+        cls = adapter_class(model)
+        if cls is None:
+            return f"architecture {type(model).__name__} is not covered by the engine"
+        if getattr(model, "is_quantized", False) or getattr(model.config, "quantization_config", None):
+            return "quantized weights"
+        devices = {p.device for p in model.parameters()}
+        if len(devices) != 1 or next(iter(devices)).type == "meta":
+            return "weights spread over several devices or offloaded"
+        dtypes = {p.dtype for p in model.parameters()}
+        if len(dtypes) != 1 or next(iter(dtypes)) not in _DTYPES:
+            return f"parameter dtypes {sorted(map(str, dtypes))}"
+        return cls.unsupported_reason(model)
+
+    @classmethod
+    def supports(cls, model) -> bool:
+        return cls.unsupported_reason(model) is None
+
+    def __init__(self, model, tokenizer=None, *, eos_token_ids: Sequence[int] | None = None,
+                 decode_tokens: Callable[[Sequence[int]], str] | None = None, decode: Decode | None = None,
+                 vocab_limit: int | None = None, context_length: int | None = None,
+                 options: EngineOptions = EngineOptions()):
+        """``decode_tokens(ids)``: plain text of token ids (scanned for stop sequences).
+        ``decode(request, prompt_ids, generated_ids)``: the completion text (before stop truncation), as the
+        caller's plain path builds it; default ``decode_tokens(generated_ids)``.
+        ``vocab_limit``: ids from here on are never generated (embedding rows past the tokenizer's vocabulary).
+        ``context_length``: positions the model takes; each sample's limit is cut to fit after its prompt."""
+        reason = self.unsupported_reason(model)
+        if reason:
+            raise EvalsuiteError(f"the sampling engine cannot run this model: {reason}")
+        self.model = model.eval()
+        self.adapter: FamilyAdapter = adapter_class(model)(model)
+        self.tokenizer = tokenizer
+        self.options = options
+        self.device = next(model.parameters()).device
+        self.dtype = next(model.parameters()).dtype
+        self.use_triton = triton_usable(self.device)
+        self.use_graphs = self.device.type == "cuda" if options.cuda_graphs is None else options.cuda_graphs
+        self.eos_ids = frozenset(eos_token_ids if eos_token_ids is not None else _eos_ids(model, tokenizer))
+        if decode_tokens is None:
+            if tokenizer is None:
+                raise EvalsuiteError("the sampling engine needs a tokenizer or a decode function")
+            decode_tokens = lambda ids: tokenizer.decode(ids, skip_special_tokens=True)  # noqa: E731
+        self.decode_tokens = decode_tokens
+        self.decode = decode or (lambda request, prompt_ids, ids: decode_tokens(ids))
+        rows = model.get_output_embeddings().weight.shape[0]
+        self.vocab_limit = vocab_limit if vocab_limit is not None and vocab_limit < rows else None
+        self.context_length = context_length or self.adapter.max_positions
+        self.stats = EngineStats()
+
+    # ----------------------------------------------------------------------------------------- public
+    def generate(self, requests: Sequence[GenerationRequest], params: SamplingParams, *,
+                 prompt_ids: Sequence[Sequence[int]] | None = None, ignore_eos: bool = False,
+                 forced_lengths: Callable[[str, int], int | None] | None = None) -> Iterator[Completion]:
+        """Yield one Completion per (request, sample index) as soon as it is final.
+
+        ``prompt_ids``: the token ids of each request's prompt, as the caller's tokenizer settings produce them
+        (default: ``tokenizer(prompt).input_ids``). ``ignore_eos``: generate exactly ``max_new_tokens``.
+        ``forced_lengths(task_id, sample_index)``: benchmarks only, end that sample after that many tokens
+        as if the model had emitted end-of-sequence.
+        """
+        if not requests:
+            return
+        if prompt_ids is None:
+            if self.tokenizer is None:
+                raise EvalsuiteError("the sampling engine needs prompt token ids or a tokenizer")
+            prompt_ids = [self.tokenizer(r.prompt).input_ids for r in requests]
+        requests = list(requests)
+        fan_out: dict[str, tuple[int, ...]] = {}
+        if params.greedy and forced_lengths is None:  # every sample of a prompt is the same text: decode it once
+            fan_out = {r.task_id: r.sample_indices for r in requests if len(r.sample_indices) > 1}
+            requests = [replace(r, sample_indices=r.sample_indices[:1]) for r in requests]
+        with torch.inference_mode():
+            for completion in self._generate(requests, [list(ids) for ids in prompt_ids], params, ignore_eos,
+                                             forced_lengths):
+                for index in fan_out.get(completion.task_id, (completion.sample_index,)):
+                    yield replace(completion, sample_index=index)
+
+    def describe(self) -> dict[str, Any]:
+        return {"engine": "evalsuite", "family": type(self.adapter).__name__.replace("Adapter", ""),
+                "attention": "triton" if self.use_triton else "torch", "cuda_graphs": self.use_graphs}
+
+    # ------------------------------------------------------------------------------------------ setup
+    def _jobs(self, requests, prompt_ids, params, forced_lengths) -> list[PromptJob]:
+        jobs, index = [], 0
+        for request, ids in zip(requests, prompt_ids):
+            if not ids:
+                raise EvalsuiteError(f"{request.task_id}: empty prompt")
+            prompt = PromptJob(request=request, ids=ids, first_sample=index)
+            room = params.max_new_tokens
+            if self.context_length is not None:
+                if len(ids) >= self.context_length:
+                    raise EvalsuiteError(f"prompt of {request.task_id} is {len(ids)} tokens; the model takes at "
+                                         f"most {self.context_length}")
+                room = min(room, self.context_length - len(ids))
+            for sample_index in request.sample_indices:
+                limit, forced = room, False
+                if forced_lengths is not None:
+                    forced_limit = forced_lengths(request.task_id, sample_index)
+                    if forced_limit is not None:
+                        limit, forced = max(1, min(limit, forced_limit)), True
+                prompt.samples.append(SampleJob(index=index, prompt=prompt, sample_index=sample_index,
+                                                limit=limit, forced_end=forced))
+                index += 1
+            prompt.unfinished = len(prompt.samples)
+            if prompt.samples:
+                jobs.append(prompt)
+        return jobs
+
+    def _plan(self, prompts: list[PromptJob], params: SamplingParams):
+        spec = self.adapter.spec
+        prompt_capacity = max(len(p.ids) for p in prompts)
+        gen_capacity = max(1, max(s.limit for p in prompts for s in p.samples))
+        samples = sum(len(p.samples) for p in prompts)
+        per_prompt = max(len(p.samples) for p in prompts)
+        per_token = kv_bytes_per_token(spec, self.adapter.num_layers, self.dtype)
+        max_rows = min(self.options.max_rows, samples)
+        if self.device.type == "cuda":
+            torch.cuda.empty_cache()
+            free, _ = torch.cuda.mem_get_info(self.device)
+            vocab = self.model.config.vocab_size
+            workspace = max_rows * vocab * 48 + max_rows * 64 * self.model.config.hidden_size + GiB
+            budget = int(free * self.options.memory_fraction) - workspace
+        else:
+            budget = 1 << 62
+        return plan_cache(budget_bytes=budget, bytes_per_token=per_token, prompt_capacity=prompt_capacity,
+                          gen_capacity=gen_capacity, num_prompts=len(prompts), samples_per_prompt=per_prompt,
+                          max_rows=max_rows)
+
+    # ------------------------------------------------------------------------------------------- loop
+    def _generate(self, requests, prompt_ids, params, ignore_eos, forced_lengths) -> Iterator[Completion]:
+        prompts = self._jobs(requests, prompt_ids, params, forced_lengths)
+        if not prompts:
+            return
+        plan = self._plan(prompts, params)
+        cache = KVCache(plan, self.adapter.spec, self.adapter.num_layers, self.dtype, self.device)
+        tables = self.adapter.position_tables(plan.prompt_capacity + plan.gen_capacity, self.device, self.dtype)
+        seeds = torch.cat([row_seeds(params.seed, p.request.task_id, [s.sample_index for s in p.samples])
+                           for p in prompts]).to(self.device)
+        first_tokens = torch.zeros(len(seeds), dtype=torch.int64, device=self.device)
+        started = time.perf_counter()
+        runner = DecodeRunner(self.adapter, cache, tables, params, plan.gen_slots, seeds=seeds,
+                              first_tokens=first_tokens, vocab_limit=self.vocab_limit, use_graphs=self.use_graphs,
+                              use_triton=self.use_triton)
+        self.stats = EngineStats(rows=plan.gen_slots, capture_s=time.perf_counter() - started,
+                                 cache_gib=plan.total_bytes / GiB)
+        rule = FinishRule(eos_ids=self.eos_ids, ignore_eos=ignore_eos, decode=self.decode,
+                          decode_tokens=self.decode_tokens, check_every=self.options.stop_check_every)
+        loop = _Loop(self, runner, cache, prompts, rule, params)
+        try:
+            yield from loop.run()
+        finally:
+            del loop, runner, cache
+            if self.device.type == "cuda":
+                torch.cuda.empty_cache()
+
+    def prefill(self, prompt: PromptJob, slot: int, cache: KVCache, seeds, first_tokens, params) -> None:
+        ids = torch.tensor(prompt.ids, dtype=torch.long, device=self.device)
+        logits, layers = self.adapter.prefill(ids)
+        cache.store_prompt(slot, layers)
+        if self.vocab_limit is not None:
+            logits[self.vocab_limit:] = float("-inf")
+        n, start = len(prompt.samples), prompt.first_sample
+        first_tokens[start:start + n] = choose_tokens(logits[None].expand(n, -1), seeds[start:start + n], 0, params)
+        self.stats.prefills += 1
+
+
+@dataclass
+class _Launched:
+    batch: int
+    tokens: torch.Tensor  # pinned host copy of the tokens fed at this step
+    samples: list  # row -> SampleJob at launch time
+    event: Any
+
+
+class _Loop:
+    """One generate call: admit samples into free rows, launch steps, read tokens back one step late."""
+
+    def __init__(self, engine: Engine, runner: DecodeRunner, cache: KVCache, prompts, rule: FinishRule, params):
+        self.engine, self.runner, self.cache, self.rule, self.params = engine, runner, cache, rule, params
+        self.rows = RowTable(runner.rows)
+        self.waiting = waiting_queue(prompts)
+        self.prompt_slots = SlotPool(cache.plan.prompt_slots)
+        self.gen_slots = SlotPool(cache.plan.gen_slots)
+        self.cuda = engine.device.type == "cuda"
+        ring = engine.options.in_flight + 2
+        self.ring = [torch.zeros(runner.rows, dtype=torch.int64, pin_memory=self.cuda) for _ in range(ring)]
+        self.turn = 0
+        self.pending: deque[_Launched] = deque()
+        self.finished: list[Completion] = []
+        self.to_reset: set[int] = set()
+
+    def run(self) -> Iterator[Completion]:
+        stats = self.engine.stats
+        while True:
+            self._admit()
+            if self.rows.busy == 0:
+                if not self.pending:
+                    break
+                self._read(self.pending.popleft())
+            else:
+                self._launch()
+                stats.steps += 1
+                while len(self.pending) > self.engine.options.in_flight or (
+                        self.pending and self._done(self.pending[0])):
+                    self._read(self.pending.popleft())
+            if self.finished:
+                yield from self.finished
+                self.finished = []
+        while self.pending:
+            self._read(self.pending.popleft())
+        yield from self.finished
+
+    def _done(self, launched: _Launched) -> bool:
+        return launched.event is None or launched.event.query()
+
+    # -------------------------------------------------------------------------------------- admission
+    def _admit(self) -> None:
+        rows, p_slots, p_lens, g_slots, samples = [], [], [], [], []
+        while self.waiting and self.rows.has_free() and len(self.gen_slots):
+            job: SampleJob = self.waiting[0]
+            prompt = job.prompt
+            if prompt.slot < 0:
+                if not len(self.prompt_slots):
+                    break
+                prompt.slot = self.prompt_slots.take()
+                self.engine.prefill(prompt, prompt.slot, self.cache, self.runner.seeds, self.runner.first_tokens,
+                                    self.params)
+            self.waiting.popleft()
+            job.g_slot = self.gen_slots.take()
+            row = self.rows.take(job)
+            self.to_reset.discard(row)
+            rows.append(row)
+            p_slots.append(prompt.slot)
+            p_lens.append(len(prompt.ids))
+            g_slots.append(job.g_slot)
+            samples.append(job.index)
+        if self.to_reset:
+            self.runner.reset_rows(sorted(self.to_reset))
+            self.to_reset.clear()
+        self.runner.start_rows(rows, p_slots, p_lens, g_slots, samples)
+
+    # ----------------------------------------------------------------------------------------- launch
+    def _launch(self) -> None:
+        runner = self.runner
+        batch = runner.bucket_for(self.rows.highest_busy() + 1)
+        if not self.waiting and runner.bucket_for(self.rows.busy) < batch:
+            keep = self.rows.compact_order()
+            runner.compact(keep)
+            runner.reset_rows(range(len(keep), batch))
+            batch = runner.bucket_for(len(keep))
+        host = self.ring[self.turn]
+        self.turn = (self.turn + 1) % len(self.ring)
+        host[:batch].copy_(runner.state.tok[:batch], non_blocking=self.cuda)
+        runner.step(batch)
+        event = None
+        if self.cuda:
+            event = torch.cuda.Event()
+            event.record()
+        self.pending.append(_Launched(batch, host, self.rows.samples[:batch], event))
+        stats = self.engine.stats
+        stats.row_steps += batch
+
+    # ------------------------------------------------------------------------------------------- read
+    def _read(self, launched: _Launched) -> None:
+        if launched.event is not None:
+            launched.event.synchronize()
+        tokens = launched.tokens[:launched.batch].tolist()
+        rule = self.rule
+        stats = self.engine.stats
+        for job, token in zip(launched.samples, tokens):
+            if job is None or job.finish is not None:
+                continue
+            job.tokens.append(token)
+            stats.tokens += 1
+            if rule.after_token(job):
+                self._finish(job)
+
+    def _finish(self, job: SampleJob) -> None:
+        row = self.rows.release(job)
+        self.to_reset.add(row)
+        self.gen_slots.give(job.g_slot)
+        prompt = job.prompt
+        prompt.unfinished -= 1
+        if prompt.unfinished == 0 and prompt.slot >= 0:
+            self.prompt_slots.give(prompt.slot)
+            prompt.slot = -1
+        self.finished.append(self.rule.completion(job))
+
+
+def _eos_ids(model, tokenizer) -> list[int]:
+    ids = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    if ids is None:
+        ids = getattr(model.config, "eos_token_id", None)
+    if ids is None and tokenizer is not None:
+        ids = tokenizer.eos_token_id
+    if ids is None:
+        return []
+    return [ids] if isinstance(ids, int) else list(ids)

@@ -1,0 +1,186 @@
+"""Decode steps on the device: per-row state kept on the GPU, one CUDA graph per batch bucket.
+
+Why graphs: one decode step of a 6B model is ~600 small kernel launches; launched from Python they cost
+more than the step's arithmetic at small batch. Captured once per bucket (1, 2, 4, ... rows), a step is one
+replay. The graph reads and updates the row state in place (token to feed, generated length, cache slots,
+seed), so the host never has to send tokens back: it only copies each step's fed tokens to pinned memory,
+asynchronously, and edits rows when samples start or finish.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+from evalsuite.engine.kernels import (PositionTables, decode_attention_reference, decode_attention_triton,
+                                      rotary_and_store_reference, rotary_and_store_triton)
+from evalsuite.engine.kv_cache import KVCache
+from evalsuite.engine.models import FamilyAdapter
+from evalsuite.generation.sampling import choose_tokens
+from evalsuite.records import SamplingParams
+
+BUCKETS = (1, 2, 4, 8, 16, 32, 48, 64, 96, 128, 160, 192, 224, 256, 320, 384, 448, 512, 640, 768, 896, 1024)
+_COLUMNS = 5  # row, prompt slot, prompt length, generation slot, sample index: what a (re)started row needs
+
+
+def buckets_up_to(rows: int) -> list[int]:
+    return sorted({b for b in BUCKETS if b < rows} | {rows})
+
+
+@dataclass
+class RowState:
+    """Per-row device state; index = row ("lane") of the decode batch."""
+
+    tok: torch.Tensor  # int64: token fed at the next step
+    gen_len: torch.Tensor  # int32: generated tokens already cached (= index of ``tok`` among them)
+    p_slot: torch.Tensor  # int32
+    p_len: torch.Tensor  # int32
+    g_slot: torch.Tensor  # int32
+    seed: torch.Tensor  # int64
+
+    @classmethod
+    def allocate(cls, rows: int, scratch_slot: int, device) -> "RowState":
+        i32 = dict(dtype=torch.int32, device=device)
+        return cls(tok=torch.zeros(rows, dtype=torch.int64, device=device), gen_len=torch.zeros(rows, **i32),
+                   p_slot=torch.zeros(rows, **i32), p_len=torch.zeros(rows, **i32),
+                   g_slot=torch.full((rows,), scratch_slot, **i32),
+                   seed=torch.zeros(rows, dtype=torch.int64, device=device))
+
+
+@dataclass
+class _Staging:
+    """Pinned host buffers for row edits, reused only once their copy to the device has finished."""
+
+    host: list[torch.Tensor]
+    device: torch.Tensor
+    events: list = field(default_factory=list)
+    turn: int = 0
+
+
+class DecodeRunner:
+    def __init__(self, adapter: FamilyAdapter, cache: KVCache, tables: PositionTables, params: SamplingParams,
+                 rows: int, *, seeds: torch.Tensor, first_tokens: torch.Tensor, vocab_limit: int | None,
+                 use_graphs: bool, use_triton: bool):
+        self.adapter = adapter
+        self.spec = adapter.spec
+        self.cache = cache
+        self.tables = tables
+        self.params = params
+        self.rows = rows
+        self.device = cache.gen.device
+        self.seeds = seeds  # [samples] int64, one per sample of the workload
+        self.first_tokens = first_tokens  # [samples] int64, filled when the sample's prompt is prefilled
+        self.vocab_limit = vocab_limit
+        self.state = RowState.allocate(rows, cache.scratch_slot, self.device)
+        self.use_triton = use_triton
+        self.buckets = buckets_up_to(rows)
+        self._graphs: dict[int, torch.cuda.CUDAGraph] = {}
+        pin = self.device.type == "cuda"
+        self._staging = _Staging(host=[torch.zeros(_COLUMNS * rows, dtype=torch.int64, pin_memory=pin)
+                                       for _ in range(4)],
+                                 device=torch.zeros(_COLUMNS * rows, dtype=torch.int64, device=self.device))
+        self._staging.events = [None] * len(self._staging.host)
+        if use_graphs:
+            self._capture_all()
+
+    # ------------------------------------------------------------------------------------------- step
+    def _attend(self, meta):
+        p_slot, p_len, g_slot, g_write, g_len, pos = meta
+        spec, tables = self.spec, self.tables
+        rotary_and_store = rotary_and_store_triton if self.use_triton else rotary_and_store_reference
+        attention = decode_attention_triton if self.use_triton else decode_attention_reference
+
+        def attend(index, q, k, v):
+            kp, vp, kg, vg = self.cache.layer(index)
+            q = rotary_and_store(q, k, v, kg, vg, pos, g_slot, g_write, spec, tables)
+            out = attention(q, kp, vp, kg, vg, p_slot, p_len, g_slot, g_len, spec, tables)
+            return out.reshape(out.shape[0], -1)
+
+        return attend
+
+    def _step(self, batch: int) -> None:
+        st = self.state
+        gen_len = st.gen_len[:batch]
+        g_len = gen_len + 1
+        pos = st.p_len[:batch] + gen_len
+        meta = (st.p_slot[:batch], st.p_len[:batch], st.g_slot[:batch], gen_len, g_len, pos)
+        logits = self.adapter.decode(st.tok[:batch], self._attend(meta))
+        if self.vocab_limit is not None:
+            logits[:, self.vocab_limit:] = float("-inf")
+        next_tokens = choose_tokens(logits, st.seed[:batch], g_len.long(), self.params)
+        st.tok[:batch].copy_(next_tokens)
+        # rows that already finished may run a step or two more before the host frees them: stay in the slot
+        st.gen_len[:batch].copy_(torch.clamp(g_len, max=self.cache.plan.gen_capacity - 1))
+
+    def _capture_all(self) -> None:
+        torch.cuda.synchronize(self.device)
+        pool = torch.cuda.graph_pool_handle()
+        side = torch.cuda.Stream(self.device)
+        side.wait_stream(torch.cuda.current_stream(self.device))
+        with torch.cuda.stream(side):  # warm-up outside capture: kernel compilation, library handles
+            for batch in (max(self.buckets), min(self.buckets)):
+                self._step(batch)
+        torch.cuda.current_stream(self.device).wait_stream(side)
+        for batch in sorted(self.buckets, reverse=True):  # largest first, so smaller ones reuse its memory
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph, pool=pool):
+                self._step(batch)
+            self._graphs[batch] = graph
+        self.reset_rows(range(self.rows))
+        torch.cuda.synchronize(self.device)
+
+    def step(self, batch: int) -> None:
+        graph = self._graphs.get(batch)
+        if graph is not None:
+            graph.replay()
+        else:
+            self._step(batch)
+
+    def bucket_for(self, rows: int) -> int:
+        return next(b for b in self.buckets if b >= rows)
+
+    # ------------------------------------------------------------------------------------- row edits
+    def start_rows(self, rows: list[int], p_slots: list[int], p_lens: list[int], g_slots: list[int],
+                   samples: list[int]) -> None:
+        """Make ``rows`` begin the given samples: first token (sampled at prefill), seed, cache slots."""
+        if not rows:
+            return
+        n = len(rows)
+        staging = self._staging
+        slot = staging.turn
+        staging.turn = (slot + 1) % len(staging.host)
+        if staging.events[slot] is not None:
+            staging.events[slot].synchronize()
+        host = staging.host[slot][:_COLUMNS * n]
+        host.view(_COLUMNS, n).copy_(torch.as_tensor([rows, p_slots, p_lens, g_slots, samples], dtype=torch.int64))
+        dev = staging.device[:_COLUMNS * n]
+        dev.copy_(host, non_blocking=True)
+        dev = dev.view(_COLUMNS, n)
+        if self.device.type == "cuda":
+            event = torch.cuda.Event()
+            event.record()
+            staging.events[slot] = event
+        index = dev[0]
+        st = self.state
+        st.p_slot[index] = dev[1].to(torch.int32)
+        st.p_len[index] = dev[2].to(torch.int32)
+        st.g_slot[index] = dev[3].to(torch.int32)
+        st.gen_len[index] = 0
+        st.seed[index] = self.seeds[dev[4]]
+        st.tok[index] = self.first_tokens[dev[4]]
+
+    def reset_rows(self, rows) -> None:
+        """Idle rows compute on the scratch slot and a zero-length prompt; their output is ignored."""
+        rows = list(rows)
+        self.start_rows(rows, [0] * len(rows), [0] * len(rows), [self.cache.scratch_slot] * len(rows),
+                        [0] * len(rows))
+
+    def compact(self, keep: list[int]) -> None:
+        """Move rows ``keep`` (old row indices, in order) to rows 0..len(keep)-1."""
+        n = len(keep)
+        index = torch.as_tensor(keep, dtype=torch.int64).to(self.device, non_blocking=False)
+        st = self.state
+        for name in ("tok", "gen_len", "p_slot", "p_len", "g_slot", "seed"):
+            column = getattr(st, name)
+            column[:n].copy_(column.index_select(0, index))

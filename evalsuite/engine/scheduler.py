@@ -1,0 +1,160 @@
+"""Host-side bookkeeping for continuous batching: which sample runs in which row, when it is finished.
+
+Samples wait in prompt order; a row freed by a finished sample is given to the next waiting one at once, so
+no row decodes padding after its sample ended. Finishing is decided here from the tokens each step copied
+back (asynchronously, one step behind the device): end-of-sequence, the token limit, or a stop sequence.
+Stop sequences are looked for every few tokens in a decoded window; the final text is always cut at the
+first stop sequence of the full decoded text, so a late or missed detection costs only a few extra steps,
+never a different completion.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+from evalsuite.records import Completion, GenerationRequest
+
+# (request, prompt ids, generated ids) -> completion text before stop truncation
+Decode = Callable[[GenerationRequest, Sequence[int], Sequence[int]], str]
+
+
+@dataclass(eq=False)
+class PromptJob:
+    request: GenerationRequest
+    ids: list[int]
+    first_sample: int  # index of its first sample in the workload (samples of a prompt are contiguous)
+    samples: list["SampleJob"] = field(default_factory=list)
+    slot: int = -1  # prompt cache slot while any of its samples runs
+    unfinished: int = 0
+
+
+@dataclass(eq=False)
+class SampleJob:
+    index: int  # position in the workload: seeds and first tokens are stored at this index
+    prompt: PromptJob
+    sample_index: int
+    limit: int  # most tokens to generate
+    forced_end: bool = False  # benchmark: reaching ``limit`` counts as end-of-sequence
+    tokens: list[int] = field(default_factory=list)
+    row: int = -1
+    g_slot: int = -1
+    checked: int = 0  # tokens already scanned for stop sequences
+    finish: str | None = None  # "eos", "length", "stop"
+    num_tokens: int = 0
+
+
+@dataclass
+class FinishRule:
+    eos_ids: frozenset[int]
+    ignore_eos: bool
+    decode: Decode
+    decode_tokens: Callable[[Sequence[int]], str]
+    check_every: int = 8  # tokens between stop-sequence scans of one sample
+
+    def after_token(self, job: SampleJob) -> bool:
+        """Called after each appended token; True when the sample must stop."""
+        token = job.tokens[-1]
+        if not self.ignore_eos and token in self.eos_ids:
+            job.finish, job.num_tokens = "eos", len(job.tokens)
+            return True
+        if len(job.tokens) >= job.limit:
+            job.finish = "eos" if job.forced_end else "length"
+            job.num_tokens = len(job.tokens)
+            return True
+        stops = job.prompt.request.stop_sequences
+        if stops and len(job.tokens) - job.checked >= self.check_every:
+            lookback = max(map(len, stops)) + 8  # tokens: one per character, and some that decode to nothing
+            start = job.checked - lookback
+            window = self._text(job, job.tokens) if start <= 0 else self.decode_tokens(job.tokens[start:])
+            job.checked = len(job.tokens)
+            if any(stop in window for stop in stops) and _first_stop(self._text(job, job.tokens), stops) is not None:
+                job.finish = "stop"
+                return True
+        return False
+
+    def completion(self, job: SampleJob) -> Completion:
+        """The final record: text cut before the first stop sequence of the whole decoded text."""
+        tokens = job.tokens[:job.num_tokens] if job.finish != "stop" else job.tokens
+        text_ids = tokens[:-1] if job.finish == "eos" and not job.forced_end else tokens
+        text = self._text(job, text_ids)
+        stops = job.prompt.request.stop_sequences
+        cut = _first_stop(text, stops) if stops else None
+        finish, num_tokens = job.finish, job.num_tokens
+        if cut is not None:
+            text, finish = text[:cut], "stop"
+            num_tokens = self._tokens_to_stop(job, text_ids, stops)
+        return Completion(task_id=job.prompt.request.task_id, sample_index=job.sample_index, text=text,
+                          finish_reason=finish, num_tokens=num_tokens)
+
+    def _text(self, job: SampleJob, ids: Sequence[int]) -> str:
+        return self.decode(job.prompt.request, job.prompt.ids, ids)
+
+    def _tokens_to_stop(self, job: SampleJob, ids: list[int], stops: Sequence[str]) -> int:
+        """Fewest leading tokens whose text contains a stop sequence: what a generator that checks every
+        token would have produced."""
+        lo, hi = 1, len(ids)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if _first_stop(self._text(job, ids[:mid]), stops) is None:
+                lo = mid + 1
+            else:
+                hi = mid
+        return hi
+
+
+def _first_stop(text: str, stops: Sequence[str]) -> int | None:
+    found = [i for i in (text.find(s) for s in stops if s) if i >= 0]
+    return min(found) if found else None
+
+
+class RowTable:
+    """Which sample occupies each decode row; free rows are handed out lowest first, so busy rows stay
+    packed at the front and the smallest graph bucket covers them."""
+
+    def __init__(self, rows: int):
+        self.samples: list[SampleJob | None] = [None] * rows
+        self._free = list(range(rows))
+        heapq.heapify(self._free)
+        self.busy = 0
+
+    def has_free(self) -> bool:
+        return bool(self._free)
+
+    def take(self, job: SampleJob) -> int:
+        row = heapq.heappop(self._free)
+        self.samples[row] = job
+        job.row = row
+        self.busy += 1
+        return row
+
+    def release(self, job: SampleJob) -> int:
+        row = job.row
+        self.samples[row] = None
+        heapq.heappush(self._free, row)
+        self.busy -= 1
+        return row
+
+    def highest_busy(self) -> int:
+        for row in range(len(self.samples) - 1, -1, -1):
+            if self.samples[row] is not None:
+                return row
+        return -1
+
+    def compact_order(self) -> list[int]:
+        """Busy rows in order; after the device moves them to the front, renumber here the same way."""
+        keep = [row for row, job in enumerate(self.samples) if job is not None]
+        jobs = [self.samples[row] for row in keep]
+        self.samples = [None] * len(self.samples)
+        for new_row, job in enumerate(jobs):
+            self.samples[new_row] = job
+            job.row = new_row
+        self._free = list(range(len(jobs), len(self.samples)))
+        heapq.heapify(self._free)
+        return keep
+
+
+def waiting_queue(prompts: list[PromptJob]) -> deque[SampleJob]:
+    return deque(job for prompt in prompts for job in prompt.samples)

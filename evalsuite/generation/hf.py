@@ -1,0 +1,195 @@
+"""The ``hf`` backend: a transformers causal LM generating batches of left-padded prompts.
+
+Batches hold rows of similar prompt length (see :mod:`evalsuite.generation.batching`); each batch's
+completions are yielded as soon as it ends. Sampling goes through the counter-based
+:class:`~evalsuite.generation.sampling.SeededSampler`, so a sample's text does not depend on which other
+rows share its batch. On CUDA out-of-memory the batch is halved and retried; completions already
+yielded are never redone.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import deque
+from typing import Any, Callable, Iterator, Sequence
+
+import torch
+from transformers import GenerationConfig, LogitsProcessorList, StoppingCriteriaList
+
+from evalsuite.errors import EvalsuiteError
+from evalsuite.generation.base import GenerationOptions, Generator
+from evalsuite.generation.batching import Row, auto_batch_size, make_rows
+from evalsuite.generation.loading import LoadedModel, config_summary, load_model, model_context_length
+from evalsuite.generation.sampling import SeededSampler, row_seeds
+from evalsuite.generation.stopping import MaskIdsFrom, StopTracker
+from evalsuite.generation.tokenizer_fixes import PromptCodec, prepare_codec
+from evalsuite.records import Completion, GenerationRequest, SamplingParams
+from evalsuite.registry import ModelSpec
+from evalsuite.task import truncate_at_stop
+
+# Settings a checkpoint's generation_config.json may carry that would change what greedy/seeded decoding
+# picks; they are reset so that the sampling parameters of the run are the only ones in force.
+_NEUTRAL_GENERATION = dict(do_sample=False, num_beams=1, repetition_penalty=1.0, no_repeat_ngram_size=0,
+                           min_new_tokens=0, length_penalty=1.0, encoder_repetition_penalty=1.0)
+
+BatchRunner = Callable[[list[Row], SamplingParams], list[Completion]]
+
+
+class HFGenerator(Generator):
+    def __init__(self, loaded: LoadedModel, options: GenerationOptions):
+        self.loaded = loaded
+        self.options = options
+        self.model = loaded.model
+        embedding = self.model.get_output_embeddings()
+        rows = embedding.weight.shape[0] if embedding is not None else None
+        self.codec: PromptCodec = prepare_codec(loaded.tokenizer, loaded.spec, rows, self.model.generation_config)
+        self.ignored_generation_config = _non_neutral(self.model.generation_config)
+        # generate() fills every unset setting from model.generation_config: make it neutral, once.
+        self.model.generation_config = self._generation_config(max_new_tokens=None)
+        self.context_length = model_context_length(self.model.config)
+        self.batch_size: int | None = options.batch_size
+        self.oom_halvings = 0
+
+    @classmethod
+    def load(cls, spec: ModelSpec, options: GenerationOptions) -> "HFGenerator":
+        return cls(load_model(spec, options), options)
+
+    # -- the contract ----------------------------------------------------------------------------------
+    def generate(self, requests: Sequence[GenerationRequest], params: SamplingParams) -> Iterator[Completion]:
+        rows = make_rows(requests, params, self.codec.encode)
+        if not rows:
+            return
+        self._check_context(rows, params)
+        size = self.batch_size or self._auto_batch_size(rows, params)
+        pending = deque(rows)
+        run_batch = self._batch_runner()
+        while pending:
+            batch = [pending.popleft() for _ in range(min(size, len(pending)))]
+            try:
+                completions = run_batch(batch, params)
+            except torch.OutOfMemoryError:
+                pending.extendleft(reversed(batch))
+                _free_accelerator_memory()
+                if size == 1:
+                    raise EvalsuiteError(f"model {self.loaded.spec.name!r} runs out of memory even at batch size "
+                                         "1; use a smaller --max-new-tokens or a loading plan that offloads") \
+                        from None
+                size //= 2
+                self.oom_halvings += 1
+                print(f"out of memory: batch size halved to {size}", file=sys.stderr)
+                continue
+            self.batch_size = size  # the size that worked is kept for the next call
+            yield from completions
+
+    def describe(self) -> dict[str, Any]:
+        spec = self.loaded.spec
+        return {
+            "backend": "hf",
+            "model": spec.name,
+            "location": spec.location,
+            "source": spec.source,
+            "family": spec.family,
+            "revision": self.loaded.revision,
+            "dtype": self.loaded.dtype,
+            "device": str(self.loaded.device),
+            "placement": self.loaded.placement,
+            "engine": "transformers",
+            "batch_size": self.batch_size if self.batch_size is not None else "auto",
+            "oom_halvings": self.oom_halvings,
+            "trust_remote_code": bool(self.options.trust_remote_code or spec.trust_remote_code),
+            "config": config_summary(self.model.config),
+            "tokenizer": {"class": type(self.loaded.tokenizer).__name__, **self.codec.describe()},
+            "tokenizer_fixes": list(self.codec.fixes),
+            "ignored_generation_config": self.ignored_generation_config,
+        }
+
+    def close(self) -> None:
+        self.model = None
+        self.loaded.model = None
+        _free_accelerator_memory()
+
+    # -- internals ---------------------------------------------------------------------------------
+    def _batch_runner(self) -> BatchRunner:
+        """Seam for the fast decoding engine (``evalsuite.engine``): where it applies and
+        ``GenerationOptions.engine`` is not "transformers", it will return the engine's runner; today
+        every batch goes through plain ``model.generate``."""
+        return self._generate_batch
+
+    def _auto_batch_size(self, rows: list[Row], params: SamplingParams) -> int:
+        dtype_bytes = torch.finfo(getattr(torch, self.loaded.dtype)).bits // 8
+        return auto_batch_size(self.model.config, self.loaded.device, dtype_bytes,
+                               len(rows[0].prompt_ids), params.max_new_tokens)
+
+    def _check_context(self, rows: list[Row], params: SamplingParams) -> None:
+        if self.context_length is None:
+            return
+        longest = rows[0]
+        if len(longest.prompt_ids) >= self.context_length:
+            raise EvalsuiteError(f"prompt of {longest.request.task_id} is {len(longest.prompt_ids)} tokens; model "
+                                 f"{self.loaded.spec.name!r} takes at most {self.context_length}")
+
+    def _generation_config(self, max_new_tokens: int | None) -> GenerationConfig:
+        eos = sorted(self.codec.eos_ids)
+        return GenerationConfig(max_new_tokens=max_new_tokens, pad_token_id=self.codec.pad_id,
+                                eos_token_id=eos or None, bos_token_id=self.codec.bos_id, use_cache=True,
+                                **_NEUTRAL_GENERATION)
+
+    def _generate_batch(self, batch: list[Row], params: SamplingParams) -> list[Completion]:
+        device = self.loaded.device
+        length = max(len(row.prompt_ids) for row in batch)
+        input_ids = torch.full((len(batch), length), self.codec.pad_id, dtype=torch.long)
+        attention_mask = torch.zeros((len(batch), length), dtype=torch.long)
+        for i, row in enumerate(batch):  # left padding: every prompt ends where generation starts
+            input_ids[i, length - len(row.prompt_ids):] = torch.tensor(row.prompt_ids)
+            attention_mask[i, length - len(row.prompt_ids):] = 1
+        max_new = params.max_new_tokens
+        if self.context_length is not None:
+            max_new = max(1, min(max_new, self.context_length - length))
+
+        processors = LogitsProcessorList()
+        if self.codec.vocab_limit < self.model.get_output_embeddings().weight.shape[0]:
+            processors.append(MaskIdsFrom(self.codec.vocab_limit))
+        if not params.greedy:
+            seeds = torch.cat([row_seeds(params.seed, row.request.task_id, row.sample_indices) for row in batch])
+            processors.append(SeededSampler(seeds.to(device), params, prompt_length=length))
+        tracker = StopTracker(self.codec, [row.request.prompt for row in batch], [row.prompt_ids for row in batch],
+                              [row.request.stop_sequences for row in batch], prompt_length=length)
+        with torch.inference_mode():
+            output = self.model.generate(input_ids=input_ids.to(device), attention_mask=attention_mask.to(device),
+                                         generation_config=self._generation_config(max_new),
+                                         logits_processor=processors,
+                                         stopping_criteria=StoppingCriteriaList([tracker]))
+        generated = output[:, length:].tolist()
+        completions = []
+        for i, row in enumerate(batch):
+            completions.extend(self._completions(row, generated[i], tracker.ended_at[i], tracker.reason[i]))
+        return completions
+
+    def _completions(self, row: Row, generated: list[int], ended_at: int | None,
+                     reason: str | None) -> list[Completion]:
+        kept = generated[:ended_at] if ended_at is not None else generated
+        text_ids = kept[:-1] if reason == "eos" else kept
+        raw = self.codec.to_completion(row.request.prompt, self.codec.decode_continuation(row.prompt_ids, text_ids))
+        text = truncate_at_stop(raw, row.request.stop_sequences)
+        finish = "stop" if len(text) < len(raw) else (reason or "length")
+        return [Completion(task_id=row.request.task_id, sample_index=index, text=text, finish_reason=finish,
+                           num_tokens=len(kept)) for index in row.sample_indices]
+
+
+def _non_neutral(generation_config: Any) -> dict[str, Any]:
+    """The checkpoint's generation settings that we override (recorded so nobody wonders)."""
+    if generation_config is None:
+        return {}
+    defaults = GenerationConfig().to_dict()
+    watched = ("do_sample", "temperature", "top_p", "top_k", "num_beams", "repetition_penalty",
+               "no_repeat_ngram_size", "min_length", "min_new_tokens", "length_penalty")
+    current = generation_config.to_dict()
+    return {k: current[k] for k in watched if k in current and current[k] != defaults.get(k)}
+
+
+def _free_accelerator_memory() -> None:
+    import gc
+
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()

@@ -1,0 +1,120 @@
+"""Loading a transformers checkpoint onto one device.
+
+This is the single place that decides placement, so the memory planner can replace :func:`load_model`
+(sharding, offload, quantisation) without touching the generation code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from evalsuite.errors import EvalsuiteError
+from evalsuite.generation.base import GenerationOptions
+from evalsuite.registry import ModelSpec, with_family
+
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf")
+
+
+@dataclass
+class LoadedModel:
+    model: Any
+    tokenizer: Any
+    spec: ModelSpec  # with family defaults filled in from the checkpoint's config
+    device: Any  # torch.device of the inputs
+    dtype: str
+    revision: str | None
+    placement: dict[str, Any] = field(default_factory=dict)
+
+
+def pick_device(options: GenerationOptions):
+    import torch
+
+    if options.device:
+        return torch.device(options.device)
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def pick_dtype(spec: ModelSpec, options: GenerationOptions, device, config_dtype: Any) -> str:
+    """User flag > (CPU: float32) > registry entry > the checkpoint's own dtype > bfloat16."""
+    if options.dtype:
+        return options.dtype
+    if device.type == "cpu":
+        return "float32"  # half precision on CPU is slow and, for float16, often unsupported
+    if spec.dtype:
+        return spec.dtype
+    name = str(config_dtype).replace("torch.", "") if config_dtype is not None else ""
+    return name if name in ("float16", "bfloat16", "float32") else "bfloat16"
+
+
+def local_revision(directory: Path) -> str:
+    """A stand-in for a commit hash: config.json's bytes plus every weight file's name and size."""
+    digest = hashlib.sha256()
+    config = directory / "config.json"
+    if config.is_file():
+        digest.update(config.read_bytes())
+    for path in sorted(directory.iterdir()):
+        if path.is_file() and path.name.endswith(WEIGHT_SUFFIXES):
+            digest.update(f"{path.name}\0{path.stat().st_size}\n".encode())
+    return f"local:{digest.hexdigest()[:16]}"
+
+
+def _load_error(spec: ModelSpec, what: str, exc: Exception) -> EvalsuiteError:
+    first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    hint = ""
+    if spec.source == "hub":
+        hint = " (not an alias in the registry nor a local directory, and the hub could not provide it)"
+    return EvalsuiteError(f"cannot load the {what} of model {spec.name!r} from {spec.location}{hint}: "
+                          f"{first_line}")
+
+
+def load_model(spec: ModelSpec, options: GenerationOptions) -> LoadedModel:
+    """Load tokenizer and weights onto one device, with ``trust_remote_code`` only when opted in."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    trust = bool(options.trust_remote_code or spec.trust_remote_code)
+    try:
+        config = AutoConfig.from_pretrained(spec.location, trust_remote_code=trust)
+    except (OSError, ValueError) as exc:
+        raise _load_error(spec, "config", exc) from exc
+    spec = with_family(spec, getattr(config, "model_type", None))
+    device = pick_device(options)
+    dtype = pick_dtype(spec, options, device, getattr(config, "dtype", None) or getattr(config, "torch_dtype", None))
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(spec.location, trust_remote_code=trust)
+    except (OSError, ValueError) as exc:
+        raise _load_error(spec, "tokenizer", exc) from exc
+    try:
+        model = AutoModelForCausalLM.from_pretrained(spec.location, config=config, dtype=getattr(torch, dtype),
+                                                     trust_remote_code=trust)
+    except (OSError, ValueError) as exc:
+        raise _load_error(spec, "weights", exc) from exc
+    model.to(device).eval()
+    if spec.source == "local":
+        revision = local_revision(Path(spec.location))
+    else:
+        revision = getattr(config, "_commit_hash", None)
+    return LoadedModel(model=model, tokenizer=tokenizer, spec=spec, device=device, dtype=dtype,
+                       revision=revision, placement={"strategy": "single-device", "device": str(device)})
+
+
+def model_context_length(config: Any) -> int | None:
+    """Longest sequence the model's position scheme supports (None: no fixed limit, e.g. ALiBi)."""
+    for name in ("max_position_embeddings", "n_positions", "seq_length", "max_sequence_length"):
+        value = getattr(config, name, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    return None
+
+
+def config_summary(config: Any) -> dict[str, Any]:
+    text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    keys = ("model_type", "vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads")
+    return {k: getattr(text, k, None) for k in keys if getattr(text, k, None) is not None}
+
+
+__all__ = ["LoadedModel", "load_model", "pick_device", "pick_dtype", "local_revision", "model_context_length",
+           "config_summary"]

@@ -1,0 +1,279 @@
+"""The ``openai`` backend: any OpenAI-compatible ``/v1/completions`` server (vLLM, TGI, SGLang,
+DeepSpeed-MII, ``transformers serve``).
+
+Plain HTTP from the standard library, so the core needs no SDK. Requests run on a thread pool of
+``options.concurrency`` workers; completions are yielded as each request returns. Requests answered
+429 or 5xx, or not answered at all, are retried with exponential backoff and jitter, honouring a
+``Retry-After`` header. The API key is read from the environment variable named by
+``options.api_key_env`` at connect time and never appears in :meth:`OpenAIGenerator.describe`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import socket
+import time
+import urllib.error
+import urllib.request
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import asdict, dataclass
+from typing import Any, Iterator, Sequence
+from urllib.parse import urlsplit, urlunsplit
+
+from evalsuite.errors import EvalsuiteError
+from evalsuite.generation.base import GenerationOptions, Generator
+from evalsuite.records import Completion, GenerationRequest, SamplingParams
+from evalsuite.task import truncate_at_stop
+
+RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504})
+_SEED_MASK = (1 << 31) - 1  # servers parse seed as a 32-bit int
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    max_retries: int = 6
+    base_delay_s: float = 0.5
+    max_delay_s: float = 30.0
+
+    def delay(self, attempt: int, retry_after: float | None = None) -> float:
+        """Seconds to wait before retry number ``attempt`` (0-based): the server's word, else 2^attempt
+        times the base delay with +-25% jitter so that concurrent workers do not retry in lockstep."""
+        if retry_after is not None:
+            return min(max(retry_after, 0.0), self.max_delay_s)
+        return min(self.max_delay_s, self.base_delay_s * (2 ** attempt)) * random.uniform(0.75, 1.25)
+
+
+@dataclass(frozen=True)
+class Job:
+    """One HTTP request: a prompt and the sample indices its ``n`` choices become."""
+
+    request: GenerationRequest
+    sample_indices: tuple[int, ...]
+    replicate: bool  # greedy: one choice serves every index
+
+
+class HTTPFailure(Exception):
+    def __init__(self, message: str, status: int | None = None, retry_after: float | None = None):
+        super().__init__(message)
+        self.status = status
+        self.retry_after = retry_after
+
+    @property
+    def retryable(self) -> bool:
+        return self.status is None or self.status in RETRY_STATUSES
+
+
+def normalise_base_url(base_url: str) -> str:
+    parts = urlsplit(base_url.strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise EvalsuiteError(f"--base-url must look like http://host:port/v1, got {base_url!r}")
+    return urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/"), "", ""))
+
+
+def redact_url(url: str) -> str:
+    """Drop user:password@ from a URL before it is recorded."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+class OpenAIGenerator(Generator):
+    def __init__(self, model: str, base_url: str, api_key: str | None = None, concurrency: int = 8,
+                 timeout_s: float = 600.0, retry: RetryPolicy = RetryPolicy(), samples_per_request: int = 1,
+                 api_key_env: str = "OPENAI_API_KEY"):
+        if concurrency < 1:
+            raise EvalsuiteError(f"--concurrency must be at least 1, got {concurrency}")
+        if samples_per_request < 1:
+            raise EvalsuiteError(f"samples per request must be at least 1, got {samples_per_request}")
+        self.model = model
+        self.base_url = normalise_base_url(base_url)
+        self._api_key = api_key
+        self.api_key_env = api_key_env
+        self.concurrency = concurrency
+        self.timeout_s = timeout_s
+        self.retry = retry
+        self.samples_per_request = samples_per_request
+        self.server_models: list[str] | None = None
+        self.retries_done = 0
+
+    @classmethod
+    def connect(cls, model: str, options: GenerationOptions) -> "OpenAIGenerator":
+        """Build from CLI options and check the server answers (a wrong URL fails now, not mid-run)."""
+        if not options.base_url:
+            raise EvalsuiteError("--backend openai needs --base-url, e.g. http://127.0.0.1:8000/v1")
+        generator = cls(model, options.base_url, api_key=os.environ.get(options.api_key_env) or None,
+                        concurrency=options.concurrency, timeout_s=options.request_timeout_s,
+                        retry=RetryPolicy(max_retries=options.max_retries),
+                        samples_per_request=options.samples_per_request, api_key_env=options.api_key_env)
+        generator.check_server()
+        return generator
+
+    # -- HTTP --------------------------------------------------------------------------------------
+    def _headers(self) -> dict[str, str]:
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if self._api_key:
+            headers["Authorization"] = f"Bearer {self._api_key}"
+        return headers
+
+    def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+        """One HTTP exchange; raises HTTPFailure (with the status, if any) on anything but a JSON 2xx."""
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(self.base_url + path, data=data, method=method, headers=self._headers())
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
+                payload = response.read()
+        except urllib.error.HTTPError as exc:
+            retry_after = _parse_retry_after(exc.headers.get("Retry-After") if exc.headers else None)
+            detail = _error_detail(exc.read())
+            raise HTTPFailure(f"HTTP {exc.code}{': ' + detail if detail else ''}", exc.code, retry_after) from None
+        except (urllib.error.URLError, socket.timeout, ConnectionError, OSError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise HTTPFailure(f"no answer ({reason})") from None
+        try:
+            parsed = json.loads(payload)
+        except json.JSONDecodeError:
+            raise HTTPFailure(f"answer is not JSON: {payload[:200]!r}", status=502) from None
+        if not isinstance(parsed, dict):
+            raise HTTPFailure(f"answer is not a JSON object: {payload[:200]!r}", status=502)
+        return parsed
+
+    def _call_with_retries(self, method: str, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+        for attempt in range(self.retry.max_retries + 1):
+            try:
+                return self._call(method, path, body)
+            except HTTPFailure as failure:
+                if not failure.retryable:
+                    raise EvalsuiteError(f"{redact_url(self.base_url)}{path}: {failure}") from None
+                if attempt == self.retry.max_retries:
+                    raise EvalsuiteError(f"{redact_url(self.base_url)}{path}: still failing after "
+                                         f"{self.retry.max_retries} retries: {failure}") from None
+                self.retries_done += 1
+                time.sleep(self.retry.delay(attempt, failure.retry_after))
+        raise AssertionError("unreachable")
+
+    def check_server(self) -> None:
+        """GET /models: proves the URL and key work and records what the server serves.
+
+        No answer at all, or 401/403, fails at once; any other error status only means the server does
+        not list its models (some do not), which generation does not need.
+        """
+        try:
+            answer = self._call("GET", "/models")
+        except HTTPFailure as failure:
+            if failure.status in (401, 403):
+                raise EvalsuiteError(f"{redact_url(self.base_url)}/models: {failure} (is ${self.api_key_env} "
+                                     "set to the server's API key?)") from None
+            if failure.status is not None:
+                return
+            try:
+                answer = self._call_with_retries("GET", "/models")
+            except EvalsuiteError as exc:
+                raise EvalsuiteError(f"cannot reach the OpenAI-compatible server: {exc}") from None
+        data = answer.get("data")
+        if isinstance(data, list):
+            self.server_models = [str(item.get("id")) for item in data if isinstance(item, dict)]
+
+    # -- the contract ------------------------------------------------------------------------------
+    def jobs(self, requests: Sequence[GenerationRequest], params: SamplingParams) -> list[Job]:
+        jobs = []
+        for request in requests:
+            indices = tuple(request.sample_indices)
+            if not indices:
+                continue
+            if params.greedy:
+                jobs.append(Job(request, indices, replicate=True))
+                continue
+            step = self.samples_per_request
+            jobs.extend(Job(request, indices[i:i + step], replicate=False) for i in range(0, len(indices), step))
+        return jobs
+
+    def request_body(self, job: Job, params: SamplingParams) -> dict[str, Any]:
+        from evalsuite.generation.sampling import row_seed
+
+        body: dict[str, Any] = {
+            "model": self.model,
+            "prompt": job.request.prompt,
+            "max_tokens": params.max_new_tokens,
+            "temperature": params.temperature,
+            "n": 1 if job.replicate else len(job.sample_indices),
+            "seed": row_seed(params.seed, job.request.task_id, job.sample_indices[0]) & _SEED_MASK,
+        }
+        if params.top_p < 1.0:
+            body["top_p"] = params.top_p
+        if params.top_k:
+            body["top_k"] = params.top_k  # not in OpenAI's schema; vLLM, SGLang and TGI accept it
+        if job.request.stop_sequences:
+            body["stop"] = list(job.request.stop_sequences)
+        return body
+
+    def complete(self, job: Job, params: SamplingParams) -> list[Completion]:
+        answer = self._call_with_retries("POST", "/completions", self.request_body(job, params))
+        choices = answer.get("choices")
+        expected = 1 if job.replicate else len(job.sample_indices)
+        if not isinstance(choices, list) or len(choices) < expected:
+            raise EvalsuiteError(f"{redact_url(self.base_url)}/completions: expected {expected} choice(s) for "
+                                 f"{job.request.task_id}, got {json.dumps(answer)[:200]}")
+        choices = sorted(choices[:expected], key=lambda c: c.get("index", 0) if isinstance(c, dict) else 0)
+        usage = answer.get("usage") if isinstance(answer.get("usage"), dict) else {}
+        tokens = int(usage.get("completion_tokens") or 0) if expected == 1 else 0
+        completions = []
+        for position, choice in enumerate(choices):
+            raw = str(choice.get("text") or "")
+            text = truncate_at_stop(raw, job.request.stop_sequences)
+            server_reason = choice.get("finish_reason")
+            finish = "stop" if len(text) < len(raw) else ("length" if server_reason == "length" else "stop")
+            indices = job.sample_indices if job.replicate else (job.sample_indices[position],)
+            completions.extend(Completion(task_id=job.request.task_id, sample_index=index, text=text,
+                                          finish_reason=finish, num_tokens=tokens) for index in indices)
+        return completions
+
+    def generate(self, requests: Sequence[GenerationRequest], params: SamplingParams) -> Iterator[Completion]:
+        jobs = self.jobs(requests, params)
+        pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="evalsuite-openai")
+        try:
+            pending: set[Future] = {pool.submit(self.complete, job, params) for job in jobs}
+            while pending:
+                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for future in done:
+                    yield from future.result()
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "backend": "openai",
+            "model": self.model,
+            "base_url": redact_url(self.base_url),
+            "server_models": self.server_models,
+            "concurrency": self.concurrency,
+            "samples_per_request": self.samples_per_request,
+            "retry": asdict(self.retry),
+            "retries_done": self.retries_done,
+            "api_key_env": self.api_key_env,
+            "api_key_set": self._api_key is not None,
+        }
+
+
+def _parse_retry_after(value: str | None) -> float | None:
+    if not value:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        return None  # an HTTP date: fall back to our own backoff
+
+
+def _error_detail(payload: bytes) -> str:
+    try:
+        data = json.loads(payload)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return payload[:200].decode("utf-8", "replace").strip()
+    if isinstance(data, dict):
+        error = data.get("error", data.get("detail", data))
+        if isinstance(error, dict):
+            error = error.get("message", error)
+        return str(error)[:300]
+    return str(data)[:300]

@@ -1,0 +1,484 @@
+"""The leaderboard: one entry per (model, task, settings key), kept in ``leaderboard/leaderboard.json``.
+
+The file is validated against ``evalsuite/schemas/leaderboard.schema.json`` on every read and every
+write, so a hand-broken file is reported (file + JSON path) instead of silently rendered or gated on.
+
+Which runs replace each other is decided by :func:`settings_key`: two runs of the same model on the same
+task share an entry exactly when the settings that change the number are equal:
+
+* ``n`` (samples per problem: which pass@k exist and how noisy they are), ``temperature``, ``top_p``,
+  ``top_k`` and ``max_new_tokens`` (what is sampled), the task's ``prompt_template`` (what the model
+  sees) and the ``dataset_sha256`` (which problems are scored).
+* Under greedy decoding (temperature 0) ``top_p`` and ``top_k`` are unused, so they are normalised to
+  their neutral values (1.0, 0) and do not split entries.
+* The ``seed`` is left out on purpose: another seed is another measurement of the same configuration,
+  so a rerun replaces the entry rather than piling up near-duplicates (it is still recorded).
+* Hardware, batch size, dtype, backend and the evalsuite version are recorded but not keyed: they should
+  not change the number, and when they do that is a finding to compare against, not a separate row.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import math
+import os
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Mapping, Sequence
+
+from evalsuite import __version__
+from evalsuite.errors import EvalsuiteError, ThresholdNotMet
+from evalsuite.jsonl import atomic_write_json
+
+SCHEMA_VERSION = "1.0"
+SCHEMA_PATH = Path(__file__).parent / "schemas" / "leaderboard.schema.json"
+LEADERBOARD_FILE = "leaderboard.json"
+HTML_FILE = "index.html"
+KEY_FIELDS = ("n", "temperature", "top_p", "top_k", "max_new_tokens", "prompt_template", "dataset_sha256")
+_METRIC_NAME = re.compile(r"^pass@([1-9][0-9]*)$")
+
+
+# -- model -------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Metric:
+    """One metric's point estimate with its 95% bootstrap interval over problems."""
+
+    value: float
+    ci_low: float
+    ci_high: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {"value": self.value, "ci95": [self.ci_low, self.ci_high]}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "Metric":
+        low, high = data["ci95"]
+        return cls(value=float(data["value"]), ci_low=float(low), ci_high=float(high))
+
+
+@dataclass(frozen=True)
+class LeaderboardEntry:
+    model: str  # display name: what people call the model
+    model_id: str  # resolved hub id or local path: what was actually loaded
+    task: str
+    dataset_sha256: str
+    settings: dict[str, Any]  # exactly KEY_FIELDS, normalised (see settings_for)
+    metrics: dict[str, Metric]  # "pass@1" -> Metric
+    n: int  # samples per problem
+    n_problems: int
+    temperature: float
+    date: str  # ISO 8601 UTC, e.g. 2025-01-31T12:00:00Z
+    run_id: str
+    hardware: str
+    evalsuite_version: str = __version__
+    not_computable: dict[str, str] = field(default_factory=dict)  # "pass@100" -> reason
+    seed: int | None = None
+
+    @property
+    def settings_key(self) -> str:
+        return settings_key(self.settings)
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        """What makes two entries the same row: a new run with an equal key replaces the old one."""
+        return (self.model, self.task, self.settings_key)
+
+    def ks(self) -> list[int]:
+        return sorted(int(_METRIC_NAME.match(name).group(1)) for name in self.metrics)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "model": self.model, "model_id": self.model_id, "task": self.task,
+            "dataset_sha256": self.dataset_sha256, "settings": dict(self.settings),
+            "settings_key": self.settings_key,
+            "metrics": {name: metric.to_json() for name, metric in _sorted_metrics(self.metrics)},
+            "n": self.n, "n_problems": self.n_problems, "temperature": self.temperature,
+            "date": self.date, "run_id": self.run_id, "hardware": self.hardware,
+            "evalsuite_version": self.evalsuite_version,
+        }
+        if self.not_computable:
+            out["not_computable"] = dict(self.not_computable)
+        if self.seed is not None:
+            out["seed"] = self.seed
+        return out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "LeaderboardEntry":
+        """Build from a schema-valid entry (validation happens in :func:`load_leaderboard`)."""
+        return cls(
+            model=data["model"], model_id=data["model_id"], task=data["task"],
+            dataset_sha256=data["dataset_sha256"], settings=dict(data["settings"]),
+            metrics={name: Metric.from_json(value) for name, value in data["metrics"].items()},
+            n=data["n"], n_problems=data["n_problems"], temperature=float(data["temperature"]),
+            date=data["date"], run_id=data["run_id"], hardware=data["hardware"],
+            evalsuite_version=data["evalsuite_version"], not_computable=dict(data.get("not_computable", {})),
+            seed=data.get("seed"),
+        )
+
+
+def _sorted_metrics(metrics: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    return sorted(metrics.items(), key=lambda item: int(_METRIC_NAME.match(item[0]).group(1)))
+
+
+# -- settings key ------------------------------------------------------------------------------------
+
+def settings_for(sampling: Any, prompt_template: str, dataset_sha256: str) -> dict[str, Any]:
+    """The normalised settings that change the number (see the module docstring for the choice).
+
+    ``sampling`` is a :class:`~evalsuite.records.SamplingParams` or its ``to_dict()``.
+    """
+    params = sampling.to_dict() if hasattr(sampling, "to_dict") else dict(sampling)
+    missing = [name for name in ("n", "temperature", "top_p", "top_k", "max_new_tokens") if name not in params]
+    if missing:
+        raise EvalsuiteError(f"sampling settings lack {', '.join(missing)}")
+    temperature = float(params["temperature"])
+    greedy = temperature == 0.0
+    return {
+        "n": int(params["n"]),
+        "temperature": temperature,
+        "top_p": 1.0 if greedy else float(params["top_p"]),
+        "top_k": 0 if greedy else int(params["top_k"]),
+        "max_new_tokens": int(params["max_new_tokens"]),
+        "prompt_template": str(prompt_template),
+        "dataset_sha256": str(dataset_sha256),
+    }
+
+
+def settings_key(settings: Mapping[str, Any]) -> str:
+    """A short stable key like ``n20-t0.8-3f9a0c1b2d``: readable prefix, digest of all KEY_FIELDS."""
+    canonical = {name: settings[name] for name in KEY_FIELDS}
+    for name in ("temperature", "top_p"):  # 1 and 1.0 must give the same key
+        canonical[name] = float(canonical[name])
+    digest = hashlib.sha256(json.dumps(canonical, sort_keys=True).encode("utf-8")).hexdigest()
+    return f"n{int(settings['n'])}-t{float(settings['temperature']):g}-{digest[:10]}"
+
+
+# -- building entries from a run ---------------------------------------------------------------------
+
+def utc_now_iso() -> str:
+    return datetime.now(timezone.utc).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def to_utc_iso(text: str) -> str:
+    """Any ISO 8601 timestamp (``...Z``, ``...+02:00``; naive means UTC) as ``YYYY-MM-DDTHH:MM:SSZ``."""
+    try:
+        moment = datetime.fromisoformat(str(text).replace("Z", "+00:00"))
+    except ValueError:
+        raise EvalsuiteError(f"date {text!r} is not an ISO 8601 timestamp") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _metrics_from_score(score: Any) -> tuple[dict[str, Metric], dict[str, str], int]:
+    """Accept a :class:`~evalsuite.scoring.Score` or its ``summary_json()``."""
+    if hasattr(score, "pass_at"):
+        metrics = {f"pass@{k}": Metric(p.value, p.ci_low, p.ci_high) for k, p in score.pass_at.items()}
+        not_computable = {f"pass@{k}": reason for k, reason in score.not_computable.items()}
+        return metrics, not_computable, len(score.per_problem)
+    ci95 = score.get("ci95", {})
+    metrics = {}
+    for name, value in score.items():
+        if _METRIC_NAME.match(name):
+            if name not in ci95:
+                raise EvalsuiteError(f"score summary has {name} but no ci95 for it")
+            low, high = ci95[name]
+            metrics[name] = Metric(float(value), float(low), float(high))
+    return metrics, dict(score.get("not_computable", {})), int(score["n_problems"])
+
+
+def entry_from_run(run_summary: Mapping[str, Any]) -> LeaderboardEntry:
+    """Build the leaderboard entry for one finished (model, task) run.
+
+    ``run_summary`` keys:
+
+    * ``model`` (str): display name. ``model_id`` (str): resolved hub id or local path.
+    * ``task`` (str), ``dataset_sha256`` (str, hex; "" if unknown), ``prompt_template`` (str).
+    * ``sampling``: a ``SamplingParams`` or its ``to_dict()`` (n, temperature, top_p, top_k,
+      max_new_tokens, seed).
+    * ``score``: a ``Score`` or its ``summary_json()`` (needs pass@k values, ci95, n_problems).
+    * ``run_id`` (str), ``hardware`` (str, e.g. "1x NVIDIA H100 80GB HBM3" or "cpu").
+    * optional: ``date`` (ISO 8601 with a UTC offset, stored as UTC ``...Z``; default now),
+      ``evalsuite_version`` (default this version).
+    """
+    required = ("model", "model_id", "task", "dataset_sha256", "prompt_template", "sampling", "score",
+                "run_id", "hardware")
+    missing = [name for name in required if name not in run_summary]
+    if missing:
+        raise EvalsuiteError(f"cannot build a leaderboard entry: run summary lacks {', '.join(missing)}")
+    settings = settings_for(run_summary["sampling"], run_summary["prompt_template"],
+                            run_summary["dataset_sha256"])
+    metrics, not_computable, n_problems = _metrics_from_score(run_summary["score"])
+    if not metrics:
+        raise EvalsuiteError(f"{run_summary['model']} on {run_summary['task']}: no pass@k could be computed "
+                             f"({'; '.join(not_computable.values()) or 'empty score'})")
+    sampling = run_summary["sampling"]
+    seed = sampling.seed if hasattr(sampling, "seed") else sampling.get("seed")
+    entry = LeaderboardEntry(
+        model=str(run_summary["model"]), model_id=str(run_summary["model_id"]), task=str(run_summary["task"]),
+        dataset_sha256=settings["dataset_sha256"], settings=settings, metrics=metrics,
+        n=settings["n"], n_problems=n_problems, temperature=settings["temperature"],
+        date=to_utc_iso(run_summary["date"]) if run_summary.get("date") else utc_now_iso(), run_id=str(run_summary["run_id"]),
+        hardware=str(run_summary["hardware"]),
+        evalsuite_version=str(run_summary.get("evalsuite_version") or __version__),
+        not_computable=not_computable, seed=None if seed is None else int(seed),
+    )
+    _validate_document(_document([entry]), "<new entry>")  # fail at the source, not at the next read
+    return entry
+
+
+# -- merge -------------------------------------------------------------------------------------------
+
+def sort_entries(entries: Iterable[LeaderboardEntry]) -> list[LeaderboardEntry]:
+    """Stable file order: by task, then model, then settings key (keeps diffs of the JSON small)."""
+    return sorted(entries, key=lambda e: (e.task, e.model.casefold(), e.model, e.settings_key))
+
+
+def merge(entries: Iterable[LeaderboardEntry], new_entries: Iterable[LeaderboardEntry]) -> list[LeaderboardEntry]:
+    """Entries of ``new_entries`` replace those with the same key; all others are kept."""
+    by_key = {entry.key: entry for entry in entries}
+    for entry in new_entries:
+        by_key[entry.key] = entry
+    return sort_entries(by_key.values())
+
+
+# -- reading, validating, writing --------------------------------------------------------------------
+
+@lru_cache(maxsize=1)
+def _validator():
+    import jsonschema
+
+    schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    return jsonschema.Draft202012Validator(schema)
+
+
+def _document(entries: Sequence[LeaderboardEntry]) -> dict[str, Any]:
+    return {"schema_version": SCHEMA_VERSION, "updated": utc_now_iso(),
+            "entries": [entry.to_json() for entry in sort_entries(entries)]}
+
+
+def _major(version: str) -> int:
+    return int(version.split(".", 1)[0])
+
+
+def _is_newer_minor(version: str) -> bool:
+    if not re.fullmatch(r"[0-9]+\.[0-9]+", version):
+        return False
+    major, minor = (int(part) for part in version.split("."))
+    ours_major, ours_minor = (int(part) for part in SCHEMA_VERSION.split("."))
+    return major == ours_major and minor > ours_minor
+
+
+def _check_version(document: Any, where: str) -> None:
+    version = document.get("schema_version") if isinstance(document, dict) else None
+    if isinstance(version, str) and re.fullmatch(r"[0-9]+\.[0-9]+", version):
+        if _major(version) > _major(SCHEMA_VERSION):
+            raise EvalsuiteError(
+                f"{where}: written with leaderboard schema {version}, newer than this evalsuite "
+                f"({__version__}) reads (schema {SCHEMA_VERSION}); upgrade evalsuite")
+        if _major(version) < _major(SCHEMA_VERSION):
+            raise EvalsuiteError(f"{where}: leaderboard schema {version} is too old for this evalsuite "
+                                 f"(schema {SCHEMA_VERSION}); regenerate it from the run records")
+
+
+def _validate_document(document: Any, where: str) -> None:
+    """Raise one clear line naming the file, the JSON path and the problem."""
+    from jsonschema.exceptions import best_match
+
+    _check_version(document, where)
+    error = best_match(_validator().iter_errors(document))
+    if error is not None:
+        version = document.get("schema_version") if isinstance(document, dict) else None
+        hint = (f"; the file is schema {version}, newer than this evalsuite's {SCHEMA_VERSION}: upgrade evalsuite"
+                if isinstance(version, str) and _is_newer_minor(version) else "")
+        raise EvalsuiteError(f"{where}: invalid leaderboard at {error.json_path}: {error.message} "
+                             f"(schema {SCHEMA_VERSION}{hint})")
+    seen: dict[tuple[str, str, str], int] = {}
+    for index, data in enumerate(document["entries"]):
+        path = f"$.entries[{index}]"
+        expected_key = settings_key(data["settings"])
+        if data["settings_key"] != expected_key:
+            raise EvalsuiteError(f"{where}: invalid leaderboard at {path}.settings_key: {data['settings_key']!r} "
+                                 f"does not match its settings (expected {expected_key!r})")
+        if data["dataset_sha256"] != data["settings"]["dataset_sha256"]:
+            raise EvalsuiteError(f"{where}: invalid leaderboard at {path}.dataset_sha256: differs from "
+                                 f"{path}.settings.dataset_sha256")
+        for name, metric in data["metrics"].items():
+            low, high = metric["ci95"]
+            if low > high:
+                raise EvalsuiteError(f"{where}: invalid leaderboard at {path}.metrics['{name}'].ci95: "
+                                     f"low {low} > high {high}")
+        key = (data["model"], data["task"], data["settings_key"])
+        if key in seen:
+            raise EvalsuiteError(f"{where}: invalid leaderboard at {path}: same model, task and settings_key as "
+                                 f"$.entries[{seen[key]}] ({data['model']} on {data['task']})")
+        seen[key] = index
+
+
+def load_leaderboard(path: str | Path) -> list[LeaderboardEntry]:
+    """Read and validate ``leaderboard.json``; a missing file is an empty leaderboard."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise EvalsuiteError(f"{path}: cannot read: {exc}") from exc
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise EvalsuiteError(f"{path}:{exc.lineno}: malformed JSON: {exc.msg} (column {exc.colno})") from exc
+    _validate_document(document, str(path))
+    return [LeaderboardEntry.from_json(data) for data in document["entries"]]
+
+
+def save_leaderboard(path: str | Path, entries: Sequence[LeaderboardEntry]) -> None:
+    """Validate, then write atomically: readers see the old file or the new one, never half of one."""
+    for entry in entries:
+        if any(not math.isfinite(m.value) for m in entry.metrics.values()):
+            raise EvalsuiteError(f"{entry.model} on {entry.task}: a metric is not a finite number")
+    document = _document(entries)
+    _validate_document(document, str(path))
+    atomic_write_json(path, document)
+
+
+@contextlib.contextmanager
+def _locked(directory: Path) -> Iterator[None]:
+    """Serialise read-merge-write across processes (two runs finishing at once must not drop an entry).
+
+    The lock is taken on the directory itself, so no lock file is left next to the leaderboard.
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: atomic replace still protects readers
+        yield
+        return
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def update_leaderboard(directory: str | Path, new_entries: Sequence[LeaderboardEntry],
+                       render_html: bool = True) -> list[LeaderboardEntry]:
+    """Load, merge the new entries, save and (by default) re-render ``index.html``; returns all entries."""
+    directory = Path(directory)
+    path = directory / LEADERBOARD_FILE
+    with _locked(directory):
+        entries = merge(load_leaderboard(path), new_entries)
+        save_leaderboard(path, entries)
+    if render_html:
+        from evalsuite.report_html import write_html
+
+        write_html(directory / HTML_FILE, entries)
+    return entries
+
+
+# -- --fail-under gates ------------------------------------------------------------------------------
+
+def parse_fail_under(text: str) -> dict[str, float]:
+    """``"pass@1=0.30,pass@10=0.5"`` -> ``{"pass@1": 0.3, "pass@10": 0.5}`` (``30%`` is accepted too)."""
+    thresholds: dict[str, float] = {}
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        name, sep, raw = (s.strip() for s in part.partition("="))
+        if not sep or not _METRIC_NAME.match(name):
+            raise EvalsuiteError(f"--fail-under expects METRIC=VALUE like pass@1=0.30, got {part!r}")
+        try:
+            value = float(raw[:-1]) / 100 if raw.endswith("%") else float(raw)
+        except ValueError:
+            raise EvalsuiteError(f"--fail-under {name}: {raw!r} is not a number") from None
+        if not 0.0 <= value <= 1.0:
+            raise EvalsuiteError(f"--fail-under {name}: {raw!r} is outside [0, 1]")
+        thresholds[name] = value
+    if not thresholds:
+        raise EvalsuiteError("--fail-under expects METRIC=VALUE like pass@1=0.30, got nothing")
+    return thresholds
+
+
+def _fmt_gap(value: float, threshold: float) -> tuple[str, str, str]:
+    """Three decimals, more when three would make a real shortfall look like equality."""
+    for digits in (3, 4, 5, 6, 8):
+        if round(value, digits) < round(threshold, digits):
+            break
+    return f"{value:.{digits}f}", f"{threshold:.{digits}f}", f"{threshold - value:.{digits}f}"
+
+
+def describe_settings(settings: Mapping[str, Any]) -> str:
+    text = f"n={settings['n']}, T={settings['temperature']:g}"
+    if settings["temperature"] > 0:
+        text += f", top_p={settings['top_p']:g}" + (f", top_k={settings['top_k']}" if settings["top_k"] else "")
+    return text + f", max_new_tokens={settings['max_new_tokens']}"
+
+
+def _setting_text(name: str, value: Any) -> str:
+    if name == "temperature":
+        return f"T={value:g}"
+    if name == "prompt_template":
+        return f"template #{hashlib.sha256(str(value).encode('utf-8')).hexdigest()[:8]}"
+    if name == "dataset_sha256":
+        return f"data {str(value)[:8] or 'unhashed'}"
+    return f"{name}={value:g}" if isinstance(value, float) else f"{name}={value}"
+
+
+def display_labels(entries: Sequence[LeaderboardEntry]) -> dict[tuple[str, str, str], str]:
+    """Entry key -> model name, plus the settings that tell it apart when a model has several rows
+    in one task, e.g. ``gpt-j-6b (n=20, T=0.8)`` next to ``gpt-j-6b (n=1, T=0)``."""
+    siblings: dict[tuple[str, str], list[LeaderboardEntry]] = {}
+    for entry in entries:
+        siblings.setdefault((entry.model, entry.task), []).append(entry)
+    labels = {}
+    for entry in entries:
+        group = siblings[(entry.model, entry.task)]
+        differing = [name for name in KEY_FIELDS if len({json.dumps(e.settings[name]) for e in group}) > 1]
+        suffix = ", ".join(_setting_text(name, entry.settings[name]) for name in differing)
+        labels[entry.key] = f"{entry.model} ({suffix})" if suffix else entry.model
+    return labels
+
+
+def check_fail_under(entries: Sequence[LeaderboardEntry], thresholds: Mapping[str, float],
+                     models: Sequence[str] | None = None) -> list[str]:
+    """One message per shortfall, e.g. ``gpt-j-6b on humaneval: pass@1 = 0.112 < 0.300 (short by 0.188)``.
+
+    A metric the entry lacks (e.g. pass@10 of a greedy run) is a failure too: a gate that silently
+    passes on missing data would hide a broken CI job. So is an empty selection.
+    """
+    selected = [e for e in entries if models is None or e.model in models or e.model_id in models]
+    if not selected:
+        which = f" for {', '.join(models)}" if models else ""
+        return [f"no leaderboard entries{which} to check against --fail-under"]
+    labels = display_labels(selected)
+    messages = []
+    for entry in sort_entries(selected):
+        label = f"{labels[entry.key]} on {entry.task}"
+        for name, threshold in _sorted_metrics(thresholds):
+            metric = entry.metrics.get(name)
+            if metric is None:
+                reason = entry.not_computable.get(name, f"not computed in run {entry.run_id}")
+                messages.append(f"{label}: {name} is missing ({reason})")
+            elif metric.value < threshold:
+                value, limit, gap = _fmt_gap(metric.value, threshold)
+                messages.append(f"{label}: {name} = {value} < {limit} (short by {gap})")
+    return messages
+
+
+def enforce_fail_under(entries: Sequence[LeaderboardEntry], thresholds: Mapping[str, float] | None,
+                       models: Sequence[str] | None = None) -> None:
+    """Raise :class:`ThresholdNotMet` (exit 3) naming every shortfall; no-op without thresholds."""
+    if not thresholds:
+        return
+    messages = check_fail_under(entries, thresholds, models)
+    if len(messages) == 1:
+        raise ThresholdNotMet(f"--fail-under not met: {messages[0]}")
+    if messages:
+        raise ThresholdNotMet(f"--fail-under not met ({len(messages)} shortfalls): " + "; ".join(messages))

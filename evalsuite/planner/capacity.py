@@ -1,0 +1,165 @@
+"""How much memory the planner may use: GPUs, CPU RAM and offload disk, detected or given by the user.
+
+Sizes are parsed from strings such as ``16GiB`` (binary) or ``16GB`` (decimal) because users copy them
+from ``nvidia-smi`` and marketing sheets alike; the planner works in bytes throughout.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from evalsuite.errors import EvalsuiteError
+
+GiB = 1024**3
+_UNITS = {
+    "": 1, "b": 1,
+    "kb": 1000, "mb": 1000**2, "gb": 1000**3, "tb": 1000**4,
+    "kib": 1024, "mib": 1024**2, "gib": 1024**3, "tib": 1024**4,
+    "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4,
+}
+_SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*$")
+
+
+def parse_size(text: str | int | None, what: str = "size") -> int | None:
+    """``"16GiB"`` -> 17179869184. Bare numbers are bytes; ``None`` stays ``None``."""
+    if text is None or isinstance(text, int):
+        return text
+    match = _SIZE.match(text)
+    unit = match.group(2).lower() if match else ""
+    if not match or unit not in _UNITS:
+        raise EvalsuiteError(f"{what}: cannot read {text!r} as a size; write it like 16GiB, 80GB or 512MiB")
+    value = int(float(match.group(1)) * _UNITS[unit])
+    if value <= 0:
+        raise EvalsuiteError(f"{what}: must be positive, got {text!r}")
+    return value
+
+
+def format_bytes(n: float | int | None) -> str:
+    if n is None:
+        return "-"
+    for unit, size in (("TiB", 1024**4), ("GiB", GiB), ("MiB", 1024**2), ("KiB", 1024)):
+        if abs(n) >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{int(n)} B"
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """Memory the planner may place a model in. ``gpus`` holds the usable bytes of each GPU."""
+
+    gpus: tuple[int, ...] = ()
+    cpu: int = 0
+    disk: int | None = None  # free bytes under offload_dir; None when no offload dir was given
+    offload_dir: str | None = None
+    gpu_cap: int | None = None  # the user's --gpu-memory, enforced at load time
+    gpu_names: tuple[str, ...] = ()
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def describe(self) -> str:
+        if self.gpus:
+            gpus = ", ".join(f"{format_bytes(g)}" for g in self.gpus)
+            gpu_part = f"{len(self.gpus)} GPU ({gpus}{' capped' if self.gpu_cap else ''})"
+        else:
+            gpu_part = "no GPU"
+        disk = f", offload disk {format_bytes(self.disk)} free at {self.offload_dir}" if self.offload_dir else ""
+        return f"{gpu_part}, CPU RAM {format_bytes(self.cpu)}{disk}"
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["gpus"] = list(self.gpus)
+        data["gpu_names"] = list(self.gpu_names)
+        data["notes"] = list(self.notes)
+        return data
+
+
+def _available_ram() -> int:
+    try:
+        import psutil
+
+        return int(psutil.virtual_memory().available)
+    except ImportError:
+        with open("/proc/meminfo", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    return 0
+
+
+def _detect_gpus() -> tuple[list[int], list[int], list[str]]:
+    """(free bytes, total bytes, names) of each visible CUDA GPU; empty without torch or CUDA."""
+    try:
+        import torch
+    except ImportError:
+        return [], [], []
+    if not torch.cuda.is_available():
+        return [], [], []
+    free, total, names = [], [], []
+    for index in range(torch.cuda.device_count()):
+        f, t = torch.cuda.mem_get_info(index)
+        free.append(int(f))
+        total.append(int(t))
+        names.append(torch.cuda.get_device_name(index))
+    return free, total, names
+
+
+def detect_capacity(gpu_memory: str | int | None = None, cpu_memory: str | int | None = None,
+                    offload_dir: str | None = None, num_gpus: int | None = None) -> Capacity:
+    """The machine's capacity, each GPU capped at ``gpu_memory`` and RAM at ``cpu_memory``.
+
+    ``num_gpus`` plans for a machine other than this one: that many GPUs of ``gpu_memory`` each, so
+    ``evalsuite plan --gpus 1 --gpu-memory 16GiB`` answers for a V100 from a laptop.
+    """
+    cap = parse_size(gpu_memory, "--gpu-memory")
+    notes: list[str] = []
+    if num_gpus is not None:
+        if num_gpus < 0:
+            raise EvalsuiteError(f"--gpus must be >= 0, got {num_gpus}")
+        if num_gpus and cap is None:
+            raise EvalsuiteError("--gpus N plans for another machine and needs --gpu-memory for each GPU's size")
+        gpus, names = [cap] * num_gpus, ["planned"] * num_gpus
+        notes.append(f"planned for {num_gpus} GPU(s) of {format_bytes(cap)} (not detected)")
+    else:
+        free, total, names = _detect_gpus()
+        gpus = [min(f, cap) if cap else f for f in free]
+        if cap:
+            for index, (f, t) in enumerate(zip(free, total)):
+                if cap > f:
+                    notes.append(f"GPU {index}: --gpu-memory {format_bytes(cap)} exceeds its free "
+                                 f"{format_bytes(f)}; planning with the free memory")
+    ram = _available_ram()
+    cpu = parse_size(cpu_memory, "--cpu-memory") or ram
+    if cpu_memory and ram and cpu > ram:
+        notes.append(f"--cpu-memory {format_bytes(cpu)} exceeds available RAM {format_bytes(ram)}")
+    disk = None
+    if offload_dir:
+        probe = offload_dir
+        while probe and not os.path.exists(probe):
+            probe = os.path.dirname(probe.rstrip("/")) or "/"
+        disk = shutil.disk_usage(probe or tempfile.gettempdir()).free
+    return Capacity(gpus=tuple(gpus), cpu=cpu, disk=disk, offload_dir=offload_dir, gpu_cap=cap,
+                    gpu_names=tuple(names), notes=tuple(notes))
+
+
+def enforce_gpu_cap(cap_bytes: int | None) -> list[str]:
+    """Make ``--gpu-memory`` binding: PyTorch's allocator refuses to grow past it on every GPU.
+
+    This is how a 16 GB V100 is emulated on an 80 GB H100; the CUDA context itself (a few hundred MiB)
+    is outside the allocator and not counted, as on the real card.
+    """
+    if not cap_bytes:
+        return []
+    import torch
+
+    notes = []
+    for index in range(torch.cuda.device_count()):
+        total = torch.cuda.get_device_properties(index).total_memory
+        fraction = min(1.0, cap_bytes / total)
+        torch.cuda.set_per_process_memory_fraction(fraction, index)
+        notes.append(f"GPU {index}: allocator capped at {format_bytes(cap_bytes)} "
+                     f"({fraction:.3f} of {format_bytes(total)})")
+    return notes

@@ -1,0 +1,572 @@
+"""The loading ladder: strategies as data, and the choice of the first one that fits.
+
+Order (first that fits after the KV-cache/activation budget is set aside):
+one GPU in half precision -> several GPUs (accelerate device map) -> bitsandbytes 8-bit -> 4-bit nf4 ->
+CPU offload (accelerate) or DeepSpeed ZeRO-Inference, whichever the speed model says is faster -> CPU only.
+DeepSpeed-Inference (kernel injection) is never chosen on its own: it is a fast path the user selects.
+
+Speed estimates come from :class:`SpeedModel`, whose constants were measured on an H100 (see
+docs/benchmarks.md, "Loading strategies"); they rank strategies and give honest orders of magnitude,
+not promises.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any, Mapping
+
+from evalsuite.errors import EvalsuiteError
+from evalsuite.planner.capacity import GiB, Capacity, format_bytes
+from evalsuite.planner.memory import Budget, ModelShape, runtime_budget
+
+GPU, MULTI_GPU, INT8, NF4 = "gpu", "multi-gpu", "int8", "nf4"
+CPU_OFFLOAD, ZERO_INFERENCE, CPU, DS_INFERENCE = "cpu-offload", "zero-inference", "cpu", "ds-inference"
+
+
+@dataclass(frozen=True)
+class Strategy:
+    name: str
+    summary: str
+    precision: str  # "half" (bf16/fp16), "int8", "nf4", or "cpu" (fp32 when it fits, else bf16)
+    needs_gpu: bool
+    package: str | None = None  # import name of the optional dependency
+    extra: str | None = None  # pip extra that installs it
+    automatic: bool = True  # False: only when the user forces it
+
+
+STRATEGIES: dict[str, Strategy] = {s.name: s for s in (
+    Strategy(GPU, "whole model on one GPU in half precision", "half", True),
+    Strategy(MULTI_GPU, "layers spread over several GPUs (accelerate device map)", "half", True),
+    Strategy(INT8, "bitsandbytes 8-bit weights on GPU", "int8", True, "bitsandbytes", "quant"),
+    Strategy(NF4, "bitsandbytes 4-bit nf4 weights on GPU", "nf4", True, "bitsandbytes", "quant"),
+    Strategy(CPU_OFFLOAD, "accelerate: what does not fit on the GPU stays in CPU RAM (or on disk) and is "
+             "copied in layer by layer", "half", True),
+    Strategy(ZERO_INFERENCE, "DeepSpeed ZeRO-Inference: all weights in pinned CPU RAM (or NVMe with "
+             "--offload-dir), streamed to the GPU with prefetch", "half", True, "deepspeed", "deepspeed"),
+    Strategy(CPU, "CPU only", "cpu", False),
+    Strategy(DS_INFERENCE, "DeepSpeed-Inference: fused kernels, tensor parallel over the visible GPUs", "half",
+             True, "deepspeed", "deepspeed", automatic=False),
+)}
+LADDER: tuple[str, ...] = (GPU, MULTI_GPU, INT8, NF4, CPU_OFFLOAD, ZERO_INFERENCE, CPU)
+
+
+@dataclass(frozen=True)
+class SpeedModel:
+    """Seconds per decoding step (one new token for every sequence of the batch), by strategy.
+
+    Whole-GPU decoding of a 6-7B model in transformers is launch-bound, about 2 ms per layer per step on
+    an H100 at any batch up to 32 (GPT-J-6B: 59 ms/step at batch 1, 49 ms at batch 32); large models turn
+    bandwidth-bound. Offloaded strategies add the bytes streamed over PCIe (or read from disk) per step.
+    """
+
+    layer_step_s: float = 0.0021
+    hbm_bytes_per_s: float = 2.0e12
+    # multiplier on the whole-GPU step, at batch 1 and batch 32 (interpolated in log batch)
+    int8_factor: tuple[float, float] = (1.61, 2.43)
+    nf4_factor: tuple[float, float] = (0.87, 1.44)
+    accelerate_cpu_bytes_per_s: float = 7.0e9  # accelerate's per-step host->device copies (pageable)
+    zero_cpu_bytes_per_s: float = 38.0e9  # ZeRO-3 pinned, prefetched parameter streaming
+    disk_bytes_per_s: float = 2.0e9  # NVMe read; assumed, not measured here
+    cpu_bytes_per_s: float = 20.0e9  # CPU-only decode reads every weight once per step (assumed)
+    cpu_flops: float = 0.5e12  # and does 2 x params x batch FLOPs (assumed, a 16-core AVX-512 server)
+    ds_inference_factor: float = 0.16  # kernel injection: 9.7 ms vs 59 ms per step on GPT-J, batch 1
+
+    def gpu_step(self, shape: ModelShape, weight_bytes: int) -> float:
+        return max(shape.num_layers * self.layer_step_s, weight_bytes / self.hbm_bytes_per_s)
+
+    @staticmethod
+    def batch_factor(pair: tuple[float, float], batch: int) -> float:
+        t = min(1.0, max(0.0, math.log(max(batch, 1)) / math.log(32)))
+        return pair[0] + (pair[1] - pair[0]) * t
+
+
+SPEED = SpeedModel()
+
+
+@dataclass(frozen=True)
+class Rejection:
+    strategy: str
+    reason: str
+
+
+@dataclass
+class Plan:
+    """How one model will be loaded, and why; recorded in the run record via :meth:`to_json`."""
+
+    model: str
+    model_id: str
+    strategy: str
+    forced: bool
+    fits: bool
+    dtype: str  # weights as loaded: "bfloat16", "float16", "float32", "int8", "nf4"
+    weight_bytes: int
+    shape: ModelShape
+    budget: Budget
+    capacity: Capacity
+    device_map_summary: dict[str, str]
+    est_step_s: float
+    gpu_step_s: float  # the same model whole on one GPU, for the speed class
+    config_origin: str = ""
+    no_split_module_classes: tuple[str, ...] = ()
+    device_map: dict[str, Any] | None = None
+    offload_to: str | None = None  # "cpu" or "disk"/"nvme" for offloading strategies
+    rejected: list[Rejection] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def relative_speed(self) -> float:
+        return self.gpu_step_s / self.est_step_s if self.est_step_s else 0.0
+
+    @property
+    def speed_class(self) -> str:
+        r = self.relative_speed
+        if r >= 0.8:
+            label = "whole-GPU speed" if r < 1.25 else "faster than whole-GPU"
+        elif r >= 0.3:
+            label = "moderately slower than whole-GPU"
+        elif r >= 0.05:
+            label = "offload-bound, an order of magnitude slower"
+        else:
+            label = "PCIe/disk-bound, orders of magnitude slower"
+        return f"{r:.2g}x of whole-GPU ({label})"
+
+    @property
+    def est_ms_per_token(self) -> float:
+        return 1000 * self.est_step_s / max(self.budget.batch_size, 1)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "model": self.model, "model_id": self.model_id, "strategy": self.strategy, "forced": self.forced,
+            "fits": self.fits, "dtype": self.dtype, "weight_bytes": self.weight_bytes,
+            "num_params": self.shape.num_params, "bytes_per_precision": self.shape.bytes_per_precision(),
+            "shape": self.shape.to_json(), "budget": self.budget.to_json(), "capacity": self.capacity.to_json(),
+            "device_map_summary": self.device_map_summary, "device_map": self.device_map,
+            "offload_to": self.offload_to, "est_step_s": self.est_step_s,
+            "est_ms_per_token": self.est_ms_per_token, "relative_speed": self.relative_speed,
+            "speed_class": self.speed_class, "config_origin": self.config_origin,
+            "no_split_module_classes": list(self.no_split_module_classes),
+            "rejected": [asdict(r) for r in self.rejected], "notes": list(self.notes),
+        }
+
+    def render(self) -> str:
+        """The human-readable plan `evalsuite plan` prints."""
+        s, b = self.shape, self.budget
+        per = ", ".join(f"{k} {format_bytes(v)}" for k, v in s.bytes_per_precision().items())
+        lines = [
+            f"{self.model}  ({self.model_id}; config: {self.config_origin})",
+            f"  parameters      {s.num_params / 1e9:.2f} B ({s.model_type}, {s.num_blocks} x {s.block_class}, "
+            f"checkpoint {s.checkpoint_dtype or '?'}" + (f", {format_bytes(s.checkpoint_bytes)} on disk)"
+                                                        if s.checkpoint_bytes else ")"),
+            f"  weights         {per}",
+            f"  KV cache        {format_bytes(s.kv_bytes_per_token())}/token x batch {b.batch_size} x "
+            f"{b.seq_len} tokens = {format_bytes(b.kv_cache)}",
+            f"  activations     {format_bytes(b.activations)} (prefill of {b.prompt_len} tokens) + margin "
+            f"{format_bytes(b.margin)}",
+            f"  capacity        {self.capacity.describe()}",
+        ]
+        verdict = "forced" if self.forced else "chosen"
+        if not self.fits:
+            verdict += ", DOES NOT FIT"
+        lines.append(f"  strategy        {self.strategy} ({verdict}): {STRATEGIES[self.strategy].summary}; "
+                     f"weights {self.dtype}, {format_bytes(self.weight_bytes)}")
+        lines.append("  device map      " + "; ".join(f"{k}: {v}" for k, v in self.device_map_summary.items()))
+        if self.fits:
+            lines.append(f"  expected speed  {self.speed_class}; ~{self.est_step_s:.3g} s per decoding step "
+                         f"(~{self.est_ms_per_token:.3g} ms per generated token at batch {b.batch_size})")
+            steps = math.ceil(HUMANEVAL_PROMPTS / b.batch_size) * HUMANEVAL_NEW_TOKENS
+            lines.append(f"  one HumanEval   ~{_duration(steps * self.est_step_s)} for {HUMANEVAL_PROMPTS} prompts x "
+                         f"{HUMANEVAL_NEW_TOKENS} new tokens at batch {b.batch_size} (upper bound: no early stop)")
+        for rejection in self.rejected:
+            lines.append(f"  not {rejection.strategy:<15} {rejection.reason}")
+        for note in self.notes:
+            lines.append(f"  note            {note}")
+        return "\n".join(lines)
+
+
+HUMANEVAL_PROMPTS, HUMANEVAL_NEW_TOKENS = 164, 512
+
+
+def _duration(seconds: float) -> str:
+    for unit, size in (("days", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.1f} {unit}"
+    return f"{seconds:.0f} s"
+
+
+def installed_packages() -> dict[str, bool]:
+    """Which optional loaders can run here (found without importing them: planning stays fast)."""
+    return {name: importlib.util.find_spec(name) is not None for name in ("bitsandbytes", "deepspeed")}
+
+
+def _cpu_room(capacity: Capacity) -> int:
+    """RAM the weights may use: the rest is the Python process, tokenizer, sandbox workers."""
+    return int(capacity.cpu * 0.85)
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    """Everything the choice depends on; the loaders and `plan` build it the same way."""
+
+    model: str
+    model_id: str
+    shape: ModelShape
+    capacity: Capacity
+    batch_size: int = 8  # the batch the user asked for; the plan may lower it so the KV cache fits
+    seq_len: int = 1024  # prompt + new tokens per sequence
+    prompt_len: int = 512
+    half_dtype: str = "bfloat16"  # float16 on GPUs without bf16 (V100)
+    config_origin: str = ""
+    no_split_module_classes: tuple[str, ...] = ()
+    meta_model: Any = None  # the model on the meta device, for accelerate's device maps
+    installed: Mapping[str, bool] | None = None
+    speed: SpeedModel = SPEED
+
+
+class _Ladder:
+    """Evaluates one rung at a time; each method returns a Plan or raises _NoFit(reason)."""
+
+    def __init__(self, request: PlanRequest, batch_size: int | None = None):
+        self.r = request
+        self.shape = request.shape
+        self.cap = request.capacity
+        self.budget = runtime_budget(request.shape, batch_size or request.batch_size, request.seq_len,
+                                     request.prompt_len)
+        self.installed = request.installed if request.installed is not None else installed_packages()
+        self.half_bytes = self.shape.weight_bytes("bfloat16")
+        self.gpu_step = request.speed.gpu_step(self.shape, self.half_bytes)
+
+    # -- helpers -------------------------------------------------------------------------------------
+    def _plan(self, strategy: str, dtype: str, weight_bytes: int, device_summary: dict[str, str], step: float,
+              **extra: Any) -> Plan:
+        return Plan(model=self.r.model, model_id=self.r.model_id, strategy=strategy, forced=False, fits=True,
+                    dtype=dtype, weight_bytes=weight_bytes, shape=self.shape, budget=self.budget,
+                    capacity=self.cap, device_map_summary=device_summary, est_step_s=step,
+                    gpu_step_s=self.gpu_step, config_origin=self.r.config_origin,
+                    no_split_module_classes=self.r.no_split_module_classes, **extra)
+
+    def _room(self, gpu_bytes: int, share: float = 1.0) -> int:
+        """Bytes left for weights on a GPU after its share of the KV cache, activations and margin."""
+        return gpu_bytes - int(self.budget.kv_cache * share) - self.budget.activations - self.budget.margin
+
+    def _require(self, strategy: Strategy) -> None:
+        if strategy.needs_gpu and not self.cap.gpus:
+            raise _NoFit("no GPU")
+        if strategy.package and not self.installed.get(strategy.package, False):
+            raise _NoFit(f"{strategy.package} is not installed (pip install 'evalsuite[{strategy.extra}]')")
+
+    def _single_gpu(self, name: str, dtype: str, weight_bytes: int, step: float) -> Plan:
+        room = self._room(max(self.cap.gpus))
+        if weight_bytes > room:
+            raise _NoFit(f"{format_bytes(weight_bytes)} of {dtype} weights > {format_bytes(room)} free on one GPU "
+                         f"({format_bytes(max(self.cap.gpus))} - {format_bytes(self.budget.total)} budget)")
+        index = self.cap.gpus.index(max(self.cap.gpus))
+        return self._plan(name, dtype, weight_bytes,
+                          {f"cuda:{index}": f"all {self.shape.num_blocks} blocks, {format_bytes(weight_bytes)}"},
+                          step, device_map={"": index})
+
+    # -- rungs ---------------------------------------------------------------------------------------
+    def gpu(self) -> Plan:
+        self._require(STRATEGIES[GPU])
+        return self._single_gpu(GPU, self.r.half_dtype, self.half_bytes, self.gpu_step)
+
+    def multi_gpu(self) -> Plan:
+        self._require(STRATEGIES[MULTI_GPU])
+        n = len(self.cap.gpus)
+        if n < 2:
+            raise _NoFit("only one GPU")
+        rooms = [self._room(g, 1 / n) for g in self.cap.gpus]
+        slack = (n - 1) * self.shape.block_params * 2  # a block never splits: up to one block lost per seam
+        if self.half_bytes > sum(rooms) - slack:
+            raise _NoFit(f"{format_bytes(self.half_bytes)} of weights > {format_bytes(sum(rooms) - slack)} free on "
+                         f"{n} GPUs after the budget")
+        device_map, summary = self._device_map({i: room for i, room in enumerate(rooms)})
+        if device_map is not None and any(d in ("cpu", "disk") for d in device_map.values()):
+            raise _NoFit("accelerate's device map spills to CPU: the GPUs are too full once blocks stay whole")
+        summary = summary or {f"cuda:{i}": f"~{format_bytes(self.half_bytes / n)}" for i in range(n)}
+        return self._plan(MULTI_GPU, self.r.half_dtype, self.half_bytes, summary, self.gpu_step,
+                          device_map=device_map)
+
+    def _quantized(self, name: str, pair: tuple[float, float]) -> Plan:
+        self._require(STRATEGIES[name])
+        weight_bytes = self.shape.weight_bytes(name)
+        step = self.gpu_step * self.r.speed.batch_factor(pair, self.budget.batch_size)
+        return self._single_gpu(name, name, weight_bytes, step)
+
+    def int8(self) -> Plan:
+        return self._quantized(INT8, self.r.speed.int8_factor)
+
+    def nf4(self) -> Plan:
+        return self._quantized(NF4, self.r.speed.nf4_factor)
+
+    def cpu_offload(self) -> Plan:
+        self._require(STRATEGIES[CPU_OFFLOAD])
+        index = self.cap.gpus.index(max(self.cap.gpus))
+        gpu_room = self._room(self.cap.gpus[index])
+        cpu_room = _cpu_room(self.cap)
+        if gpu_room < 2 * self.shape.block_params * 2:
+            raise _NoFit(f"{format_bytes(gpu_room)} left on the GPU after the budget; offloading needs room for "
+                         f"at least two blocks ({format_bytes(4 * self.shape.block_params)})")
+        max_memory: dict[Any, int] = {index: gpu_room, "cpu": cpu_room}
+        disk_room = int(self.cap.disk * 0.95) if self.cap.disk else 0
+        if self.cap.offload_dir:
+            max_memory["disk"] = disk_room
+        # The GPU part, capped by room; the rest CPU, then disk: the same greedy order accelerate uses.
+        on_gpu = min(self.half_bytes, gpu_room - self.shape.block_params * 2)
+        rest = self.half_bytes - on_gpu
+        on_cpu = min(rest, cpu_room)
+        on_disk = rest - on_cpu
+        if on_disk > disk_room:
+            where = (f"disk {format_bytes(disk_room)} free at {self.cap.offload_dir}" if self.cap.offload_dir
+                     else "no --offload-dir for disk offload")
+            raise _NoFit(f"{format_bytes(self.half_bytes)} of weights > GPU {format_bytes(on_gpu)} + CPU RAM "
+                         f"{format_bytes(cpu_room)} + {where}")
+        device_map, summary = self._device_map(max_memory)
+        if device_map is not None:
+            sizes = self._placed_bytes(device_map)
+            on_cpu, on_disk = sizes.get("cpu", 0), sizes.get("disk", 0)
+        summary = summary or {f"cuda:{index}": format_bytes(on_gpu), "cpu": format_bytes(on_cpu),
+                              **({"disk": format_bytes(on_disk)} if on_disk else {})}
+        speed = self.r.speed
+        step = self.gpu_step + on_cpu / speed.accelerate_cpu_bytes_per_s + on_disk / speed.disk_bytes_per_s
+        if on_cpu == 0 and on_disk == 0:
+            return self._plan(CPU_OFFLOAD, self.r.half_dtype, self.half_bytes, summary, step,
+                              device_map=device_map, offload_to=None,
+                              notes=["everything fits on the GPU: nothing is offloaded"])
+        return self._plan(CPU_OFFLOAD, self.r.half_dtype, self.half_bytes, summary, step, device_map=device_map,
+                          offload_to="disk" if on_disk else "cpu")
+
+    def zero_inference(self) -> Plan:
+        self._require(STRATEGIES[ZERO_INFERENCE])
+        gpu_room = self._room(max(self.cap.gpus))
+        # ZeRO-3 gathers one submodule's parameters at a time (plus a prefetched one): the working set is the
+        # larger of two blocks and the embeddings/head outside them with one block.
+        working_set = 2 * max(2 * self.shape.block_params, self.shape.outside_blocks_params + self.shape.block_params)
+        if gpu_room < working_set:
+            raise _NoFit(f"the GPU's working set (two blocks or the embeddings, {format_bytes(working_set)}) > "
+                         f"{format_bytes(gpu_room)} left after the budget")
+        cpu_room = _cpu_room(self.cap)
+        speed = self.r.speed
+        if self.half_bytes <= cpu_room:
+            where, rate = "cpu", speed.zero_cpu_bytes_per_s
+        elif self.cap.offload_dir and self.half_bytes <= (self.cap.disk or 0) * 0.95:
+            where, rate = "nvme", speed.disk_bytes_per_s
+        else:
+            disk = (f"{format_bytes(self.cap.disk)} free at {self.cap.offload_dir}" if self.cap.offload_dir
+                    else "no --offload-dir for NVMe offload")
+            raise _NoFit(f"{format_bytes(self.half_bytes)} of weights > CPU RAM {format_bytes(cpu_room)}; {disk}")
+        step = self.gpu_step + self.half_bytes / rate
+        summary = {"cuda:0": f"working set ~{format_bytes(working_set)} (parameters fetched block by block)",
+                   where: f"all {format_bytes(self.half_bytes)} ({'pinned RAM' if where == 'cpu' else self.cap.offload_dir})"}
+        return self._plan(ZERO_INFERENCE, self.r.half_dtype, self.half_bytes, summary, step, offload_to=where)
+
+    def cpu(self) -> Plan:
+        cpu_room = _cpu_room(self.cap) - self.budget.kv_cache * 2  # fp32 KV cache on CPU
+        fp32 = self.shape.weight_bytes("float32")
+        dtype, weight_bytes = ("float32", fp32) if fp32 <= cpu_room else ("bfloat16", self.half_bytes)
+        speed = self.r.speed
+        compute_s = 2 * self.shape.num_params * self.budget.batch_size / speed.cpu_flops
+        if weight_bytes <= cpu_room:
+            step = max(weight_bytes / speed.cpu_bytes_per_s, compute_s)
+            return self._plan(CPU, dtype, weight_bytes, {"cpu": format_bytes(weight_bytes)}, step,
+                              device_map={"": "cpu"})
+        disk_room = int((self.cap.disk or 0) * 0.95)
+        if not self.cap.offload_dir or weight_bytes > cpu_room + disk_room:
+            where = (f" + disk {format_bytes(disk_room)} free at {self.cap.offload_dir}" if self.cap.offload_dir
+                     else "")
+            raise _NoFit(f"{format_bytes(weight_bytes)} of bf16 weights > {format_bytes(max(cpu_room, 0))} of usable "
+                         f"CPU RAM (of {format_bytes(self.cap.cpu)}){where}")
+        # Spill to disk: accelerate keeps the first blocks in RAM and memory-maps the rest from offload_dir.
+        device_map, summary = self._device_map({"cpu": max(cpu_room, 0), "disk": disk_room})
+        on_disk = self._placed_bytes(device_map).get("disk", 0) if device_map else weight_bytes - cpu_room
+        summary = summary or {"cpu": format_bytes(weight_bytes - on_disk), "disk": format_bytes(on_disk)}
+        step = max(weight_bytes / speed.cpu_bytes_per_s, compute_s) + on_disk / speed.disk_bytes_per_s
+        return self._plan(CPU, dtype, weight_bytes, summary, step, device_map=device_map, offload_to="disk")
+
+    def ds_inference(self) -> Plan:
+        self._require(STRATEGIES[DS_INFERENCE])
+        n = len(self.cap.gpus)
+        per_gpu = self.half_bytes / n
+        room = min(self._room(g, 1 / n) for g in self.cap.gpus)
+        if per_gpu > room:
+            raise _NoFit(f"{format_bytes(per_gpu)} per GPU (tensor parallel over {n}) > {format_bytes(room)} free")
+        step = self.gpu_step * self.r.speed.ds_inference_factor
+        plan = self._plan(DS_INFERENCE, "float16", self.half_bytes,
+                          {f"cuda:{i}": f"1/{n} of every layer, {format_bytes(per_gpu)}" for i in range(n)}, step)
+        return plan
+
+    # -- accelerate's device map on the meta model ----------------------------------------------------
+    def _device_map(self, max_memory: dict[Any, int]) -> tuple[dict[str, Any] | None, dict[str, str]]:
+        if self.r.meta_model is None:
+            return None, {}
+        import torch
+        from accelerate.utils import infer_auto_device_map
+
+        dtype = torch.float16 if self.r.half_dtype == "float16" else torch.bfloat16
+        quiet = logging.getLogger("accelerate.utils.modeling")
+        level = quiet.level
+        quiet.setLevel(logging.ERROR)  # planning for GPUs this machine lacks is the point, not a mistake
+        try:
+            device_map = infer_auto_device_map(self.r.meta_model, max_memory=dict(max_memory),
+                                               no_split_module_classes=list(self.r.no_split_module_classes),
+                                               dtype=dtype)
+        finally:
+            quiet.setLevel(level)
+        sizes = self._placed_bytes(device_map)
+        counts: dict[str, int] = {}
+        for device in device_map.values():
+            counts[_device_name(device)] = counts.get(_device_name(device), 0) + 1
+        summary = {name: f"{counts[name]} modules, {format_bytes(sizes.get(name, 0))}" for name in counts}
+        return {k: v for k, v in device_map.items()}, summary
+
+    def _placed_bytes(self, device_map: dict[str, Any]) -> dict[str, int]:
+        from accelerate.utils import compute_module_sizes
+        import torch
+
+        dtype = torch.float16 if self.r.half_dtype == "float16" else torch.bfloat16
+        module_sizes = compute_module_sizes(self.r.meta_model, dtype=dtype)
+        placed: dict[str, int] = {}
+        for name, device in device_map.items():
+            placed[_device_name(device)] = placed.get(_device_name(device), 0) + module_sizes.get(name, 0)
+        return placed
+
+
+def _device_name(device: Any) -> str:
+    return f"cuda:{device}" if isinstance(device, int) else str(device)
+
+
+class _NoFit(Exception):
+    pass
+
+
+def _attempt(ladder: _Ladder, name: str) -> Plan:
+    return getattr(ladder, name.replace("-", "_"))()
+
+
+def _batches(requested: int) -> list[int]:
+    batches = [max(requested, 1)]
+    while batches[-1] > 1:
+        batches.append(batches[-1] // 2)
+    return batches
+
+
+TIE_MARGIN = 1.2  # a rung higher in the ladder (better numerics) wins unless a lower one is >20% faster
+
+
+def _fit_largest_batch(request: PlanRequest, name: str) -> tuple[Plan | None, str]:
+    """The rung at the largest batch <= the requested one that fits, or (None, why it fails at batch 1)."""
+    first_reason = last_reason = ""
+    for batch in _batches(request.batch_size):
+        try:
+            plan = _attempt(_Ladder(request, batch), name)
+        except _NoFit as why:
+            first_reason, last_reason = first_reason or str(why), str(why)
+            if "not installed" in str(why) or str(why) in ("no GPU", "only one GPU"):
+                return None, str(why)
+            continue
+        if name in (CPU_OFFLOAD, ZERO_INFERENCE) and plan.offload_to is None:
+            return None, "nothing to offload: the weights fit on the GPU (force it with --strategy to compare)"
+        if batch < request.batch_size:
+            plan.notes.append(f"batch lowered from {request.batch_size} to {batch} so the KV cache fits "
+                              f"(at batch {request.batch_size}: {first_reason})")
+        return plan, ""
+    return None, last_reason + " (even at batch 1)"
+
+
+def choose_plan(request: PlanRequest, strategy: str | None = None) -> Plan:
+    """The plan for ``request``: the forced ``strategy`` (marked ``fits=False`` if it does not fit), or the
+    ladder's choice.
+
+    Every rung is sized at the largest batch that fits (the KV cache shrinks with the batch). Among the
+    rungs that fit, the first in ladder order whose estimated time per generated token is within 20% of
+    the fastest wins: the ladder's order prefers numerics (bf16 over 8-bit over 4-bit, GPU over
+    offload), the estimate keeps that preference from costing real speed. When nothing fits even at
+    batch 1, EvalsuiteError gives every rung's numbers, before any download.
+    """
+    if strategy is not None:
+        return _forced(request, strategy)
+    candidates: list[Plan] = []
+    rejected: list[Rejection] = []
+    for name in LADDER:
+        plan, why = _fit_largest_batch(request, name)
+        if plan is None:
+            rejected.append(Rejection(name, why))
+        else:
+            candidates.append(plan)
+    if not candidates:
+        half = request.shape.weight_bytes("bfloat16")
+        detail = "; ".join(f"{r.strategy}: {r.reason}" for r in rejected)
+        raise EvalsuiteError(
+            f"{request.model} cannot run within {request.capacity.describe()} "
+            f"({request.shape.num_params / 1e9:.1f}B parameters: {format_bytes(half)} in half precision, "
+            f"{format_bytes(request.shape.weight_bytes('nf4'))} in nf4; runtime budget at batch 1 "
+            f"{format_bytes(_Ladder(request, 1).budget.total)}): {detail}")
+    fastest = min(p.est_ms_per_token for p in candidates)
+    chosen = next(p for p in candidates if p.est_ms_per_token <= TIE_MARGIN * fastest)
+    for plan in candidates:
+        if plan is chosen:
+            continue
+        if plan.est_ms_per_token > chosen.est_ms_per_token:
+            verdict = "slower"
+        elif LADDER.index(plan.strategy) < LADDER.index(chosen.strategy):
+            verdict = f"more than 20% slower than {chosen.strategy}"
+        else:
+            verdict = f"not 20% faster, and the ladder prefers {chosen.strategy}"
+        rejected.append(Rejection(plan.strategy, f"fits (batch {plan.budget.batch_size}, "
+                                                 f"~{plan.est_ms_per_token:.3g} ms/token vs "
+                                                 f"~{chosen.est_ms_per_token:.3g}): {verdict}"))
+    chosen.rejected = sorted(rejected, key=lambda r: LADDER.index(r.strategy))
+    return chosen
+
+
+def _forced(request: PlanRequest, strategy: str) -> Plan:
+    if strategy not in STRATEGIES:
+        raise EvalsuiteError(f"--strategy {strategy!r} is not one of: {', '.join(STRATEGIES)}")
+    plan = None
+    reason = ""
+    for batch in _batches(request.batch_size):
+        ladder = _Ladder(request, batch)
+        try:
+            plan = _attempt(ladder, strategy)
+        except _NoFit as why:
+            reason = reason or str(why)
+            continue
+        if batch < request.batch_size:
+            plan.notes.append(f"batch lowered from {request.batch_size} to {batch} so that the KV cache fits")
+        break
+    if plan is None:
+        plan = _unfit_plan(_Ladder(request), strategy, reason)
+    plan.forced = True
+    plan.notes.insert(0, f"strategy forced with --strategy {strategy}" +
+                      ("" if plan.fits else f"; it does not fit: {reason}"))
+    return plan
+
+
+def _unfit_plan(ladder: _Ladder, strategy: str, reason: str) -> Plan:
+    precision = STRATEGIES[strategy].precision
+    dtype = {"half": ladder.r.half_dtype, "cpu": "bfloat16"}.get(precision, precision)
+    weight_bytes = ladder.shape.weight_bytes("bfloat16" if precision in ("half", "cpu") else precision)
+    plan = ladder._plan(strategy, dtype, weight_bytes, {"-": "does not fit"}, float("inf"))
+    plan.fits = False
+    plan.rejected = [Rejection(strategy, reason)]
+    return plan
+
+
+def step_down(plan: Plan, request: PlanRequest, why: str) -> Plan:
+    """The next rung below ``plan.strategy`` that fits: used when loading runs out of memory anyway."""
+    ladder = _Ladder(request, plan.budget.batch_size)
+    start = LADDER.index(plan.strategy) + 1 if plan.strategy in LADDER else len(LADDER)
+    rejected = list(plan.rejected) + [Rejection(plan.strategy, why)]
+    for name in LADDER[start:]:
+        try:
+            new = _attempt(ladder, name)
+        except _NoFit as reason:
+            rejected.append(Rejection(name, str(reason)))
+            continue
+        new.rejected = rejected
+        new.notes = list(plan.notes) + [f"stepped down from {plan.strategy}: {why}"]
+        return new
+    raise EvalsuiteError(f"{plan.model}: {plan.strategy} ran out of memory while loading ({why}) and no lower "
+                         f"rung fits: " + "; ".join(f"{r.strategy}: {r.reason}" for r in rejected))

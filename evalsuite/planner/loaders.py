@@ -1,0 +1,290 @@
+"""Turn a :class:`~evalsuite.planner.ladder.Plan` into a loaded model.
+
+One function per family of strategies; bitsandbytes and DeepSpeed are imported only when their strategy
+runs, so this module imports on a CPU machine without them. The GPU cap is enforced before loading;
+when a load still runs out of memory the planner steps one rung down and says so in the plan's notes.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import socket
+from pathlib import Path
+from typing import Any
+
+from evalsuite.errors import EvalsuiteError
+from evalsuite.planner import ladder as L
+from evalsuite.planner.capacity import Capacity, detect_capacity, enforce_gpu_cap, format_bytes
+from evalsuite.planner.ladder import Plan, PlanRequest, choose_plan, step_down
+from evalsuite.planner.planning import (DEFAULT_BATCH, DEFAULT_NEW_TOKENS, DEFAULT_PROMPT_LEN, build_request)
+from evalsuite.planner.source import resolve_source
+
+
+def _torch_dtype(name: str):
+    import torch
+
+    return {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}[name]
+
+
+def half_dtype(options: Any, spec: Any = None) -> str:
+    """The half precision to load in: the user's --dtype, the registry's, then bf16 where the GPU has it."""
+    import torch
+
+    wanted = getattr(options, "dtype", None) or getattr(spec, "dtype", None)
+    if wanted in ("bfloat16", "float16"):
+        if wanted == "bfloat16" and torch.cuda.is_available() and not torch.cuda.is_bf16_supported():
+            return "float16"  # V100 and older: bf16 would be emulated
+        return wanted
+    if torch.cuda.is_available() and not torch.cuda.is_bf16_supported():
+        return "float16"
+    return "bfloat16"
+
+
+def _is_oom(exc: BaseException) -> bool:
+    import torch
+
+    if isinstance(exc, torch.OutOfMemoryError):
+        return True
+    text = str(exc)
+    return isinstance(exc, RuntimeError) and ("out of memory" in text or "CUBLAS_STATUS_ALLOC_FAILED" in text)
+
+
+def _free_memory() -> None:
+    import torch
+
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
+def load_planned(model_path_or_id: str, spec: Any, options: Any, *, batch_size: int | None = None,
+                 seq_len: int | None = None, prompt_len: int = DEFAULT_PROMPT_LEN,
+                 capacity: Capacity | None = None) -> tuple[Any, Plan]:
+    """Plan and load ``model_path_or_id``; returns ``(model, plan)`` with the plan ready for the run record.
+
+    ``options`` is a :class:`evalsuite.generation.base.GenerationOptions` (strategy, gpu_memory,
+    cpu_memory, offload_dir, dtype, device, batch_size, trust_remote_code are read).
+    """
+    import torch
+
+    cpu_only = getattr(options, "device", None) == "cpu" or not torch.cuda.is_available()
+    if capacity is None:
+        capacity = detect_capacity(options.gpu_memory, options.cpu_memory, options.offload_dir)
+        if cpu_only:
+            capacity = Capacity(cpu=capacity.cpu, disk=capacity.disk, offload_dir=capacity.offload_dir)
+    source = resolve_source(model_path_or_id, spec)
+    if getattr(options, "trust_remote_code", False) and not source.trust_remote_code:
+        source = type(source)(**{**source.__dict__, "trust_remote_code": True})
+    request = build_request(source, capacity, batch_size or getattr(options, "batch_size", None) or DEFAULT_BATCH,
+                            seq_len or prompt_len + DEFAULT_NEW_TOKENS, prompt_len, half_dtype(options, spec))
+    strategy = getattr(options, "strategy", None)
+    plan = choose_plan(request, strategy)
+    if request.shape.checkpoint_dtype == "float32" and plan.dtype in ("bfloat16", "float16"):
+        plan.notes.append(f"the checkpoint is float32; it is loaded in {plan.dtype}")
+    plan.notes.extend(capacity.notes)
+    if not cpu_only:
+        plan.notes.extend(enforce_gpu_cap(capacity.gpu_cap))
+    while True:
+        try:
+            model = _load(source.model_id, plan, request, source.trust_remote_code)
+            return model, plan
+        except Exception as exc:  # noqa: BLE001 - only out-of-memory is handled, the rest re-raised
+            if not _is_oom(exc):
+                raise
+            _free_memory()
+            why = f"ran out of GPU memory while loading ({str(exc).splitlines()[0][:160]})"
+            if plan.forced:
+                raise EvalsuiteError(f"{plan.model}: forced strategy {plan.strategy} {why}; "
+                                     f"drop --strategy to let the planner step down") from None
+            plan = step_down(plan, request, why)
+
+
+def _load(model_id: str, plan: Plan, request: PlanRequest, trust_remote_code: bool) -> Any:
+    loader = {
+        L.GPU: _load_transformers, L.MULTI_GPU: _load_transformers, L.CPU_OFFLOAD: _load_transformers,
+        L.CPU: _load_transformers, L.INT8: _load_bitsandbytes, L.NF4: _load_bitsandbytes,
+        L.ZERO_INFERENCE: _load_zero_inference, L.DS_INFERENCE: _load_ds_inference,
+    }[plan.strategy]
+    model = loader(model_id, plan, request, trust_remote_code)
+    model.eval()
+    return model
+
+
+def _gpu_index(plan: Plan) -> int:
+    return plan.capacity.gpus.index(max(plan.capacity.gpus)) if plan.capacity.gpus else 0
+
+
+def transformers_kwargs(plan: Plan, request: PlanRequest) -> dict[str, Any]:
+    """from_pretrained keyword arguments for the plain-transformers strategies (gpu, multi-gpu, offload, cpu)."""
+    kwargs: dict[str, Any] = {"dtype": _torch_dtype(plan.dtype if plan.dtype in ("bfloat16", "float16", "float32")
+                                                    else request.half_dtype)}
+    if plan.strategy == L.GPU:
+        kwargs["device_map"] = {"": _gpu_index(plan)}
+    elif plan.strategy in (L.MULTI_GPU, L.CPU_OFFLOAD):
+        device_map = plan.device_map
+        if device_map is None:  # forced although it does not fit: let accelerate place what it can
+            max_memory: dict[Any, Any] = {i: g for i, g in enumerate(plan.capacity.gpus)}
+            if plan.strategy == L.CPU_OFFLOAD:
+                max_memory["cpu"] = plan.capacity.cpu
+            kwargs["max_memory"] = max_memory
+            device_map = "auto"
+        kwargs["device_map"] = device_map
+        if isinstance(device_map, dict) and "disk" in device_map.values() or plan.capacity.offload_dir:
+            if not plan.capacity.offload_dir:
+                raise EvalsuiteError("the plan offloads to disk but no --offload-dir was given")
+            Path(plan.capacity.offload_dir).mkdir(parents=True, exist_ok=True)
+            kwargs["offload_folder"] = plan.capacity.offload_dir
+    elif plan.strategy == L.CPU:
+        kwargs["device_map"] = plan.device_map or {"": "cpu"}
+        if "disk" in kwargs["device_map"].values():
+            Path(plan.capacity.offload_dir).mkdir(parents=True, exist_ok=True)
+            kwargs["offload_folder"] = plan.capacity.offload_dir
+    return kwargs
+
+
+def _load_transformers(model_id: str, plan: Plan, request: PlanRequest, trust_remote_code: bool) -> Any:
+    from transformers import AutoModelForCausalLM
+
+    return AutoModelForCausalLM.from_pretrained(model_id, trust_remote_code=trust_remote_code,
+                                                **transformers_kwargs(plan, request))
+
+
+def _load_bitsandbytes(model_id: str, plan: Plan, request: PlanRequest, trust_remote_code: bool) -> Any:
+    try:
+        import bitsandbytes  # noqa: F401
+    except ImportError:
+        raise EvalsuiteError(f"strategy {plan.strategy} needs bitsandbytes: pip install 'evalsuite[quant]'") from None
+    from transformers import AutoModelForCausalLM, BitsAndBytesConfig
+
+    compute = _torch_dtype(request.half_dtype)
+    if plan.strategy == L.INT8:
+        quantization = BitsAndBytesConfig(load_in_8bit=True)
+    else:
+        quantization = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4",
+                                          bnb_4bit_compute_dtype=compute)
+    return AutoModelForCausalLM.from_pretrained(model_id, quantization_config=quantization, dtype=compute,
+                                                device_map={"": _gpu_index(plan)},
+                                                trust_remote_code=trust_remote_code)
+
+
+# -- DeepSpeed ------------------------------------------------------------------------------------------
+
+def prepare_deepspeed_environment() -> list[str]:
+    """Fix what breaks DeepSpeed before it is imported; returns notes for the plan.
+
+    * ``TORCH_CUDA_ARCH_LIST`` entries with a suffix (``9.0a``, ``9.0+PTX``) crash DeepSpeed's JIT op
+      build (ValueError parsing ``0a``); the suffix-free list for the visible GPUs works.
+    * A single process still needs the torch.distributed rendezvous variables.
+    """
+    import torch
+
+    notes = []
+    arch = os.environ.get("TORCH_CUDA_ARCH_LIST")
+    if torch.cuda.is_available():
+        wanted = sorted({"%d.%d" % torch.cuda.get_device_capability(i) for i in range(torch.cuda.device_count())})
+        fixed = ";".join(wanted)
+        if arch != fixed:
+            os.environ["TORCH_CUDA_ARCH_LIST"] = fixed
+            notes.append(f"TORCH_CUDA_ARCH_LIST set to {fixed!r} for DeepSpeed's JIT build (was {arch!r})")
+    defaults = {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1", "MASTER_ADDR": "127.0.0.1"}
+    for key, value in defaults.items():
+        os.environ.setdefault(key, value)
+    if "MASTER_PORT" not in os.environ:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            os.environ["MASTER_PORT"] = str(sock.getsockname()[1])
+    return notes
+
+
+def _import_deepspeed(plan: Plan):
+    plan.notes.extend(prepare_deepspeed_environment())
+    try:
+        import deepspeed
+    except ImportError:
+        raise EvalsuiteError(f"strategy {plan.strategy} needs DeepSpeed: pip install 'evalsuite[deepspeed]'") from None
+    import torch.distributed
+
+    if not torch.distributed.is_initialized():
+        deepspeed.init_distributed(dist_backend="nccl", verbose=False)
+    return deepspeed
+
+
+def zero_inference_config(plan: Plan, hidden_size: int) -> dict[str, Any]:
+    """ZeRO stage 3 with parameter offload to pinned CPU RAM, or NVMe under --offload-dir."""
+    if plan.offload_to == "nvme":
+        offload = {"device": "nvme", "nvme_path": plan.capacity.offload_dir, "pin_memory": True,
+                   "buffer_count": 5, "buffer_size": max(int(1e8), 2 * plan.shape.block_params)}
+    else:
+        offload = {"device": "cpu", "pin_memory": True}
+    half = plan.dtype
+    return {
+        "fp16": {"enabled": half == "float16"},
+        "bf16": {"enabled": half == "bfloat16"},
+        "zero_optimization": {
+            "stage": 3, "offload_param": offload, "overlap_comm": True,
+            "stage3_prefetch_bucket_size": int(0.9 * hidden_size * hidden_size),
+            "stage3_param_persistence_threshold": 10 * hidden_size,
+        },
+        "train_micro_batch_size_per_gpu": 1, "steps_per_print": 10**9, "wall_clock_breakdown": False,
+    }
+
+
+def _load_zero_inference(model_id: str, plan: Plan, request: PlanRequest, trust_remote_code: bool) -> Any:
+    deepspeed = _import_deepspeed(plan)
+    from transformers import AutoModelForCausalLM
+    from transformers.integrations.deepspeed import HfDeepSpeedConfig
+
+    if plan.offload_to == "nvme":
+        if not plan.capacity.offload_dir:
+            raise EvalsuiteError("ZeRO-Inference to NVMe needs --offload-dir")
+        Path(plan.capacity.offload_dir).mkdir(parents=True, exist_ok=True)
+    config = zero_inference_config(plan, plan.shape.hidden_size)
+    keep_alive = HfDeepSpeedConfig(config)  # must exist while from_pretrained runs: it switches on zero.Init
+    model = AutoModelForCausalLM.from_pretrained(model_id, dtype=_torch_dtype(plan.dtype),
+                                                 trust_remote_code=trust_remote_code)
+    engine = deepspeed.initialize(model=model, config_params=config)[0]
+    engine.module.eval()
+    engine.module._evalsuite_ds_config = keep_alive
+    return engine.module
+
+
+DS_INFERENCE_MAX_BATCH = 4  # kernel injection failed at batch 8 (CUBLAS_STATUS_EXECUTION_FAILED) on an H100
+
+
+def _load_ds_inference(model_id: str, plan: Plan, request: PlanRequest, trust_remote_code: bool) -> Any:
+    deepspeed = _import_deepspeed(plan)
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    if plan.budget.batch_size > DS_INFERENCE_MAX_BATCH:
+        plan.notes.append(f"DeepSpeed-Inference: batches above {DS_INFERENCE_MAX_BATCH} crashed its kernels on "
+                          f"an H100 (CUBLAS_STATUS_EXECUTION_FAILED, then illegal memory access); generate in "
+                          f"chunks of {DS_INFERENCE_MAX_BATCH}")
+        plan.budget = type(plan.budget)(**{**plan.budget.__dict__, "batch_size": DS_INFERENCE_MAX_BATCH})
+    model = AutoModelForCausalLM.from_pretrained(model_id, dtype=torch.float16, device_map={"": 0},
+                                                 trust_remote_code=trust_remote_code)
+    engine = deepspeed.init_inference(model, tensor_parallel={"tp_size": torch.cuda.device_count()},
+                                      dtype=torch.float16, replace_with_kernel_inject=True,
+                                      max_out_tokens=plan.budget.seq_len)
+    return engine.module
+
+
+def describe_placement(model: Any) -> dict[str, str]:
+    """Where the loaded model's weights actually are (for the run record and the benchmark)."""
+    device_map = getattr(model, "hf_device_map", None)
+    if device_map:
+        counts: dict[str, int] = {}
+        for device in device_map.values():
+            key = f"cuda:{device}" if isinstance(device, int) else str(device)
+            counts[key] = counts.get(key, 0) + 1
+        return {k: f"{v} modules" for k, v in counts.items()}
+    try:
+        param = next(model.parameters())
+        return {str(param.device): "all"}
+    except StopIteration:
+        return {}
+
+
+__all__ = ["describe_placement", "format_bytes", "half_dtype", "load_planned", "prepare_deepspeed_environment",
+           "transformers_kwargs", "zero_inference_config"]

@@ -1,0 +1,49 @@
+"""Named sampling protocols (``--preset``), shipped as YAML in ``configs/presets/``.
+
+A preset fills in the sampling settings; flags given explicitly on the command line win.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+import yaml
+
+from evalsuite.errors import EvalsuiteError
+
+PRESET_KEYS = {"n", "temperature", "top_p", "top_k", "max_new_tokens", "k", "description"}
+
+
+@dataclass(frozen=True)
+class Preset:
+    name: str
+    description: str
+    values: dict[str, Any]
+
+
+def _preset_files() -> dict[str, Any]:
+    folder = resources.files("evalsuite.configs.presets")
+    return {entry.name[: -len(".yaml")]: entry for entry in folder.iterdir() if entry.name.endswith(".yaml")}
+
+
+def list_presets() -> list[Preset]:
+    return [load_preset(name) for name in sorted(_preset_files())]
+
+
+def load_preset(name: str) -> Preset:
+    files = _preset_files()
+    if name not in files:
+        raise EvalsuiteError(f"unknown preset {name!r}; known presets: {', '.join(sorted(files))}")
+    try:
+        data = yaml.safe_load(files[name].read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as exc:
+        raise EvalsuiteError(f"preset {name!r} is not valid YAML: {exc}") from exc
+    if not isinstance(data, dict):
+        raise EvalsuiteError(f"preset {name!r} must be a mapping")
+    unknown = set(data) - PRESET_KEYS
+    if unknown:
+        raise EvalsuiteError(f"preset {name!r} has unknown keys: {', '.join(sorted(unknown))}")
+    description = str(data.pop("description", ""))
+    return Preset(name=name, description=description, values=data)

@@ -1,0 +1,150 @@
+"""The sampling engine against plain transformers generate, on tiny random models of every covered family.
+
+Equivalence means token for token: greedy ids equal ``model.generate``'s (left-padded batch, mixed prompt
+lengths), sampled ids equal generate's with the seeded sampler, whatever the engine's batch size, row
+assignment or admission order.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from transformers import (BloomConfig, BloomForCausalLM, GPT2Config, GPT2LMHeadModel, GPTJConfig, GPTJForCausalLM,
+                          LlamaConfig, LlamaForCausalLM, LogitsProcessorList)
+
+from evalsuite.engine import Engine, EngineOptions
+from evalsuite.generation.sampling import SeededSampler, row_seeds
+from evalsuite.records import GenerationRequest, SamplingParams
+
+VOCAB = 256
+# Large init spread: with transformers' default (0.02) tiny random models repeat one token forever,
+# which would hide position and attention bugs.
+INIT = 0.5
+PROMPTS = [[5, 6, 7, 8, 9, 10, 11, 12, 13], [20, 21, 22], [30, 31, 32, 33, 34, 35], [40]]
+
+
+def _tiny(family: str):
+    torch.manual_seed({"gptj": 1, "llama": 2, "bloom": 3}[family])
+    common = dict(vocab_size=VOCAB, bos_token_id=0, eos_token_id=1, initializer_range=INIT)
+    if family == "gptj":  # partial interleaved rotary: 8 of 16 dims per head
+        model = GPTJForCausalLM(GPTJConfig(n_positions=512, n_embd=64, n_layer=2, n_head=4, rotary_dim=8,
+                                           **common))
+    elif family == "llama":  # grouped-query attention: 4 query heads share 2 kv heads
+        model = LlamaForCausalLM(LlamaConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                                             num_attention_heads=4, num_key_value_heads=2,
+                                             max_position_embeddings=512, **common))
+    else:  # ALiBi
+        model = BloomForCausalLM(BloomConfig(hidden_size=64, n_layer=2, n_head=4, **common))
+    return model.eval()
+
+
+@pytest.fixture(scope="module", params=["gptj", "llama", "bloom"])
+def tiny(request):
+    return _tiny(request.param)
+
+
+def _text(ids) -> str:
+    return " ".join(map(str, ids))
+
+
+def _ids(text: str) -> list[int]:
+    return [int(t) for t in text.split()]
+
+
+def _left_padded(prompts):
+    width = max(map(len, prompts))
+    ids = torch.tensor([[0] * (width - len(p)) + p for p in prompts])
+    mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts])
+    return ids, mask, width
+
+
+def _hf_generate(model, prompts, max_new, processors=None, eos=None):
+    ids, mask, width = _left_padded(prompts)
+    with torch.no_grad():
+        out = model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=max_new, do_sample=False,
+                             pad_token_id=0, eos_token_id=eos, logits_processor=processors)
+    return [row[width:].tolist() for row in out]
+
+
+def _requests(prompts, samples=(0,), stops=()):
+    return [GenerationRequest(task_id=f"t/{i}", prompt="", sample_indices=tuple(samples), stop_sequences=stops)
+            for i in range(len(prompts))]
+
+
+def _engine(model, rows=512, eos=()):
+    return Engine(model, decode_tokens=_text, eos_token_ids=list(eos), options=EngineOptions(max_rows=rows))
+
+
+def _run(engine, prompts, params, samples=(0,), stops=(), **kwargs):
+    completions = engine.generate(_requests(prompts, samples, stops), params, prompt_ids=prompts, **kwargs)
+    return {(c.task_id, c.sample_index): c for c in completions}
+
+
+def test_greedy_tokens_equal_transformers_generate(tiny):
+    expected = _hf_generate(tiny, PROMPTS, 24)
+    got = _run(_engine(tiny), PROMPTS, SamplingParams(max_new_tokens=24))
+    for i, want in enumerate(expected):
+        assert _ids(got[(f"t/{i}", 0)].text) == want, f"prompt {i}"
+    assert all(c.finish_reason == "length" and c.num_tokens == 24 for c in got.values())
+
+
+def test_sampled_tokens_equal_seeded_generate_at_any_batch_size(tiny):
+    params = SamplingParams(n=5, temperature=0.8, top_p=0.95, max_new_tokens=12, seed=7)
+    prompts, samples = PROMPTS[:3], range(5)
+    expected = {}
+    for i, prompt in enumerate(prompts):
+        seeds = row_seeds(params.seed, f"t/{i}", list(samples))
+        sampler = SeededSampler(seeds, params, prompt_length=len(prompt))
+        rows = _hf_generate(tiny, [prompt] * len(seeds), 12, LogitsProcessorList([sampler]))
+        expected.update({(f"t/{i}", s): row for s, row in zip(samples, rows)})
+    # 3 rows for 15 samples: samples wait, take freed rows, and finish in a different order
+    for rows in (512, 3):
+        got = _run(_engine(tiny, rows=rows), prompts, params, samples=samples)
+        assert {key: _ids(c.text) for key, c in got.items()} == expected, f"rows={rows}"
+    assert len({tuple(v) for v in expected.values()}) > 10, "samples of one prompt must differ"
+
+
+def test_resumed_subset_and_uneven_lengths_reproduce_the_full_run(tiny):
+    params = SamplingParams(n=8, temperature=1.0, max_new_tokens=20, seed=3)
+    lengths = {s: 3 + (7 * s) % 17 for s in range(8)}  # rows finish at different steps
+
+    def forced(task_id, sample_index):
+        return lengths[sample_index]
+
+    full = _run(_engine(tiny, rows=4), PROMPTS, params, samples=range(8), forced_lengths=forced)
+    part = _run(_engine(tiny, rows=2), PROMPTS, params, samples=(6, 2, 5), forced_lengths=forced)
+    for key, completion in part.items():
+        assert completion == full[key]
+    assert {c.num_tokens for c in full.values()} == set(lengths.values())
+
+
+def test_eos_ends_a_sample_and_is_not_in_the_text(tiny):
+    reference = _hf_generate(tiny, PROMPTS[:1], 16)[0]
+    eos = reference[5]  # a token greedy decoding is known to produce at step 5 (or earlier)
+    got = _run(_engine(tiny, eos=[eos]), PROMPTS[:1], SamplingParams(max_new_tokens=16))[("t/0", 0)]
+    cut = reference.index(eos)
+    assert got.finish_reason == "eos"
+    assert _ids(got.text) == reference[:cut]
+    assert got.num_tokens == cut + 1
+    assert _hf_generate(tiny, PROMPTS[:1], 16, eos=eos)[0][:cut + 1] == reference[:cut + 1]
+
+
+def test_stop_sequence_truncates_exactly_at_its_first_occurrence(tiny):
+    reference = _hf_generate(tiny, PROMPTS[:1], 30)[0]
+    full_text = _text(reference)
+    stop = " " + _text(reference[10:12])  # spans two tokens
+    first = full_text.find(stop)
+    engine = _engine(tiny)
+    engine.options = EngineOptions(stop_check_every=3)
+    got = _run(engine, PROMPTS[:1], SamplingParams(max_new_tokens=30), stops=(stop, "never there"))[("t/0", 0)]
+    assert got.finish_reason == "stop"
+    assert got.text == full_text[:first]
+    tokens_needed = next(m for m in range(1, 31) if stop in _text(reference[:m]))
+    assert got.num_tokens == tokens_needed
+
+
+def test_supports_only_covered_architectures(tiny):
+    assert Engine.supports(tiny)
+    gpt2 = GPT2LMHeadModel(GPT2Config(vocab_size=VOCAB, n_embd=32, n_layer=1, n_head=2))
+    assert not Engine.supports(gpt2)
+    assert "GPT2LMHeadModel" in Engine.unsupported_reason(gpt2)

@@ -1,0 +1,90 @@
+"""The engine's Triton kernels against its torch reference (which test_engine.py ties to transformers).
+
+Runs on a CUDA GPU, or on CPU under Triton's interpreter (TRITON_INTERPRET=1 with triton installed);
+skipped otherwise.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+
+from evalsuite.engine import kernels as K
+
+pytestmark = pytest.mark.skipif(
+    K.triton is None or not (torch.cuda.is_available() or os.environ.get("TRITON_INTERPRET") == "1"),
+    reason="needs Triton on a CUDA GPU, or TRITON_INTERPRET=1")
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+
+CASES = {  # name: (spec, dtype)
+    "gptj-like": (K.AttentionSpec(4, 4, 32, 32 ** -0.5, K.ROTARY_INTERLEAVED, 8), torch.bfloat16),
+    "llama-gqa": (K.AttentionSpec(8, 2, 32, 32 ** -0.5, K.ROTARY_HALF, 32), torch.bfloat16),
+    "bloom-alibi": (K.AttentionSpec(4, 4, 32, 32 ** -0.5, alibi=True, round_scores=True), torch.bfloat16),
+    "odd-head-dim-fp32": (K.AttentionSpec(2, 2, 24, 24 ** -0.5, K.ROTARY_HALF, 16), torch.float32),
+}
+
+
+def _tables(spec, dtype, positions=64):
+    g = torch.Generator().manual_seed(0)
+    tables = K.PositionTables()
+    if spec.rotary_style:
+        angles = torch.rand(positions, spec.rotary_dim, generator=g) * 6.28
+        tables.cos, tables.sin = angles.cos().to(dtype).to(DEVICE), angles.sin().to(dtype).to(DEVICE)
+    if spec.alibi:
+        tables.alibi_slopes = (0.5 ** torch.arange(1, spec.num_heads + 1)).float().to(DEVICE)
+    return tables
+
+
+def _inputs(spec, dtype, batch=5, pcap=23, gcap=17, slots=6):
+    g = torch.Generator().manual_seed(1)
+
+    def rnd(*shape):
+        return torch.randn(*shape, generator=g).to(dtype).to(DEVICE)
+
+    d, hkv = spec.head_dim, spec.num_kv_heads
+    fused = rnd(batch, spec.num_heads, 3, d)  # a strided q, as BLOOM's fused projection gives it
+    q = fused[:, :, 0] if spec.num_heads == hkv else rnd(batch, spec.num_heads, d)
+    k, v = rnd(batch, hkv, d), rnd(batch, hkv, d)
+    kp, vp = rnd(3, hkv, pcap, d), rnd(3, hkv, pcap, d)
+    kg, vg = rnd(slots, hkv, gcap, d), rnd(slots, hkv, gcap, d)
+    i32 = dict(dtype=torch.int32, device=DEVICE)
+    p_slot = torch.tensor([0, 1, 1, 2, 0], **i32)[:batch]
+    p_len = torch.tensor([23, 5, 5, 0, 1], **i32)[:batch]
+    g_slot = torch.tensor([3, 0, 5, 1, 2], **i32)[:batch]
+    g_write = torch.tensor([0, 16, 4, 9, 1], **i32)[:batch]
+    return q, k, v, kp, vp, kg, vg, p_slot, p_len, g_slot, g_write
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_rotary_and_store_is_bit_identical_to_the_reference(case):
+    spec, dtype = CASES[case]
+    tables = _tables(spec, dtype)
+    q, k, v, _, _, kg, vg, _, p_len, g_slot, g_write = _inputs(spec, dtype)
+    pos = p_len + g_write
+    kg2, vg2 = kg.clone(), vg.clone()
+    want_q = K.rotary_and_store_reference(q.clone(), k, v, kg, vg, pos, g_slot, g_write, spec, tables)
+    got_q = K.rotary_and_store_triton(q.clone(), k, v, kg2, vg2, pos, g_slot, g_write, spec, tables)
+    if dtype == torch.float32:  # the kernel may fuse multiply-adds
+        torch.testing.assert_close(got_q, want_q, rtol=1e-6, atol=1e-6)
+        torch.testing.assert_close(kg2, kg, rtol=1e-6, atol=1e-6)
+    elif DEVICE == "cpu":  # Triton's interpreter truncates float32 -> bf16 where the GPU rounds to nearest
+        torch.testing.assert_close(got_q, want_q, rtol=2 ** -7, atol=2 ** -7)
+        torch.testing.assert_close(kg2, kg, rtol=2 ** -7, atol=2 ** -7)
+    else:
+        assert torch.equal(got_q, want_q)
+        assert torch.equal(kg2, kg)
+    assert torch.equal(vg2, vg)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_decode_attention_matches_the_reference(case):
+    spec, dtype = CASES[case]
+    tables = _tables(spec, dtype)
+    q, _, _, kp, vp, kg, vg, p_slot, p_len, g_slot, g_write = _inputs(spec, dtype)
+    g_len = g_write + 1
+    want = K.decode_attention_reference(q, kp, vp, kg, vg, p_slot, p_len, g_slot, g_len, spec, tables)
+    got = K.decode_attention_triton(q, kp, vp, kg, vg, p_slot, p_len, g_slot, g_len, spec, tables)
+    tol = 1e-5 if dtype == torch.float32 else 2e-2
+    torch.testing.assert_close(got.float(), want.float(), rtol=tol, atol=tol)

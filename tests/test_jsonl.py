@@ -1,0 +1,36 @@
+"""JSONL reading errors name file and line; appends survive a torn last line."""
+
+from __future__ import annotations
+
+import pytest
+
+from evalsuite.errors import EvalsuiteError
+from evalsuite.jsonl import JsonlAppender, read_jsonl
+
+
+def test_malformed_line_is_named(tmp_path):
+    path = tmp_path / "s.jsonl"
+    path.write_text('{"a": 1}\n\n{"a": \n{"a": 3}\n')
+    with pytest.raises(EvalsuiteError, match=r"s.jsonl:3: malformed JSON"):
+        list(read_jsonl(path))
+
+
+def test_non_object_and_non_utf8_lines_are_named(tmp_path):
+    path = tmp_path / "s.jsonl"
+    path.write_text('{"a": 1}\n[1, 2]\n')
+    with pytest.raises(EvalsuiteError, match=r"s.jsonl:2: expected a JSON object, got list"):
+        list(read_jsonl(path))
+    path.write_bytes(b'{"a": 1}\n{"a": "\xff"}\n')
+    with pytest.raises(EvalsuiteError, match=r"s.jsonl:2: not valid UTF-8"):
+        list(read_jsonl(path))
+
+
+def test_torn_tail_is_tolerated_only_when_asked_and_repaired_on_append(tmp_path):
+    path = tmp_path / "c.jsonl"
+    path.write_text('{"i": 0}\n{"i": 1}\n{"i": 2, "text": "cut mid-wri')
+    with pytest.raises(EvalsuiteError):
+        list(read_jsonl(path))
+    assert [r["i"] for _, r in read_jsonl(path, tolerate_torn_tail=True)] == [0, 1]
+    with JsonlAppender(path) as out:
+        out.write({"i": 2})
+    assert [r["i"] for _, r in read_jsonl(path)] == [0, 1, 2]

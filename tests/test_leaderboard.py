@@ -1,0 +1,303 @@
+"""Leaderboard model, schema validation, merge, --fail-under, and the ``evalsuite leaderboard`` command."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from evalsuite.cli import main as cli_main
+from evalsuite.errors import EvalsuiteError, ThresholdNotMet
+from evalsuite.leaderboard import (
+    KEY_FIELDS, SCHEMA_PATH, LeaderboardEntry, check_fail_under, enforce_fail_under, entry_from_run,
+    load_leaderboard, merge, parse_fail_under, save_leaderboard, settings_for, settings_key, update_leaderboard,
+)
+from evalsuite.records import SampleResult, SamplingParams
+from evalsuite.scoring import score
+
+SHA = "0123456789abcdef" * 4
+
+
+def run_summary(model: str = "gpt-j-6b", task: str = "humaneval", passes: tuple[int, ...] = (1, 0, 0, 0),
+                n: int = 1, temperature: float = 0.0, run_id: str = "run-1", **sampling) -> dict:
+    """A real Score from real SampleResults: problem i has ``passes[i]`` of its n samples passing."""
+    results = [SampleResult(f"{task}/{i}", j, j < c, "passed" if j < c else "failed: x", 0.01)
+               for i, c in enumerate(passes) for j in range(n)]
+    ks = [1, 10] if n >= 10 else [1]
+    return {"model": model, "model_id": f"org/{model}", "task": task, "dataset_sha256": SHA,
+            "prompt_template": "{prompt}", "sampling": SamplingParams(n=n, temperature=temperature, **sampling),
+            "score": score(results, ks, bootstrap=200), "run_id": run_id, "hardware": "cpu",
+            "date": "2025-01-31T12:00:00Z"}
+
+
+def make_entry(**kwargs) -> LeaderboardEntry:
+    return entry_from_run(run_summary(**kwargs))
+
+
+# -- settings key ------------------------------------------------------------------------------------
+
+def test_settings_key_changes_with_every_keyed_setting():
+    base = settings_for(SamplingParams(n=10, temperature=0.8, top_p=0.95, top_k=40, max_new_tokens=512),
+                        "{prompt}", SHA)
+    variants = {"n": 20, "temperature": 0.2, "top_p": 0.9, "top_k": 50, "max_new_tokens": 256,
+                "prompt_template": "# Python\n{prompt}", "dataset_sha256": "f" * 64}
+    assert set(variants) == set(KEY_FIELDS)
+    keys = {settings_key(base)} | {settings_key({**base, name: value}) for name, value in variants.items()}
+    assert len(keys) == len(variants) + 1
+
+
+def test_settings_key_ignores_seed_and_unused_greedy_knobs():
+    def key(**params):
+        return settings_key(settings_for(SamplingParams(**params), "{prompt}", SHA))
+
+    assert key(temperature=0.8, seed=1) == key(temperature=0.8, seed=2)
+    assert key(temperature=0.0, top_p=0.5, top_k=7) == key(temperature=0.0)  # greedy: top_p/top_k unused
+    assert key(temperature=0.8, top_p=0.5) != key(temperature=0.8)
+    assert settings_key({**settings_for(SamplingParams(), "{prompt}", SHA), "temperature": 0}) == key()
+    assert key(n=20, temperature=0.8).startswith("n20-t0.8-")
+
+
+# -- building entries --------------------------------------------------------------------------------
+
+def test_entry_from_run_accepts_score_or_its_summary_json():
+    summary = run_summary(passes=(3, 0, 10, 5), n=10, temperature=0.8)
+    from_score = entry_from_run(summary)
+    from_json = entry_from_run({**summary, "score": summary["score"].summary_json()})
+    assert from_score == from_json
+    assert from_score.ks() == [1, 10]
+    assert from_score.metrics["pass@1"].value == pytest.approx((0.3 + 0 + 1.0 + 0.5) / 4)
+    assert from_score.n == 10 and from_score.n_problems == 4 and from_score.temperature == 0.8
+
+
+def test_entry_from_run_stores_dates_as_utc():
+    assert make_entry().date == "2025-01-31T12:00:00Z"
+    assert entry_from_run({**run_summary(), "date": "2025-01-31T14:00:00+02:00"}).date == "2025-01-31T12:00:00Z"
+    with pytest.raises(EvalsuiteError, match="not an ISO 8601 timestamp"):
+        entry_from_run({**run_summary(), "date": "yesterday"})
+
+
+def test_entry_from_run_names_missing_keys():
+    summary = run_summary()
+    del summary["hardware"], summary["run_id"]
+    with pytest.raises(EvalsuiteError, match="lacks run_id, hardware"):
+        entry_from_run(summary)
+
+
+# -- merge and round trip ----------------------------------------------------------------------------
+
+def test_merge_replaces_same_key_and_keeps_others():
+    old_greedy = make_entry(passes=(1, 0, 0, 0), run_id="old")
+    sampled = make_entry(n=10, temperature=0.8, passes=(5, 5, 5, 5), run_id="sampled")
+    other_model = make_entry(model="codellama-7b", passes=(1, 1, 0, 0), run_id="other")
+    other_task = make_entry(task="mbpp", passes=(1, 1, 1, 0), run_id="mbpp")
+    new_greedy = make_entry(passes=(1, 1, 0, 0), run_id="new", seed=7)  # same key: only the seed differs
+
+    merged = merge([old_greedy, sampled, other_model, other_task], [new_greedy])
+
+    assert sorted(e.run_id for e in merged) == ["mbpp", "new", "other", "sampled"]
+    assert [e for e in merged if e.run_id == "new"][0].metrics["pass@1"].value == 0.5
+
+
+def test_update_leaderboard_round_trips_through_the_file(tmp_path: Path):
+    first = update_leaderboard(tmp_path, [make_entry(run_id="a"), make_entry(model="m2", run_id="b")],
+                               render_html=False)
+    second = update_leaderboard(tmp_path, [make_entry(passes=(1, 1, 1, 1), run_id="c")], render_html=False)
+    loaded = load_leaderboard(tmp_path / "leaderboard.json")
+    assert loaded == second and len(first) == len(second) == 2
+    assert sorted(e.run_id for e in loaded) == ["b", "c"]
+    document = json.loads((tmp_path / "leaderboard.json").read_text())
+    assert document["schema_version"] == "1.0"
+    jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text())).validate(document)
+
+
+def test_missing_file_is_an_empty_leaderboard(tmp_path: Path):
+    assert load_leaderboard(tmp_path / "nope" / "leaderboard.json") == []
+
+
+def test_schema_file_is_a_valid_versioned_json_schema():
+    schema = json.loads(SCHEMA_PATH.read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    assert schema["$id"].endswith(":1.0") and "schema_version" in schema["required"]
+
+
+# -- validation of hand-broken files -----------------------------------------------------------------
+
+@pytest.fixture
+def board_file(tmp_path: Path) -> Path:
+    path = tmp_path / "leaderboard.json"
+    save_leaderboard(path, [make_entry(model="a"), make_entry(model="b", passes=(1, 1, 0, 0))])
+    return path
+
+
+def _edit(path: Path, change) -> None:
+    document = json.loads(path.read_text())
+    change(document)
+    path.write_text(json.dumps(document, indent=2))
+
+
+@pytest.mark.parametrize("change, where, what", [
+    (lambda d: d["entries"][1]["metrics"]["pass@1"].update(value="0.5"),
+     "$.entries[1].metrics['pass@1'].value", "'0.5' is not of type 'number'"),
+    (lambda d: d["entries"][0]["metrics"]["pass@1"].update(ci95=[0.1]),
+     "$.entries[0].metrics['pass@1'].ci95", "is too short"),
+    (lambda d: d["entries"][0]["metrics"]["pass@1"].update(ci95=[0.4, 0.2]),
+     "$.entries[0].metrics['pass@1'].ci95", "low 0.4 > high 0.2"),
+    (lambda d: d["entries"][0].pop("run_id"), "$.entries[0]", "'run_id' is a required property"),
+    (lambda d: d["entries"][1]["settings"].update(n=5), "$.entries[1].settings_key", "does not match its settings"),
+    (lambda d: d["entries"].append(dict(d["entries"][0])), "$.entries[2]", "same model, task and settings_key"),
+    (lambda d: d.update(schema_version=1), "$.schema_version", "1 is not of type 'string'"),
+])
+def test_hand_broken_file_gives_one_clear_line(board_file: Path, change, where, what):
+    _edit(board_file, change)
+    with pytest.raises(EvalsuiteError) as info:
+        load_leaderboard(board_file)
+    message = str(info.value)
+    assert "\n" not in message
+    assert message.startswith(f"{board_file}: invalid leaderboard at {where}: ")
+    assert what in message
+
+
+def test_malformed_json_names_file_and_line(board_file: Path):
+    board_file.write_text(board_file.read_text().replace('"model": "b"', '"model": "b",,', 1))
+    with pytest.raises(EvalsuiteError, match=rf"^{board_file}:\d+: malformed JSON"):
+        load_leaderboard(board_file)
+
+
+def test_newer_major_version_is_refused_clearly(board_file: Path):
+    _edit(board_file, lambda d: d.update(schema_version="2.0"))
+    with pytest.raises(EvalsuiteError, match=r"schema 2\.0, newer than this evalsuite .*upgrade evalsuite"):
+        load_leaderboard(board_file)
+
+
+def test_newer_minor_version_with_unknown_field_says_upgrade(board_file: Path):
+    _edit(board_file, lambda d: (d.update(schema_version="1.4"), d["entries"][0].update(tokens_per_s=12.0)))
+    with pytest.raises(EvalsuiteError, match=r"tokens_per_s.*schema 1\.4, newer .*upgrade evalsuite"):
+        load_leaderboard(board_file)
+
+
+def test_save_validates_before_writing(board_file: Path):
+    before = board_file.read_text()
+    good = load_leaderboard(board_file)
+    bad = LeaderboardEntry(**{**good[0].__dict__, "n_problems": 0})
+    with pytest.raises(EvalsuiteError, match=r"\$\.entries\[0\]\.n_problems"):
+        save_leaderboard(board_file, [bad, good[1]])
+    assert board_file.read_text() == before
+
+
+# -- --fail-under ------------------------------------------------------------------------------------
+
+def test_parse_fail_under():
+    assert parse_fail_under("pass@1=0.30,pass@10=0.5") == {"pass@1": 0.30, "pass@10": 0.5}
+    assert parse_fail_under(" pass@1 = 30% ") == {"pass@1": 0.30}
+    for bad, match in [("pass@1", "METRIC=VALUE"), ("acc=0.3", "METRIC=VALUE"), ("pass@1=x", "not a number"),
+                       ("pass@1=1.5", "outside"), ("", "got nothing")]:
+        with pytest.raises(EvalsuiteError, match=match):
+            parse_fail_under(bad)
+
+
+def test_check_fail_under_names_model_task_and_shortfall():
+    weak = make_entry(model="gpt-j-6b", passes=(1, 0, 0, 0, 0, 0, 0, 0))  # pass@1 = 0.125
+    strong = make_entry(model="codellama-7b", passes=(1, 1, 1, 0))
+    assert check_fail_under([weak, strong], {"pass@1": 0.30}) == [
+        "gpt-j-6b on humaneval: pass@1 = 0.125 < 0.300 (short by 0.175)"]
+    assert check_fail_under([weak, strong], {"pass@1": 0.30}, models=["codellama-7b"]) == []
+    assert check_fail_under([weak], {"pass@1": 0.125}) == []  # at the threshold passes
+    missing = check_fail_under([strong], {"pass@10": 0.1})
+    assert missing == ["codellama-7b on humaneval: pass@10 is missing (not computed in run run-1)"]
+    assert check_fail_under([weak], {"pass@1": 0.1}, models=["nobody"]) == [
+        "no leaderboard entries for nobody to check against --fail-under"]
+
+
+def test_shortfall_smaller_than_the_display_precision_is_still_visible():
+    entry = make_entry(passes=(1,) * 2999 + (0,) * 7001)  # 0.2999
+    assert check_fail_under([entry], {"pass@1": 0.3}) == [
+        "gpt-j-6b on humaneval: pass@1 = 0.2999 < 0.3000 (short by 0.0001)"]
+
+
+def test_several_settings_of_one_model_are_told_apart():
+    greedy = make_entry(passes=(0, 0, 0, 1))
+    sampled = make_entry(n=10, temperature=0.8, passes=(0, 1, 2, 0))
+    messages = check_fail_under([greedy, sampled], {"pass@1": 0.5})
+    assert messages == ["gpt-j-6b (n=1, T=0) on humaneval: pass@1 = 0.250 < 0.500 (short by 0.250)",
+                        "gpt-j-6b (n=10, T=0.8) on humaneval: pass@1 = 0.075 < 0.500 (short by 0.425)"]
+    with pytest.raises(ThresholdNotMet, match=r"\(2 shortfalls\)") as info:
+        enforce_fail_under([greedy, sampled], {"pass@1": 0.5})
+    assert info.value.exit_code == 3
+
+
+# -- the command -------------------------------------------------------------------------------------
+
+@pytest.fixture
+def board_dir(tmp_path: Path) -> Path:
+    update_leaderboard(tmp_path, [make_entry(model="gpt-j-6b", passes=(1, 0, 0, 0, 0, 0, 0, 0)),
+                                  make_entry(model="codellama-7b", passes=(1, 1, 1, 0))], render_html=False)
+    return tmp_path
+
+
+def test_cli_fail_under_exit_codes(board_dir: Path, capsys):
+    assert cli_main(["leaderboard", "--dir", str(board_dir), "--fail-under", "pass@1=0.30"]) == 3
+    err = capsys.readouterr().err
+    assert err.strip() == "error: --fail-under not met: gpt-j-6b on humaneval: pass@1 = 0.125 < 0.300 (short by 0.175)"
+
+    assert cli_main(["leaderboard", "--dir", str(board_dir), "--fail-under", "pass@1=0.10"]) == 0
+    assert cli_main(["leaderboard", "--dir", str(board_dir), "--model", "codellama-7b",
+                     "--fail-under", "pass@1=0.30"]) == 0
+    assert cli_main(["leaderboard", "--dir", str(board_dir)]) == 0  # no gate, no failure
+
+
+def test_cli_prints_table_and_writes_page(board_dir: Path, capsys):
+    assert cli_main(["leaderboard", "--dir", str(board_dir)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split()[:3] == ["model", "task", "pass@1"]
+    assert out[2].split()[:3] == ["codellama-7b", "humaneval", "0.750"]  # best first
+    assert out[3].split()[:3] == ["gpt-j-6b", "humaneval", "0.125"]
+    assert out[-1] == f"wrote {board_dir / 'index.html'}"
+    assert (board_dir / "index.html").stat().st_size > 0
+
+
+def test_cli_no_html_and_empty_leaderboard(tmp_path: Path, capsys):
+    assert cli_main(["leaderboard", "--dir", str(tmp_path), "--no-html"]) == 0
+    assert "no entries yet" in capsys.readouterr().out
+    assert not (tmp_path / "index.html").exists()
+    assert cli_main(["leaderboard", "--dir", str(tmp_path), "--no-html", "--fail-under", "pass@1=0.1"]) == 3
+
+
+def test_cli_reports_broken_file_and_bad_threshold(board_dir: Path, capsys):
+    path = board_dir / "leaderboard.json"
+    path.write_text(path.read_text().replace('"hardware": "cpu"', '"hardware": 7', 1))
+    assert cli_main(["leaderboard", "--dir", str(board_dir)]) == 2
+    assert capsys.readouterr().err == (f"error: {path}: invalid leaderboard at $.entries[0].hardware: "
+                                       "7 is not of type 'string' (schema 1.0)\n")
+    with pytest.raises(SystemExit) as info:
+        cli_main(["leaderboard", "--dir", str(board_dir), "--fail-under", "pass@1=lots"])
+    assert info.value.code == 2
+    assert "argument --fail-under: pass@1: 'lots' is not a number" in capsys.readouterr().err
+
+
+def test_terminal_table_strips_control_characters(tmp_path: Path, capsys):
+    update_leaderboard(tmp_path, [make_entry(model="evil\x1b[2J\x07name")], render_html=False)
+    assert cli_main(["leaderboard", "--dir", str(tmp_path), "--no-html"]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "evil?[2J?name" in out
+
+
+def test_concurrent_updates_lose_no_entry(tmp_path: Path):
+    """Real processes finishing at the same time: each read-merge-write must see the others' entries."""
+    script = (
+        "import sys\n"
+        "from evalsuite.leaderboard import entry_from_run, update_leaderboard\n"
+        "from evalsuite.records import SampleResult, SamplingParams\n"
+        "from evalsuite.scoring import score\n"
+        "s = score([SampleResult('t/0', 0, True, 'passed', 0.0)], [1], bootstrap=10)\n"
+        "for i in range(15):\n"
+        "    update_leaderboard(sys.argv[1], [entry_from_run(dict(model=f'{sys.argv[2]}-{i}', model_id='m', "
+        "task='t', dataset_sha256='', prompt_template='{prompt}', sampling=SamplingParams(), score=s, "
+        "run_id='r', hardware='cpu'))], render_html=False)\n")
+    workers = [subprocess.Popen([sys.executable, "-c", script, str(tmp_path), f"w{w}"]) for w in range(3)]
+    assert [worker.wait(timeout=60) for worker in workers] == [0, 0, 0]
+    assert len(load_leaderboard(tmp_path / "leaderboard.json")) == 45
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["leaderboard.json"]  # no lock or temp files left

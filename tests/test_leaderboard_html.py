@@ -1,0 +1,104 @@
+"""The static leaderboard page: self-contained, escaped, and (when Chromium is installed) rendered for real."""
+
+from __future__ import annotations
+
+import html
+import re
+import shutil
+import subprocess
+import tempfile
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from evalsuite.leaderboard import LeaderboardEntry, entry_from_run
+from evalsuite.records import SampleResult, SamplingParams
+from evalsuite.report_html import render_html, write_html
+from evalsuite.scoring import score
+
+HOSTILE = '</script><script>alert("pwned")</script><img src=x onerror=alert(1)> & \'q\''
+
+
+def _entry(model: str, passes: tuple[int, ...], n: int = 1, temperature: float = 0.0,
+           task: str = "humaneval") -> LeaderboardEntry:
+    """Problem i has ``passes[i]`` of its n samples passing; a real Score, as the runner makes it."""
+    results = [SampleResult(f"{task}/{i}", j, j < c, "passed", 0.01) for i, c in enumerate(passes) for j in range(n)]
+    return entry_from_run({
+        "model": model, "model_id": f"org/{model}", "task": task, "dataset_sha256": "ab" * 32,
+        "prompt_template": "{prompt}", "sampling": SamplingParams(n=n, temperature=temperature),
+        "score": score(results, [1, 10] if n >= 10 else [1], bootstrap=200), "run_id": "r1", "hardware": "cpu"})
+
+
+def _entries() -> list[LeaderboardEntry]:
+    return [
+        _entry("deepseek-coder", (9, 4, 10, 2), n=10, temperature=0.8),
+        _entry("gpt-j-6b", (1, 0, 0, 0)),
+        _entry(HOSTILE, (1, 1, 0, 0)),
+        _entry("codellama", (1, 1, 1, 0), task="mbpp"),
+    ]
+
+
+class _Tags(HTMLParser):
+    """What a browser's parser sees: every start tag with its attributes."""
+
+    def __init__(self, page: str):
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.feed(page)
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+
+
+def test_hostile_model_name_is_escaped_everywhere():
+    page = render_html(_entries())
+    tags = _Tags(page).tags
+    assert [tag for tag, _ in tags].count("script") == 1  # only the page's own sorting script
+    assert not any(tag == "img" or any(name.startswith("on") for name in attrs) for tag, attrs in tags)
+    assert page.count(html.escape(HOSTILE, quote=True)) >= 3  # table cell, its tooltip, chart label
+
+
+def test_page_is_self_contained():
+    page = render_html(_entries())
+    links = [(tag, attrs) for tag, attrs in _Tags(page).tags if {"src", "href"} & set(attrs)]
+    assert links == []
+    assert set(re.findall(r"https?://[^\s\"'<]+", page)) == {"http://www.w3.org/2000/svg"}  # SVG namespace
+    assert "default-src 'none'" in page  # CSP: the browser blocks any network access
+
+
+def test_page_has_table_rows_and_one_chart_per_task(tmp_path: Path):
+    path = write_html(tmp_path / "index.html", _entries())
+    page = path.read_text()
+    assert len(re.findall(r"<tr data-task=", page)) == 4
+    assert len(re.findall(r'<svg class="chart"', page)) == 2
+    assert re.findall(r'data-key="(pass@\d+)"', page) == ["pass@1", "pass@10"]
+    assert "75.0" in page  # codellama on mbpp: pass@1 = 0.75, shown in percent
+
+
+def test_empty_leaderboard_page_says_so():
+    page = render_html([])
+    assert "No results yet" in page and "<table" not in page
+
+
+def _chromium() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+
+
+@pytest.mark.skipif(_chromium() is None, reason="chromium not installed (Debian: apt-get install chromium)")
+def test_page_renders_in_headless_chromium(tmp_path: Path):
+    path = write_html(tmp_path / "index.html", _entries())
+    with tempfile.TemporaryDirectory() as profile:
+        dom = subprocess.run(
+            [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             f"--user-data-dir={profile}", "--dump-dom", f"{path.as_uri()}#sort=pass%401-asc"],
+            capture_output=True, text=True, timeout=30, check=True).stdout
+    assert 'id="board" class="board" data-ready="true"' in dom  # the script ran to the end
+    rows = re.findall(r'<tr data-task="[^"]*"><td data-sort="([^"]*)"', dom)
+    # Sorted by the URL's #sort=pass@1-asc: gpt-j 0.25, hostile 0.5, deepseek 0.625, codellama 0.75.
+    assert [html.unescape(row) for row in rows] == ["gpt-j-6b", HOSTILE.casefold(), "deepseek-coder", "codellama"]
+    assert 'data-key="pass@1" data-type="num" class="num" tabindex="0" aria-sort="ascending"' in dom
+    assert len(re.findall(r'<svg class="chart"', dom)) == 2
+    assert len(re.findall(r'<g class="bar">', dom)) == 5  # 4 entries' pass@1 + deepseek's pass@10
+    assert dom.count("<script") == 1 and "<img" not in dom  # the hostile name stayed text

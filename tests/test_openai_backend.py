@@ -1,0 +1,250 @@
+"""The openai backend against real HTTP servers on 127.0.0.1.
+
+* ``transformers serve`` running a tiny GPT-2-family checkpoint on CPU: the same greedy completions as
+  our hf backend gives for that checkpoint, stop sequences applied, n samples per prompt.
+* a scripted ``http.server`` for what a healthy model server rarely does on demand: 429/5xx answers
+  (retried with backoff), 4xx answers (not retried), slow answers (concurrency limit), API keys.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from evalsuite.errors import EvalsuiteError
+from evalsuite.generation import GenerationOptions, load_generator
+from evalsuite.generation.openai_backend import OpenAIGenerator, RetryPolicy
+from evalsuite.records import GenerationRequest, SamplingParams
+from evalsuite.task import DEFAULT_STOP_SEQUENCES
+from tiny_models import humaneval_prompts
+
+SERVE_STARTUP_S = 90
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def served_gpt2(tiny_model_dir, tmp_path_factory):
+    """``transformers serve <tiny gpt2 dir>`` on a free port; yields (base_url, model_dir)."""
+    pytest.importorskip("fastapi", reason="transformers serve needs the 'serve' extra (transformers[serving])")
+    pytest.importorskip("uvicorn", reason="transformers serve needs the 'serve' extra (transformers[serving])")
+    model_dir = tiny_model_dir("gpt2")
+    port = free_port()
+    cache = tmp_path_factory.mktemp("hf-cache")  # an empty hub cache: /v1/models scans it
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(cache), "TRANSFORMERS_VERBOSITY": "error"}
+    log = open(tmp_path_factory.mktemp("serve-log") / "serve.log", "w+")
+    command = [str(Path(sys.executable).parent / "transformers"), "serve", str(model_dir), "--host", "127.0.0.1",
+               "--port", str(port), "--device", "cpu", "--log-level", "error"]
+    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
+    base_url = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + SERVE_STARTUP_S
+        while True:
+            if process.poll() is not None:
+                log.seek(0)
+                pytest.fail(f"transformers serve exited with {process.returncode}:\n{log.read()[-3000:]}")
+            try:
+                urllib.request.urlopen(base_url + "/models", timeout=2).read()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    pytest.fail("transformers serve did not answer within {SERVE_STARTUP_S} s")
+                time.sleep(0.3)
+        yield base_url, model_dir
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        log.close()
+
+
+def prompts(count: int) -> list[tuple[str, str]]:
+    return list(humaneval_prompts()[:count])
+
+
+def test_greedy_matches_the_hf_backend_on_the_same_checkpoint(served_gpt2):
+    base_url, model_dir = served_gpt2
+    params = SamplingParams(n=2, max_new_tokens=16)
+    local_generator = load_generator(str(model_dir), GenerationOptions(device="cpu"))
+    free = list(local_generator.generate([GenerationRequest(tid, p, (0,)) for tid, p in prompts(4)], params))
+    text = max((c.text for c in free), key=len)
+    stop = next(text[k:k + 2] for k in range(3, len(text)) if text[k:k + 2].isascii() and text[k:k + 2].strip()
+                and text[k:k + 2].isprintable() and text.find(text[k:k + 2]) == k)  # a stop it really emits
+    requests = [GenerationRequest(tid, p, (0, 1), stop_sequences=DEFAULT_STOP_SEQUENCES + (stop,))
+                for tid, p in prompts(4)]
+    served = load_generator(str(model_dir), GenerationOptions(backend="openai", base_url=base_url, concurrency=2))
+    remote = {(c.task_id, c.sample_index): c for c in served.generate(requests, params)}
+    local = {(c.task_id, c.sample_index): c for c in local_generator.generate(requests, params)}
+    assert len(remote) == 8
+    assert {k: c.text for k, c in remote.items()} == {k: c.text for k, c in local.items()}
+    assert any(c.finish_reason == "stop" and c.text != "" for c in remote.values())
+    for completion in remote.values():
+        assert not any(s in completion.text for s in requests[0].stop_sequences)
+    described = served.describe()
+    assert described["backend"] == "openai" and described["base_url"] == base_url
+
+
+def test_sampling_gives_n_completions_per_prompt(served_gpt2):
+    base_url, model_dir = served_gpt2
+    served = load_generator(str(model_dir), GenerationOptions(backend="openai", base_url=base_url))
+    params = SamplingParams(n=3, temperature=0.9, max_new_tokens=8, seed=1)
+    requests = [GenerationRequest(tid, p, (0, 1, 2)) for tid, p in prompts(2)]
+    out = list(served.generate(requests, params))
+    assert sorted((c.task_id, c.sample_index) for c in out) == [(tid, i) for tid, _ in prompts(2) for i in range(3)]
+    assert all(c.num_tokens > 0 for c in out)
+
+
+# -- a scripted server ------------------------------------------------------------------------------
+class ScriptedServer:
+    """A real HTTP server on 127.0.0.1: answers POST /v1/completions with the next status in ``script``
+    (then 200s), records every request and how many were in flight at once."""
+
+    def __init__(self, script=(), delay_s: float = 0.0, retry_after: str | None = None):
+        self.script = list(script)
+        self.delay_s = delay_s
+        self.retry_after = retry_after
+        self.requests: list[tuple[dict, dict]] = []
+        self.in_flight = self.max_in_flight = 0
+        self.lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def _send(self, status, payload, headers=()):
+                body = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                for key, value in headers:
+                    self.send_header(key, value)
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_GET(self):
+                self._send(200, {"object": "list", "data": [{"id": "scripted"}]})
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                with server.lock:
+                    server.requests.append((dict(self.headers), body))
+                    status = server.script.pop(0) if server.script else 200
+                    server.in_flight += 1
+                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                try:
+                    time.sleep(server.delay_s)
+                    if status != 200:
+                        headers = [("Retry-After", server.retry_after)] if server.retry_after and status == 429 else []
+                        self._send(status, {"error": {"message": f"scripted {status}"}}, headers)
+                        return
+                    choices = [{"index": i, "text": f"    return {i}\ndef more():", "finish_reason": "stop"}
+                               for i in range(body.get("n", 1))]
+                    self._send(200, {"choices": choices, "usage": {"completion_tokens": 5}})
+                finally:
+                    with server.lock:
+                        server.in_flight -= 1
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def one_request(n=1):
+    return [GenerationRequest("t/0", "def f():\n", tuple(range(n)), stop_sequences=("\ndef",))]
+
+
+def test_429_and_5xx_are_retried_with_backoff():
+    with ScriptedServer(script=[429, 503, 502], retry_after="0.2") as server:
+        generator = OpenAIGenerator("scripted", server.base_url, retry=RetryPolicy(base_delay_s=0.05))
+        started = time.monotonic()
+        [completion] = generator.generate(one_request(), SamplingParams())
+        elapsed = time.monotonic() - started
+    assert completion.text == "    return 0" and completion.finish_reason == "stop"
+    assert len(server.requests) == 4 and generator.retries_done == 3
+    assert elapsed >= 0.2 + 0.05 * 0.75 + 0.1 * 0.75  # Retry-After honoured, then exponential backoff
+
+
+def test_retries_are_bounded_and_client_errors_are_not_retried():
+    with ScriptedServer(script=[500] * 10) as server:
+        generator = OpenAIGenerator("scripted", server.base_url, retry=RetryPolicy(max_retries=2, base_delay_s=0.01))
+        with pytest.raises(EvalsuiteError, match="still failing after 2 retries: HTTP 500: scripted 500"):
+            list(generator.generate(one_request(), SamplingParams()))
+        assert len(server.requests) == 3
+    with ScriptedServer(script=[400]) as server:
+        generator = OpenAIGenerator("scripted", server.base_url, retry=RetryPolicy(base_delay_s=0.01))
+        with pytest.raises(EvalsuiteError, match="HTTP 400: scripted 400"):
+            list(generator.generate(one_request(), SamplingParams()))
+        assert len(server.requests) == 1
+
+
+def test_concurrency_limit_and_api_key_never_recorded(monkeypatch):
+    monkeypatch.setenv("EVALSUITE_TEST_KEY", "sk-secret-123")
+    with ScriptedServer(delay_s=0.15) as server:
+        options = GenerationOptions(backend="openai", base_url=server.base_url, concurrency=3,
+                                    api_key_env="EVALSUITE_TEST_KEY")
+        generator = load_generator("scripted", options)
+        requests = [GenerationRequest(f"t/{i}", "x", (0, 1)) for i in range(6)]
+        out = list(generator.generate(requests, SamplingParams(n=2, temperature=0.5)))
+    assert len(out) == 12 and len(server.requests) == 12  # one request per sample (its own seed)
+    assert server.max_in_flight == 3
+    assert all(headers["Authorization"] == "Bearer sk-secret-123" for headers, _ in server.requests)
+    assert len({body["seed"] for _, body in server.requests}) == 12
+    assert "sk-secret-123" not in json.dumps(generator.describe())
+    assert generator.describe()["api_key_set"] is True
+
+
+def test_samples_per_request_uses_n():
+    with ScriptedServer() as server:
+        generator = OpenAIGenerator("scripted", server.base_url, samples_per_request=4)
+        out = list(generator.generate(one_request(n=6), SamplingParams(n=6, temperature=1.0)))
+    assert sorted(c.sample_index for c in out) == list(range(6))
+    assert [body["n"] for _, body in server.requests] in ([4, 2], [2, 4])
+
+
+def test_unreachable_server_fails_clearly():
+    port = free_port()
+    options = GenerationOptions(backend="openai", base_url=f"http://127.0.0.1:{port}/v1", max_retries=1)
+    with pytest.raises(EvalsuiteError, match="cannot reach the OpenAI-compatible server"):
+        load_generator("m", options)
+    with pytest.raises(EvalsuiteError, match="needs --base-url"):
+        load_generator("m", GenerationOptions(backend="openai"))
+
+
+def test_run_end_to_end_against_transformers_serve(served_gpt2, tmp_path):
+    """Issue 4, acceptance 3: the same `evalsuite run` flow, the model behind a real local server."""
+    from evalsuite.cli import main as cli_main
+    from test_generation_e2e import RUN_FLAGS, check_run_records, only_run_dir
+
+    base_url, model_dir = served_gpt2
+    output = tmp_path / "runs"
+    argv = ["run", "--backend", "openai", "--base-url", base_url, "--models", str(model_dir),
+            "--output", str(output), *RUN_FLAGS]
+    assert cli_main(argv) == 0
+    record = check_run_records(only_run_dir(output), "openai")
+    assert record["model"]["base_url"] == base_url

@@ -1,0 +1,57 @@
+"""pass@k against exact rational arithmetic: 1 - C(n-c, k) / C(n, k) computed with fractions."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from math import comb
+
+import pytest
+
+from evalsuite.errors import EvalsuiteError
+from evalsuite.passk import computable_ks, estimate, pass_at_k
+
+
+def exact(n: int, c: int, k: int) -> Fraction:
+    return 1 - Fraction(comb(n - c, k), comb(n, k))
+
+
+GRID = [(n, c, k) for n in (1, 2, 3, 5, 10, 20, 37, 100, 200) for c in sorted({0, 1, 2, n // 3, n // 2, n - 1, n})
+        if 0 <= c <= n for k in sorted({1, 2, 5, 10, 50, 100, n}) if k <= n]
+
+
+@pytest.mark.parametrize("n,c,k", GRID)
+def test_matches_exact_fraction(n, c, k):
+    assert pass_at_k(n, c, k) == pytest.approx(float(exact(n, c, k)), rel=1e-12, abs=1e-15)
+
+
+def test_large_n_is_stable_where_binomials_overflow_floats():
+    n, c, k = 2000, 3, 1000  # C(2000, 1000) ~ 1e600 does not fit in a float
+    assert pass_at_k(n, c, k) == pytest.approx(float(exact(n, c, k)), rel=1e-12)
+
+
+def test_edges():
+    assert pass_at_k(10, 0, 1) == 0.0
+    assert pass_at_k(10, 10, 10) == 1.0
+    assert pass_at_k(10, 1, 10) == 1.0  # n - c < k: every draw of k contains the pass
+    assert pass_at_k(10, 3, 1) == pytest.approx(0.3)
+
+
+def test_k_greater_than_n_is_a_clear_error():
+    with pytest.raises(EvalsuiteError, match=r"pass@11 needs at least 11 samples"):
+        pass_at_k(10, 3, 11)
+
+
+@pytest.mark.parametrize("n,c,k", [(5, 6, 1), (5, -1, 1), (5, 2, 0)])
+def test_invalid_counts(n, c, k):
+    with pytest.raises(ValueError):
+        pass_at_k(n, c, k)
+
+
+def test_estimate_is_the_mean_over_problems_and_ks_split_by_smallest_n():
+    counts = {"a": (10, 2), "b": (10, 10), "c": (20, 0)}
+    result = estimate(counts, 1)
+    assert result.value == pytest.approx((0.2 + 1.0 + 0.0) / 3)
+    assert result.ci_low <= result.value <= result.ci_high
+    ok, skipped = computable_ks([1, 10, 100], counts)
+    assert ok == [1, 10] and list(skipped) == [100]
+    assert "smallest n is 10" in skipped[100]

@@ -1,0 +1,36 @@
+"""Presets fill sampling settings; explicit flags win; bad names are one clear line."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from evalsuite.commands.run import sampling_from_args
+from evalsuite.errors import EvalsuiteError
+from evalsuite.presets import list_presets
+
+
+def args(**given):
+    base = dict(preset=None, n=None, k=None, temperature=None, top_p=None, top_k=None, max_new_tokens=None, seed=0)
+    base.update(given)
+    return argparse.Namespace(**base)
+
+
+def test_codex_preset_and_override():
+    sampling, ks = sampling_from_args(args(preset="codex-pass100"))
+    assert (sampling.n, sampling.temperature, sampling.top_p, ks) == (200, 0.8, 0.95, [1, 10, 100])
+    sampling, ks = sampling_from_args(args(preset="codex-pass100", n=50, k="1,10"))
+    assert (sampling.n, sampling.temperature, ks) == (50, 0.8, [1, 10])
+
+
+def test_defaults_are_greedy_pass_at_1():
+    sampling, ks = sampling_from_args(args())
+    assert (sampling.n, sampling.temperature, sampling.max_new_tokens, ks) == (1, 0.0, 512, [1])
+    assert sampling_from_args(args(n=20, temperature=0.8))[1] == [1, 10]
+
+
+def test_unknown_preset_lists_known_ones():
+    with pytest.raises(EvalsuiteError, match="unknown preset 'nope'; known presets: .*codex-pass1"):
+        sampling_from_args(args(preset="nope"))
+    assert {p.name for p in list_presets()} >= {"codex-pass1", "codex-pass100", "greedy"}
