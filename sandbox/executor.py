@@ -94,8 +94,12 @@ class Worker:
         command = self.jail.command(self._config(), self.limits.scratch_mb)
         self.stderr.seek(0)
         self.stderr.truncate()
+        # bubblewrap clears the environment inside the jail itself; without one, we do it here so that no
+        # token or API key in the harness's environment reaches a sample.
+        env = None if self.scratch is None else {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": self.scratch,
+                                                 "TMPDIR": self.scratch, "LANG": "C.UTF-8"}
         self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr,
-                                     start_new_session=True, close_fds=True, bufsize=0)
+                                     start_new_session=True, close_fds=True, bufsize=0, env=env)
         self.reader = FrameReader(self.proc.stdout.fileno())
 
     def wait_ready(self) -> dict:

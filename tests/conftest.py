@@ -7,12 +7,20 @@ modules can also ``from tiny_models import make_tiny_model, FAMILIES`` directly.
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Callable
+import os
 
-import pytest
+# Tests run tiny models: one thread is as fast as two, and on a busy 2-core box OpenMP's spinning threads
+# made the suite 10x slower (268 s vs 19 s for test_generation_hf.py). Set before torch is imported, so
+# subprocesses (sandbox workers, `transformers serve`) inherit it; export OMP_NUM_THREADS to override.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("MKL_NUM_THREADS", "1")
 
-from tiny_models import make_tiny_model
+from pathlib import Path  # noqa: E402
+from typing import Callable  # noqa: E402
+
+import pytest  # noqa: E402
+
+from tiny_models import make_tiny_model  # noqa: E402
 
 
 @pytest.fixture(scope="session")

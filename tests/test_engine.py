@@ -148,3 +148,14 @@ def test_supports_only_covered_architectures(tiny):
     gpt2 = GPT2LMHeadModel(GPT2Config(vocab_size=VOCAB, n_embd=32, n_layer=1, n_head=2))
     assert not Engine.supports(gpt2)
     assert "GPT2LMHeadModel" in Engine.unsupported_reason(gpt2)
+
+
+def test_greedy_samples_of_a_prompt_are_decoded_once_and_masked_ids_never_appear(tiny):
+    reference = _hf_generate(tiny, PROMPTS[:1], 10)[0]
+    banned = max(reference)  # mask every id from the largest one greedy decoding picks
+    engine = Engine(tiny, decode_tokens=_text, eos_token_ids=[], vocab_limit=banned)
+    got = _run(engine, PROMPTS[:1], SamplingParams(n=3, max_new_tokens=10), samples=(0, 1, 2))
+    assert engine.stats.steps <= 10  # one row, not three
+    texts = {c.text for c in got.values()}
+    assert len(got) == 3 and len(texts) == 1
+    assert all(t < banned for t in _ids(texts.pop()))

@@ -164,6 +164,10 @@ def attacks(p) -> dict[str, str]:
             found = [f for f in found if not f.startswith("/root/.pyenv")]
             return a + b if found else None
             """),
+        "read_env_token": PROMPT + body("""
+            import os
+            return a + b if any("TOPSECRET" in value for value in os.environ.values()) else None
+            """),
         "write_outside_scratch": PROMPT + body(f"""
             wrote = 0
             for path in {write_targets!r}:
@@ -355,6 +359,7 @@ def batch(planted):
     started = time.monotonic()
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("HOME", str(planted["home"]))  # the sandbox must hide whatever $HOME is
+        patch.setenv("EVALSUITE_REDTEAM_TOKEN", "TOPSECRET-env")
         with Executor(workers=2, timeout_s=TIMEOUT_S, memory_mb=512, nproc=16) as executor:
             outcomes = {names[o.job_id]: o for o in executor.run(jobs)}
             mode = executor.mode
@@ -398,7 +403,7 @@ def test_no_trace_left_on_host(batch, planted):
 def test_specific_failure_reasons(batch):
     """Each attack failed for the reason it was stopped, not by accident (a missing module, say)."""
     outcomes = batch["outcomes"]
-    returned_none = ("disk_fill", "read_tmp_secret", "read_expanduser_home", "write_outside_scratch",
+    returned_none = ("disk_fill", "read_tmp_secret", "read_env_token", "read_expanduser_home", "write_outside_scratch",
                      "connect_localhost", "lift_rlimits")
     for name in returned_none + ("orphaned_daemon", "kill_parent", "print_passed"):
         assert outcomes[name].reason == "AssertionError", (name, outcomes[name])

@@ -105,15 +105,17 @@ def test_refuses_without_isolation_unless_opted_in():
             pass
 
 
-def test_unsandboxed_mode_warns_and_still_judges():
+def test_unsandboxed_mode_warns_and_still_judges(monkeypatch):
+    monkeypatch.setenv("EVALSUITE_TEST_TOKEN", "secret")
+    env_probe = "    import os\n    return a + b if 'EVALSUITE_TEST_TOKEN' not in os.environ else 0\n"
     with pytest.warns(UnsandboxedWarning, match="WITHOUT A SANDBOX"):
         with Executor(workers=1, isolation="none", allow_unsandboxed=True, timeout_s=1.0) as executor:
             outcomes = {o.job_id: o for o in executor.run([
                 job(0, "    return a + b\n"), job(1, "    return a - b\n"), job(2, "    while True: pass\n"),
                 job(3, "    import os\n    if os.fork() == 0:\n        os.setsid()\n        import time\n"
-                       "        time.sleep(60)\n    return a + b\n")])}
+                       "        time.sleep(60)\n    return a + b\n"), job(4, env_probe)])}
     assert executor.mode == "none"
-    assert [outcomes[i].status for i in range(4)] == ["passed", "failed", "timed out", "passed"]
+    assert [outcomes[i].status for i in range(5)] == ["passed", "failed", "timed out", "passed", "passed"]
 
 
 @needs_isolation

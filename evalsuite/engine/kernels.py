@@ -257,7 +257,7 @@ def rotary_and_store_triton(q, k, v, cache_k, cache_v, pos, g_slot, g_write, spe
 
 def decode_attention_triton(q, kp, vp, kg, vg, p_slot, p_len, g_slot, g_len, spec, tables) -> torch.Tensor:
     batch = q.shape[0]
-    out = torch.empty_like(q)
+    out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
     d_pad = triton.next_power_of_2(spec.head_dim)
     block_n = max(16, min(64, 8192 // d_pad))
     slopes = tables.alibi_slopes if spec.alibi else p_len

@@ -87,6 +87,19 @@ def load_model(spec: ModelSpec, options: GenerationOptions) -> LoadedModel:
         tokenizer = AutoTokenizer.from_pretrained(spec.location, trust_remote_code=trust)
     except (OSError, ValueError) as exc:
         raise _load_error(spec, "tokenizer", exc) from exc
+    if device.type == "cuda" or any((options.strategy, options.gpu_memory, options.cpu_memory, options.offload_dir)):
+        # The memory planner places the model (one GPU, several, 8/4-bit, offload, CPU) and records why.
+        from evalsuite.planner import load_planned
+
+        try:
+            model, plan = load_planned(spec.location, spec, options, batch_size=options.batch_size)
+        except (OSError, ValueError) as exc:
+            raise _load_error(spec, "weights", exc) from exc
+        device = torch.device("cpu") if plan.strategy == "cpu" else torch.device("cuda", _plan_gpu(plan))
+        dtype = plan.dtype
+        revision = local_revision(Path(spec.location)) if spec.source == "local" else getattr(config, "_commit_hash", None)
+        return LoadedModel(model=model, tokenizer=tokenizer, spec=spec, device=device, dtype=dtype,
+                           revision=revision, placement={"strategy": plan.strategy, "plan": plan.to_json()})
     try:
         model = AutoModelForCausalLM.from_pretrained(spec.location, config=config, dtype=getattr(torch, dtype),
                                                      trust_remote_code=trust)
@@ -99,6 +112,12 @@ def load_model(spec: ModelSpec, options: GenerationOptions) -> LoadedModel:
         revision = getattr(config, "_commit_hash", None)
     return LoadedModel(model=model, tokenizer=tokenizer, spec=spec, device=device, dtype=dtype,
                        revision=revision, placement={"strategy": "single-device", "device": str(device)})
+
+
+def _plan_gpu(plan: Any) -> int:
+    """The GPU that receives the inputs: the one holding the embeddings (the planner's main GPU)."""
+    gpus = plan.capacity.gpus
+    return gpus.index(max(gpus)) if gpus else 0
 
 
 def model_context_length(config: Any) -> int | None:

@@ -62,17 +62,19 @@ class SpeedModel:
     bandwidth-bound. Offloaded strategies add the bytes streamed over PCIe (or read from disk) per step.
     """
 
-    layer_step_s: float = 0.0021
-    hbm_bytes_per_s: float = 2.0e12
+    # Measured on an H100 (docs/benchmarks.md, "Loading strategies"; GPT-J-6B and BLOOM-7B1 shapes,
+    # transformers 5.17, bitsandbytes 0.50.2, DeepSpeed 0.19.8) unless marked assumed.
+    layer_step_s: float = 0.0014  # whole-GPU decode: 0.8-1.7 ms per layer per step, launch-bound
+    hbm_bytes_per_s: float = 2.0e12  # assumed: where large models turn bandwidth-bound
     # multiplier on the whole-GPU step, at batch 1 and batch 32 (interpolated in log batch)
-    int8_factor: tuple[float, float] = (1.61, 2.43)
-    nf4_factor: tuple[float, float] = (0.87, 1.44)
-    accelerate_cpu_bytes_per_s: float = 7.0e9  # accelerate's per-step host->device copies (pageable)
-    zero_cpu_bytes_per_s: float = 38.0e9  # ZeRO-3 pinned, prefetched parameter streaming
-    disk_bytes_per_s: float = 2.0e9  # NVMe read; assumed, not measured here
-    cpu_bytes_per_s: float = 20.0e9  # CPU-only decode reads every weight once per step (assumed)
-    cpu_flops: float = 0.5e12  # and does 2 x params x batch FLOPs (assumed, a 16-core AVX-512 server)
-    ds_inference_factor: float = 0.16  # kernel injection: 9.7 ms vs 59 ms per step on GPT-J, batch 1
+    int8_factor: tuple[float, float] = (3.3, 3.5)
+    nf4_factor: tuple[float, float] = (1.5, 1.65)
+    accelerate_cpu_bytes_per_s: float = 6.6e9  # accelerate's per-step host->device copies (6.1-7.2 GB/s)
+    zero_cpu_bytes_per_s: float = 37.0e9  # ZeRO-3 pinned, prefetched parameter streaming (37-37.5 GB/s)
+    disk_bytes_per_s: float = 2.0e9  # assumed: NVMe read
+    cpu_bytes_per_s: float = 69.0e9  # CPU-only decode at batch 1: BLOOM-7B1 fp32, 28 GB in 0.41 s (16 cores)
+    cpu_flops: float = 0.094e12  # CPU-only decode at batch 32: 2 x params x batch in 4.8 s per step
+    ds_inference_factor: float = 0.16  # reference figure: 9.7 vs 59 ms per step, GPT-J batch 1 (not re-measured)
 
     def gpu_step(self, shape: ModelShape, weight_bytes: int) -> float:
         return max(shape.num_layers * self.layer_step_s, weight_bytes / self.hbm_bytes_per_s)
@@ -84,6 +86,13 @@ class SpeedModel:
 
 
 SPEED = SpeedModel()
+
+# Families DeepSpeed-Inference's kernel injection refuses with the transformers this project needs (>= 5):
+# seen on the H100 with DeepSpeed 0.19.8, before any kernel was built.
+DS_INFERENCE_REFUSED_FAMILIES = {
+    "bloom": "DeepSpeed refuses BLOOM kernel injection after transformers 4.43.4 ('BLOOM inference with "
+             "DeepSpeed is no longer supported'); use gpu, multi-gpu or zero-inference",
+}
 
 
 @dataclass(frozen=True)
@@ -387,6 +396,9 @@ class _Ladder:
 
     def ds_inference(self) -> Plan:
         self._require(STRATEGIES[DS_INFERENCE])
+        refusal = DS_INFERENCE_REFUSED_FAMILIES.get(self.shape.model_type)
+        if refusal:
+            raise _NoFit(refusal)
         n = len(self.cap.gpus)
         per_gpu = self.half_bytes / n
         room = min(self._room(g, 1 / n) for g in self.cap.gpus)

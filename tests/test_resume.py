@@ -1,0 +1,135 @@
+"""Crash safety with real processes and a real tiny model: kill -9 mid-run, rerun, same records, nothing twice.
+
+Also data parallelism under torchrun (gloo on CPU): two ranks give the records of one process, and a killed
+rank resumes cleanly.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from evalsuite.jsonl import read_jsonl
+
+pytest.importorskip("torch.distributed")
+TORCHRUN = shutil.which("torchrun", path=str(Path(sys.executable).parent)) or shutil.which("torchrun")
+pytestmark = [pytest.mark.skipif(TORCHRUN is None, reason="torchrun not installed"), pytest.mark.slow]
+
+
+def run_args(model: Path, output: Path, n: int = 4, limit: int = 6, max_new_tokens: int = 48) -> list[str]:
+    return ["run", "--models", str(model), "--n", str(n), "--limit", str(limit), "--temperature", "0.8",
+            "--max-new-tokens", str(max_new_tokens), "--device", "cpu", "--quiet", "--output", str(output),
+            "--no-leaderboard", "--seed", "7"]
+
+
+def torchrun(args: list[str], **kwargs) -> subprocess.Popen:
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+    return subprocess.Popen([TORCHRUN, "--standalone", "--nproc-per-node", "2", "-m", "evalsuite", "--", *args],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kwargs)
+
+
+def single(args: list[str]) -> subprocess.CompletedProcess:
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    return subprocess.run([sys.executable, "-m", "evalsuite", "--", *args], env=env, capture_output=True, text=True)
+
+
+def records(output: Path) -> tuple[list, list]:
+    """(completions, verdicts) of the one run under ``output``, sorted, without timings."""
+    (run_dir,) = [p for p in output.iterdir() if p.is_dir()]
+    completions = sorted((r["task_id"], r["completion_id"], r["completion"], r["num_tokens"])
+                         for path in run_dir.glob("completions*.jsonl") for _, r in read_jsonl(path))
+    verdicts = [(r["task_id"], r["completion_id"], r["passed"], r["result"])
+                for _, r in read_jsonl(run_dir / "results.jsonl")]
+    return completions, verdicts
+
+
+def children_of(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+@pytest.fixture(scope="module")
+def clean_records(tiny_model_dir, tmp_path_factory) -> tuple[list, list]:
+    """The records of one uninterrupted single-process run: what every other variant must reproduce."""
+    output = tmp_path_factory.mktemp("clean")
+    clean = single(run_args(tiny_model_dir("gpt2"), output))
+    assert clean.returncode == 0, clean.stderr
+    return records(output)
+
+
+def test_two_ranks_match_one_process_and_a_killed_rank_resumes(tiny_model_dir, tmp_path, clean_records):
+    model = tiny_model_dir("gpt2")
+    two = torchrun(run_args(model, tmp_path / "two"))
+    out, _ = two.communicate(timeout=240)
+    assert two.returncode == 0, out
+    assert records(tmp_path / "two") == clean_records
+    run_dir = next((tmp_path / "two").iterdir())
+    assert sorted(p.name for p in run_dir.glob("completions*.jsonl")) == [
+        "completions.rank0.jsonl", "completions.rank1.jsonl"]
+
+    # Kill rank 1 with SIGKILL once both ranks have saved something, then rerun the same command.
+    args = run_args(model, tmp_path / "killed")
+    victim = torchrun(args)
+    run_root = tmp_path / "killed"
+    wait_for_lines("*/completions.rank*.jsonl", run_root, files=2, minimum=1, proc=victim)
+    ranks = children_of(victim.pid)
+    assert len(ranks) == 2
+    os.kill(max(ranks), signal.SIGKILL)  # worker processes start in rank order, so max pid is rank 1
+    victim.communicate(timeout=120)
+    assert victim.returncode != 0
+    saved_before = sum(1 for f in run_root.glob("*/completions*.jsonl") for _ in read_jsonl(f, tolerate_torn_tail=True))
+    assert 0 < saved_before < 6 * 4
+
+    rerun = torchrun(args)
+    out, _ = rerun.communicate(timeout=240)
+    assert rerun.returncode == 0, out
+    assert records(run_root) == clean_records  # and nothing twice: duplicates are an error when read
+
+
+def wait_for_lines(pattern: str, root: Path, files: int, minimum: int, proc: subprocess.Popen) -> None:
+    """Wait until ``files`` files match and each holds ``minimum`` complete lines (the run is mid-way)."""
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        found = list(root.glob(pattern))
+        if len(found) == files and all(f.read_bytes().count(b"\n") >= minimum for f in found):
+            return
+        if proc.poll() is not None:
+            pytest.fail("the run finished before it could be interrupted")
+        time.sleep(0.02)
+    proc.kill()
+    pytest.fail("the run never started writing completions")
+
+
+def test_kill_9_then_rerun_gives_the_same_records(tiny_model_dir, tmp_path, clean_records):
+    model = tiny_model_dir("gpt2")
+    args = run_args(model, tmp_path / "killed")
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    victim = subprocess.Popen([sys.executable, "-m", "evalsuite", *args], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_for_lines("*/completions.jsonl", tmp_path / "killed", files=1, minimum=2, proc=victim)
+    victim.send_signal(signal.SIGKILL)
+    victim.wait(timeout=30)
+    (completions,) = (tmp_path / "killed").glob("*/completions.jsonl")
+    saved = sum(1 for _ in read_jsonl(completions, tolerate_torn_tail=True))
+    assert 2 <= saved < 6 * 4
+
+    rerun = single(args)
+    assert rerun.returncode == 0, rerun.stderr
+    record = next((tmp_path / "killed").glob("*/record.json")).read_text()
+    assert f'"completions_resumed": {saved}' in record
+    assert records(tmp_path / "killed") == clean_records
