@@ -37,7 +37,7 @@ class ModelSpec:
     """
 
     name: str  # what the user typed
-    source: str  # "alias", "local" or "hub"
+    source: str  # "alias", "local", "hub", "server" (openai backend) or "builtin" (reference)
     location: str  # what from_pretrained receives: a hub id or an absolute directory
     family: str | None = None  # config.json model_type whose defaults apply
     pad_token: str | None = None  # "eos", "unk", "bos" or a token string; None: derive from the tokenizer

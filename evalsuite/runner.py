@@ -283,7 +283,7 @@ def run_evaluation(config: RunConfig) -> list[RunOutcome] | None:
     from evalsuite.registry import resolve_model
 
     validate_config(config)
-    specs = [resolve_model(name) for name in config.models]
+    specs = [resolve_model(name, backend=config.generation.backend) for name in config.models]
     for task in config.tasks:
         select_problems(task, config.limit)  # load and validate every dataset before loading any model
     ctx = context_from_env()

@@ -83,7 +83,8 @@ def test_two_ranks_match_one_process_and_a_killed_rank_resumes(tiny_model_dir, t
         "completions.rank0.jsonl", "completions.rank1.jsonl"]
 
     # Kill rank 1 with SIGKILL once both ranks have saved something, then rerun the same command.
-    args = run_args(model, tmp_path / "killed")
+    # Small batches: completions land a few at a time, so the kill falls mid-run; results must not change.
+    args = run_args(model, tmp_path / "killed") + ["--batch-size", "2"]
     victim = torchrun(args)
     run_root = tmp_path / "killed"
     wait_for_lines("*/completions.rank*.jsonl", run_root, files=2, minimum=1, proc=victim)
@@ -117,7 +118,7 @@ def wait_for_lines(pattern: str, root: Path, files: int, minimum: int, proc: sub
 
 def test_kill_9_then_rerun_gives_the_same_records(tiny_model_dir, tmp_path, clean_records):
     model = tiny_model_dir("gpt2")
-    args = run_args(model, tmp_path / "killed")
+    args = run_args(model, tmp_path / "killed") + ["--batch-size", "2"]
     env = dict(os.environ, OMP_NUM_THREADS="1")
     victim = subprocess.Popen([sys.executable, "-m", "evalsuite", *args], env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -69,6 +69,7 @@ def test_interrupted_run_resumes_without_regenerating(in_tmp, capsys):
 
 @pytest.mark.parametrize("argv, message", [
     (["--models", "./no-such-dir/model"], "no-such-dir"),
+    (["--models", "no-such-model-xyz"], "'no-such-model-xyz' is not an alias"),
     (["--tasks", "nope"], "unknown task 'nope'"),
     (["--n", "1", "--k", "1,10"], "pass@10 needs at least 10 samples"),
     (["--device", "cuda"], "needs a CUDA GPU"),

@@ -62,6 +62,4 @@ def main(args: argparse.Namespace) -> int:
             print(f"  (planned in {elapsed:.1f} s, no weights loaded)\n")
     if args.json:
         print(json.dumps(plans, indent=2))
-    for note in capacity.notes:
-        print(f"note: {note}", file=sys.stderr)
     return 2 if refused else 0

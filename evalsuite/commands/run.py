@@ -43,6 +43,10 @@ def add_parser(subparsers) -> None:
     model.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1")
     model.add_argument("--api-key-env", default="OPENAI_API_KEY",
                        help="environment variable holding the API key (the key is never recorded)")
+    model.add_argument("--concurrency", type=int, default=8, help="openai backend: requests in flight (default 8)")
+    model.add_argument("--max-retries", type=int, default=6,
+                       help="openai backend: retries on 429/5xx, with exponential backoff (default 6)")
+    model.add_argument("--request-timeout", type=float, default=600.0, help="openai backend: seconds per request")
     model.add_argument("--device", help="cpu, cuda, cuda:1 (default: cuda when available)")
     model.add_argument("--dtype", choices=["auto", "float32", "bfloat16", "float16"])
     model.add_argument("--batch-size", type=int, help="default: chosen from free memory")
@@ -112,6 +116,7 @@ def main(args: argparse.Namespace) -> int:
     generation = GenerationOptions(
         backend=args.backend, device=args.device, dtype=None if args.dtype in (None, "auto") else args.dtype,
         batch_size=args.batch_size, base_url=args.base_url, api_key_env=args.api_key_env,
+        concurrency=args.concurrency, max_retries=args.max_retries, request_timeout_s=args.request_timeout,
         trust_remote_code=args.trust_remote_code, strategy=args.strategy, gpu_memory=args.gpu_memory,
         cpu_memory=args.cpu_memory, offload_dir=args.offload_dir, engine=args.engine)
     check_gpu_only_options(generation)

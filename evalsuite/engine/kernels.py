@@ -124,6 +124,17 @@ def decode_attention_reference(q, kp, vp, kg, vg, p_slot, p_len, g_slot, g_len, 
 if triton is not None:
 
     @triton.jit
+    def _round(x, RDT: tl.constexpr):
+        """float32 -> nearest RDT value (ties to even), kept in float32. Written with integer ops for bf16
+        because the compiler may drop a float32 -> bf16 -> float32 cast pair, and with it the rounding."""
+        if RDT == tl.bfloat16:
+            bits = x.to(tl.uint32, bitcast=True)
+            bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+            return bits.to(tl.float32, bitcast=True)
+        else:
+            return x.to(RDT).to(tl.uint16, bitcast=True).to(RDT, bitcast=True).to(tl.float32)
+
+    @triton.jit
     def _rotate_row(x_ptr, offs, d_mask, cos, sin, sign, partner, in_rot,
                     ROTATE: tl.constexpr, ROUND: tl.constexpr, RDT: tl.constexpr):
         x = tl.load(x_ptr + offs, mask=d_mask, other=0.0).to(tl.float32)
@@ -132,8 +143,8 @@ if triton is not None:
             a = x * cos
             b = (sign * xp) * sin
             if ROUND:  # transformers rounds each product to the model dtype, then the sum
-                a = a.to(RDT).to(tl.float32)
-                b = b.to(RDT).to(tl.float32)
+                a = _round(a, RDT)
+                b = _round(b, RDT)
             x = tl.where(in_rot, a + b, x)
         return x
 
@@ -188,10 +199,10 @@ if triton is not None:
             if ALIBI:
                 bias = slope * (pos0 + offs_n).to(tl.float32)
                 if ROUND:
-                    bias = bias.to(RDT).to(tl.float32)
+                    bias = _round(bias, RDT)
                 s = s + bias
             if ROUND:
-                s = s.to(RDT).to(tl.float32)
+                s = _round(s, RDT)
             s = tl.where(n_mask, s, float("-inf"))
             m_new = tl.maximum(m_i, tl.max(s, axis=0))
             alpha = tl.exp(m_i - m_new)

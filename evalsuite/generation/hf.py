@@ -4,14 +4,15 @@ Batches hold rows of similar prompt length (see :mod:`evalsuite.generation.batch
 completions are yielded as soon as it ends. Sampling goes through the counter-based
 :class:`~evalsuite.generation.sampling.SeededSampler`, so a sample's text does not depend on which other
 rows share its batch. On CUDA out-of-memory the batch is halved and retried; completions already
-yielded are never redone.
+yielded are never redone. Where the fast engine (``evalsuite.engine``) applies, it takes the whole
+workload instead, through the same :class:`~evalsuite.generation.tokenizer_fixes.PromptCodec`.
 """
 
 from __future__ import annotations
 
 import sys
 from collections import deque
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
 import torch
 from transformers import GenerationConfig, LogitsProcessorList, StoppingCriteriaList
@@ -31,9 +32,6 @@ from evalsuite.task import truncate_at_stop
 # picks; they are reset so that the sampling parameters of the run are the only ones in force.
 _NEUTRAL_GENERATION = dict(do_sample=False, num_beams=1, repetition_penalty=1.0, no_repeat_ngram_size=0,
                            min_new_tokens=0, length_penalty=1.0, encoder_repetition_penalty=1.0)
-
-BatchRunner = Callable[[list[Row], SamplingParams], list[Completion]]
-
 
 class HFGenerator(Generator):
     def __init__(self, loaded: LoadedModel, options: GenerationOptions):
@@ -56,13 +54,17 @@ class HFGenerator(Generator):
 
     # -- the contract ----------------------------------------------------------------------------------
     def generate(self, requests: Sequence[GenerationRequest], params: SamplingParams) -> Iterator[Completion]:
+        engine = self._fast_engine()
+        if engine is not None:
+            yield from engine.generate(requests, params)
+            return
         rows = make_rows(requests, params, self.codec.encode)
         if not rows:
             return
         self._check_context(rows, params)
         size = self.batch_size or self._auto_batch_size(rows, params)
         pending = deque(rows)
-        run_batch = self._batch_runner()
+        run_batch = self._generate_batch
         while pending:
             batch = [pending.popleft() for _ in range(min(size, len(pending)))]
             try:
@@ -93,7 +95,7 @@ class HFGenerator(Generator):
             "dtype": self.loaded.dtype,
             "device": str(self.loaded.device),
             "placement": self.loaded.placement,
-            "engine": "transformers",
+            "engine": self._engine_description(),
             "batch_size": self.batch_size if self.batch_size is not None else "auto",
             "oom_halvings": self.oom_halvings,
             "trust_remote_code": bool(self.options.trust_remote_code or spec.trust_remote_code),
@@ -103,17 +105,27 @@ class HFGenerator(Generator):
             "ignored_generation_config": self.ignored_generation_config,
         }
 
+    def _engine_description(self) -> Any:
+        bridge = getattr(self, "_engine_bridge", None)  # set by evalsuite.engine.hf_bridge.engine_for
+        return {"name": "evalsuite", **bridge.describe()} if bridge is not None else "transformers"
+
     def close(self) -> None:
         self.model = None
         self.loaded.model = None
         _free_accelerator_memory()
 
     # -- internals ---------------------------------------------------------------------------------
-    def _batch_runner(self) -> BatchRunner:
-        """Seam for the fast decoding engine (``evalsuite.engine``): where it applies and
-        ``GenerationOptions.engine`` is not "transformers", it will return the engine's runner; today
-        every batch goes through plain ``model.generate``."""
-        return self._generate_batch
+    def _fast_engine(self) -> Any | None:
+        """The seam to the fast decoding engine (``evalsuite.engine``): it takes the whole workload where it
+        applies (CUDA, a covered architecture) unless ``GenerationOptions.engine == "transformers"``;
+        otherwise None and every batch goes through plain ``model.generate`` below."""
+        if self.options.engine == "transformers":
+            return None
+        try:
+            from evalsuite.engine.hf_bridge import engine_for
+        except ImportError:
+            return None
+        return engine_for(self)
 
     def _auto_batch_size(self, rows: list[Row], params: SamplingParams) -> int:
         dtype_bytes = torch.finfo(getattr(torch, self.loaded.dtype)).bits // 8

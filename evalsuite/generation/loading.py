@@ -70,11 +70,37 @@ def _load_error(spec: ModelSpec, what: str, exc: Exception) -> EvalsuiteError:
                           f"{first_line}")
 
 
+def check_hub_reachable(spec: ModelSpec) -> None:
+    """Fail in a second with one clear line, not after a minute of retries, when a hub model is neither
+    cached nor reachable (a typo in a model name lands here too)."""
+    if spec.source not in ("hub", "alias"):
+        return
+    import socket
+    from urllib.parse import urlparse
+
+    from huggingface_hub import constants, try_to_load_from_cache
+
+    if isinstance(try_to_load_from_cache(spec.location, "config.json"), str):
+        return
+    what = (f"model {spec.name!r} is not an alias in configs/models.yaml, not a local directory, and "
+            f"{spec.location!r} is not in the Hugging Face cache")
+    if constants.HF_HUB_OFFLINE:
+        raise EvalsuiteError(f"{what}, and HF_HUB_OFFLINE is set")
+    endpoint = urlparse(constants.ENDPOINT)
+    host, port = endpoint.hostname or "huggingface.co", endpoint.port or (443 if endpoint.scheme == "https" else 80)
+    try:
+        socket.create_connection((host, port), timeout=5).close()
+    except OSError as exc:
+        raise EvalsuiteError(f"{what}, and the hub ({host}) cannot be reached: {exc}; check the name "
+                             "(`evalsuite models` lists aliases) or download the model first") from None
+
+
 def load_model(spec: ModelSpec, options: GenerationOptions) -> LoadedModel:
     """Load tokenizer and weights onto one device, with ``trust_remote_code`` only when opted in."""
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
+    check_hub_reachable(spec)
     trust = bool(options.trust_remote_code or spec.trust_remote_code)
     try:
         config = AutoConfig.from_pretrained(spec.location, trust_remote_code=trust)

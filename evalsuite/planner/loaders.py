@@ -7,7 +7,9 @@ when a load still runs out of memory the planner steps one rung down and says so
 
 from __future__ import annotations
 
+import dataclasses
 import gc
+import importlib.util
 import os
 import socket
 from pathlib import Path
@@ -15,9 +17,10 @@ from typing import Any
 
 from evalsuite.errors import EvalsuiteError
 from evalsuite.planner import ladder as L
-from evalsuite.planner.capacity import Capacity, detect_capacity, enforce_gpu_cap, format_bytes
-from evalsuite.planner.ladder import Plan, PlanRequest, choose_plan, step_down
-from evalsuite.planner.planning import (DEFAULT_BATCH, DEFAULT_NEW_TOKENS, DEFAULT_PROMPT_LEN, build_request)
+from evalsuite.planner.capacity import Capacity, detect_capacity, enforce_gpu_cap
+from evalsuite.planner.ladder import Plan, PlanRequest, step_down
+from evalsuite.planner.planning import (DEFAULT_BATCH, DEFAULT_NEW_TOKENS, DEFAULT_PROMPT_LEN, build_request,
+                                        plan_request)
 from evalsuite.planner.source import resolve_source
 
 
@@ -74,15 +77,11 @@ def load_planned(model_path_or_id: str, spec: Any, options: Any, *, batch_size: 
         if cpu_only:
             capacity = Capacity(cpu=capacity.cpu, disk=capacity.disk, offload_dir=capacity.offload_dir)
     source = resolve_source(model_path_or_id, spec)
-    if getattr(options, "trust_remote_code", False) and not source.trust_remote_code:
-        source = type(source)(**{**source.__dict__, "trust_remote_code": True})
+    if getattr(options, "trust_remote_code", False):
+        source = dataclasses.replace(source, trust_remote_code=True)
     request = build_request(source, capacity, batch_size or getattr(options, "batch_size", None) or DEFAULT_BATCH,
                             seq_len or prompt_len + DEFAULT_NEW_TOKENS, prompt_len, half_dtype(options, spec))
-    strategy = getattr(options, "strategy", None)
-    plan = choose_plan(request, strategy)
-    if request.shape.checkpoint_dtype == "float32" and plan.dtype in ("bfloat16", "float16"):
-        plan.notes.append(f"the checkpoint is float32; it is loaded in {plan.dtype}")
-    plan.notes.extend(capacity.notes)
+    plan = plan_request(request, getattr(options, "strategy", None))
     if not cpu_only:
         plan.notes.extend(enforce_gpu_cap(capacity.gpu_cap))
     while True:
@@ -151,10 +150,8 @@ def _load_transformers(model_id: str, plan: Plan, request: PlanRequest, trust_re
 
 
 def _load_bitsandbytes(model_id: str, plan: Plan, request: PlanRequest, trust_remote_code: bool) -> Any:
-    try:
-        import bitsandbytes  # noqa: F401
-    except ImportError:
-        raise EvalsuiteError(f"strategy {plan.strategy} needs bitsandbytes: pip install 'evalsuite[quant]'") from None
+    if importlib.util.find_spec("bitsandbytes") is None:
+        raise EvalsuiteError(f"strategy {plan.strategy} needs bitsandbytes: pip install 'evalsuite[quant]'")
     from transformers import AutoModelForCausalLM, BitsAndBytesConfig
 
     compute = _torch_dtype(request.half_dtype)
@@ -270,21 +267,5 @@ def _load_ds_inference(model_id: str, plan: Plan, request: PlanRequest, trust_re
     return engine.module
 
 
-def describe_placement(model: Any) -> dict[str, str]:
-    """Where the loaded model's weights actually are (for the run record and the benchmark)."""
-    device_map = getattr(model, "hf_device_map", None)
-    if device_map:
-        counts: dict[str, int] = {}
-        for device in device_map.values():
-            key = f"cuda:{device}" if isinstance(device, int) else str(device)
-            counts[key] = counts.get(key, 0) + 1
-        return {k: f"{v} modules" for k, v in counts.items()}
-    try:
-        param = next(model.parameters())
-        return {str(param.device): "all"}
-    except StopIteration:
-        return {}
-
-
-__all__ = ["describe_placement", "format_bytes", "half_dtype", "load_planned", "prepare_deepspeed_environment",
+__all__ = ["half_dtype", "load_planned", "prepare_deepspeed_environment",
            "transformers_kwargs", "zero_inference_config"]

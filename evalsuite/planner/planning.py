@@ -36,9 +36,13 @@ def plan_model(name: str, capacity: Capacity, *, spec: Any = None, strategy: str
     """Plan ``name`` (alias, hub id or local directory) for ``capacity``; seconds, even for 176B models."""
     source = resolve_source(name, spec)
     request = build_request(source, capacity, batch_size, seq_len, prompt_len, half_dtype, installed)
+    return plan_request(request, strategy), request
+
+
+def plan_request(request: PlanRequest, strategy: str | None = None) -> Plan:
+    """:func:`choose_plan` plus the notes every caller wants (capacity caveats, fp32 checkpoints)."""
     plan = choose_plan(request, strategy)
-    checkpoint = request.shape.checkpoint_dtype
-    if checkpoint == "float32" and plan.dtype in ("bfloat16", "float16"):
-        plan.notes.append(f"the checkpoint is float32; it is loaded in {plan.dtype} (half the memory, "
-                          f"same greedy tokens in practice)")
-    return plan, request
+    if request.shape.checkpoint_dtype == "float32" and plan.dtype in ("bfloat16", "float16"):
+        plan.notes.append(f"the checkpoint is float32; it is loaded in {plan.dtype} (half the memory)")
+    plan.notes.extend(request.capacity.notes)
+    return plan

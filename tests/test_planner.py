@@ -1,0 +1,163 @@
+"""The memory planner's decisions, from configs alone (no weights): table-driven over machine capacities."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+
+import pytest
+
+from evalsuite.cli import main as cli_main
+from evalsuite.errors import EvalsuiteError
+from evalsuite.planner.capacity import GiB, Capacity, detect_capacity, parse_size
+from evalsuite.planner.ladder import choose_plan
+from evalsuite.planner.planning import build_request
+from evalsuite.planner.source import resolve_source
+
+ALL = {"bitsandbytes": True, "deepspeed": True}
+NONE: dict[str, bool] = {}
+
+
+@pytest.fixture(scope="module")
+def requests():
+    """One PlanRequest per model (the meta model is built once); each case swaps in its capacity."""
+    made = {}
+    for name in ("gpt-j-6b", "bloom-7b1", "bloom", "gpt-neox-20b"):
+        made[name] = build_request(resolve_source(name), Capacity(), batch_size=1, seq_len=1024, prompt_len=512)
+    return made
+
+
+def plan_for(requests, model, capacity, installed=ALL, batch=1, strategy=None):
+    request = dataclasses.replace(requests[model], capacity=capacity, installed=installed, batch_size=batch)
+    return choose_plan(request, strategy)
+
+
+def gpus(*sizes_gib, cpu_gib=64, disk_gib=None):
+    return Capacity(gpus=tuple(int(g * GiB) for g in sizes_gib), cpu=int(cpu_gib * GiB),
+                    disk=int(disk_gib * GiB) if disk_gib else None, offload_dir="/nvme" if disk_gib else None)
+
+
+# (model, capacity, installed packages, batch) -> strategy chosen, and a phrase its device map must show
+DECISIONS = [
+    ("gpt-j-6b", gpus(cpu_gib=64), ALL, 1, "cpu", "cpu"),                      # no GPU: fp32 in RAM
+    ("gpt-j-6b", gpus(16), ALL, 1, "gpu", "cuda:0"),                            # V100: 11.3 GiB of bf16 fits
+    ("gpt-j-6b", gpus(80), ALL, 8, "gpu", "cuda:0"),
+    ("bloom-7b1", gpus(16), ALL, 1, "gpu", "cuda:0"),                           # 13.2 GiB + 1 GiB budget
+    ("bloom-7b1", gpus(12), ALL, 1, "nf4", "cuda:0"),                           # nf4 >20% faster than int8
+    ("bloom-7b1", gpus(12), NONE, 1, "cpu-offload", "cpu"),                     # no bitsandbytes: offload
+    ("gpt-neox-20b", gpus(24, 24), ALL, 1, "multi-gpu", "cuda:1"),              # 38 GiB over two cards
+    ("gpt-neox-20b", gpus(24), {"deepspeed": True}, 8, "zero-inference", "pinned RAM"),  # 37 GB/s vs 6.6
+    ("gpt-neox-20b", gpus(24), NONE, 8, "cpu-offload", "cpu"),
+    ("gpt-neox-20b", gpus(24), ALL, 1, "nf4", "cuda:0"),  # 11.6 GiB of nf4 fits one card
+    ("gpt-neox-20b", gpus(24), {"deepspeed": True}, 1, "cpu", "cpu"),  # measured: at batch 1 CPU decode
+                                                                      # (69 GB/s) outruns PCIe streaming
+    ("bloom", gpus(80, cpu_gib=400), ALL, 8, "zero-inference", "pinned RAM"),
+    ("bloom", gpus(16, cpu_gib=100, disk_gib=1000), ALL, 1, "cpu-offload", "disk"),
+]
+
+
+@pytest.mark.parametrize("model,capacity,installed,batch,expected,placed", DECISIONS,
+                         ids=[f"{d[0]}-{d[4]}-{i}" for i, d in enumerate(DECISIONS)])
+def test_ladder_decision(requests, model, capacity, installed, batch, expected, placed):
+    plan = plan_for(requests, model, capacity, installed, batch)
+    assert plan.strategy == expected, plan.render()
+    assert plan.fits and not plan.forced
+    assert any(placed in f"{device} {what}" for device, what in plan.device_map_summary.items()), plan.render()
+    # every rung above the chosen one says why it was passed over
+    assert {r.strategy for r in plan.rejected} >= {"gpu"} - {expected}
+
+
+def test_parameter_counts_and_kv_cache_match_the_published_models(requests):
+    assert requests["bloom"].shape.num_params == 176_247_271_424  # BLOOM model card
+    assert requests["bloom-7b1"].shape.num_params == 7_069_016_064  # tied embeddings counted once
+    gptj = requests["gpt-j-6b"].shape
+    assert gptj.kv_bytes_per_token() == 2 * 28 * 4096 * 2
+    assert gptj.checkpoint_dtype == "float32" and gptj.block_class == "GPTJBlock"
+    assert gptj.weight_bytes("float32") == 2 * gptj.weight_bytes("bfloat16")
+    assert gptj.weight_bytes("nf4") < gptj.weight_bytes("int8") < gptj.weight_bytes("bfloat16")
+
+
+def test_batch_is_lowered_before_the_strategy_is(requests):
+    """32 sequences of 1024 tokens need 14 GiB of KV cache for GPT-J: a 24 GiB card keeps bf16 at batch 16."""
+    plan = plan_for(requests, "gpt-j-6b", gpus(24), NONE, batch=32)
+    assert plan.strategy == "gpu" and plan.budget.batch_size == 16
+    assert any("batch lowered from 32 to 16" in note for note in plan.notes)
+
+
+def test_refusal_gives_the_numbers_before_any_download(requests):
+    with pytest.raises(EvalsuiteError) as info:
+        plan_for(requests, "bloom", gpus(cpu_gib=16), ALL)
+    message = str(info.value)
+    assert "bloom cannot run within no GPU, CPU RAM 16.0 GiB" in message
+    assert "328.3 GiB in half precision" in message and "cpu: 328.3 GiB of bf16 weights > 5.9 GiB of usable CPU RAM" in message
+
+
+def test_forced_strategy_that_does_not_fit_says_so(requests):
+    plan = plan_for(requests, "bloom", gpus(16), ALL, strategy="gpu")
+    assert plan.forced and not plan.fits
+    assert "does not fit: 328.3 GiB of bfloat16 weights > " in plan.notes[0]
+    assert plan.to_json()["est_step_s"] is None  # the record stays valid JSON
+    json.dumps(plan.to_json(), allow_nan=False)
+
+
+def test_forced_strategy_that_fits_is_honoured_even_if_slower(requests):
+    plan = plan_for(requests, "gpt-j-6b", gpus(16), ALL, strategy="int8")
+    assert plan.strategy == "int8" and plan.fits and plan.forced
+    assert plan.est_step_s > plan.gpu_step_s
+
+
+def test_deepspeed_inference_refuses_bloom_up_front(requests):
+    plan = plan_for(requests, "bloom-7b1", gpus(80), ALL, strategy="ds-inference")
+    assert not plan.fits and "transformers 4.43.4" in plan.rejected[0].reason
+    assert plan_for(requests, "gpt-j-6b", gpus(80), ALL, strategy="ds-inference").fits
+
+
+@pytest.mark.parametrize("text,expected", [("16GiB", 16 * 2**30), ("16GB", 16 * 10**9), ("512 MiB", 512 * 2**20),
+                                           ("1.5TiB", int(1.5 * 2**40)), ("1024", 1024), ("8g", 8 * 2**30)])
+def test_parse_size(text, expected):
+    assert parse_size(text) == expected
+
+
+@pytest.mark.parametrize("text", ["16 gigs", "GiB", "-1GiB", "0GiB"])
+def test_parse_size_rejects_nonsense(text):
+    with pytest.raises(EvalsuiteError, match="--gpu-memory"):
+        parse_size(text, "--gpu-memory")
+
+
+def test_planned_capacity_for_another_machine():
+    capacity = detect_capacity("16GiB", "100GiB", num_gpus=2)
+    assert capacity.gpus == (16 * GiB, 16 * GiB) and capacity.cpu == 100 * GiB
+    with pytest.raises(EvalsuiteError, match="needs --gpu-memory"):
+        detect_capacity(None, None, num_gpus=1)
+
+
+def test_plan_command_prints_plan_for_bloom_offline_in_seconds(capsys, tmp_path):
+    started = time.perf_counter()
+    code = cli_main(["plan", "--models", "gpt-j-6b,bloom", "--gpus", "1", "--gpu-memory", "16GiB",
+                     "--cpu-memory", "100GiB", "--offload-dir", str(tmp_path), "--batch-size", "1"])
+    elapsed = time.perf_counter() - started
+    out = capsys.readouterr().out
+    assert elapsed < 60
+    assert "strategy        gpu (chosen)" in out  # gpt-j-6b on 16 GiB
+    # bloom: offload to this machine's disk if it has ~250 GiB free, otherwise a refusal with the numbers
+    bloom = out[out.index("\nbloom"):]
+    if code == 0:
+        assert "176.25 B (bloom, 70 x BloomBlock" in bloom and "disk" in bloom and "days" in bloom
+    else:
+        assert code == 2 and "REFUSED" in bloom and "176.2B parameters: 328.3 GiB in half precision" in bloom
+
+
+def test_plan_command_json_and_refusal_exit_code(capsys):
+    code = cli_main(["plan", "--models", "bloom", "--gpus", "0", "--cpu-memory", "8GiB", "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 2 and "cannot run within" in data[0]["refused"]
+    code = cli_main(["plan", "--models", "bloom-7b1", "--gpus", "1", "--gpu-memory", "16GiB", "--json",
+                     "--strategy", "nf4"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 0 and data[0]["strategy"] == "nf4" and data[0]["forced"] is True
+
+
+def test_unknown_model_without_config_is_a_clear_error():
+    with pytest.raises(EvalsuiteError, match="no config found without downloading"):
+        resolve_source("no-such-org/no-such-model")
