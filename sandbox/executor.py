@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Iterable, Iterator
 
 from sandbox.framing import ChannelClosed, FrameReader, write_frame
-from sandbox.isolation import SAMPLE_UID_BASE, Jail, SandboxUnavailable, find_jail, unsandboxed_jail
+from sandbox.isolation import JAIL_SCRATCH, SAMPLE_UID_BASE, Jail, SandboxUnavailable, find_jail, unsandboxed_jail
 
 STARTUP_TIMEOUT_S = 60.0
 PIPELINE_DEPTH = 2
@@ -84,7 +84,7 @@ class Worker:
         if self.scratch is not None:
             os.chmod(self.scratch, 0o1777 if child_uid is not None else 0o700)
         return json.dumps({
-            "flavor": self.jail.flavor, "scratch": self.scratch or "/tmp",
+            "flavor": self.jail.flavor, "scratch": self.scratch or JAIL_SCRATCH,
             "timeout_s": self.limits.timeout_s, "memory_mb": self.limits.memory_mb, "nproc": self.limits.nproc,
             "fsize_mb": self.limits.fsize_mb, "nofile": self.limits.nofile, "child_uid": child_uid,
             "host_pidns": os.readlink("/proc/self/ns/pid"),

@@ -36,6 +36,9 @@ class SandboxUnavailable(RuntimeError):
     """No namespace isolation is possible here and the caller did not opt in to running without it."""
 
 
+JAIL_SCRATCH = "/tmp/scratch"  # inside the jail: the samples' working directory, wiped after each sample
+
+
 @dataclass(frozen=True)
 class Jail:
     """How to start one worker's fork server."""
@@ -111,6 +114,9 @@ def bwrap_prefix(scratch_mb: int, as_root: bool) -> list[str]:
     for directory in hidden:
         args += ["--perms", "0755", "--tmpfs", directory]
     args += _bind_back(_paths_to_keep(), hidden + ["/tmp"])
+    # The samples' scratch is a folder of its own: wiping it after each sample must never touch the
+    # interpreter or this package, which are bound back under /tmp when they live there (a CI clone in /tmp).
+    args += ["--perms", "1777", "--dir", JAIL_SCRATCH]
     for directory in hidden:
         args += ["--remount-ro", directory]
     if as_root:
@@ -119,8 +125,8 @@ def bwrap_prefix(scratch_mb: int, as_root: bool) -> list[str]:
             args += ["--cap-add", capability]
     else:
         args += ["--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID)]
-    args += ["--clearenv", "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin", "--setenv", "HOME", "/tmp",
-             "--setenv", "LANG", "C.UTF-8", "--setenv", "TMPDIR", "/tmp", "--chdir", "/tmp", "--"]
+    args += ["--clearenv", "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin", "--setenv", "HOME", JAIL_SCRATCH,
+             "--setenv", "LANG", "C.UTF-8", "--setenv", "TMPDIR", JAIL_SCRATCH, "--chdir", JAIL_SCRATCH, "--"]
     return args
 
 

@@ -164,3 +164,32 @@ def test_output_noise_and_big_candidates_are_fine():
     with Executor(workers=2) as executor:
         statuses = sorted(o.status for o in executor.run([job(0, noisy), job(1, big)]))
     assert statuses == ["passed", "passed"]
+
+
+def test_interpreter_and_package_under_tmp_survive_the_scratch_wipe(tmp_path):
+    """A CI clone or venv under /tmp is bound back inside the jail's /tmp; wiping the samples' scratch after
+    each sample must leave it alone (it once broke every sample after the first)."""
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import sandbox
+
+    assert str(tmp_path).startswith("/tmp/")
+    shutil.copytree(Path(sandbox.__file__).parent, tmp_path / "pkg" / "sandbox")
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    script = (
+        "from sandbox import Executor, Job\n"
+        "jobs = [Job(job_id=i, problem_key='p', candidate='def f(x):\\n    open(\"f\", \"w\").write(\"x\")\\n"
+        "    return x\\n', test='def check(c):\\n    assert c(1) == 1\\n', check='check(f)') for i in range(4)]\n"
+        "with Executor(workers=1, timeout_s=5.0) as ex:\n"
+        "    print(ex.mode, sorted((o.job_id, o.status, o.reason) for o in ex.run(jobs)))\n")
+    out = subprocess.run([str(venv / "bin" / "python"), "-c", script], env={"PYTHONPATH": str(tmp_path / "pkg"),
+                         "PATH": "/usr/bin:/bin"}, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    mode, _, verdicts = out.stdout.partition(" ")
+    if mode != "bwrap":
+        pytest.skip(f"no bwrap isolation here ({mode})")
+    assert verdicts.strip() == str([(i, "passed", "") for i in range(4)])

@@ -209,9 +209,11 @@ class BloomAdapter(FamilyAdapter):
         return None  # ALiBi has no position table
 
     def position_tables(self, max_positions, device, dtype) -> PositionTables:
-        from transformers.models.bloom.modeling_bloom import _get_alibi_slopes
+        from transformers.models.bloom.modeling_bloom import build_alibi_tensor
 
-        return PositionTables(alibi_slopes=_get_alibi_slopes(self.spec.num_heads, device).float().contiguous())
+        # transformers' own slopes: the bias it builds for positions (0, 1) is (0, slope) per head
+        alibi = build_alibi_tensor(torch.ones(1, 2, device=device), self.spec.num_heads, torch.float32)
+        return PositionTables(alibi_slopes=alibi[:, 0, 1].contiguous())
 
     def embed(self, tokens):
         transformer = self.model.transformer

@@ -119,12 +119,8 @@ class HFGenerator(Generator):
         """The seam to the fast decoding engine (``evalsuite.engine``): it takes the whole workload where it
         applies (CUDA, a covered architecture) unless ``GenerationOptions.engine == "transformers"``;
         otherwise None and every batch goes through plain ``model.generate`` below."""
-        if self.options.engine == "transformers":
-            return None
-        try:
-            from evalsuite.engine.hf_bridge import engine_for
-        except ImportError:
-            return None
+        from evalsuite.engine.hf_bridge import engine_for
+
         return engine_for(self)
 
     def _auto_batch_size(self, rows: list[Row], params: SamplingParams) -> int:
