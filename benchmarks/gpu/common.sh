@@ -1,0 +1,27 @@
+# Shared set-up for the GPU recipes: install carried wheels and this checkout (the GPU image has no
+# network), build the random GPT-J-6B-shaped checkpoint. Source it; TINY=1 runs everything on CPU.
+set -uo pipefail
+export PYTHONUNBUFFERED=1 OUT=${OUT:-/tmp/evalsuite-gpu-out}
+PY=${PY:-python3}  # the interpreter that has torch (the GPU image's python3)
+mkdir -p "$OUT"
+if [ -d .whl-core ] && [ "${SKIP_INSTALL:-0}" != 1 ]; then
+  $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl-core/*.whl \
+    && export PYTHONPATH=/tmp/site
+  $PY -m pip install -q --no-index --no-deps --no-build-isolation -e . >/dev/null || exit 1
+fi
+MODEL=${MODEL:-/tmp/gptj6b}
+# bubblewrap is not on the GPU image: random-weight completions are executed with rlimits only there.
+SANDBOX_FLAG=$(command -v bwrap >/dev/null 2>&1 && echo "" || echo "--allow-unsandboxed")
+if [ ! -f "$MODEL/config.json" ]; then
+  $PY - "$MODEL" "${TINY:-0}" <<'PY'
+import sys, time
+from pathlib import Path
+sys.path.insert(0, "benchmarks")
+from bench_hf_backend import build_checkpoint
+import torch
+tiny = sys.argv[2] == "1"
+started = time.perf_counter()
+build_checkpoint(Path(sys.argv[1]), tiny, "cuda" if torch.cuda.is_available() else "cpu", "bfloat16", 4000)
+print(f"checkpoint {sys.argv[1]} built in {time.perf_counter() - started:.1f} s")
+PY
+fi
