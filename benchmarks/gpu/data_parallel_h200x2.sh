@@ -13,4 +13,4 @@ cp /tmp/dp-1/*/record.json "$OUT/record-1gpu.json"
 $PY -m torch.distributed.run --standalone --nproc-per-node 2 -m evalsuite -- "${ARGS[@]}" --output /tmp/dp-2 || exit 1
 cp /tmp/dp-2/*/record.json "$OUT/record-2gpu.json"
 $PY benchmarks/gpu/summarize_runs.py "$OUT/record-1gpu.json" "$OUT/record-2gpu.json" \
-  --completions /tmp/dp-1 /tmp/dp-2 | tee "$OUT/summary.txt"
+  --completions /tmp/dp-1 /tmp/dp-2 --json "$OUT/summary.json" | tee "$OUT/summary.txt"

@@ -13,4 +13,5 @@ for engine in auto transformers; do
     --quiet $SANDBOX_FLAG || exit 1
   cp /tmp/runs-$engine/*/record.json "$OUT/record-$engine.json"
 done
-$PY benchmarks/gpu/summarize_runs.py "$OUT/record-auto.json" "$OUT/record-transformers.json" | tee "$OUT/summary.txt"
+$PY benchmarks/gpu/summarize_runs.py "$OUT/record-auto.json" "$OUT/record-transformers.json" \
+  --completions /tmp/runs-auto /tmp/runs-transformers --json "$OUT/summary.json" | tee "$OUT/summary.txt"
