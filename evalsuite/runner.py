@@ -259,6 +259,8 @@ def run_one(generator: Generator, model_name: str, model_id: str, model_stops: S
     record.update({
         "status": "complete",
         "finished_at": _now(),
+        # Described again now: some choices (the engine that ran, batch halvings) are made while generating.
+        "model": {"requested": model_name, "id": model_id, **generator.describe()},
         "execution": execution_info,
         "timings_s": {"load": round(load_seconds, 3), "generate": round(generate_seconds, 3),
                       "execute": round(execute_seconds, 3), "score": round(score_seconds, 3)},
