@@ -12,6 +12,7 @@ import time
 import pytest
 
 from sandbox import Executor, Job, SandboxUnavailable, UnsandboxedWarning, detect_isolation
+from sandbox.isolation import JAIL_SCRATCH
 from sandbox import guard
 from sandbox.isolation import bwrap_prefix
 
@@ -121,7 +122,8 @@ def test_unsandboxed_mode_warns_and_still_judges(monkeypatch):
 @needs_isolation
 def test_scratch_is_wiped_and_timeouts_are_enforced():
     write = "    open('leftover', 'w').write('x')\n    return a + b\n"
-    read = "    import os\n    return a + b if not os.path.exists('leftover') and os.getcwd() == '/tmp' else 0\n"
+    read = ("    import os\n    return a + b if not os.path.exists('leftover') and os.getcwd() == "
+            f"{JAIL_SCRATCH!r} else 0\n")
     sleep = "    import time\n    time.sleep(30)\n"
     with Executor(workers=1, timeout_s=0.5) as executor:
         started = time.monotonic()
