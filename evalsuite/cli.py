@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from evalsuite import __version__
@@ -39,6 +40,9 @@ def main(argv: list[str] | None = None) -> int:
     except EvalsuiteError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
+    except BrokenPipeError:  # `evalsuite models | head`: the reader left; not an error worth a traceback
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except KeyboardInterrupt:
         print("interrupted: completions written so far are kept; rerun the same command to resume",
               file=sys.stderr)
