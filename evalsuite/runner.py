@@ -6,6 +6,7 @@ them, persists what each produces, and resumes what an interrupted run left behi
 
 from __future__ import annotations
 
+import socket
 import sys
 import time
 import uuid
@@ -42,6 +43,9 @@ class RunConfig:
     execution: ExecutionOptions = field(default_factory=ExecutionOptions)
     show_progress: bool = True
     argv: Sequence[str] = ()
+    # Under torchrun: "problems" shards every model's problems over the ranks; "models" gives each rank whole
+    # models (models[rank::world_size]), for several models that each fit one GPU.
+    spread: str = "problems"
 
 
 @dataclass
@@ -189,8 +193,12 @@ def per_problem_results(results: Sequence[SampleResult]) -> dict[str, dict[str, 
 
 
 def run_one(generator: Generator, model_name: str, model_id: str, model_stops: Sequence[str], task: Task,
-            config: RunConfig, load_seconds: float, ctx: DistContext = DistContext()) -> RunOutcome | None:
-    """One (model, task) run. Under data parallelism every rank calls this; rank 0 returns the outcome."""
+            config: RunConfig, load_seconds: float, ctx: DistContext = DistContext(),
+            placement: dict[str, Any] | None = None) -> RunOutcome | None:
+    """One (model, task) run. Under data parallelism every rank calls this; rank 0 returns the outcome.
+
+    ``placement`` says where it ran (ranks, host, device) for the record.
+    """
     problems = select_problems(task, config.limit)
     valid_ids = {p.task_id for p in problems}
     stops = stop_sequences_for(task, model_stops)
@@ -214,7 +222,7 @@ def run_one(generator: Generator, model_name: str, model_id: str, model_stops: S
         "k": list(config.ks),
         "limit": config.limit,
         "generation_options": config.generation.to_dict(),
-        "distributed": {"world_size": ctx.world_size},
+        "distributed": placement or {"world_size": ctx.world_size},
         "environment": {"versions": package_versions(), "hardware": hardware(), "evalsuite": __version__},
     }
     if ctx.is_main:
@@ -285,6 +293,8 @@ def run_evaluation(config: RunConfig) -> list[RunOutcome] | None:
     from evalsuite.registry import resolve_model
 
     validate_config(config)
+    if config.spread not in ("problems", "models"):
+        raise EvalsuiteError(f"--spread must be 'problems' or 'models', got {config.spread!r}")
     specs = [resolve_model(name, backend=config.generation.backend) for name in config.models]
     for task in config.tasks:
         select_problems(task, config.limit)  # load and validate every dataset before loading any model
@@ -292,23 +302,31 @@ def run_evaluation(config: RunConfig) -> list[RunOutcome] | None:
     generation = config.generation
     if ctx.enabled and generation.device is None and generation.backend != "openai":
         generation = replace(generation, device=_rank_device(ctx))
+    assignments = list(zip(config.models, specs))
+    run_ctx = ctx
+    if ctx.enabled and config.spread == "models":
+        assignments = assignments[ctx.rank::ctx.world_size]  # whole models per rank; each runs alone
+        run_ctx = DistContext()
+    placement = {"world_size": ctx.world_size, "rank": ctx.rank, "spread": config.spread if ctx.enabled else None,
+                 "host": socket.gethostname(), "device": generation.device}
     outcomes = []
     try:
-        for name, spec in zip(config.models, specs):
+        for name, spec in assignments:
             started = time.perf_counter()
             generator = load_generator(name, generation)
             load_seconds = time.perf_counter() - started
             try:
                 model_id, model_stops = spec.location, spec.extra_stop_sequences
                 for task in config.tasks:
-                    outcome = run_one(generator, name, model_id, model_stops, task, config, load_seconds, ctx)
+                    outcome = run_one(generator, name, model_id, model_stops, task, config, load_seconds,
+                                      run_ctx, placement)
                     if outcome is not None:
                         outcomes.append(outcome)
             finally:
                 generator.close()
     finally:
         shutdown(ctx)
-    return outcomes if ctx.is_main else None
+    return outcomes if run_ctx.is_main else None
 
 
 def _rank_device(ctx: DistContext) -> str:

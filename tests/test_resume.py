@@ -6,6 +6,7 @@ rank resumes cleanly.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -134,3 +135,24 @@ def test_kill_9_then_rerun_gives_the_same_records(tiny_model_dir, tmp_path, clea
     record = next((tmp_path / "killed").glob("*/record.json")).read_text()
     assert f'"completions_resumed": {saved}' in record
     assert records(tmp_path / "killed") == clean_records
+
+
+def test_spread_models_puts_each_model_on_its_own_rank(tiny_model_dir, tmp_path, clean_records):
+    """`--spread models`: rank r runs models[r::2] whole; each record says where it ran; results unchanged."""
+    models = f"{tiny_model_dir('gpt2')},{tiny_model_dir('gptj')}"
+    args = run_args(tiny_model_dir("gpt2"), tmp_path / "spread")
+    args[args.index("--models") + 1] = models
+    proc = torchrun(args + ["--spread", "models"])
+    out, _ = proc.communicate(timeout=240)
+    assert proc.returncode == 0, out
+    placements = {}
+    for record_path in (tmp_path / "spread").glob("*/record.json"):
+        record = json.loads(record_path.read_text())
+        placements[Path(record["model"]["requested"]).name] = record["distributed"]
+    assert {name: p["rank"] for name, p in placements.items()} == {"gpt2": 0, "gptj": 1}
+    assert all(p["spread"] == "models" and p["world_size"] == 2 and p["host"] for p in placements.values())
+    gpt2_run = tmp_path / "spread-gpt2"
+    gpt2_run.mkdir()
+    (run_dir,) = [p for p in (tmp_path / "spread").iterdir() if "gpt2" in p.name]
+    run_dir.rename(gpt2_run / run_dir.name)
+    assert records(gpt2_run) == clean_records

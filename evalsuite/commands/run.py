@@ -55,6 +55,9 @@ def add_parser(subparsers) -> None:
     model.add_argument("--gpu-memory", help="cap per GPU, e.g. 16GiB (emulates a smaller card)")
     model.add_argument("--cpu-memory", help="cap on CPU memory for offload, e.g. 100GiB")
     model.add_argument("--offload-dir", help="folder for disk/NVMe offload")
+    model.add_argument("--spread", default="problems", choices=["problems", "models"],
+                       help="under torchrun: shard each model's problems over the ranks (default), or give "
+                            "each rank whole models (several models that each fit one GPU, at once)")
     model.add_argument("--engine", default="auto", choices=["auto", "transformers"],
                        help="auto: the fast engine where it applies; transformers: plain generate")
 
@@ -124,9 +127,9 @@ def main(args: argparse.Namespace) -> int:
                                  allow_unsandboxed=args.allow_unsandboxed, show_progress=not args.quiet)
     config = RunConfig(models=split_names(args.models), tasks=tasks, sampling=sampling, ks=ks, limit=args.limit,
                        output_dir=Path(args.output), generation=generation, execution=execution,
-                       show_progress=not args.quiet, argv=sys.argv)
+                       show_progress=not args.quiet, argv=sys.argv, spread=args.spread)
     outcomes = run_evaluation(config)
-    if outcomes is None:  # a data-parallel worker rank: rank 0 reports
+    if not outcomes:  # a data-parallel worker rank (rank 0 reports), or a rank given no model
         return 0
     print_results_table(outcomes, ks)
     if args.no_leaderboard:
