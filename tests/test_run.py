@@ -96,3 +96,12 @@ def test_fail_under_gates_ci(in_tmp, capsys):
     assert main(["run", "--quiet", "--tasks", "example", "--fail-under", "pass@1=1.0,pass@10=0.1"]) == 3
     err = capsys.readouterr().err
     assert "reference on example: pass@10 is missing" in err and "pass@1 " not in err
+
+
+def test_unreadable_model_config_is_one_clear_line(in_tmp, capsys):
+    broken = in_tmp / "broken-model"
+    broken.mkdir()
+    (broken / "config.json").write_text('{"model_type": "gptj", ')
+    assert main(["run", "--quiet", "--models", str(broken)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and "config.json" in err and "not valid JSON" in err and "\n" not in err
