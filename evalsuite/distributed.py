@@ -36,12 +36,6 @@ class DistContext:
     def completions_name(self) -> str:
         return f"completions.rank{self.rank}.jsonl" if self.enabled else "completions.jsonl"
 
-    def barrier(self) -> None:
-        if self.enabled:
-            import torch.distributed as dist
-
-            dist.barrier()
-
     def gather(self, obj: Any) -> list[Any] | None:
         """Every rank's ``obj`` on rank 0 (in rank order); None elsewhere."""
         if not self.enabled:
@@ -51,15 +45,6 @@ class DistContext:
         out: list[Any] | None = [None] * self.world_size if self.is_main else None
         dist.gather_object(obj, out, dst=0)
         return out
-
-    def broadcast(self, obj: Any) -> Any:
-        if not self.enabled:
-            return obj
-        import torch.distributed as dist
-
-        box = [obj]
-        dist.broadcast_object_list(box, src=0)
-        return box[0]
 
 
 def context_from_env() -> DistContext:
