@@ -23,7 +23,7 @@ from evalsuite.execution import ExecutionOptions, execute_samples
 from evalsuite.generation.base import GenerationOptions, Generator
 from evalsuite.jsonl import JsonlAppender, atomic_write_json, atomic_write_jsonl
 from evalsuite.progress import progress_bar
-from evalsuite.records import Completion, GenerationRequest, SamplingParams, SampleResult
+from evalsuite.records import GenerationRequest, SamplingParams, SampleResult
 from evalsuite.rundir import RunDir, run_key
 from evalsuite.scoring import Score, score
 from evalsuite.task import Problem, Task

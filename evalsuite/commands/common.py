@@ -32,6 +32,46 @@ def load_registry(args: argparse.Namespace) -> TaskRegistry:
     return registry
 
 
+def add_execution_args(parser) -> None:
+    """The sandbox flags of ``run`` and ``evaluate`` (a parser or an argument group)."""
+    parser.add_argument("--workers", type=int, default=None, help="sandbox workers (default: CPU count)")
+    parser.add_argument("--timeout", type=float, default=3.0, help="wall-clock seconds per sample (default 3)")
+    parser.add_argument("--memory-mb", type=int, default=1024, help="address-space limit per sample (default 1024)")
+    parser.add_argument("--allow-unsandboxed", action="store_true",
+                        help="where no namespace isolation is possible, run with rlimits only (UNSAFE: samples "
+                             "can read your files and use the network; see docs/sandbox.md)")
+
+
+def execution_options(args: argparse.Namespace):
+    """Validated :class:`~evalsuite.execution.ExecutionOptions` from :func:`add_execution_args`' flags."""
+    from evalsuite.execution import ExecutionOptions
+
+    if args.workers is not None and args.workers < 1:
+        raise EvalsuiteError(f"--workers must be at least 1, got {args.workers}")
+    if not args.timeout > 0:
+        raise EvalsuiteError(f"--timeout must be positive, got {args.timeout}")
+    if args.memory_mb < 64:
+        raise EvalsuiteError(f"--memory-mb must be at least 64, got {args.memory_mb}")
+    return ExecutionOptions(workers=args.workers, timeout_s=args.timeout, memory_mb=args.memory_mb,
+                            allow_unsandboxed=args.allow_unsandboxed, show_progress=not args.quiet)
+
+
+def _fail_under_type(text: str) -> dict[str, float]:
+    from evalsuite.leaderboard import parse_fail_under
+
+    try:
+        return parse_fail_under(text)
+    except EvalsuiteError as exc:  # argparse reports ArgumentTypeError as a usage error (exit 2)
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--fail-under ")) from None
+
+
+def add_fail_under_argument(parser) -> None:
+    """``--fail-under`` of ``run`` and ``leaderboard``: parsed to a dict like ``{"pass@1": 0.3}`` or None."""
+    parser.add_argument("--fail-under", type=_fail_under_type, metavar="METRIC=VALUE[,...]",
+                        help="exit with status 3 when a model scores below a threshold, "
+                             "e.g. pass@1=0.30 or pass@1=0.3,pass@10=0.5")
+
+
 def parse_ks(text: str) -> list[int]:
     try:
         ks = sorted({int(part) for part in text.split(",") if part.strip()})

@@ -10,8 +10,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from evalsuite.commands.common import add_task_source_args, load_registry, parse_ks
-from evalsuite.errors import EvalsuiteError
+from evalsuite.commands.common import (add_execution_args, add_task_source_args, execution_options,
+                                       load_registry, parse_ks)
 
 
 def add_parser(subparsers) -> None:
@@ -23,25 +23,11 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--task", default="humaneval", help="task the samples belong to (default: humaneval)")
     parser.add_argument("--k", default="1,10,100", help="pass@k values (default: 1,10,100; larger than the "
                         "smallest per-problem sample count are reported as not computable)")
-    parser.add_argument("--workers", type=int, default=None, help="sandbox workers (default: CPU count)")
-    parser.add_argument("--timeout", type=float, default=3.0, help="wall-clock seconds per sample (default 3)")
-    parser.add_argument("--memory-mb", type=int, default=1024, help="address-space limit per sample (default 1024)")
-    parser.add_argument("--allow-unsandboxed", action="store_true",
-                        help="where no namespace isolation is possible, run with rlimits only (UNSAFE: samples "
-                             "can read your files and use the network)")
+    add_execution_args(parser)
     parser.add_argument("--output", "-o", required=True, metavar="DIR", help="directory for results.jsonl and summary.json")
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     add_task_source_args(parser)
     parser.set_defaults(handler=main)
-
-
-def _check_options(args: argparse.Namespace) -> None:
-    if args.workers is not None and args.workers < 1:
-        raise EvalsuiteError(f"--workers must be at least 1, got {args.workers}")
-    if not args.timeout > 0:
-        raise EvalsuiteError(f"--timeout must be positive, got {args.timeout}")
-    if args.memory_mb < 64:
-        raise EvalsuiteError(f"--memory-mb must be at least 64, got {args.memory_mb}")
 
 
 def print_summary(summary: dict, ks: list[int], stream=None) -> None:
@@ -63,18 +49,16 @@ def print_summary(summary: dict, ks: list[int], stream=None) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from evalsuite.execution import ExecutionOptions, execute_samples
+    from evalsuite.execution import execute_samples
     from evalsuite.jsonl import atomic_write_json, atomic_write_jsonl, sha256_file
     from evalsuite.samples import read_samples
     from evalsuite.scoring import score
 
-    _check_options(args)
+    options = execution_options(args)
     ks = parse_ks(args.k)
     task = load_registry(args).get(args.task)
     problems = task.problems()
     samples = read_samples(args.samples, {p.task_id for p in problems}, task.name)
-    options = ExecutionOptions(workers=args.workers, timeout_s=args.timeout, memory_mb=args.memory_mb,
-                               allow_unsandboxed=args.allow_unsandboxed, show_progress=not args.quiet)
     results, execution = execute_samples(task, samples, options)
 
     summary = score(results, ks).summary_json()

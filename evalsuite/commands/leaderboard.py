@@ -8,27 +8,12 @@ import shutil
 from pathlib import Path
 from typing import Sequence
 
-from evalsuite.errors import EvalsuiteError
+from evalsuite.commands.common import add_fail_under_argument
 from evalsuite.leaderboard import (
     HTML_FILE, LEADERBOARD_FILE, LeaderboardEntry, display_labels, enforce_fail_under, load_leaderboard,
-    parse_fail_under,
 )
 
 _UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-
-
-def _fail_under_type(text: str) -> dict[str, float]:
-    try:
-        return parse_fail_under(text)
-    except EvalsuiteError as exc:  # argparse reports ArgumentTypeError as a usage error (exit 2)
-        raise argparse.ArgumentTypeError(str(exc).removeprefix("--fail-under ")) from None
-
-
-def add_fail_under_argument(parser: argparse.ArgumentParser) -> None:
-    """Shared with ``evalsuite run``: the parsed value is a dict like ``{"pass@1": 0.3}`` or None."""
-    parser.add_argument("--fail-under", type=_fail_under_type, metavar="METRIC=VALUE[,...]",
-                        help="exit with status 3 when a selected model scores below a threshold, "
-                             "e.g. pass@1=0.30 or pass@1=0.3,pass@10=0.5")
 
 
 def add_parser(subparsers) -> None:

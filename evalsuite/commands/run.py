@@ -9,7 +9,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from evalsuite.commands.common import add_task_source_args, load_registry, parse_ks, split_names
+from evalsuite.commands.common import (add_execution_args, add_fail_under_argument, add_task_source_args,
+                                       execution_options, load_registry, parse_ks, split_names)
 from evalsuite.errors import EvalsuiteError, ThresholdNotMet
 
 SAMPLING_DEFAULTS = {"n": 1, "temperature": 0.0, "top_p": 1.0, "top_k": 0, "max_new_tokens": 512}
@@ -62,17 +63,13 @@ def add_parser(subparsers) -> None:
                        help="auto: the fast engine where it applies; transformers: plain generate")
 
     execution = parser.add_argument_group("execution")
-    execution.add_argument("--workers", type=int, help="sandbox workers (default: CPU count)")
-    execution.add_argument("--timeout", type=float, default=3.0, help="seconds per sample (default 3)")
-    execution.add_argument("--memory-mb", type=int, default=1024, help="address-space limit per sample")
-    execution.add_argument("--allow-unsandboxed", action="store_true",
-                           help="run without namespace isolation where none is possible (unsafe; see docs/sandbox.md)")
+    add_execution_args(execution)
 
     output = parser.add_argument_group("output")
     output.add_argument("--output", default="runs", help="folder for run directories (default: runs/)")
     output.add_argument("--leaderboard-dir", default="leaderboard", help="default: leaderboard/")
     output.add_argument("--no-leaderboard", action="store_true", help="do not update the leaderboard")
-    output.add_argument("--fail-under", help="exit 3 if a metric is below a threshold, e.g. pass@1=0.30")
+    add_fail_under_argument(output)
     output.add_argument("--quiet", "-q", action="store_true", help="no progress bars (for CI logs)")
     parser.set_defaults(handler=main)
 
@@ -104,15 +101,10 @@ def sampling_from_args(args: argparse.Namespace):
 
 
 def main(args: argparse.Namespace) -> int:
-    from evalsuite.execution import ExecutionOptions
     from evalsuite.generation.base import GenerationOptions
     from evalsuite.runner import RunConfig, print_results_table, run_evaluation
 
-    thresholds = None
-    if args.fail_under:
-        from evalsuite.leaderboard import parse_fail_under
-
-        thresholds = parse_fail_under(args.fail_under)
+    thresholds = args.fail_under
     registry = load_registry(args)
     tasks = [registry.get(name) for name in split_names(args.tasks)]
     sampling, ks = sampling_from_args(args)
@@ -123,8 +115,7 @@ def main(args: argparse.Namespace) -> int:
         trust_remote_code=args.trust_remote_code, strategy=args.strategy, gpu_memory=args.gpu_memory,
         cpu_memory=args.cpu_memory, offload_dir=args.offload_dir, engine=args.engine)
     check_gpu_only_options(generation)
-    execution = ExecutionOptions(workers=args.workers, timeout_s=args.timeout, memory_mb=args.memory_mb,
-                                 allow_unsandboxed=args.allow_unsandboxed, show_progress=not args.quiet)
+    execution = execution_options(args)
     config = RunConfig(models=split_names(args.models), tasks=tasks, sampling=sampling, ks=ks, limit=args.limit,
                        output_dir=Path(args.output), generation=generation, execution=execution,
                        show_progress=not args.quiet, argv=sys.argv, spread=args.spread)
