@@ -35,14 +35,12 @@ sys.path.insert(0, str(ROOT / "tests"))  # tiny_models: the HumanEval-trained to
 
 def build_checkpoint(directory: Path, tiny: bool, device: str, dtype: str, vocab: int) -> dict:
     import torch
-    from transformers import AutoModelForCausalLM, GenerationConfig, GPTJConfig, PreTrainedTokenizerFast
+    from transformers import AutoModelForCausalLM, GenerationConfig, GPTJConfig
 
-    from tiny_models import train_byte_level_bpe
+    from tiny_models import gpt2_style_tokenizer
 
     started = time.perf_counter()
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=train_byte_level_bpe(vocab, ["<|endoftext|>"]),
-                                        bos_token="<|endoftext|>", eos_token="<|endoftext|>",
-                                        unk_token="<|endoftext|>")
+    tokenizer = gpt2_style_tokenizer(vocab)
     tokenizer.save_pretrained(directory)
     config = GPTJConfig(n_embd=64, n_layer=2, n_head=4, rotary_dim=8) if tiny else GPTJConfig()
     config.bos_token_id = config.eos_token_id = tokenizer.eos_token_id

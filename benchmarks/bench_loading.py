@@ -30,12 +30,15 @@ SLOW = {"cpu-offload", "zero-inference", "cpu"}
 
 
 def make_checkpoints(directory: Path, names: list[str]) -> None:
-    """Random weights in the real shapes, initialised on the GPU and saved as safetensors."""
+    """Random weights in the real shapes, initialised on the GPU and saved as safetensors, with a small
+    trained BPE tokenizer beside them so that `evalsuite run` takes the same folders."""
     import torch
     from transformers import AutoModelForCausalLM
 
     sys.path.insert(0, str(ROOT))
+    sys.path.insert(0, str(ROOT / "tests"))
     from evalsuite.planner.source import _config_from_dict, bundled_config_path
+    from tiny_models import gpt2_style_tokenizer
 
     for name in names:
         out = directory / name
@@ -51,6 +54,7 @@ def make_checkpoints(directory: Path, names: list[str]) -> None:
         torch.cuda.synchronize()
         built = time.perf_counter() - started
         model.save_pretrained(out, max_shard_size="5GB")
+        gpt2_style_tokenizer(4000).save_pretrained(out)
         size = sum(f.stat().st_size for f in out.glob("*.safetensors"))
         print(f"{name}: {sum(p.numel() for p in model.parameters()) / 1e9:.2f}B params, {SHAPES[name]}, "
               f"{size / 1e9:.1f} GB on disk; init on GPU {built:.1f} s, save {time.perf_counter() - started - built:.1f} s",
@@ -87,7 +91,7 @@ def worker(args: argparse.Namespace) -> dict:
         model, plan = load_planned(args.model_dir, None, options, batch_size=max(args.batches),
                                    seq_len=args.prompt_len + max_new, prompt_len=args.prompt_len)
         result.update(chosen=plan.strategy, plan=plan.to_json(), plan_text=plan.render())
-        max_batch = plan.budget.batch_size
+        max_batch = plan.batch_limit or max(args.batches)
     sync()
     result["load_s"] = time.perf_counter() - started
     result["peak_gpu_after_load_gib"] = peak()

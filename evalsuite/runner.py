@@ -109,9 +109,12 @@ def stop_sequences_for(task: Task, model_stops: Sequence[str]) -> tuple[str, ...
 
 
 def run_identity(model_id: str, task: Task, problems: Sequence[Problem], stops: Sequence[str],
-                 sampling: SamplingParams) -> dict[str, Any]:
-    """Everything that determines the completions; its hash names the run directory."""
-    return {
+                 sampling: SamplingParams, weights: str | None = None) -> dict[str, Any]:
+    """Everything that determines the completions; its hash names the run directory.
+
+    ``weights`` is the precision the model was loaded in, where the backend has one (bf16 and nf4 samples
+    of one checkpoint are different runs)."""
+    identity = {
         "model": model_id,
         "task": task.name,
         "dataset_sha256": task.dataset_sha256,
@@ -120,6 +123,9 @@ def run_identity(model_id: str, task: Task, problems: Sequence[Problem], stops: 
         "stop_sequences": list(stops),
         "sampling": sampling.to_dict(),
     }
+    if weights is not None:
+        identity["weights"] = weights
+    return identity
 
 
 def generate_missing(generator: Generator, task: Task, problems: Sequence[Problem], stops: Sequence[str],
@@ -202,7 +208,7 @@ def run_one(generator: Generator, model_name: str, model_id: str, model_stops: S
     problems = select_problems(task, config.limit)
     valid_ids = {p.task_id for p in problems}
     stops = stop_sequences_for(task, model_stops)
-    identity = run_identity(model_id, task, problems, stops, config.sampling)
+    identity = run_identity(model_id, task, problems, stops, config.sampling, generator.weights_identity())
     run_dir = RunDir.for_run(config.output_dir, model_name, task.name, run_key(identity))
     run_dir.check_identity(identity)
     run_dir.path.mkdir(parents=True, exist_ok=True)

@@ -43,3 +43,19 @@ def test_run_end_to_end_on_a_tiny_checkpoint(family, tiny_model_dir, tmp_path):
     assert cli_main(argv) == 0
     record = check_run_records(only_run_dir(output), "hf")
     assert record["model"]["family"] == family and record["model"]["revision"].startswith("local:")
+
+
+def test_another_weight_precision_is_another_run_not_a_resume(tiny_model_dir, tmp_path):
+    """bf16 and fp32 samples of one checkpoint differ: a rerun in another precision must not resume (and
+    silently mix) the first run's completions; the same precision again resumes and generates nothing."""
+    output = tmp_path / "runs"
+    flags = ["run", "--models", str(tiny_model_dir("gpt2")), "--device", "cpu", "--output", str(output),
+             "--n", "2", "--limit", "2", "--temperature", "0.8", "--max-new-tokens", "8", "--no-leaderboard",
+             "--quiet"]
+    assert cli_main([*flags, "--dtype", "float32"]) == 0
+    assert cli_main([*flags, "--dtype", "bfloat16"]) == 0
+    records = {json.loads((d / "record.json").read_text())["identity"]["weights"]: d for d in output.iterdir()}
+    assert sorted(records) == ["bfloat16", "float32"]
+    assert cli_main([*flags, "--dtype", "bfloat16"]) == 0
+    again = json.loads((records["bfloat16"] / "record.json").read_text())
+    assert len(list(output.iterdir())) == 2 and again["generation_stats"]["completions_generated_now"] == 0

@@ -289,3 +289,32 @@ def test_reference_backend_dispatch():
     [c] = generator.generate([GenerationRequest("t/0", "p", (0,), canonical_solution="  return 1\n")],
                              SamplingParams())
     assert c.text == "  return 1\n" and generator.describe()["backend"] == "reference"
+
+
+def test_the_loading_plans_batch_limit_caps_every_batch(tiny_model_dir):
+    """A plan may cap batch width (DeepSpeed-Inference's kernels fail above 4 rows): no forward is wider,
+    and the completions are those of an uncapped run."""
+    prompts = mixed_length_prompts(5)
+    params = SamplingParams(max_new_tokens=5)
+    generator = load(tiny_model_dir("gpt2"), batch_size=8)
+    expected = by_key(generator.generate(requests_for(prompts), params))
+    widths = []
+    hook = generator.model.register_forward_pre_hook(
+        lambda module, args, kwargs: widths.append(kwargs.get("input_ids", args[0] if args else None).shape[0]),
+        with_kwargs=True)
+    generator.loaded.batch_limit = 2
+    try:
+        got = by_key(generator.generate(requests_for(prompts), params))
+    finally:
+        hook.remove()
+    assert got == expected
+    assert max(widths) == 2 and generator.oom_halvings == 0
+
+
+def test_automatic_batch_size_with_quantized_weights(tiny_model_dir):
+    """int8/nf4 loads name the weights' precision "int8"/"nf4"; sizing the KV cache must use the model's
+    compute dtype instead (it once did getattr(torch, "nf4") and every quantized run died)."""
+    generator = load(tiny_model_dir("gpt2"))
+    generator.loaded.dtype = "nf4"
+    completions = list(generator.generate(requests_for(mixed_length_prompts(3)), SamplingParams(max_new_tokens=3)))
+    assert len(completions) == 3 and generator.batch_size is not None

@@ -161,3 +161,36 @@ def test_plan_command_json_and_refusal_exit_code(capsys):
 def test_unknown_model_without_config_is_a_clear_error():
     with pytest.raises(EvalsuiteError, match="no config found without downloading"):
         resolve_source("no-such-org/no-such-model")
+
+
+@pytest.mark.parametrize("free, total, allocated, reserved, fraction, expected", [
+    (70 * GiB, 80 * GiB, 10 * GiB, 10 * GiB, 1.0, 70 * GiB),   # no cap: what the driver reports
+    (70 * GiB, 80 * GiB, 10 * GiB, 12 * GiB, 1.0, 72 * GiB),   # the allocator's unused blocks count too
+    (70 * GiB, 80 * GiB, 10 * GiB, 10 * GiB, 0.2, 6 * GiB),    # a 16 GiB cap on 80: 16 - 10 left
+    (70 * GiB, 80 * GiB, 17 * GiB, 17 * GiB, 0.2, 0),          # past the cap: nothing, never negative
+])
+def test_free_memory_respects_an_enforced_gpu_cap(free, total, allocated, reserved, fraction, expected):
+    """Batch sizing and the engine's KV cache read this; mem_get_info alone ignores --gpu-memory and would
+    size a 16 GiB-capped run for the whole 80 GiB card."""
+    from evalsuite.generation.batching import capped_free_bytes
+
+    assert capped_free_bytes(free, total, allocated, reserved, fraction) == expected
+
+
+def test_a_small_model_that_fits_the_gpu_stays_on_the_gpu(tiny_model_dir):
+    """On paper a 2-layer model decodes faster on the CPU; the GPU rung wins whenever the weights fit it
+    (seen on an H100: a tiny GPT-J under --gpu-memory 1GiB was planned onto the CPU)."""
+    request = build_request(resolve_source(str(tiny_model_dir("gptj"))), gpus(1), batch_size=8, seq_len=544,
+                            prompt_len=512)
+    plan = choose_plan(request)
+    assert plan.strategy == "gpu"
+    assert any(r.strategy == "cpu" and "fit on the GPU" in r.reason for r in plan.rejected)
+
+
+def test_multi_gpu_spreads_the_blocks_evenly_even_when_one_gpu_would_hold_them(requests):
+    """Forced (or chosen) multi-gpu means layers on every GPU, balanced, not GPU 0 filled first (seen on two
+    H200s: a forced multi-gpu GPT-J under 16 GiB put all 11.3 GiB on GPU 0)."""
+    plan = plan_for(requests, "gpt-j-6b", gpus(40, 40), strategy="multi-gpu")
+    placed = [int(value) for value in plan.device_map.values() if isinstance(value, int)]
+    assert placed.count(0) and placed.count(1)
+    assert abs(placed.count(0) - placed.count(1)) <= 2

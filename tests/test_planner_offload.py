@@ -72,3 +72,14 @@ def test_planner_keeps_fp32_on_cpu_when_it_fits(tiny_gptj):
     assert next(model.parameters()).dtype == torch.float32
     reference = transformers.AutoModelForCausalLM.from_pretrained(tiny_gptj, dtype=torch.float32)
     assert torch.equal(greedy(model, prompt()), greedy(reference, prompt()))
+
+
+def test_the_runs_max_new_tokens_sizes_the_planned_kv_cache(tiny_gptj):
+    """`run --max-new-tokens 32` plans a KV cache for prompt + 32 tokens, not the default 512 new ones (on
+    two capped H200s a GPT-J run was planned as nf4 for want of KV room it never needed)."""
+    _model, plan = load_planned(str(tiny_gptj), None, GenerationOptions(device="cpu", max_new_tokens=32),
+                                prompt_len=50, capacity=Capacity(cpu=2**30))
+    assert plan.budget.seq_len == 50 + 32
+    _model, plan = load_planned(str(tiny_gptj), None, GenerationOptions(device="cpu"), prompt_len=50,
+                                capacity=Capacity(cpu=2**30))
+    assert plan.budget.seq_len == 128  # 50 + 512, cut to the model's 128 positions

@@ -73,6 +73,15 @@ def train_byte_level_bpe(vocab_size: int, special_tokens: list[str]):
     return tokenizer
 
 
+def gpt2_style_tokenizer(vocab_size: int):
+    """A transformers fast tokenizer around :func:`train_byte_level_bpe` with GPT-2's one special token
+    as BOS, EOS and UNK (the GPT-J/GPT-2 convention); the GPU benchmarks save it beside their checkpoints."""
+    from transformers import PreTrainedTokenizerFast
+
+    return PreTrainedTokenizerFast(tokenizer_object=train_byte_level_bpe(vocab_size, ["<|endoftext|>"]),
+                                   bos_token="<|endoftext|>", eos_token="<|endoftext|>", unk_token="<|endoftext|>")
+
+
 def _sentencepiece_bpe(vocab_size: int):
     """Llama-2 style: Metaspace with a prepended "▁", byte fallback, and <s> added by the post-processor."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers

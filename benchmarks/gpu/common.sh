@@ -12,7 +12,7 @@ fi
 MODEL=${MODEL:-/tmp/gptj6b}
 # bubblewrap is not on the GPU image: random-weight completions are executed with rlimits only there.
 SANDBOX_FLAG=$(command -v bwrap >/dev/null 2>&1 && echo "" || echo "--allow-unsandboxed")
-if [ ! -f "$MODEL/config.json" ]; then
+if [ ! -f "$MODEL/config.json" ] && [ "${BUILD_MODEL:-1}" = 1 ]; then
   $PY - "$MODEL" "${TINY:-0}" <<'PY'
 import sys, time
 from pathlib import Path

@@ -1,8 +1,9 @@
 """Compare the generation stage of evalsuite run records side by side (prints a table, writes JSON).
 
-    python benchmarks/gpu/summarize_runs.py A/record.json B/record.json [--completions RUNS_A RUNS_B]
+    python benchmarks/gpu/summarize_runs.py A/record.json B/record.json [...] [--completions RUNS_A RUNS_B]
 
-With --completions, also counts the completions that are identical between the two runs' folders.
+Ratios are against the first record. With --completions (two run folders), also counts the completions
+that are identical between them.
 """
 
 from __future__ import annotations
@@ -23,29 +24,40 @@ def completions(root: Path) -> dict[tuple[str, int], str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("records", nargs=2)
+    parser.add_argument("records", nargs="+")
     parser.add_argument("--completions", nargs=2)
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
     rows = []
     for path in args.records:
         record = json.loads(Path(path).read_text())
+        if "generation_stats" not in record:
+            print(f"{path}: status {record.get('status')!r}, no generation figures: {record.get('error', '')}")
+            continue
         stats, timings = record["generation_stats"], record["timings_s"]
+        placement = record["model"].get("placement", {})
+        plan = placement.get("plan") or {}
         rows.append({"record": path, "engine": record["model"].get("engine"),
+                     "strategy": placement.get("strategy"), "forced": plan.get("forced"),
+                     "batch_limit": plan.get("batch_limit"), "plan_notes": plan.get("notes", []),
                      "world_size": record.get("distributed", {}).get("world_size", 1),
                      "gpus": record["environment"]["hardware"].get("gpus"),
                      "completions": stats["completions_generated_now"], "tokens": stats["tokens_generated_now"],
                      "load_s": timings["load"], "generate_s": timings["generate"], "execute_s": timings["execute"],
                      "tokens_per_s": stats["tokens_per_s"], "pass@1": record["summary"].get("pass@1")})
-    print(f"{'run':<28} {'ranks':>5} {'completions':>11} {'tokens':>9} {'load s':>7} {'generate s':>10} {'tok/s':>9}")
+    print(f"{'run':<34} {'strategy':<15} {'ranks':>5} {'completions':>11} {'tokens':>9} {'load s':>7} "
+          f"{'generate s':>10} {'tok/s':>9}")
     for row in rows:
         engine = row["engine"]["name"] if isinstance(row["engine"], dict) else row["engine"]
-        print(f"{Path(row['record']).stem + ' (' + str(engine) + ')':<28} {row['world_size']:>5} {row['completions']:>11}"
-              f" {row['tokens']:>9} {row['load_s']:>7.1f} {row['generate_s']:>10.1f} {row['tokens_per_s'] or 0:>9.0f}")
-    ratio = rows[1]["generate_s"] / rows[0]["generate_s"]
-    speed = (rows[0]["tokens_per_s"] or 0) and (rows[1]["tokens_per_s"] or 0) / rows[0]["tokens_per_s"]
-    print(f"generate time B/A = {ratio:.3f}   tokens/s B/A = {speed:.2f}")
-    result = {"runs": rows, "generate_time_ratio": ratio, "tokens_per_s_ratio": speed}
+        print(f"{Path(row['record']).stem + ' (' + str(engine) + ')':<34} {str(row['strategy']):<15} "
+              f"{row['world_size']:>5} {row['completions']:>11} {row['tokens']:>9} {row['load_s']:>7.1f} "
+              f"{row['generate_s']:>10.1f} {row['tokens_per_s'] or 0:>9.0f}")
+    result: dict = {"runs": rows}
+    if len(rows) == 2:
+        ratio = rows[1]["generate_s"] / rows[0]["generate_s"]
+        speed = (rows[0]["tokens_per_s"] or 0) and (rows[1]["tokens_per_s"] or 0) / rows[0]["tokens_per_s"]
+        print(f"generate time B/A = {ratio:.3f}   tokens/s B/A = {speed:.2f}")
+        result.update(generate_time_ratio=ratio, tokens_per_s_ratio=speed)
     if args.completions:
         a, b = (completions(Path(p)) for p in args.completions)
         same = sum(1 for key, text in a.items() if b.get(key) == text)

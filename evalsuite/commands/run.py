@@ -113,7 +113,8 @@ def main(args: argparse.Namespace) -> int:
         batch_size=args.batch_size, base_url=args.base_url, api_key_env=args.api_key_env,
         concurrency=args.concurrency, max_retries=args.max_retries, request_timeout_s=args.request_timeout,
         trust_remote_code=args.trust_remote_code, strategy=args.strategy, gpu_memory=args.gpu_memory,
-        cpu_memory=args.cpu_memory, offload_dir=args.offload_dir, engine=args.engine)
+        cpu_memory=args.cpu_memory, offload_dir=args.offload_dir, engine=args.engine,
+        max_new_tokens=sampling.max_new_tokens)
     check_gpu_only_options(generation)
     execution = execution_options(args)
     config = RunConfig(models=split_names(args.models), tasks=tasks, sampling=sampling, ks=ks, limit=args.limit,

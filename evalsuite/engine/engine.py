@@ -26,6 +26,7 @@ from evalsuite.engine.models import FamilyAdapter, adapter_class
 from evalsuite.engine.runner import DecodeRunner
 from evalsuite.engine.scheduler import Decode, FinishRule, PromptJob, RowTable, SampleJob, waiting_queue
 from evalsuite.errors import EvalsuiteError
+from evalsuite.generation.batching import allocatable_bytes
 from evalsuite.generation.sampling import choose_tokens, row_seeds
 from evalsuite.records import Completion, GenerationRequest, SamplingParams
 
@@ -179,7 +180,7 @@ class Engine:
         max_rows = min(self.options.max_rows, samples)
         if self.device.type == "cuda":
             torch.cuda.empty_cache()
-            free, _ = torch.cuda.mem_get_info(self.device)
+            free = allocatable_bytes(self.device)  # within an enforced --gpu-memory cap
             vocab = self.model.config.vocab_size
             workspace = max_rows * vocab * 48 + max_rows * 64 * self.model.config.hidden_size + GiB
             budget = int(free * self.options.memory_fraction) - workspace

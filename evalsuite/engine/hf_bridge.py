@@ -41,6 +41,9 @@ class HFEngineBridge:
         return self.engine.describe()
 
 
+WHOLE_MODEL_PLACEMENTS = (None, "single-device", "gpu")  # placements whose modules hold plain, whole weights
+
+
 def engine_for(generator: Any) -> HFEngineBridge | None:
     """The engine for this generator, built once; None where plain ``generate`` must run: the user chose
     ``--engine transformers``, or the model is not one the engine covers (architecture, quantized or
@@ -49,6 +52,8 @@ def engine_for(generator: Any) -> HFEngineBridge | None:
 
     if getattr(generator.options, "engine", "auto") == "transformers":
         return None
+    if generator.loaded.placement.get("strategy") not in WHOLE_MODEL_PLACEMENTS:
+        return None  # ZeRO-partitioned, kernel-injected, quantized or offloaded: the loader's runtime decodes
     bridge = getattr(generator, "_engine_bridge", None)
     if bridge is None:
         if generator.model.device.type != "cuda" or Engine.unsupported_reason(generator.model):

@@ -31,6 +31,7 @@ class GenerationOptions:
     cpu_memory: str | None = None
     offload_dir: str | None = None
     engine: str = "auto"  # "auto": fast engine where it applies; "transformers": plain generate
+    max_new_tokens: int | None = None  # memory planner: tokens per sequence the KV cache must hold past the prompt
     max_retries: int = 6  # openai backend: retries of a request answered 429/5xx or not answered at all
     request_timeout_s: float = 600.0  # openai backend: seconds one HTTP request may take
     # openai backend: samples asked for in one request (its `n`). 1 gives every sample its own seed, so a
@@ -56,6 +57,11 @@ class Generator(ABC):
     def describe(self) -> dict[str, Any]:
         """What the run record needs to reproduce this model: backend, model id, revision, dtype, device,
         loading plan, tokenizer fixes applied. Never secrets."""
+
+    def weights_identity(self) -> str | None:
+        """The precision the weights were loaded in ("bfloat16", "int8", "nf4"...), where it changes the
+        completions; part of the run's identity, so a run never resumes from another precision's samples."""
+        return None
 
     def close(self) -> None:
         """Free the model's memory."""

@@ -63,6 +63,8 @@ class HFGenerator(Generator):
             return
         self._check_context(rows, params)
         size = self.batch_size or self._auto_batch_size(rows, params)
+        if self.loaded.batch_limit:
+            size = min(size, self.loaded.batch_limit)
         pending = deque(rows)
         run_batch = self._generate_batch
         while pending:
@@ -105,6 +107,9 @@ class HFGenerator(Generator):
             "ignored_generation_config": self.ignored_generation_config,
         }
 
+    def weights_identity(self) -> str | None:
+        return self.loaded.dtype
+
     def _engine_description(self) -> Any:
         bridge = getattr(self, "_engine_bridge", None)  # set by evalsuite.engine.hf_bridge.engine_for
         return {"name": "evalsuite", **bridge.describe()} if bridge is not None else "transformers"
@@ -124,7 +129,9 @@ class HFGenerator(Generator):
         return engine_for(self)
 
     def _auto_batch_size(self, rows: list[Row], params: SamplingParams) -> int:
-        dtype_bytes = torch.finfo(getattr(torch, self.loaded.dtype)).bits // 8
+        # the KV cache is kept in the compute dtype, which is the model's float dtype even when its
+        # weights are int8/nf4 (loaded.dtype names the weights' precision)
+        dtype_bytes = self.model.dtype.itemsize if self.model.dtype.is_floating_point else 2
         return auto_batch_size(self.model.config, self.loaded.device, dtype_bytes,
                                len(rows[0].prompt_ids), params.max_new_tokens)
 

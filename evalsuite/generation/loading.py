@@ -27,6 +27,7 @@ class LoadedModel:
     dtype: str
     revision: str | None
     placement: dict[str, Any] = field(default_factory=dict)
+    batch_limit: int | None = None  # the loading plan's cap on batch width (DeepSpeed-Inference kernels)
 
 
 def pick_device(options: GenerationOptions):
@@ -125,7 +126,8 @@ def load_model(spec: ModelSpec, options: GenerationOptions) -> LoadedModel:
         dtype = plan.dtype
         revision = local_revision(Path(spec.location)) if spec.source == "local" else getattr(config, "_commit_hash", None)
         return LoadedModel(model=model, tokenizer=tokenizer, spec=spec, device=device, dtype=dtype,
-                           revision=revision, placement={"strategy": plan.strategy, "plan": plan.to_json()})
+                           revision=revision, placement={"strategy": plan.strategy, "plan": plan.to_json()},
+                           batch_limit=plan.batch_limit)
     try:
         model = AutoModelForCausalLM.from_pretrained(spec.location, config=config, dtype=getattr(torch, dtype),
                                                      trust_remote_code=trust)

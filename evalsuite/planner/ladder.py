@@ -54,6 +54,10 @@ STRATEGIES: dict[str, Strategy] = {s.name: s for s in (
              True, "deepspeed", "deepspeed", automatic=False),
 )}
 LADDER: tuple[str, ...] = (GPU, MULTI_GPU, INT8, NF4, CPU_OFFLOAD, ZERO_INFERENCE, CPU)
+# Rungs that keep every weight on the GPU(s). When one fits, CPU-only is not a candidate: its estimate has
+# no framework overhead per layer and the GPU rungs get the sampling engine, so on small models it would
+# win on paper and lose in practice (a tiny model under a 1 GiB cap was planned onto the CPU).
+ON_GPU: tuple[str, ...] = (GPU, MULTI_GPU, INT8, NF4)
 
 
 @dataclass(frozen=True)
@@ -77,7 +81,9 @@ class SpeedModel:
     disk_bytes_per_s: float = 2.0e9  # assumed: NVMe read
     cpu_bytes_per_s: float = 69.0e9  # CPU-only decode at batch 1: BLOOM-7B1 fp32, 28 GB in 0.41 s (16 cores)
     cpu_flops: float = 0.094e12  # CPU-only decode at batch 32: 2 x params x batch in 4.8 s per step
-    ds_inference_factor: float = 0.16  # reference figure: 9.7 vs 59 ms per step, GPT-J batch 1 (not re-measured)
+    # DeepSpeed-Inference kernels, GPT-J fp16: 12.9 ms/token at batch 1 vs ~43 for whole-GPU bf16, 2.99 at
+    # batch 32 (generated in chunks of 4, its kernels fail at 8) vs ~1.4
+    ds_inference_factor: tuple[float, float] = (0.3, 2.1)
 
     def gpu_step(self, shape: ModelShape, weight_bytes: int) -> float:
         return max(shape.num_layers * self.layer_step_s, weight_bytes / self.hbm_bytes_per_s)
@@ -125,6 +131,7 @@ class Plan:
     no_split_module_classes: tuple[str, ...] = ()
     device_map: dict[str, Any] | None = None
     offload_to: str | None = None  # "cpu" or "disk"/"nvme" for offloading strategies
+    batch_limit: int | None = None  # widest batch the loaded model may generate (a runtime's own limit)
     rejected: list[Rejection] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -156,7 +163,7 @@ class Plan:
             "num_params": self.shape.num_params, "bytes_per_precision": self.shape.bytes_per_precision(),
             "shape": self.shape.to_json(), "budget": self.budget.to_json(), "capacity": self.capacity.to_json(),
             "device_map_summary": self.device_map_summary, "device_map": self.device_map,
-            "offload_to": self.offload_to, "est_step_s": _finite(self.est_step_s),
+            "offload_to": self.offload_to, "batch_limit": self.batch_limit, "est_step_s": _finite(self.est_step_s),
             "est_ms_per_token": _finite(self.est_ms_per_token), "relative_speed": _finite(self.relative_speed),
             "speed_class": self.speed_class if self.fits else None, "config_origin": self.config_origin,
             "no_split_module_classes": list(self.no_split_module_classes),
@@ -299,7 +306,7 @@ class _Ladder:
         if self.half_bytes > sum(rooms) - slack:
             raise _NoFit(f"{format_bytes(self.half_bytes)} of weights > {format_bytes(sum(rooms) - slack)} free on "
                          f"{n} GPUs after the budget")
-        device_map, summary = self._device_map({i: room for i, room in enumerate(rooms)})
+        device_map, summary = self._device_map({i: room for i, room in enumerate(rooms)}, balanced=True)
         if device_map is not None and any(d in ("cpu", "disk") for d in device_map.values()):
             raise _NoFit("accelerate's device map spills to CPU: the GPUs are too full once blocks stay whole")
         summary = summary or {f"cuda:{i}": f"~{format_bytes(self.half_bytes / n)}" for i in range(n)}
@@ -412,23 +419,29 @@ class _Ladder:
         room = min(self._room(g, 1 / n) for g in self.cap.gpus)
         if per_gpu > room:
             raise _NoFit(f"{format_bytes(per_gpu)} per GPU (tensor parallel over {n}) > {format_bytes(room)} free")
-        step = self.gpu_step * self.r.speed.ds_inference_factor
+        step = self.gpu_step * SpeedModel.batch_factor(self.r.speed.ds_inference_factor, self.budget.batch_size)
         plan = self._plan(DS_INFERENCE, "float16", self.half_bytes,
                           {f"cuda:{i}": f"1/{n} of every layer, {format_bytes(per_gpu)}" for i in range(n)}, step)
         return plan
 
     # -- accelerate's device map on the meta model ----------------------------------------------------
-    def _device_map(self, max_memory: dict[Any, int]) -> tuple[dict[str, Any] | None, dict[str, str]]:
+    def _device_map(self, max_memory: dict[Any, int], balanced: bool = False
+                    ) -> tuple[dict[str, Any] | None, dict[str, str]]:
+        """accelerate's device map within ``max_memory``; ``balanced`` spreads the blocks evenly over the
+        GPUs (as ``device_map="balanced"``) instead of filling the first one before the next."""
         if self.r.meta_model is None:
             return None, {}
         import torch
-        from accelerate.utils import infer_auto_device_map
+        from accelerate.utils import get_balanced_memory, infer_auto_device_map
 
         dtype = torch.float16 if self.r.half_dtype == "float16" else torch.bfloat16
         quiet = logging.getLogger("accelerate.utils.modeling")
         level = quiet.level
         quiet.setLevel(logging.ERROR)  # planning for GPUs this machine lacks is the point, not a mistake
         try:
+            if balanced:
+                max_memory = get_balanced_memory(self.r.meta_model, max_memory=dict(max_memory), dtype=dtype,
+                                                 no_split_module_classes=list(self.r.no_split_module_classes))
             device_map = infer_auto_device_map(self.r.meta_model, max_memory=dict(max_memory),
                                                no_split_module_classes=list(self.r.no_split_module_classes),
                                                dtype=dtype)
@@ -501,7 +514,7 @@ def choose_plan(request: PlanRequest, strategy: str | None = None) -> Plan:
 
     Every rung is sized at the largest batch that fits (the KV cache shrinks with the batch). Among the
     rungs that fit, the first in ladder order whose estimated time per generated token is within 20% of
-    the fastest wins: the ladder's order prefers numerics (bf16 over 8-bit over 4-bit, GPU over
+    the fastest wins (CPU-only competes only when every GPU rung would offload, see ``ON_GPU``): the ladder's order prefers numerics (bf16 over 8-bit over 4-bit, GPU over
     offload), the estimate keeps that preference from costing real speed. When nothing fits even at
     batch 1, EvalsuiteError gives every rung's numbers, before any download.
     """
@@ -523,6 +536,11 @@ def choose_plan(request: PlanRequest, strategy: str | None = None) -> Plan:
             f"({request.shape.num_params / 1e9:.1f}B parameters: {format_bytes(half)} in half precision, "
             f"{format_bytes(request.shape.weight_bytes('nf4'))} in nf4; runtime budget at batch 1 "
             f"{format_bytes(_Ladder(request, 1).budget.total)}): {detail}")
+    if any(p.strategy in ON_GPU for p in candidates):
+        for plan in [p for p in candidates if p.strategy == CPU]:
+            candidates.remove(plan)
+            rejected.append(Rejection(CPU, "the weights fit on the GPU: CPU-only decoding competes only with "
+                                           "offloading (force it with --strategy cpu)"))
     fastest = min(p.est_ms_per_token for p in candidates)
     chosen = next(p for p in candidates if p.est_ms_per_token <= TIE_MARGIN * fastest)
     for plan in candidates:

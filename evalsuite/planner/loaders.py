@@ -67,7 +67,7 @@ def load_planned(model_path_or_id: str, spec: Any, options: Any, *, batch_size: 
     """Plan and load ``model_path_or_id``; returns ``(model, plan)`` with the plan ready for the run record.
 
     ``options`` is a :class:`evalsuite.generation.base.GenerationOptions` (strategy, gpu_memory,
-    cpu_memory, offload_dir, dtype, device, batch_size, trust_remote_code are read).
+    cpu_memory, offload_dir, dtype, device, batch_size, max_new_tokens, trust_remote_code are read).
     """
     import torch
 
@@ -79,8 +79,9 @@ def load_planned(model_path_or_id: str, spec: Any, options: Any, *, batch_size: 
     source = resolve_source(model_path_or_id, spec)
     if getattr(options, "trust_remote_code", False):
         source = dataclasses.replace(source, trust_remote_code=True)
+    new_tokens = getattr(options, "max_new_tokens", None) or DEFAULT_NEW_TOKENS
     request = build_request(source, capacity, batch_size or getattr(options, "batch_size", None) or DEFAULT_BATCH,
-                            seq_len or prompt_len + DEFAULT_NEW_TOKENS, prompt_len, half_dtype(options, spec))
+                            seq_len or prompt_len + new_tokens, prompt_len, half_dtype(options, spec))
     plan = plan_request(request, getattr(options, "strategy", None))
     if not cpu_only:
         plan.notes.extend(enforce_gpu_cap(capacity.gpu_cap))
@@ -254,12 +255,14 @@ def _load_ds_inference(model_id: str, plan: Plan, request: PlanRequest, trust_re
     import torch
     from transformers import AutoModelForCausalLM
 
-    if plan.budget.batch_size > DS_INFERENCE_MAX_BATCH:
-        plan.notes.append(f"DeepSpeed-Inference: batches above {DS_INFERENCE_MAX_BATCH} crashed its kernels on "
-                          f"an H100 (CUBLAS_STATUS_EXECUTION_FAILED, then illegal memory access); generate in "
-                          f"chunks of {DS_INFERENCE_MAX_BATCH}")
-        plan.budget = type(plan.budget)(**{**plan.budget.__dict__, "batch_size": DS_INFERENCE_MAX_BATCH})
-    model = AutoModelForCausalLM.from_pretrained(model_id, dtype=torch.float16, device_map={"": 0},
+    plan.batch_limit = DS_INFERENCE_MAX_BATCH
+    plan.notes.append(f"DeepSpeed-Inference: batches above {DS_INFERENCE_MAX_BATCH} crashed its kernels on an H100 "
+                      f"(CUBLAS_STATUS_EXECUTION_FAILED, then illegal memory access); generating in batches of at "
+                      f"most {DS_INFERENCE_MAX_BATCH}")
+    # Loaded in host RAM: kernel injection builds fused copies of every layer's weights while the originals
+    # still exist, which on the GPU needs twice the model (it ran out of memory under a 16 GiB cap on an
+    # H100); from the host, DeepSpeed moves the injected model onto the GPU once.
+    model = AutoModelForCausalLM.from_pretrained(model_id, dtype=torch.float16,
                                                  trust_remote_code=trust_remote_code)
     engine = deepspeed.init_inference(model, tensor_parallel={"tp_size": torch.cuda.device_count()},
                                       dtype=torch.float16, replace_with_kernel_inject=True,

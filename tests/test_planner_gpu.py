@@ -1,0 +1,68 @@
+"""The memory planner's runtime on a CUDA GPU: the --gpu-memory cap as batch sizing and the engine see it,
+and the loading strategies whose modules are not plain whole weights decoding through their own runtime.
+
+Skipped without a GPU. The real-size measurements are benchmarks/bench_loading.py and
+benchmarks/gpu/planner_runs.sh (docs/benchmarks.md, "Loading strategies").
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from evalsuite.generation import GenerationOptions, load_generator
+from evalsuite.generation.batching import allocatable_bytes
+from evalsuite.planner.capacity import GiB, enforce_gpu_cap
+from evalsuite.records import GenerationRequest, SamplingParams
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
+
+
+@pytest.fixture
+def uncapped_afterwards():
+    yield
+    for index in range(torch.cuda.device_count()):
+        torch.cuda.set_per_process_memory_fraction(1.0, index)
+
+
+def test_free_memory_seen_by_batching_and_engine_stays_under_the_cap(uncapped_afterwards):
+    enforce_gpu_cap(2 * GiB)
+    held = torch.empty(256 * 2**20, dtype=torch.uint8, device="cuda")
+    assert allocatable_bytes(torch.device("cuda", 0)) <= 2 * GiB - torch.cuda.memory_allocated(0)
+    assert torch.cuda.mem_get_info(0)[0] > 2 * GiB  # what the driver alone would have offered
+    del held
+
+
+def test_engine_generates_under_a_small_cap(tiny_model_dir, uncapped_afterwards):
+    generator = load_generator(str(tiny_model_dir("gptj")), GenerationOptions(gpu_memory="1GiB"))
+    requests = [GenerationRequest(f"t/{i}", f"def f{i}(x):\n", tuple(range(8))) for i in range(4)]
+    torch.cuda.reset_peak_memory_stats()
+    completions = list(generator.generate(requests, SamplingParams(n=8, temperature=0.8, max_new_tokens=16)))
+    described = generator.describe()
+    assert len(completions) == 32 and isinstance(described["engine"], dict)
+    assert described["placement"]["strategy"] == "gpu"
+    assert torch.cuda.max_memory_reserved() <= 1 * GiB
+    generator.close()
+
+
+@pytest.mark.skipif(importlib.util.find_spec("deepspeed") is None, reason="needs DeepSpeed")
+def test_zero_inference_run_decodes_through_deepspeed_not_the_engine(tiny_model_dir, tmp_path):
+    """ZeRO-3 parameters are empty shells between forwards: the engine must not take the model. A
+    subprocess, because ZeRO-Inference initialises torch.distributed and patches module construction."""
+    output = tmp_path / "runs"
+    proc = subprocess.run(
+        [sys.executable, "-m", "evalsuite", "run", "--models", str(tiny_model_dir("gptj")),
+         "--strategy", "zero-inference", "--n", "2", "--limit", "2", "--temperature", "0.8",
+         "--max-new-tokens", "8", "--output", str(output), "--no-leaderboard", "--quiet", "--allow-unsandboxed"],
+        capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    [record_path] = output.glob("*/record.json")
+    record = json.loads(record_path.read_text())
+    assert record["model"]["placement"]["strategy"] == "zero-inference"
+    assert record["model"]["engine"] == "transformers"
+    assert record["generation_stats"]["completions_generated_now"] == 4
