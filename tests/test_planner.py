@@ -194,3 +194,11 @@ def test_multi_gpu_spreads_the_blocks_evenly_even_when_one_gpu_would_hold_them(r
     placed = [int(value) for value in plan.device_map.values() if isinstance(value, int)]
     assert placed.count(0) and placed.count(1)
     assert abs(placed.count(0) - placed.count(1)) <= 2
+
+
+def test_deepspeed_inference_plans_one_whole_gpu_per_process(requests):
+    """Kernel injection runs in this process on one GPU (tp_size 1): GPT-J's 11.3 GiB fits one 16 GiB card;
+    two 8 GiB cards do not add up for it (that would need one process per GPU)."""
+    plan = plan_for(requests, "gpt-j-6b", gpus(16, 16), ALL, strategy="ds-inference")
+    assert plan.fits and list(plan.device_map_summary) == ["cuda:0"]
+    assert not plan_for(requests, "gpt-j-6b", gpus(8, 8), ALL, strategy="ds-inference").fits

@@ -17,10 +17,12 @@ export PYTHONPATH=/tmp/site:$PWD
 CAP=${CAP:-16GiB} JOBS=${JOBS:-} RUNS=${RUNS:-auto} BUDGET=${BUDGET:-540}
 START=$SECONDS
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader 2>/dev/null
-[ "${TINY:-0}" = 1 ] || $PY benchmarks/bench_loading.py make --dir "$(dirname "$MODEL")" --models gpt-j-6b 2>&1 \
+MODELS=${MODELS:-gpt-j-6b}  # checkpoints to build (bench_loading.py's shapes); runs use gpt-j-6b
+[ "${TINY:-0}" = 1 ] || $PY benchmarks/bench_loading.py make --dir "$(dirname "$MODEL")" --models "$MODELS" 2>&1 \
   | grep -v Warning
 if [ -n "$JOBS" ]; then
-  $PY benchmarks/bench_loading.py run --model "gpt-j-6b=$MODEL" --jobs "$JOBS" --gpu-memory "$CAP" \
+  MODEL_ARGS=(); for m in ${MODELS//,/ }; do MODEL_ARGS+=(--model "$m=$(dirname "$MODEL")/$m"); done
+  $PY benchmarks/bench_loading.py run "${MODEL_ARGS[@]}" --jobs "$JOBS" --gpu-memory "$CAP" \
     --timeout "${JOB_TIMEOUT:-300}" --budget-s $((BUDGET - (SECONDS - START) - ${RESERVE:-120})) \
     --out "$OUT/loading.json" 2>&1 | grep -v Warning
 fi

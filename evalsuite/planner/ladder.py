@@ -50,7 +50,7 @@ STRATEGIES: dict[str, Strategy] = {s.name: s for s in (
     Strategy(ZERO_INFERENCE, "DeepSpeed ZeRO-Inference: all weights in pinned CPU RAM (or NVMe with "
              "--offload-dir), streamed to the GPU with prefetch", "half", True, "deepspeed", "deepspeed"),
     Strategy(CPU, "CPU only", "cpu", False),
-    Strategy(DS_INFERENCE, "DeepSpeed-Inference: fused kernels, tensor parallel over the visible GPUs", "half",
+    Strategy(DS_INFERENCE, "DeepSpeed-Inference: fused kernels on one GPU per process, batches of at most 4", "half",
              True, "deepspeed", "deepspeed", automatic=False),
 )}
 LADDER: tuple[str, ...] = (GPU, MULTI_GPU, INT8, NF4, CPU_OFFLOAD, ZERO_INFERENCE, CPU)
@@ -414,15 +414,10 @@ class _Ladder:
         refusal = DS_INFERENCE_REFUSED_FAMILIES.get(self.shape.model_type)
         if refusal:
             raise _NoFit(refusal)
-        n = len(self.cap.gpus)
-        per_gpu = self.half_bytes / n
-        room = min(self._room(g, 1 / n) for g in self.cap.gpus)
-        if per_gpu > room:
-            raise _NoFit(f"{format_bytes(per_gpu)} per GPU (tensor parallel over {n}) > {format_bytes(room)} free")
+        # One GPU per process: tensor parallelism over several would need one process per GPU, and
+        # evalsuite's processes are data-parallel replicas (torchrun), each with its own GPU.
         step = self.gpu_step * SpeedModel.batch_factor(self.r.speed.ds_inference_factor, self.budget.batch_size)
-        plan = self._plan(DS_INFERENCE, "float16", self.half_bytes,
-                          {f"cuda:{i}": f"1/{n} of every layer, {format_bytes(per_gpu)}" for i in range(n)}, step)
-        return plan
+        return self._single_gpu(DS_INFERENCE, "float16", self.half_bytes, step)
 
     # -- accelerate's device map on the meta model ----------------------------------------------------
     def _device_map(self, max_memory: dict[Any, int], balanced: bool = False

@@ -264,7 +264,7 @@ def _load_ds_inference(model_id: str, plan: Plan, request: PlanRequest, trust_re
     # H100); from the host, DeepSpeed moves the injected model onto the GPU once.
     model = AutoModelForCausalLM.from_pretrained(model_id, dtype=torch.float16,
                                                  trust_remote_code=trust_remote_code)
-    engine = deepspeed.init_inference(model, tensor_parallel={"tp_size": torch.cuda.device_count()},
+    engine = deepspeed.init_inference(model, tensor_parallel={"tp_size": 1},  # one GPU per process (ladder.py)
                                       dtype=torch.float16, replace_with_kernel_inject=True,
                                       max_out_tokens=plan.budget.seq_len)
     return engine.module
