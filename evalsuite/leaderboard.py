@@ -15,6 +15,10 @@ task share an entry exactly when the settings that change the number are equal:
   so a rerun replaces the entry rather than piling up near-duplicates (it is still recorded).
 * Hardware, batch size, dtype, backend and the evalsuite version are recorded but not keyed: they should
   not change the number, and when they do that is a finding to compare against, not a separate row.
+* Quantized weights are the exception (schema 1.1): an int8 or nf4 load is a lossy copy of the model,
+  and the memory planner may choose one on a small GPU. Such runs carry ``settings.weights`` ("int8" or
+  "nf4"), which is keyed and always shown (``gpt-j-6b (nf4)``), so a quantized number never stands in
+  for the model's own. Half-precision runs have no ``weights`` field and keep their 1.0 keys.
 """
 
 from __future__ import annotations
@@ -35,11 +39,13 @@ from evalsuite import __version__
 from evalsuite.errors import EvalsuiteError, ThresholdNotMet
 from evalsuite.jsonl import atomic_write_json
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"
 SCHEMA_PATH = Path(__file__).parent / "schemas" / "leaderboard.schema.json"
 LEADERBOARD_FILE = "leaderboard.json"
 HTML_FILE = "index.html"
 KEY_FIELDS = ("n", "temperature", "top_p", "top_k", "max_new_tokens", "prompt_template", "dataset_sha256")
+OPTIONAL_KEY_FIELDS = ("weights",)  # keyed where present: quantized weights (see the module docstring)
+QUANTIZED_WEIGHTS = ("int8", "nf4")
 _METRIC_NAME = re.compile(r"^pass@([1-9][0-9]*)$")
 
 
@@ -68,7 +74,7 @@ class LeaderboardEntry:
     model_id: str  # resolved hub id or local path: what was actually loaded
     task: str
     dataset_sha256: str
-    settings: dict[str, Any]  # exactly KEY_FIELDS, normalised (see settings_for)
+    settings: dict[str, Any]  # KEY_FIELDS (+ OPTIONAL_KEY_FIELDS where present), normalised (see settings_for)
     metrics: dict[str, Metric]  # "pass@1" -> Metric
     n: int  # samples per problem
     n_problems: int
@@ -128,10 +134,12 @@ def _sorted_metrics(metrics: Mapping[str, Any]) -> list[tuple[str, Any]]:
 
 # -- settings key ------------------------------------------------------------------------------------
 
-def settings_for(sampling: Any, prompt_template: str, dataset_sha256: str) -> dict[str, Any]:
+def settings_for(sampling: Any, prompt_template: str, dataset_sha256: str,
+                 weights: str | None = None) -> dict[str, Any]:
     """The normalised settings that change the number (see the module docstring for the choice).
 
-    ``sampling`` is a :class:`~evalsuite.records.SamplingParams` or its ``to_dict()``.
+    ``sampling`` is a :class:`~evalsuite.records.SamplingParams` or its ``to_dict()``; ``weights`` the
+    precision the model ran in (only int8/nf4 are kept).
     """
     params = sampling.to_dict() if hasattr(sampling, "to_dict") else dict(sampling)
     missing = [name for name in ("n", "temperature", "top_p", "top_k", "max_new_tokens") if name not in params]
@@ -139,7 +147,7 @@ def settings_for(sampling: Any, prompt_template: str, dataset_sha256: str) -> di
         raise EvalsuiteError(f"sampling settings lack {', '.join(missing)}")
     temperature = float(params["temperature"])
     greedy = temperature == 0.0
-    return {
+    settings: dict[str, Any] = {
         "n": int(params["n"]),
         "temperature": temperature,
         "top_p": 1.0 if greedy else float(params["top_p"]),
@@ -148,11 +156,16 @@ def settings_for(sampling: Any, prompt_template: str, dataset_sha256: str) -> di
         "prompt_template": str(prompt_template),
         "dataset_sha256": str(dataset_sha256),
     }
+    if weights in QUANTIZED_WEIGHTS:
+        settings["weights"] = weights
+    return settings
 
 
 def settings_key(settings: Mapping[str, Any]) -> str:
-    """A short stable key like ``n20-t0.8-3f9a0c1b2d``: readable prefix, digest of all KEY_FIELDS."""
+    """A short stable key like ``n20-t0.8-3f9a0c1b2d``: readable prefix, digest of all KEY_FIELDS (and of
+    the OPTIONAL_KEY_FIELDS an entry has)."""
     canonical = {name: settings[name] for name in KEY_FIELDS}
+    canonical.update({name: settings[name] for name in OPTIONAL_KEY_FIELDS if name in settings})
     for name in ("temperature", "top_p"):  # 1 and 1.0 must give the same key
         canonical[name] = float(canonical[name])
     digest = hashlib.sha256(json.dumps(canonical, sort_keys=True).encode("utf-8")).hexdigest()
@@ -205,7 +218,7 @@ def entry_from_run(run_summary: Mapping[str, Any]) -> LeaderboardEntry:
     * ``score``: a ``Score`` or its ``summary_json()`` (needs pass@k values, ci95, n_problems).
     * ``run_id`` (str), ``hardware`` (str, e.g. "1x NVIDIA H100 80GB HBM3" or "cpu").
     * optional: ``date`` (ISO 8601 with a UTC offset, stored as UTC ``...Z``; default now),
-      ``evalsuite_version`` (default this version).
+      ``evalsuite_version`` (default this version), ``weights`` (the precision the model ran in).
     """
     required = ("model", "model_id", "task", "dataset_sha256", "prompt_template", "sampling", "score",
                 "run_id", "hardware")
@@ -213,7 +226,7 @@ def entry_from_run(run_summary: Mapping[str, Any]) -> LeaderboardEntry:
     if missing:
         raise EvalsuiteError(f"cannot build a leaderboard entry: run summary lacks {', '.join(missing)}")
     settings = settings_for(run_summary["sampling"], run_summary["prompt_template"],
-                            run_summary["dataset_sha256"])
+                            run_summary["dataset_sha256"], run_summary.get("weights"))
     metrics, not_computable, n_problems = _metrics_from_score(run_summary["score"])
     if not metrics:
         raise EvalsuiteError(f"{run_summary['model']} on {run_summary['task']}: no pass@k could be computed "
@@ -441,8 +454,9 @@ def display_labels(entries: Sequence[LeaderboardEntry]) -> dict[tuple[str, str, 
     for entry in entries:
         group = siblings[(entry.model, entry.task)]
         differing = [name for name in KEY_FIELDS if len({json.dumps(e.settings[name]) for e in group}) > 1]
-        suffix = ", ".join(_setting_text(name, entry.settings[name]) for name in differing)
-        labels[entry.key] = f"{entry.model} ({suffix})" if suffix else entry.model
+        parts = [entry.settings["weights"]] if "weights" in entry.settings else []  # always: see module doc
+        parts += [_setting_text(name, entry.settings[name]) for name in differing]
+        labels[entry.key] = f"{entry.model} ({', '.join(parts)})" if parts else entry.model
     return labels
 
 

@@ -68,6 +68,7 @@ class RunOutcome:
             "dataset_sha256": self.record["task"]["dataset_sha256"],
             "prompt_template": self.record["task"]["prompt_template"],
             "sampling": self.record["sampling"], "score": self.score, "run_id": self.run_dir.run_id,
+            "weights": self.record["identity"].get("weights"),
             "hardware": hardware_summary(self.record["environment"]["hardware"]),
             "date": self.record["finished_at"],
         }

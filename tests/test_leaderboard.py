@@ -14,7 +14,8 @@ from evalsuite.cli import main as cli_main
 from evalsuite.errors import EvalsuiteError, ThresholdNotMet
 from evalsuite.leaderboard import (
     KEY_FIELDS, SCHEMA_PATH, LeaderboardEntry, check_fail_under, enforce_fail_under, entry_from_run,
-    load_leaderboard, merge, parse_fail_under, save_leaderboard, settings_for, settings_key, update_leaderboard,
+    display_labels, load_leaderboard, merge, parse_fail_under, save_leaderboard, settings_for, settings_key,
+    update_leaderboard,
 )
 from evalsuite.records import SampleResult, SamplingParams
 from evalsuite.scoring import score
@@ -23,7 +24,8 @@ SHA = "0123456789abcdef" * 4
 
 
 def run_summary(model: str = "gpt-j-6b", task: str = "humaneval", passes: tuple[int, ...] = (1, 0, 0, 0),
-                n: int = 1, temperature: float = 0.0, run_id: str = "run-1", **sampling) -> dict:
+                n: int = 1, temperature: float = 0.0, run_id: str = "run-1", weights: str | None = None,
+                **sampling) -> dict:
     """A real Score from real SampleResults: problem i has ``passes[i]`` of its n samples passing."""
     results = [SampleResult(f"{task}/{i}", j, j < c, "passed" if j < c else "failed: x", 0.01)
                for i, c in enumerate(passes) for j in range(n)]
@@ -31,7 +33,7 @@ def run_summary(model: str = "gpt-j-6b", task: str = "humaneval", passes: tuple[
     return {"model": model, "model_id": f"org/{model}", "task": task, "dataset_sha256": SHA,
             "prompt_template": "{prompt}", "sampling": SamplingParams(n=n, temperature=temperature, **sampling),
             "score": score(results, ks, bootstrap=200), "run_id": run_id, "hardware": "cpu",
-            "date": "2025-01-31T12:00:00Z"}
+            "date": "2025-01-31T12:00:00Z", "weights": weights}
 
 
 def make_entry(**kwargs) -> LeaderboardEntry:
@@ -110,7 +112,7 @@ def test_update_leaderboard_round_trips_through_the_file(tmp_path: Path):
     assert loaded == second and len(first) == len(second) == 2
     assert sorted(e.run_id for e in loaded) == ["b", "c"]
     document = json.loads((tmp_path / "leaderboard.json").read_text())
-    assert document["schema_version"] == "1.0"
+    assert document["schema_version"] == "1.1"
     jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text())).validate(document)
 
 
@@ -271,7 +273,7 @@ def test_cli_reports_broken_file_and_bad_threshold(board_dir: Path, capsys):
     path.write_text(path.read_text().replace('"hardware": "cpu"', '"hardware": 7', 1))
     assert cli_main(["leaderboard", "--dir", str(board_dir)]) == 2
     assert capsys.readouterr().err == (f"error: {path}: invalid leaderboard at $.entries[0].hardware: "
-                                       "7 is not of type 'string' (schema 1.0)\n")
+                                       "7 is not of type 'string' (schema 1.1)\n")
     with pytest.raises(SystemExit) as info:
         cli_main(["leaderboard", "--dir", str(board_dir), "--fail-under", "pass@1=lots"])
     assert info.value.code == 2
@@ -301,3 +303,19 @@ def test_concurrent_updates_lose_no_entry(tmp_path: Path):
     assert [worker.wait(timeout=60) for worker in workers] == [0, 0, 0]
     assert len(load_leaderboard(tmp_path / "leaderboard.json")) == 45
     assert sorted(p.name for p in tmp_path.iterdir()) == ["leaderboard.json"]  # no lock or temp files left
+
+
+def test_quantized_weights_are_their_own_row_and_always_labelled(tmp_path: Path):
+    """The planner may load int8/nf4 on a small GPU: that number must not replace (or pass for) the model's
+    own. Half-precision runs keep the keys they had before the field existed."""
+    params = SamplingParams(n=10, temperature=0.8)
+    assert settings_for(params, "{prompt}", SHA, "bfloat16") == settings_for(params, "{prompt}", SHA)
+    assert settings_key(settings_for(params, "{prompt}", SHA, "nf4")) != settings_key(settings_for(params, "{prompt}", SHA))
+    half = make_entry(run_id="half")
+    nf4 = make_entry(run_id="nf4", weights="nf4")
+    kept = update_leaderboard(tmp_path, [half, nf4], render_html=False)
+    assert sorted(e.run_id for e in kept) == ["half", "nf4"]
+    labels = display_labels(kept)
+    assert labels[nf4.key].endswith("(nf4)") and "nf4" not in labels[half.key]
+    assert display_labels([nf4])[nf4.key].endswith("(nf4)")  # shown even without a sibling
+    assert load_leaderboard(tmp_path / "leaderboard.json") == kept  # the 1.1 schema validates it
