@@ -5,14 +5,9 @@
 set -u
 OUTDIR=${1:-out}; BUDGET=${2:-560}; MODELS=${3:-gpt-j-6b}; JOBS=${4:-gpt-j-6b:baseline,gpt-j-6b:auto}
 START=$SECONDS
-export PYTHONUNBUFFERED=1
+BUILD_MODEL=0 source benchmarks/gpu/common.sh  # installs the carried wheels (.whl-core, .whl)
+export PYTHONPATH=/tmp/site:$PWD
 mkdir -p "$OUTDIR"
-if ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-    && export PYTHONPATH=/tmp/site:$PWD || echo "wheel install failed"
-else
-  export PYTHONPATH=$PWD
-fi
 nvidia-smi --query-gpu=name,memory.total,memory.used --format=csv,noheader; free -g | head -2; df -h /tmp | tail -1
 python3 -c "import torch, transformers, accelerate; print('torch', torch.__version__, 'transformers', transformers.__version__, 'accelerate', accelerate.__version__)"
 python3 -c "import bitsandbytes; print('bitsandbytes', bitsandbytes.__version__)" 2>&1 | tail -1

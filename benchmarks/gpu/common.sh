@@ -1,5 +1,6 @@
-# Shared set-up for the GPU recipes: install carried wheels and this checkout (the GPU image has no
-# network), build the random GPT-J-6B-shaped checkpoint. Source it; TINY=1 runs everything on CPU.
+# Shared set-up for the GPU recipes: install carried wheels (.whl-core: evalsuite's own needs; .whl, where
+# carried: bitsandbytes, DeepSpeed and theirs) and this checkout (the GPU image has no network), build the
+# random GPT-J-6B-shaped checkpoint. Source it; TINY=1 runs everything on CPU.
 set -uo pipefail
 export PYTHONUNBUFFERED=1 OUT=${OUT:-/tmp/evalsuite-gpu-out}
 PY=${PY:-python3}  # the interpreter that has torch (the GPU image's python3)
@@ -8,6 +9,10 @@ if [ -d .whl-core ] && [ "${SKIP_INSTALL:-0}" != 1 ]; then
   $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl-core/*.whl \
     && export PYTHONPATH=/tmp/site
   $PY -m pip install -q --no-index --no-deps --no-build-isolation -e . >/dev/null || exit 1
+fi
+if ls .whl/*.whl >/dev/null 2>&1 && [ "${SKIP_INSTALL:-0}" != 1 ]; then
+  $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+    || echo "wheel install failed"
 fi
 MODEL=${MODEL:-/tmp/gptj6b}
 # bubblewrap is not on the GPU image: random-weight completions are executed with rlimits only there.

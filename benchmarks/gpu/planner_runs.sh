@@ -8,11 +8,7 @@
 # lacks them. TINY=1 (CPU smoke test): a tiny GPT-J instead of the 6B one, no loading table.
 cd "$(dirname "$0")/../.." || exit 1
 export MODEL=${CKPT:-/tmp/ckpt}/gpt-j-6b BUILD_MODEL=${TINY:-0}
-source benchmarks/gpu/common.sh  # installs .whl-core and this checkout
-if ls .whl/*.whl >/dev/null 2>&1 && [ "${SKIP_INSTALL:-0}" != 1 ]; then
-  $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-    || echo "wheel install failed"
-fi
+source benchmarks/gpu/common.sh  # installs the carried wheels and this checkout
 export PYTHONPATH=/tmp/site:$PWD
 CAP=${CAP:-16GiB} JOBS=${JOBS:-} RUNS=${RUNS:-auto} BUDGET=${BUDGET:-540}
 START=$SECONDS

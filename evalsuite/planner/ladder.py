@@ -416,7 +416,7 @@ class _Ladder:
             raise _NoFit(refusal)
         # One GPU per process: tensor parallelism over several would need one process per GPU, and
         # evalsuite's processes are data-parallel replicas (torchrun), each with its own GPU.
-        step = self.gpu_step * SpeedModel.batch_factor(self.r.speed.ds_inference_factor, self.budget.batch_size)
+        step = self.gpu_step * self.r.speed.batch_factor(self.r.speed.ds_inference_factor, self.budget.batch_size)
         return self._single_gpu(DS_INFERENCE, "float16", self.half_bytes, step)
 
     # -- accelerate's device map on the meta model ----------------------------------------------------
@@ -509,8 +509,9 @@ def choose_plan(request: PlanRequest, strategy: str | None = None) -> Plan:
 
     Every rung is sized at the largest batch that fits (the KV cache shrinks with the batch). Among the
     rungs that fit, the first in ladder order whose estimated time per generated token is within 20% of
-    the fastest wins (CPU-only competes only when every GPU rung would offload, see ``ON_GPU``): the ladder's order prefers numerics (bf16 over 8-bit over 4-bit, GPU over
-    offload), the estimate keeps that preference from costing real speed. When nothing fits even at
+    the fastest wins: the ladder's order prefers numerics (bf16 over 8-bit over 4-bit, GPU over
+    offload), the estimate keeps that preference from costing real speed. CPU-only competes only when
+    every GPU rung would offload (see ``ON_GPU``). When nothing fits even at
     batch 1, EvalsuiteError gives every rung's numbers, before any download.
     """
     if strategy is not None:
@@ -531,11 +532,10 @@ def choose_plan(request: PlanRequest, strategy: str | None = None) -> Plan:
             f"({request.shape.num_params / 1e9:.1f}B parameters: {format_bytes(half)} in half precision, "
             f"{format_bytes(request.shape.weight_bytes('nf4'))} in nf4; runtime budget at batch 1 "
             f"{format_bytes(_Ladder(request, 1).budget.total)}): {detail}")
-    if any(p.strategy in ON_GPU for p in candidates):
-        for plan in [p for p in candidates if p.strategy == CPU]:
-            candidates.remove(plan)
-            rejected.append(Rejection(CPU, "the weights fit on the GPU: CPU-only decoding competes only with "
-                                           "offloading (force it with --strategy cpu)"))
+    if any(p.strategy in ON_GPU for p in candidates) and any(p.strategy == CPU for p in candidates):
+        candidates = [p for p in candidates if p.strategy != CPU]
+        rejected.append(Rejection(CPU, "the weights fit on the GPU: CPU-only decoding competes only with "
+                                       "offloading (force it with --strategy cpu)"))
     fastest = min(p.est_ms_per_token for p in candidates)
     chosen = next(p for p in candidates if p.est_ms_per_token <= TIE_MARGIN * fastest)
     for plan in candidates:
