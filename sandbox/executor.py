@@ -38,6 +38,7 @@ class Job:
     candidate: str
     test: str
     check: str
+    timeout_s: float | None = None  # this sample's wall-clock limit; None: the executor's default
 
 
 @dataclass(frozen=True)
@@ -140,11 +141,12 @@ class Worker:
 
     def send(self, job: Job) -> None:
         write_frame(self.proc.stdin.fileno(), {"id": job.job_id, "key": job.problem_key,
-                                               "candidate": job.candidate, "test": job.test, "check": job.check})
+                                               "candidate": job.candidate, "test": job.test, "check": job.check,
+                                               "timeout_s": job.timeout_s})
 
-    def receive(self) -> Outcome | None:
+    def receive(self, timeout_s: float) -> Outcome | None:
         """The next outcome; None if the fork server did not answer in time. Raises ChannelClosed if it died."""
-        reply = self.reader.read(self.limits.timeout_s + GRACE_S)
+        reply = self.reader.read(timeout_s + GRACE_S)
         if reply is None:
             return None
         return Outcome(reply["id"], reply["status"], reply["reason"], reply["duration_s"], tuple(reply["flags"]))
@@ -253,10 +255,11 @@ class Executor:
                         return
                     first = in_flight.popleft()
                     try:
-                        outcome = worker.receive()
+                        limit = first.timeout_s or self.limits.timeout_s
+                        outcome = worker.receive(limit)
                         broken = outcome is None  # the server itself stopped answering: blame the running job
                         if outcome is None:
-                            outcome = Outcome(first.job_id, "timed out", "", self.limits.timeout_s + GRACE_S)
+                            outcome = Outcome(first.job_id, "timed out", "", limit + GRACE_S)
                         elif outcome.job_id != first.job_id:
                             raise RuntimeError(f"sandbox worker {worker.index} answered out of order")
                     except ChannelClosed:
