@@ -45,7 +45,8 @@ def execute_samples(task: Task, samples: Sequence[Mapping[str, Any]],
         if problem is None:
             raise EvalsuiteError(f"sample {job_id}: task_id {sample['task_id']!r} is not in task {task.name!r}")
         program = task.build_program(problem, sample["completion"])
-        jobs.append(sandbox.Job(job_id, program.problem_key, program.candidate, program.test, program.check))
+        jobs.append(sandbox.Job(job_id, program.problem_key, program.candidate, program.test, program.check,
+                                prelude=program.prelude, entry_point=program.entry_point))
 
     outcomes: list[sandbox.Outcome | None] = [None] * len(jobs)
     started = time.perf_counter()
@@ -56,7 +57,8 @@ def execute_samples(task: Task, samples: Sequence[Mapping[str, Any]],
                 for outcome in executor.run(jobs):
                     outcomes[outcome.job_id] = outcome
                     bar.update(1)
-            info = {"mode": executor.mode, "isolation": executor.detail, "workers": executor.workers,
+            info = {"mode": executor.mode, "isolation": executor.detail, "limits": executor.limit_mode,
+                    "workers": executor.workers,
                     "timeout_s": options.timeout_s, "memory_mb": options.memory_mb,
                     "worker_restarts": executor.restarts}
     except sandbox.SandboxUnavailable as exc:
@@ -72,7 +74,8 @@ def execute_samples(task: Task, samples: Sequence[Mapping[str, Any]],
         flags.update(outcome.flags)
         results.append(SampleResult(task_id=sample["task_id"], completion_id=int(sample["completion_id"]),
                                     passed=outcome.passed, result=result_text(outcome.status, outcome.reason),
-                                    duration_s=outcome.duration_s, flags=outcome.flags))
+                                    duration_s=outcome.duration_s, flags=outcome.flags,
+                                    sample_error=outcome.sample_error))
     info.update({
         "versions": package_versions(),
         "detections": dict(sorted(flags.items())),

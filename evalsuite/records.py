@@ -73,7 +73,9 @@ class SampleResult:
     passed: bool
     result: str  # "passed", "failed: <short reason>", "timed out"
     duration_s: float
-    flags: tuple[str, ...] = field(default_factory=tuple)  # e.g. ("non_plain_return",) hack detections
+    flags: tuple[str, ...] = field(default_factory=tuple)  # hack detections, e.g. ("non_plain_value",)
+    # The candidate's own exception text (truncated). The sample wrote it: it is never part of the verdict.
+    sample_error: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -83,4 +85,5 @@ class SampleResult:
             "result": self.result,
             "duration_s": round(self.duration_s, 6),
             "flags": list(self.flags),
+            "sample_error": self.sample_error,
         }

@@ -31,14 +31,19 @@ class Problem:
 class Program:
     """What the sandbox runs for one sample.
 
-    ``candidate`` is untrusted (prompt + completion); ``test`` is trusted and is compiled once per
-    ``problem_key``; ``check`` is the trusted statement that runs the tests against the candidate.
+    ``candidate`` is untrusted (prompt + completion) and runs alone in a jailed process. The rest is
+    trusted and runs in the checker, another process: ``prelude`` (definitions the test may use, such as
+    the prompt's helper functions: the test sees these, never the candidate's versions of them), ``test``
+    (compiled once per ``problem_key``) and ``check``, the statement that runs the tests. ``entry_point`` is
+    the candidate's function the test calls (through the call channel); by default read from ``check(name)``.
     """
 
     problem_key: str
     candidate: str
     test: str
     check: str
+    prelude: str = ""
+    entry_point: str = ""
 
 
 def truncate_at_stop(text: str, stop_sequences: Sequence[str]) -> str:
@@ -113,6 +118,8 @@ class Task:
             candidate=problem.prompt + completion,
             test=problem.test,
             check=f"check({problem.entry_point})",
+            prelude=problem.prompt,
+            entry_point=problem.entry_point,
         )
 
     def __repr__(self) -> str:

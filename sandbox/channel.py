@@ -1,0 +1,273 @@
+"""The call channel: the trusted test calls the candidate's function across a process boundary.
+
+One stream socket per sample, made fresh by the checker. Messages are a u32 length plus one
+:mod:`sandbox.wire` value (a tuple), in strict lockstep:
+
+* sample -> checker, once, after the candidate's module ran: ``("ready",)`` or
+  ``("load_error", builtin_class_name, exact, message)``;
+* checker -> sample: ``("call", seq, name, args, kwargs)``;
+* sample -> checker, one per call: ``("return", seq, value)``, ``("raise", seq, builtin_class_name, exact,
+  message)`` or ``("not_plain", seq, kind)``.
+
+:class:`CallClient` is the trusted end (in the checker); it decides everything from what it reads and
+never trusts a field it has not validated. :func:`serve_calls` is the sample's end; it runs inside the
+sample's own process, so nothing in it is relied on: a sample that rewrites it can only change its own
+answers, which the trusted test then checks.
+"""
+
+from __future__ import annotations
+
+import builtins
+import os
+import select
+import struct
+import time
+from typing import Any, Callable
+
+if __package__:
+    from sandbox import wire
+else:  # imported by a server run as a script, with this folder on sys.path
+    import wire  # type: ignore[no-redef]
+
+_U32 = struct.Struct(">I")
+MAX_MESSAGE_TEXT = 500  # characters of a candidate's exception message kept as its own output
+
+# Built-in exception classes, captured at import (before any sample code can run in this process).
+BUILTIN_EXCEPTIONS: dict[str, type[BaseException]] = {
+    name: cls for name, cls in vars(builtins).items() if isinstance(cls, type) and issubclass(cls, BaseException)}
+
+
+class ChannelFailure(BaseException):
+    """The sample stopped answering properly. A BaseException, so a test's ``except Exception`` (or a
+    bare ``except`` that goes on) cannot turn it into a pass: the client remembers it either way."""
+
+
+# -- the trusted end -----------------------------------------------------------------------------------
+class CallClient:
+    """The checker's end of one sample's channel. After the test, ``failure`` (if any) fails the sample.
+
+    ``failure`` is ``(reason, flag)`` from a fixed vocabulary; ``sample_error`` is the candidate's own text.
+    """
+
+    def __init__(self, fd: int, deadline: float, limits: wire.WireLimits = wire.DEFAULT_LIMITS):
+        self.fd, self.deadline, self.limits = fd, deadline, limits
+        os.set_blocking(fd, False)  # every wait goes through select() with the sample's deadline
+        self.buffer = bytearray()
+        self.seq = 0
+        self.failure: tuple[str, str] | None = None  # (reason, flag or "")
+        self.timed_out = False
+        self.sample_error = ""
+        self.raised: dict[int, tuple[str, bool]] = {}  # id(exception we raised) -> (class name, exact)
+        self.closed = False
+
+    # reading and writing
+    def _fail(self, reason: str, flag: str = "") -> ChannelFailure:
+        if self.failure is None:
+            self.failure = (reason, flag)
+        return ChannelFailure(reason)
+
+    def _read_message(self) -> Any:
+        while True:
+            if len(self.buffer) >= 4:
+                (size,) = _U32.unpack_from(self.buffer)
+                if size > self.limits.max_bytes:
+                    raise self._fail("return value too large", "")
+                if len(self.buffer) >= 4 + size:
+                    body = bytes(self.buffer[4:4 + size])
+                    del self.buffer[:4 + size]
+                    try:
+                        return wire.decode(body, self.limits)
+                    except wire.WireError:
+                        raise self._fail("channel tampered", "channel_tampered") from None
+            try:
+                chunk = os.read(self.fd, 1 << 16)
+            except BlockingIOError:
+                remaining = self.deadline - time.monotonic()
+                if remaining <= 0:
+                    self.timed_out = True
+                    raise self._fail("timed out") from None
+                select.select([self.fd], [], [], remaining)
+                continue
+            except OSError:
+                chunk = b""
+            if not chunk:
+                raise self._fail("sample process died")
+            self.buffer += chunk
+
+    def _send(self, data: bytes) -> None:
+        view = memoryview(_U32.pack(len(data)) + data)
+        try:  # the common case: the socket's buffer has room, and no system call is spent on select()
+            view = view[os.write(self.fd, view):]
+        except BlockingIOError:
+            pass
+        except OSError:
+            raise self._fail("sample process died") from None
+        while view:
+            remaining = self.deadline - time.monotonic()
+            if remaining <= 0:
+                self.timed_out = True
+                raise self._fail("timed out")
+            _, ready, _ = select.select([], [self.fd], [], remaining)
+            if not ready:
+                continue
+            try:
+                written = os.write(self.fd, view)
+            except OSError:
+                raise self._fail("sample process died") from None
+            view = view[written:]
+
+    # the protocol
+    def wait_ready(self) -> None:
+        """Wait until the candidate's module has run. Raises the candidate's load error as the test would see it."""
+        message = self._read_message()
+        if message == ("ready",):
+            return
+        if type(message) is tuple and len(message) == 4 and message[0] == "load_error":
+            raise self._candidate_exception(message[1], message[2], message[3])
+        raise self._fail("channel tampered", "channel_tampered")
+
+    def call(self, name: str, args: tuple, kwargs: dict) -> Any:
+        if self.failure is not None:
+            raise ChannelFailure(self.failure[0])
+        self.seq += 1
+        try:
+            data = wire.encode(("call", self.seq, name, tuple(args), dict(kwargs)), self.limits)
+        except (wire.NotPlain, ValueError):
+            raise self._fail("unsupported argument") from None
+        self._send(data)
+        reply = self._read_message()
+        if type(reply) is not tuple or len(reply) < 2 or reply[1] != self.seq or type(reply[1]) is not int:
+            raise self._fail("channel tampered", "channel_tampered")
+        kind = reply[0]
+        if kind == "return" and len(reply) == 3:
+            return reply[2]
+        if kind == "raise" and len(reply) == 5:
+            raise self._candidate_exception(reply[2], reply[3], reply[4])
+        if kind == "not_plain" and len(reply) == 3:
+            raise self._fail("non-plain value", "non_plain_value")
+        raise self._fail("channel tampered", "channel_tampered")
+
+    def proxy(self, name: str) -> Callable[..., Any]:
+        """A stand-in for the candidate's function, for the trusted test's namespace."""
+        def candidate(*args: Any, **kwargs: Any) -> Any:
+            return self.call(name, args, kwargs)
+
+        candidate.__name__ = candidate.__qualname__ = name
+        return candidate
+
+    def _candidate_exception(self, class_name: Any, exact: Any, message: Any) -> BaseException:
+        """The candidate's exception, rebuilt from validated fields as a built-in exception of the trusted side."""
+        if type(class_name) is not str or type(exact) is not bool or type(message) is not str:
+            return self._fail("channel tampered", "channel_tampered")
+        cls = BUILTIN_EXCEPTIONS.get(class_name)
+        if cls is None:
+            return self._fail("channel tampered", "channel_tampered")
+        self.sample_error = f"{class_name}: {message[:MAX_MESSAGE_TEXT]}" if message else class_name
+        if not issubclass(cls, Exception):  # SystemExit, KeyboardInterrupt, GeneratorExit: the candidate quit
+            return self._fail(class_name if exact else "exception")
+        try:
+            exc = cls(message[:MAX_MESSAGE_TEXT])
+        except Exception:  # exception classes whose constructor wants other arguments
+            exc = Exception(message[:MAX_MESSAGE_TEXT])
+        self.raised[id(exc)] = (class_name, exact)
+        return exc
+
+    def unsolicited_data(self) -> bool:
+        """Whether the sample wrote anything it was not asked for (checked once the test is over)."""
+        if self.buffer:
+            return True
+        try:
+            ready, _, _ = select.select([self.fd], [], [], 0)
+            return bool(ready) and bool(os.read(self.fd, 1))
+        except OSError:
+            return False
+
+
+# -- the sample's end ----------------------------------------------------------------------------------
+def _builtin_ancestor(exc: BaseException) -> tuple[str, bool]:
+    builtin_classes = {cls: name for name, cls in BUILTIN_EXCEPTIONS.items()}
+    kind = type(exc)
+    for cls in type.__dict__["__mro__"].__get__(kind):
+        if cls in builtin_classes:
+            return builtin_classes[cls], cls is kind
+    return "Exception", False
+
+
+def _message_of(exc: BaseException) -> str:
+    try:
+        return str(exc)[:MAX_MESSAGE_TEXT]
+    except BaseException:
+        return ""
+
+
+def _write_all(fd: int, message: tuple) -> None:
+    try:
+        body = wire.encode(message)
+    except (wire.NotPlain, ValueError) as exc:
+        kind = exc.kind if isinstance(exc, wire.NotPlain) else "too large"
+        body = wire.encode(("not_plain", message[1], kind))
+    data = memoryview(_U32.pack(len(body)) + body)
+    while data:
+        data = data[os.write(fd, data):]
+
+
+def _read_exactly(fd: int, size: int) -> bytes | None:
+    data = bytearray()
+    while len(data) < size:
+        chunk = os.read(fd, size - len(data))
+        if not chunk:
+            return None
+        data += chunk
+    return bytes(data)
+
+
+def serve_calls(fd: int, source: str, namespace: dict[str, Any]) -> None:
+    """Run the candidate's module, report it ready, then answer calls until the checker hangs up."""
+    try:
+        exec(compile(source, "<candidate>", "exec"), namespace)
+    except BaseException as exc:
+        name, exact = _builtin_ancestor(exc)
+        _write_all(fd, ("load_error", name, exact, _message_of(exc)))
+        return
+    _write_all(fd, ("ready",))
+    while True:
+        header = _read_exactly(fd, 4)
+        if header is None:
+            return
+        body = _read_exactly(fd, _U32.unpack(header)[0])
+        if body is None:
+            return
+        _, seq, name, args, kwargs = wire.decode(body)
+        try:
+            function = namespace[name]
+        except KeyError:
+            exc: BaseException = NameError(f"name {name!r} is not defined")
+            _write_all(fd, ("raise", seq, "NameError", True, str(exc)))
+            continue
+        try:
+            value = function(*args, **kwargs)
+        except BaseException as exc:
+            name_, exact = _builtin_ancestor(exc)
+            _write_all(fd, ("raise", seq, name_, exact, _message_of(exc)))
+            continue
+        value = _as_plain(value)
+        _write_all(fd, ("return", seq, value))
+
+
+_DICT_LIKE: tuple[type, ...] = ()
+
+
+def _as_plain(value: Any) -> Any:
+    """The standard library's dict subclasses (Counter, OrderedDict, defaultdict) travel as plain dicts.
+
+    Their contents are read through ``dict.items``, the C implementation, so a patched class changes
+    nothing; user-defined subclasses are still refused by the encoder.
+    """
+    global _DICT_LIKE
+    if not _DICT_LIKE:
+        import collections
+
+        _DICT_LIKE = (collections.Counter, collections.OrderedDict, collections.defaultdict)
+    if type(value) in _DICT_LIKE:
+        return dict(dict.items(value))
+    return value

@@ -1,0 +1,213 @@
+"""The jail: which isolation this host allows, and the bubblewrap command line that builds it.
+
+The jail is an **allow-list**: an empty root on which only these are mounted, read-only --
+
+* the Python interpreter, its standard library (with ``site-packages``/``dist-packages`` hidden under
+  empty tmpfs) and the shared libraries they load (found with ``ldd``), plus ``/etc/ld.so.cache``;
+* evalsuite's own ``sandbox/`` code, at :data:`JAIL_CODE_DIR`;
+* a private ``/proc`` (own PID namespace) and a minimal ``/dev`` (null, zero, full, random, urandom);
+* an empty ``/tmp`` mount point, on which every sample gets a fresh tmpfs of its own.
+
+Nothing else of the host exists in it: no ``/home``, ``/root``, ``/srv``, ``/opt``, ``/etc``, ``/run``,
+project folders or host sockets. The environment is emptied (``PATH``, ``HOME``, ``LANG``, ``TMPDIR`` only).
+Own PID, network, IPC, UTS and cgroup namespaces. Modes, best first:
+
+* ``bwrap`` as real root (flavour ``ns-root``): the sample server keeps only the capabilities it needs
+  (mount a sample's tmpfs, switch uid, kill the jail's processes); each sample runs under a uid of its
+  worker's own with none.
+* ``bwrap`` as a normal user (flavour ``ns-user``): a user namespace in which nested user namespaces are
+  disabled; samples drop every capability and run as ``nobody``.
+* ``none``: no namespaces possible here. Used only with an explicit opt-in, because a sample can then
+  read your files and reach the network.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+from dataclasses import dataclass
+from pathlib import Path
+
+SANDBOX_DIR = Path(__file__).resolve().parent
+JAIL_CODE_DIR = "/evalsuite-sandbox"  # where sandbox/ is mounted inside the jail
+DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
+ROOT_CAPABILITIES = ("CAP_SYS_ADMIN", "CAP_SETUID", "CAP_SETGID", "CAP_KILL")
+USER_CAPABILITIES = ("CAP_SYS_ADMIN",)  # inside its own user namespace only: to mount each sample's tmpfs
+SAMPLE_UID_BASE = 0x70000000  # as real root, worker i's samples run as this + i: a uid no one else uses
+SANDBOX_UID = 65534  # "nobody" inside a user namespace
+PROBE_TIMEOUT_S = 20.0
+ENVIRONMENT = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8", "TMPDIR": "/tmp"}
+FALLBACK_LIBRARY_DIRS = ("/lib", "/lib64", "/usr/lib", "/usr/lib64")
+
+
+class SandboxUnavailable(RuntimeError):
+    """No namespace isolation is possible here and the caller did not opt in to running without it."""
+
+
+@dataclass(frozen=True)
+class Jail:
+    """How to start one worker's sample server."""
+
+    mode: str  # "bwrap" or "none"
+    flavor: str  # what the sample server is told: "ns-root", "ns-user" or "none"
+    detail: str  # one line for the run record
+
+    def command(self, config: dict, scratch_mb: int) -> list[str]:
+        if self.mode == "bwrap":
+            server = [jail_interpreter(), "-I", "-S", "-B", f"{JAIL_CODE_DIR}/sample_server.py", json.dumps(config)]
+            return bwrap_prefix(as_root=self.flavor == "ns-root") + server
+        return [jail_interpreter(), "-I", "-S", "-B", str(SANDBOX_DIR / "sample_server.py"), json.dumps(config)]
+
+
+@functools.lru_cache(maxsize=None)
+def jail_interpreter() -> str:
+    """The base interpreter (not a virtual environment's launcher): it finds its stdlib next to itself."""
+    base = getattr(sys, "_base_executable", "") or sys.executable
+    return os.path.realpath(base)
+
+
+@functools.lru_cache(maxsize=None)
+def interpreter_files() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(paths to bind read-only, directories to hide inside them) for the interpreter and its stdlib."""
+    paths = {jail_interpreter()}
+    stdlib = set(base_interpreter_paths()[:2])
+    paths.update(p for p in stdlib if os.path.isdir(p))
+    hidden = sorted(os.path.join(p, name) for p in stdlib for name in ("site-packages", "dist-packages")
+                    if os.path.isdir(os.path.join(p, name)))
+    paths.update(shared_libraries())
+    if os.path.exists("/etc/ld.so.cache"):
+        paths.add("/etc/ld.so.cache")
+    return tuple(sorted(paths)), tuple(hidden)
+
+
+@functools.lru_cache(maxsize=None)
+def base_interpreter_paths() -> tuple[str, str, str]:
+    """(stdlib, platstdlib, extension-module folder) as the jail's interpreter itself reports them: inside a
+    virtual environment, this process's ``sysconfig`` would name the environment's folders instead."""
+    script = ("import sysconfig; p = sysconfig.get_paths(); "
+              "print(p['stdlib']); print(p['platstdlib']); print(sysconfig.get_config_var('DESTSHARED') or '')")
+    try:
+        lines = subprocess.run([jail_interpreter(), "-I", "-S", "-c", script], capture_output=True, text=True,
+                               timeout=60, env=ENVIRONMENT).stdout.splitlines()
+        stdlib, platstdlib, dynload = lines[:3]
+    except (OSError, subprocess.TimeoutExpired, ValueError):
+        paths = sysconfig.get_paths(vars={"base": sys.base_prefix, "platbase": sys.base_exec_prefix,
+                                          "installed_base": sys.base_prefix, "installed_platbase": sys.base_exec_prefix})
+        stdlib, platstdlib, dynload = paths["stdlib"], paths["platstdlib"], ""
+    return stdlib, platstdlib, dynload
+
+
+def shared_libraries() -> set[str]:
+    """The shared libraries the interpreter and its extension modules load (``ldd``), or, without ``ldd``,
+    the system library folders."""
+    ldd = shutil.which("ldd")
+    dynload = base_interpreter_paths()[2]
+    binaries = [jail_interpreter()] + sorted(str(p) for p in Path(dynload).glob("*.so")) if dynload else [jail_interpreter()]
+    if ldd is None:
+        return {d for d in FALLBACK_LIBRARY_DIRS if os.path.isdir(d) and not os.path.islink(d)}
+    found: set[str] = set()
+    for start in range(0, len(binaries), 64):
+        try:
+            output = subprocess.run([ldd, *binaries[start:start + 64]], capture_output=True, text=True,
+                                    timeout=60).stdout
+        except (OSError, subprocess.TimeoutExpired):
+            return {d for d in FALLBACK_LIBRARY_DIRS if os.path.isdir(d) and not os.path.islink(d)}
+        for match in re.finditer(r"(?:=>\s*)?(/\S+)\s+\(0x", output):
+            found.add(match.group(1))
+    return {p for p in found if os.path.exists(p)}
+
+
+@functools.lru_cache(maxsize=None)
+def bwrap_supports(option: str) -> bool:
+    try:
+        text = subprocess.run([shutil.which("bwrap") or "bwrap", "--help"], capture_output=True, text=True,
+                              timeout=10).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return option in text
+
+
+def bwrap_prefix(as_root: bool) -> list[str]:
+    bwrap = shutil.which("bwrap") or "bwrap"
+    args = [bwrap, "--die-with-parent", "--new-session",
+            "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
+    if not as_root:
+        args += ["--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID)]
+        if bwrap_supports("--disable-userns"):
+            args += ["--disable-userns"]
+    args += ["--proc", "/proc", "--size", str(1 << 20), "--tmpfs", "/dev"]
+    for device in DEVICES:
+        if os.path.exists(device):
+            args += ["--dev-bind", device, device]
+    args += ["--remount-ro", "/dev", "--dir", "/tmp"]
+    paths, hidden = interpreter_files()
+    made = {"/", "/dev", "/tmp", "/proc"}
+    for path in paths:
+        # Parents the bind needs are made world-traversable (0755) so the sample's uid can reach the files.
+        for parent in reversed(Path(path).parents):
+            if str(parent) not in made:
+                made.add(str(parent))
+                args += ["--perms", "0755", "--dir", str(parent)]
+        args += ["--ro-bind", path, path]
+    for directory in hidden:
+        args += ["--size", str(1 << 16), "--tmpfs", directory, "--remount-ro", directory]
+    args += ["--ro-bind", str(SANDBOX_DIR), JAIL_CODE_DIR, "--remount-ro", "/"]
+    args += ["--cap-drop", "ALL"]
+    for capability in (ROOT_CAPABILITIES if as_root else USER_CAPABILITIES):
+        args += ["--cap-add", capability]
+    args += ["--clearenv"]
+    for name, value in ENVIRONMENT.items():
+        args += ["--setenv", name, value]
+    return args + ["--chdir", "/", "--"]
+
+
+def probe_config(flavor: str) -> dict:
+    """What a sample server needs to set up one sample's jail (see ``sample_server.probe``)."""
+    return {"flavor": flavor, "scratch_mb": 16, "memory_mb": 1024, "fsize_mb": 16, "nofile": 64, "nproc": 16,
+            "child_uid": SAMPLE_UID_BASE if flavor == "ns-root" else None,
+            "host_pidns": os.readlink("/proc/self/ns/pid"), "control_fd": -1}
+
+
+def _probe(command: list[str]) -> tuple[bool, str]:
+    try:
+        proc = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, timeout=PROBE_TIMEOUT_S,
+                              env=ENVIRONMENT)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return False, f"{type(exc).__name__}: {exc}"
+    if proc.returncode == 0 and proc.stdout.strip() == b"ok":
+        return True, ""
+    message = (proc.stderr or proc.stdout).decode("utf-8", "replace").strip().splitlines()
+    return False, message[-1] if message else f"exit status {proc.returncode}"
+
+
+@functools.lru_cache(maxsize=None)
+def find_jail() -> tuple[Jail | None, str]:
+    """The best isolation that actually works here (a sample's jail set up for real), or None and why not."""
+    if shutil.which("bwrap") is None:
+        return None, "bubblewrap is not installed (apt-get install bubblewrap)"
+    as_root = os.geteuid() == 0
+    flavor = "ns-root" if as_root else "ns-user"
+    command = bwrap_prefix(as_root) + [jail_interpreter(), "-I", "-S", "-B", f"{JAIL_CODE_DIR}/sample_server.py",
+                                       "--probe", json.dumps(probe_config(flavor))]
+    ok, why = _probe(command)
+    if not ok:
+        return None, f"bubblewrap cannot build the jail here: {why}"
+    detail = ("bubblewrap allow-list jail as root: samples run under a private uid without capabilities" if as_root
+              else "bubblewrap allow-list jail in a user namespace: samples run as nobody without capabilities")
+    return Jail("bwrap", flavor, detail), ""
+
+
+def detect_isolation() -> str:
+    """``"bwrap"`` when the jail works on this host, else ``"none"``."""
+    jail, _ = find_jail()
+    return jail.mode if jail else "none"
+
+
+def unsandboxed_jail() -> Jail:
+    return Jail("none", "none", "NO ISOLATION: rlimits and a process-tree kill only")

@@ -1,0 +1,190 @@
+"""The wire format of the call channel: plain values only, strictly decoded, size-limited. No pickle.
+
+Values crossing the trust boundary (arguments going into the sample, return values coming out) are
+exactly these types, nested: None, bool, int, float, complex, str, bytes, list, tuple, dict, set,
+frozenset. ``True`` and ``1``, ``(1,)`` and ``[1]`` stay distinct. The encoder refuses anything else
+(subclasses, always-equal objects, generators, cycles) with :class:`NotPlain`; the decoder accepts only
+well-formed input within :class:`WireLimits` and raises :class:`WireError` otherwise. Decoding runs no
+code of the sender's: every value is built by the decoder from bytes, so comparing it in the trusted
+test runs only the interpreter's own C implementations.
+
+Layout: one tag byte per value, then
+``N``/``T``/``F`` (nothing), ``i`` (u32 length + signed big-endian bytes), ``f`` (8-byte IEEE double),
+``c`` (two doubles), ``s`` (u32 length + UTF-8, surrogates passed through), ``b`` (u32 length + bytes),
+``l``/``t``/``S``/``Z`` (u32 count + items: list, tuple, set, frozenset), ``d`` (u32 count + key, value pairs).
+Runs on both sides of the boundary; stdlib only.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+_U32 = struct.Struct(">I")
+_F64 = struct.Struct(">d")
+_C128 = struct.Struct(">dd")
+
+
+@dataclass(frozen=True)
+class WireLimits:
+    """Bounds on what the decoder accepts (the encoder checks ``max_bytes`` too)."""
+
+    max_bytes: int = 16 << 20  # one encoded message
+    max_depth: int = 100  # nesting of containers
+    max_int_bytes: int = 1 << 16  # one integer: 524,288 bits
+
+
+DEFAULT_LIMITS = WireLimits()
+
+
+class WireError(ValueError):
+    """Malformed, oversized or non-canonical input: the peer broke the protocol."""
+
+
+class NotPlain(TypeError):
+    """A value of a type the channel does not carry. ``kind`` says why, in fixed words."""
+
+    def __init__(self, kind: str):
+        super().__init__(kind)
+        self.kind = kind
+
+
+_SEQUENCE_TAGS = {list: b"l", tuple: b"t", set: b"S", frozenset: b"Z"}
+
+
+def encode(value: Any, limits: WireLimits = DEFAULT_LIMITS) -> bytes:
+    """Encode a plain value. Raises :class:`NotPlain` for anything else, ``ValueError`` when too large."""
+    out = bytearray()
+    _encode(value, out, 0, set(), limits)
+    if len(out) > limits.max_bytes:
+        raise NotPlain("too large")
+    return bytes(out)
+
+
+def _encode(value: Any, out: bytearray, depth: int, active: set[int], limits: WireLimits) -> None:
+    # type() and not isinstance(): a subclass can override equality, so only the exact types travel.
+    kind = type(value)
+    if value is None:
+        out += b"N"
+    elif kind is bool:
+        out += b"T" if value else b"F"
+    elif kind is int:
+        size = (value.bit_length() + 8) // 8
+        if size > limits.max_int_bytes:
+            raise NotPlain("too large")
+        out += b"i" + _U32.pack(size) + value.to_bytes(size, "big", signed=True)
+    elif kind is float:
+        out += b"f" + _F64.pack(value)
+    elif kind is complex:
+        out += b"c" + _C128.pack(value.real, value.imag)
+    elif kind is str:
+        data = value.encode("utf-8", "surrogatepass")
+        out += b"s" + _U32.pack(len(data)) + data
+    elif kind is bytes:
+        out += b"b" + _U32.pack(len(value)) + value
+    elif kind in _SEQUENCE_TAGS or kind is dict:
+        if depth >= limits.max_depth:
+            raise NotPlain("too deep")
+        if id(value) in active:
+            raise NotPlain("cyclic")
+        if len(out) > limits.max_bytes:
+            raise NotPlain("too large")
+        active.add(id(value))
+        if kind is dict:
+            items = list(dict.items(value))  # the C view: a dict's own methods are not consulted
+            out += b"d" + _U32.pack(len(items))
+            for key, item in items:
+                _encode(key, out, depth + 1, active, limits)
+                _encode(item, out, depth + 1, active, limits)
+        else:
+            items = list(value)  # exact list/tuple/set/frozenset: iteration is the C implementation
+            out += _SEQUENCE_TAGS[kind] + _U32.pack(len(items))
+            for item in items:
+                _encode(item, out, depth + 1, active, limits)
+        active.discard(id(value))
+    else:
+        raise NotPlain("unsupported type")
+
+
+def decode(data: bytes, limits: WireLimits = DEFAULT_LIMITS) -> Any:
+    """Decode exactly one value that fills ``data``. Raises :class:`WireError` on anything malformed."""
+    if len(data) > limits.max_bytes:
+        raise WireError("message too large")
+    reader = _Reader(memoryview(data), limits)
+    try:
+        value = reader.value(0)
+    except (struct.error, UnicodeDecodeError, OverflowError, MemoryError, RecursionError) as exc:
+        raise WireError(f"malformed value ({type(exc).__name__})") from None
+    if reader.pos != len(data):
+        raise WireError("trailing bytes")
+    return value
+
+
+class _Reader:
+    def __init__(self, data: memoryview, limits: WireLimits):
+        self.data, self.limits, self.pos = data, limits, 0
+
+    def take(self, size: int) -> memoryview:
+        end = self.pos + size
+        if size < 0 or end > len(self.data):
+            raise WireError("truncated")
+        chunk = self.data[self.pos:end]
+        self.pos = end
+        return chunk
+
+    def u32(self) -> int:
+        return _U32.unpack(self.take(4))[0]
+
+    def count(self, min_item_bytes: int) -> int:
+        """A container's item count, refused when the bytes left cannot hold that many items."""
+        count = self.u32()
+        if count * min_item_bytes > len(self.data) - self.pos:
+            raise WireError("count exceeds the message")
+        return count
+
+    def value(self, depth: int) -> Any:
+        tag = bytes(self.take(1))
+        if tag == b"N":
+            return None
+        if tag == b"T":
+            return True
+        if tag == b"F":
+            return False
+        if tag == b"i":
+            size = self.u32()
+            if size == 0 or size > self.limits.max_int_bytes:
+                raise WireError("bad integer size")
+            return int.from_bytes(self.take(size), "big", signed=True)
+        if tag == b"f":
+            return _F64.unpack(self.take(8))[0]
+        if tag == b"c":
+            real, imag = _C128.unpack(self.take(16))
+            return complex(real, imag)
+        if tag == b"s":
+            return str(self.take(self.u32()), "utf-8", "surrogatepass")
+        if tag == b"b":
+            return bytes(self.take(self.u32()))
+        if tag in (b"l", b"t", b"S", b"Z", b"d"):
+            if depth >= self.limits.max_depth:
+                raise WireError("nested too deep")
+            if tag == b"d":
+                pairs = []
+                for _ in range(self.count(2)):
+                    key = self.value(depth + 1)
+                    pairs.append((key, self.value(depth + 1)))
+                return self.hashable(dict, pairs)
+            items = [self.value(depth + 1) for _ in range(self.count(1))]
+            if tag == b"l":
+                return items
+            if tag == b"t":
+                return tuple(items)
+            return self.hashable(set if tag == b"S" else frozenset, items)
+        raise WireError("unknown tag")
+
+    @staticmethod
+    def hashable(kind: type, items: list) -> Any:
+        try:
+            return kind(items)
+        except TypeError:  # an unhashable key or member (a list inside a set)
+            raise WireError("unhashable member") from None
