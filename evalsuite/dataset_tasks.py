@@ -133,7 +133,7 @@ def wrap_in_check(tests: str, entry_point: str) -> str:
     return ast.unparse(ast.fix_missing_locations(module)) + "\n"
 
 
-def test_program(style: str, tests: str, setup: str, entry_point: str) -> str:
+def build_test_program(style: str, tests: str, setup: str, entry_point: str) -> str:
     """The trusted test code for one problem: setup, then a ``check(candidate)`` function."""
     if style == "check":
         body = _TRAILING_CHECK.sub("\n", tests)  # EvalPlus's hub copy ends with check(<entry point>)
@@ -193,7 +193,7 @@ class DatasetTask(Task):
             if not entry_point.isidentifier():
                 raise EvalsuiteError(f"{where}: cannot tell which function the tests call (entry point "
                                      f"{entry_point!r}); name it with an entry point field")
-            test = test_program(spec.test_style, tests, setup, entry_point)
+            test = build_test_program(spec.test_style, tests, setup, entry_point)
         except SyntaxError as exc:
             raise EvalsuiteError(f"{where}: the test code does not parse: {exc.msg} (line {exc.lineno})") from None
         extra = {"row": index}

@@ -126,6 +126,7 @@ def canonical_samples(problems: Sequence[Problem], repeat: int = 1) -> list[dict
 def calibrate(task: Task, problems: Sequence[Problem], options: ExecutionOptions,
               recalibrate: bool = False) -> Calibration:
     """Time the canonical solution of each problem not yet in the cache, once, in the sandbox."""
+    task.problems()  # the cache is keyed by the data's sha256, known once loaded
     path = calibration_path(task)
     cached = {"times_s": {}, "failed": {}} if recalibrate else _read_cache(path, task)
     todo = [p for p in problems if p.canonical_solution is not None
