@@ -224,8 +224,9 @@ def load_task_dataset(task_name: str, source: HubSource | None, data_path: str |
             why = ("the Hugging Face hub is unreachable and the data is not in the datasets cache" if offline
                    else f"cannot load it from the hub ({type(exc).__name__})")
             raise EvalsuiteError(missing_data_message(task_name, source, why)) from None
-        except ValueError as exc:  # e.g. a config or split the revision does not have
-            raise EvalsuiteError(f"task {task_name!r}: {source.describe()}: {exc}") from None
+        except Exception as exc:  # e.g. a config or split the revision does not have: one line, not a traceback
+            message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            raise EvalsuiteError(f"task {task_name!r}: {source.describe()}: {type(exc).__name__}: {message}") from None
         provenance = {"loader": "datasets", "datasets_version": datasets.__version__, "hub_id": source.hub_id,
                       "revision": source.revision, "config": source.config, "split": source.split,
                       "offline_cache": offline}

@@ -189,6 +189,12 @@ def resolve_timeouts(task: Task, problems: Sequence[Problem], options: Execution
     return limits, info
 
 
+def limit_range(span: Mapping[str, float]) -> str:
+    """"1 s" or "1-1.05 s": the spread of calibrated limits, for one-line reports."""
+    low, high = span["min"], span["max"]
+    return f"{low:.3g} s" if f"{low:.3g}" == f"{high:.3g}" else f"{low:.3g}-{high:.3g} s"
+
+
 def execute_with_timeouts(task: Task, samples: Sequence[Mapping[str, Any]], options: ExecutionOptions,
                           policy: TimeoutPolicy) -> tuple[list[SampleResult], dict[str, Any]]:
     """:func:`~evalsuite.execution.execute_samples` with each problem's limit chosen by ``policy``."""

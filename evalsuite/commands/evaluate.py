@@ -31,6 +31,8 @@ def add_parser(subparsers) -> None:
 
 
 def print_summary(summary: dict, ks: list[int], stream=None) -> None:
+    from evalsuite.timeouts import limit_range
+
     stream = stream or sys.stdout
     rows = [("samples", str(summary["n_samples"])), ("problems", str(summary["n_problems"])),
             ("verdicts", f"{summary['n_passed']} passed, {summary['n_failed']} failed, "
@@ -45,7 +47,7 @@ def print_summary(summary: dict, ks: list[int], stream=None) -> None:
     rows.append(("sandbox", summary["sandbox_mode"]))
     limits = summary.get("execution", {}).get("timeouts", {})
     if limits.get("mode") == "calibrated" and limits.get("limit_s"):
-        rows.append(("time limits", f"calibrated, {limits['limit_s']['min']:.3g}-{limits['limit_s']['max']:.3g} s "
+        rows.append(("time limits", f"calibrated, {limit_range(limits['limit_s'])} "
                                     f"(max({limits['floor_s']:g} s, {limits['factor']:g} x canonical time))"))
     elif limits.get("mode") == "fixed":
         rows.append(("time limits", f"fixed, {limits['timeout_s']:g} s"))

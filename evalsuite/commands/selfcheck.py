@@ -36,9 +36,8 @@ def add_parser(subparsers) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from evalsuite.execution import execute_samples
     from evalsuite.scoring import score
-    from evalsuite.timeouts import canonical_samples, machine_fingerprint, resolve_timeouts
+    from evalsuite.timeouts import canonical_samples, execute_with_timeouts, machine_fingerprint
 
     options = execution_options(args)
     policy = timeout_policy(args)
@@ -50,13 +49,9 @@ def main(args: argparse.Namespace) -> int:
     if missing:
         raise EvalsuiteError(f"task {task.name!r} has no canonical solution for {len(missing)} problem(s) "
                              f"(first: {missing[0]}); selfcheck needs one for every problem")
-    if policy.fixed_s is not None:
-        from dataclasses import replace
-
-        options = replace(options, timeout_s=policy.fixed_s)
     load_before = os.getloadavg()
-    limits, timeout_info = resolve_timeouts(task, problems, options, policy)
-    results, execution = execute_samples(task, canonical_samples(problems), options, limits)
+    results, execution = execute_with_timeouts(task, canonical_samples(problems), options, policy)
+    timeout_info = execution["timeouts"]
     summary = score(results, [1]).summary_json()
     failures = [r for r in results if not r.passed]
     report = {
@@ -79,6 +74,8 @@ def main(args: argparse.Namespace) -> int:
 
 
 def print_report(report: dict, stream=None) -> None:
+    from evalsuite.timeouts import limit_range
+
     stream = stream or sys.stdout
     limits = report["timeouts"]
     if limits["mode"] == "fixed":
@@ -86,7 +83,7 @@ def print_report(report: dict, stream=None) -> None:
     else:
         span = limits.get("limit_s") or {}
         rule = (f"calibrated max({limits['floor_s']:g} s, {limits['factor']:g} x canonical time)"
-                + (f", {span['min']:.3g}-{span['max']:.3g} s" if span else "")
+                + (f", {limit_range(span)}" if span else "")
                 + ("" if not limits["measured_now"] else f"; timed {limits['measured_now']} now"))
     verdict = "PASS" if report["all_passed"] else "FAIL"
     print(f"selfcheck {report['task']}: {verdict} {report['passed']}/{report['n_problems']} canonical solutions "
