@@ -27,7 +27,7 @@ import re
 import string
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from evalsuite.datasets_loader import HubSource, load_task_dataset
 from evalsuite.errors import EvalsuiteError
@@ -220,7 +220,3 @@ class DatasetTask(Task):
         """The prompt + completion, as the peers run it (for MBPP the prompt is a docstring: valid code)."""
         return Program(problem_key=f"{self.name}/{problem.task_id}", candidate=problem.prompt + completion,
                        test=problem.test, check=f"check({problem.entry_point})")
-
-
-def dataset_tasks(specs: Sequence[DatasetSpec]) -> list[DatasetTask]:
-    return [DatasetTask(spec) for spec in specs]
