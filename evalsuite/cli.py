@@ -11,7 +11,7 @@ import sys
 from evalsuite import __version__
 from evalsuite.errors import EvalsuiteError
 
-COMMANDS = ("run", "evaluate", "tasks", "models", "plan", "leaderboard")
+COMMANDS = ("run", "evaluate", "selfcheck", "tasks", "models", "plan", "leaderboard")
 
 
 def build_parser() -> argparse.ArgumentParser:

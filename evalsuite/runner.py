@@ -19,7 +19,7 @@ from evalsuite import __version__
 from evalsuite.distributed import DistContext, context_from_env, shutdown
 from evalsuite.environment import hardware, package_versions
 from evalsuite.errors import EvalsuiteError
-from evalsuite.execution import ExecutionOptions, execute_samples
+from evalsuite.execution import ExecutionOptions
 from evalsuite.generation.base import GenerationOptions, Generator
 from evalsuite.jsonl import JsonlAppender, atomic_write_json, atomic_write_jsonl
 from evalsuite.progress import progress_bar
@@ -27,6 +27,7 @@ from evalsuite.records import GenerationRequest, SamplingParams, SampleResult
 from evalsuite.rundir import RunDir, run_key
 from evalsuite.scoring import Score, score
 from evalsuite.task import Problem, Task
+from evalsuite.timeouts import TimeoutPolicy, execute_with_timeouts
 
 RUN_RECORD_SCHEMA = "evalsuite.run-record/1"
 
@@ -46,6 +47,8 @@ class RunConfig:
     # Under torchrun: "problems" shards every model's problems over the ranks; "models" gives each rank whole
     # models (models[rank::world_size]), for several models that each fit one GPU.
     spread: str = "problems"
+    # Each sample's wall-clock limit: calibrated per problem on this machine (default) or fixed (--timeout).
+    timeouts: TimeoutPolicy = field(default_factory=TimeoutPolicy)
 
 
 @dataclass
@@ -224,7 +227,7 @@ def run_one(generator: Generator, model_name: str, model_id: str, model_stops: S
         "model": {"requested": model_name, "id": model_id, **generator.describe()},
         "task": {"name": task.name, "dataset_sha256": task.dataset_sha256, "source": task.source,
                  "n_problems": len(problems), "prompt_template": task.prompt_template,
-                 "stop_sequences": list(stops)},
+                 "stop_sequences": list(stops), "provenance": task.provenance()},
         "sampling": config.sampling.to_dict(),
         "k": list(config.ks),
         "limit": config.limit,
@@ -244,7 +247,7 @@ def run_one(generator: Generator, model_name: str, model_id: str, model_stops: S
 
     samples = load_completions(run_dir, my_problems, config.sampling.n, valid_ids)
     started = time.perf_counter()
-    results, execution_info = execute_samples(task, samples, config.execution)
+    results, execution_info = execute_with_timeouts(task, samples, config.execution, config.timeouts)
     execute_seconds = time.perf_counter() - started
 
     gathered = ctx.gather({"results": results, "execution": execution_info, "generated": generated,

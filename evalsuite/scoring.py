@@ -17,6 +17,9 @@ class Score:
     per_problem: dict[str, dict[str, int]]  # task_id -> {"n": .., "c": ..}
     n_samples: int
     flags: dict[str, int] = field(default_factory=dict)  # hack detections by kind
+    # Verdicts by status: timeouts are counted apart from failures (a slow machine is not a wrong answer).
+    statuses: dict[str, int] = field(default_factory=dict)  # "passed" / "failed" / "timed out" -> samples
+    timed_out_per_problem: dict[str, int] = field(default_factory=dict)  # task_id -> samples timed out
 
     def summary_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {f"pass@{k}": v.value for k, v in sorted(self.pass_at.items())}
@@ -24,6 +27,10 @@ class Score:
         out["not_computable"] = {f"pass@{k}": reason for k, reason in sorted(self.not_computable.items())}
         out["n_samples"] = self.n_samples
         out["n_problems"] = len(self.per_problem)
+        out["n_passed"] = self.statuses.get("passed", 0)
+        out["n_failed"] = self.statuses.get("failed", 0)
+        out["n_timed_out"] = self.statuses.get("timed out", 0)
+        out["timed_out_per_problem"] = dict(self.timed_out_per_problem)
         out["flags"] = dict(self.flags)
         out["per_problem"] = self.per_problem
         return out
@@ -32,9 +39,14 @@ class Score:
 def score(results: Iterable[SampleResult], ks: Sequence[int], bootstrap: int = 1000) -> Score:
     counts: dict[str, list[int]] = {}
     flags: Counter[str] = Counter()
+    statuses: Counter[str] = Counter({"passed": 0, "failed": 0, "timed out": 0})
+    timed_out: Counter[str] = Counter()
     n_samples = 0
     for result in results:
         n_samples += 1
+        statuses[result.status] += 1
+        if result.status == "timed out":
+            timed_out[result.task_id] += 1
         n_c = counts.setdefault(result.task_id, [0, 0])
         n_c[0] += 1
         n_c[1] += int(result.passed)
@@ -44,4 +56,4 @@ def score(results: Iterable[SampleResult], ks: Sequence[int], bootstrap: int = 1
     pass_at = {k: estimate(as_tuples, k, bootstrap=bootstrap) for k in ok}
     per_problem = {task_id: {"n": n, "c": c} for task_id, (n, c) in sorted(as_tuples.items())}
     return Score(pass_at=pass_at, not_computable=skipped, per_problem=per_problem, n_samples=n_samples,
-                 flags=dict(flags))
+                 flags=dict(flags), statuses=dict(statuses), timed_out_per_problem=dict(sorted(timed_out.items())))

@@ -96,6 +96,10 @@ class Task:
             self.dataset_sha256 = problems_sha256(self._problems)
         return self._problems
 
+    def provenance(self) -> dict[str, Any]:
+        """Where the data came from, for the run record (hub id and revision, local files); {} if nothing to add."""
+        return {}
+
     # -- prompting and post-processing -------------------------------------------------------------
     def format_prompt(self, problem: Problem) -> str:
         """The exact text given to the model. HumanEval: the prompt as is."""

@@ -15,6 +15,19 @@ import os
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
 
+# Calibrated timeouts and datasets' caches go to throwaway folders, never the user's ~/.cache; subprocesses inherit
+# them. The dataset hub is unreachable in CI: datasets' offline mode makes a missing dataset fail at once.
+import atexit  # noqa: E402
+import shutil  # noqa: E402
+import tempfile  # noqa: E402
+
+if "EVALSUITE_CACHE_DIR" not in os.environ:
+    _cache_root = tempfile.mkdtemp(prefix="evalsuite-test-cache-")
+    atexit.register(shutil.rmtree, _cache_root, ignore_errors=True)
+    os.environ["EVALSUITE_CACHE_DIR"] = _cache_root
+    os.environ.setdefault("HF_DATASETS_CACHE", os.path.join(_cache_root, "hf-datasets"))
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+
 from pathlib import Path  # noqa: E402
 from typing import Callable  # noqa: E402
 

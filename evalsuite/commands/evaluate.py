@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from evalsuite.commands.common import (add_execution_args, add_task_source_args, execution_options,
-                                       load_registry, parse_ks)
+                                       load_registry, parse_ks, timeout_policy)
 
 
 def add_parser(subparsers) -> None:
@@ -31,8 +31,12 @@ def add_parser(subparsers) -> None:
 
 
 def print_summary(summary: dict, ks: list[int], stream=None) -> None:
+    from evalsuite.timeouts import limit_range
+
     stream = stream or sys.stdout
-    rows = [("samples", str(summary["n_samples"])), ("problems", str(summary["n_problems"]))]
+    rows = [("samples", str(summary["n_samples"])), ("problems", str(summary["n_problems"])),
+            ("verdicts", f"{summary['n_passed']} passed, {summary['n_failed']} failed, "
+                         f"{summary['n_timed_out']} timed out")]
     for k in ks:
         key = f"pass@{k}"
         if key in summary:
@@ -41,6 +45,12 @@ def print_summary(summary: dict, ks: list[int], stream=None) -> None:
         else:
             rows.append((key, f"not computable: {summary['not_computable'][key]}"))
     rows.append(("sandbox", summary["sandbox_mode"]))
+    limits = summary.get("execution", {}).get("timeouts", {})
+    if limits.get("mode") == "calibrated" and limits.get("limit_s"):
+        rows.append(("time limits", f"calibrated, {limit_range(limits['limit_s'])} "
+                                    f"(max({limits['floor_s']:g} s, {limits['factor']:g} x canonical time))"))
+    elif limits.get("mode") == "fixed":
+        rows.append(("time limits", f"fixed, {limits['timeout_s']:g} s"))
     if summary["flags"]:
         rows.append(("hack detections", ", ".join(f"{k}={v}" for k, v in sorted(summary["flags"].items()))))
     width = max(len(name) for name, _ in rows)
@@ -49,23 +59,25 @@ def print_summary(summary: dict, ks: list[int], stream=None) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from evalsuite.execution import execute_samples
     from evalsuite.jsonl import atomic_write_json, atomic_write_jsonl, sha256_file
     from evalsuite.samples import read_samples
     from evalsuite.scoring import score
+    from evalsuite.timeouts import execute_with_timeouts
 
     options = execution_options(args)
+    policy = timeout_policy(args)
     ks = parse_ks(args.k)
     task = load_registry(args).get(args.task)
     problems = task.problems()
     samples = read_samples(args.samples, {p.task_id for p in problems}, task.name)
-    results, execution = execute_samples(task, samples, options)
+    results, execution = execute_with_timeouts(task, samples, options, policy)
 
     summary = score(results, ks).summary_json()
     summary.update({
         "task": task.name,
         "dataset_sha256": task.dataset_sha256,
         "dataset_source": task.source,
+        "dataset_provenance": task.provenance(),
         "samples_file": str(args.samples),
         "samples_sha256": sha256_file(args.samples),
         "n_problems_in_task": len(problems),

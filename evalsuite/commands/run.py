@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from evalsuite.commands.common import (add_execution_args, add_fail_under_argument, add_task_source_args,
-                                       execution_options, load_registry, parse_ks, split_names)
+                                       execution_options, load_registry, parse_ks, split_names, timeout_policy)
 from evalsuite.errors import EvalsuiteError, ThresholdNotMet
 
 SAMPLING_DEFAULTS = {"n": 1, "temperature": 0.0, "top_p": 1.0, "top_k": 0, "max_new_tokens": 512}
@@ -119,6 +119,7 @@ def main(args: argparse.Namespace) -> int:
     execution = execution_options(args)
     config = RunConfig(models=split_names(args.models), tasks=tasks, sampling=sampling, ks=ks, limit=args.limit,
                        output_dir=Path(args.output), generation=generation, execution=execution,
+                       timeouts=timeout_policy(args),
                        show_progress=not args.quiet, argv=sys.argv, spread=args.spread)
     outcomes = run_evaluation(config)
     if not outcomes:  # a data-parallel worker rank (rank 0 reports), or a rank given no model

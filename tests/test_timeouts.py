@@ -1,0 +1,113 @@
+"""Calibrated per-problem time limits (EvalPlus's rule), their per-machine cache, timeouts counted apart from
+failures, and ``evalsuite selfcheck``. Real sandbox, real timing."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from evalsuite.cli import main
+from evalsuite.execution import ExecutionOptions
+from evalsuite.jsonl import read_jsonl
+from evalsuite.plugins import TaskRegistry
+from evalsuite.timeouts import DEFAULT_FACTOR, DEFAULT_FLOOR_S, TimeoutPolicy, calibrate, calibration_path
+from sandbox import detect_isolation
+
+pytestmark = pytest.mark.skipif(detect_isolation() == "none", reason="needs bubblewrap")
+
+# A task whose first canonical solution takes 0.3 s of wall time: its calibrated limit is 4 x that, not the floor.
+SLOW_TASK = textwrap.dedent('''
+    from evalsuite import hookimpl
+    from evalsuite.task import Problem, Task
+
+    @hookimpl
+    def evalsuite_register_tasks():
+        return [Task(name="slowtask", description="one slow problem, one quick one", problems=[
+            Problem(task_id="slow/0", prompt="import time\\ndef nap(x):\\n",
+                    canonical_solution="    time.sleep(0.3)\\n    return x\\n",
+                    test="def check(f):\\n    assert f(4) == 4\\n", entry_point="nap"),
+            Problem(task_id="slow/1", prompt="def inc(x):\\n", canonical_solution="    return x + 1\\n",
+                    test="def check(f):\\n    assert f(1) == 2\\n", entry_point="inc"),
+            Problem(task_id="slow/2", prompt="def dec(x):\\n", canonical_solution="    return 1 / 0\\n",
+                    test="def check(f):\\n    assert f(1) == 0\\n", entry_point="dec"),
+        ])]
+''')
+
+
+@pytest.fixture
+def slow_task_dir(tmp_path) -> Path:
+    directory = tmp_path / "tasks"
+    directory.mkdir()
+    (directory / "task_slow.py").write_text(SLOW_TASK)
+    return directory
+
+
+def test_policy_is_evalplus_rule_with_its_defaults():
+    policy = TimeoutPolicy()
+    assert (policy.floor_s, policy.factor) == (DEFAULT_FLOOR_S, DEFAULT_FACTOR) == (1.0, 4.0)
+    assert policy.limit_for(0.01) == 1.0 and policy.limit_for(0.5) == 2.0 and policy.calibrated
+    assert not TimeoutPolicy(fixed_s=3.0).calibrated
+
+
+def test_calibration_times_each_canonical_once_and_caches_it_per_machine_and_data(slow_task_dir):
+    task = TaskRegistry.discover([slow_task_dir]).get("slowtask")
+    options = ExecutionOptions(workers=2, show_progress=False)
+    first = calibrate(task, task.problems(), options)
+    assert first.measured_now == 3
+    assert 0.3 <= first.times_s["slow/0"] < 5 and first.times_s["slow/1"] < 0.3
+    assert first.failed == {"slow/2": "failed: ZeroDivisionError"}  # a broken reference is recorded, not timed
+    path = calibration_path(task)
+    assert path == first.path and path.exists()
+    assert task.dataset_sha256[:16] in path.name and "evalsuite" in path.name
+    cached = json.loads(path.read_text())
+    assert cached["times_s"] == first.times_s and cached["machine"]["cpu_count"]
+
+    again = calibrate(task, task.problems(), options)
+    assert again.measured_now == 0 and again.times_s == first.times_s  # from the cache
+    assert calibrate(task, task.problems(), options, recalibrate=True).measured_now == 3
+
+
+def test_timeouts_are_their_own_verdict_and_calibrated_limits_follow_the_canonical_time(slow_task_dir, tmp_path):
+    samples = tmp_path / "samples.jsonl"
+    samples.write_text("".join(json.dumps(row) + "\n" for row in [
+        {"task_id": "slow/0", "completion": "    time.sleep(0.6)\n    return x\n"},  # slower than the reference
+        {"task_id": "slow/1", "completion": "    return x + 1\n"},
+        {"task_id": "slow/1", "completion": "    return x\n"},  # wrong
+    ]))
+    base = ["evaluate", str(samples), "--task", "slowtask", "--task-dir", str(slow_task_dir), "--k", "1", "--quiet"]
+
+    assert main([*base, "--timeout-floor", "0.2", "--output", str(tmp_path / "calibrated")]) == 0
+    summary = json.loads((tmp_path / "calibrated" / "summary.json").read_text())
+    limits = summary["execution"]["timeouts"]
+    assert limits["mode"] == "calibrated" and limits["floor_s"] == 0.2 and limits["factor"] == 4.0
+    assert limits["per_problem_s"]["slow/0"] >= 1.2  # 4 x >= 0.3 s: room for a correct but slower solution
+    assert limits["per_problem_s"]["slow/1"] == pytest.approx(0.2, abs=0.2)
+    assert (summary["n_passed"], summary["n_failed"], summary["n_timed_out"]) == (2, 1, 0)
+
+    assert main([*base, "--timeout", "0.5", "--output", str(tmp_path / "fixed")]) == 0
+    summary = json.loads((tmp_path / "fixed" / "summary.json").read_text())
+    assert summary["execution"]["timeouts"] == {"mode": "fixed", "timeout_s": 0.5}
+    assert (summary["n_passed"], summary["n_failed"], summary["n_timed_out"]) == (1, 1, 1)
+    assert summary["timed_out_per_problem"] == {"slow/0": 1}
+    rows = [row for _, row in read_jsonl(tmp_path / "fixed" / "results.jsonl")]
+    assert [r["status"] for r in rows] == ["timed out", "passed", "failed"]
+
+
+def test_selfcheck_passes_humaneval_and_reports_what_does_not_pass(slow_task_dir, capsys):
+    assert main(["selfcheck", "--task", "humaneval", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "selfcheck humaneval: PASS 164/164 canonical solutions passed (0 failed, 0 timed out)" in out
+    assert "calibrated max(1 s, 4 x canonical time)" in out
+
+    assert main(["selfcheck", "--task", "slowtask", "--task-dir", str(slow_task_dir), "--quiet", "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert (report["passed"], report["failed"], report["timed_out"]) == (2, 1, 0)
+    assert report["not_passed"][0]["task_id"] == "slow/2"
+
+    assert main(["selfcheck", "--task", "slowtask", "--task-dir", str(slow_task_dir), "--quiet",
+                 "--timeout", "0.1"]) == 1
+    out = capsys.readouterr().out
+    assert "(1 failed, 1 timed out)" in out and "slow/0: timed out" in out and "fixed 0.1 s" in out
