@@ -31,7 +31,7 @@ from typing import Any
 
 from evalsuite.datasets_loader import HubSource, load_task_dataset
 from evalsuite.errors import EvalsuiteError
-from evalsuite.task import DEFAULT_STOP_SEQUENCES, Problem, Program, Task
+from evalsuite.task import DEFAULT_STOP_SEQUENCES, Problem, Task
 
 TEST_STYLES = ("check", "asserts", "script")
 _TRAILING_CHECK = re.compile(r"\ncheck\([ \t]*[A-Za-z_]\w*[ \t]*\)\s*\Z")  # a top-level call, last
