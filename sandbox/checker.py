@@ -88,6 +88,8 @@ class Checker:
 
     def compiled(self, job: dict[str, Any]) -> CompiledProblem:
         key = job["key"]
+        if "test" not in job:  # the harness sends a problem's code once; later jobs name it by key
+            return self.problems[key]
         parts = [job.get("prelude", ""), job["test"], job["check"], job.get("entry_point", "")]
         digest = hashlib.sha256(json.dumps(parts).encode("utf-8", "surrogatepass")).hexdigest()
         cached = self.problems.get(key)

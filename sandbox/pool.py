@@ -96,6 +96,7 @@ class Worker:
         self.scratch = None if jail.mode != "none" else tempfile.mkdtemp(prefix="evalsuite-scratch-")
         self.stderr = tempfile.TemporaryFile()
         self.restarts = 0
+        self.problems_sent: dict[str, tuple[str, str, str, str]] = {}  # key -> trusted code the checker holds
         self.cgroup = cgroups.make_worker_cgroup(f"w{index}", limits.memory_mb + SERVER_MEMORY_MB,
                                                  limits.nproc + SERVER_PROCESSES)
 
@@ -168,13 +169,17 @@ class Worker:
     def restart(self) -> None:
         self.kill()
         self.restarts += 1
+        self.problems_sent.clear()
         self.start()
         self.wait_ready()
 
     def send(self, job: Job) -> None:
-        write_frame(self.checker.stdin.fileno(), {
-            "id": job.job_id, "key": job.problem_key, "candidate": job.candidate, "test": job.test,
-            "check": job.check, "timeout_s": job.timeout_s, "prelude": job.prelude, "entry_point": job.entry_point})
+        frame = {"id": job.job_id, "key": job.problem_key, "candidate": job.candidate, "timeout_s": job.timeout_s}
+        trusted = (job.test, job.check, job.prelude, job.entry_point)
+        if self.problems_sent.get(job.problem_key) != trusted:  # the checker keeps a problem's code once sent
+            frame.update(test=job.test, check=job.check, prelude=job.prelude, entry_point=job.entry_point)
+            self.problems_sent[job.problem_key] = trusted
+        write_frame(self.checker.stdin.fileno(), frame)
 
     def receive(self, timeout_s: float) -> tuple[Outcome, bool] | None:
         """The next outcome and whether the worker must restart; None if it did not answer in time.
@@ -208,7 +213,8 @@ class Executor:
             raise ValueError(f"isolation must be 'auto', 'bwrap' or 'none', got {isolation!r}")
         if timeout_s <= 0 or memory_mb <= 0:
             raise ValueError("timeout_s and memory_mb must be positive")
-        self.workers = workers if workers and workers > 0 else (os.cpu_count() or 1)
+        # A worker is a checker and a sample server that wait on each other: two per core keep the cores busy.
+        self.workers = workers if workers and workers > 0 else 2 * (os.cpu_count() or 1)
         self.limits = Limits(float(timeout_s), int(memory_mb), nproc, fsize_mb, nofile, scratch_mb)
         self.allow_unsandboxed = allow_unsandboxed
         self.isolation = isolation
