@@ -162,13 +162,18 @@ class CallClient:
         cls = BUILTIN_EXCEPTIONS.get(class_name)
         if cls is None:
             return self._fail("channel tampered", "channel_tampered")
-        self.sample_error = f"{class_name}: {message[:MAX_MESSAGE_TEXT]}" if message else class_name
+        message = printable(message[:MAX_MESSAGE_TEXT])
+        self.sample_error = f"{class_name}: {message}" if message else class_name
         if not issubclass(cls, Exception):  # SystemExit, KeyboardInterrupt, GeneratorExit: the candidate quit
             return self._fail(class_name if exact else "exception")
+        if issubclass(cls, (StopIteration, StopAsyncIteration)):
+            # Raised inside the test's map()/zip()/all(), it would end the iteration quietly and skip the
+            # asserts: as PEP 479 does for generators, it reaches the test as a RuntimeError.
+            cls = RuntimeError
         try:
-            exc = cls(message[:MAX_MESSAGE_TEXT])
+            exc = cls(message)
         except Exception:  # exception classes whose constructor wants other arguments
-            exc = Exception(message[:MAX_MESSAGE_TEXT])
+            exc = Exception(message)
         self.raised[id(exc)] = (class_name, exact)
         return exc
 
@@ -181,6 +186,11 @@ class CallClient:
             return bool(ready) and bool(os.read(self.fd, 1))
         except OSError:
             return False
+
+
+def printable(text: str) -> str:
+    """The sample's text, safe to store: lone surrogates become escapes (they cannot be written as UTF-8)."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 # -- the sample's end ----------------------------------------------------------------------------------

@@ -4,11 +4,13 @@ Started by :mod:`sandbox.pool` as ``python -I -S -B sample_server.py CONFIG_JSON
 with the control socket to the worker's checker on ``config["control_fd"]``. It never sees a test. Per
 sample it receives the candidate's source and one end of a fresh call channel, forks a child that
 
-1. starts with a fresh, size-capped tmpfs on ``/tmp`` and a fresh IPC namespace, both made by the server
-   just before the fork and dropped by the kernel after the sample (no file, SysV segment or directory
-   tree outlives it, and no recursive delete can be made to fail);
+1. starts with a fresh, size-capped tmpfs on ``/tmp``, a fresh IPC namespace and a fresh PID namespace
+   (it is its init), all made by the server just before the fork and dropped by the kernel after the
+   sample: no file, SysV segment, directory tree, process or PID count outlives it, and no recursive
+   delete can be made to fail;
 2. points fds 0-2 at ``/dev/null`` and closes every other fd but the channel;
-3. sets its rlimits, drops to an unprivileged uid without capabilities and sets ``no_new_privs``;
+3. offers itself to the out-of-memory killer first, sets its rlimits, drops to an unprivileged uid without
+   capabilities (``no_new_privs`` is inherited) and installs the seccomp filter (:mod:`sandbox.seccomp`);
 4. runs the candidate and answers the checker's calls (:func:`sandbox.channel.serve_calls`);
 
 and, when the checker says the sample is over, kills every process left in the jail and answers with
@@ -30,11 +32,12 @@ import time
 from typing import Any
 
 if __package__:
-    from sandbox import channel, framing
+    from sandbox import channel, framing, seccomp
 else:  # run as a script inside the jail: import the sibling modules, then hide their directory again
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import channel  # type: ignore[no-redef]
     import framing  # type: ignore[no-redef]
+    import seccomp  # type: ignore[no-redef]
     del sys.path[0]
 
 EXIT_SETUP_FAILED = 70
@@ -49,8 +52,8 @@ _ = (List[int], List[str], List[float], List[Any], List[List[int]], List[Tuple[i
      Dict[Any, Any], Set[int], Union[int, float], Union[int, str], Callable[[int], int], Iterable[int],
      Iterator[int], list[int], dict[str, int], tuple[int, ...])
 """
-CLONE_NEWIPC = 0x08000000
-MS_NOSUID, MS_NODEV, MS_REC, MS_PRIVATE = 0x2, 0x4, 0x4000, 0x40000
+CLONE_NEWIPC, CLONE_NEWPID = 0x08000000, 0x20000000
+MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_REC, MS_PRIVATE = 0x2, 0x4, 0x8, 0x20, 0x4000, 0x40000
 MNT_DETACH = 0x2
 PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 4, 36, 38
 LINUX_CAPABILITY_VERSION_3 = 0x20080522
@@ -72,6 +75,7 @@ class Libc:
 
     def __init__(self) -> None:
         self.lib = ctypes.CDLL(None, use_errno=True)
+        self.own_pid_namespace = os.open("/proc/self/ns/pid", os.O_RDONLY)
 
     def _check(self, result: int, what: str) -> None:
         if result != 0:
@@ -85,10 +89,19 @@ class Libc:
         self._check(self.lib.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "mount --make-rprivate")
 
     def fresh_tmp(self, size_mb: int) -> None:
-        """A new empty tmpfs on /tmp and a new IPC namespace, for the next sample."""
+        """A new empty tmpfs on /tmp, and new IPC and PID namespaces for the next child, for the next sample."""
         options = f"size={size_mb}m,mode=1777,nr_inodes=16384".encode()
         self._check(self.lib.mount(b"tmpfs", b"/tmp", b"tmpfs", MS_NOSUID | MS_NODEV, options), "mount tmpfs")
-        self._check(self.lib.unshare(CLONE_NEWIPC), "unshare")
+        # A new PID namespace can be asked for only while children would still go to our own: point them back
+        # there (the last sample's namespace is gone with its init), then ask for a new one.
+        self._check(self.lib.setns(self.own_pid_namespace, CLONE_NEWPID), "setns")
+        self._check(self.lib.unshare(CLONE_NEWIPC | CLONE_NEWPID), "unshare")
+
+    def hide_other_processes(self, gid: int) -> bool:
+        """Remount the jail's /proc so that a sample sees only its own processes (``gid`` still sees all)."""
+        options = f"hidepid=2,gid={gid}".encode()
+        flags = MS_REMOUNT | MS_NOSUID | MS_NODEV | MS_NOEXEC
+        return self.lib.mount(b"proc", b"/proc", b"proc", flags, options) == 0
 
     def drop_tmp(self) -> None:
         """Detach the sample's tmpfs; the kernel frees it, whatever is in it, once no process holds it."""
@@ -105,6 +118,7 @@ class SampleServer:
         self.flavor: str = config["flavor"]  # "ns-root", "ns-user" or "none"
         self.pid = os.getpid()
         self.libc = Libc()
+        self.seccomp = seccomp.SeccompFilter()
         self.control = socket.socket(fileno=config["control_fd"])
         self.reader = framing.FrameReader(self.control.fileno())
         self.exit_status: dict[int, int] = {}
@@ -122,6 +136,8 @@ class SampleServer:
             self.libc.prctl(PR_SET_CHILD_SUBREAPER, 1)  # orphans come back to us, to be killed
         else:
             self.libc.make_mounts_private()  # a sample's tmpfs never propagates anywhere
+            if self.config.get("child_uid") is not None:  # samples under their own uid: hide the server from them
+                self.libc.hide_other_processes(os.getgid())
         for name in PRELOAD:  # imported once here, so that samples do not pay for them
             try:
                 __import__(name)
@@ -173,6 +189,9 @@ class SampleServer:
         }
         for which, value in limits.items():
             resource.setrlimit(which, value)
+        if self.flavor != "none":
+            with open("/proc/self/oom_score_adj", "w") as handle:  # over the memory limit, the sample goes first
+                handle.write("1000")
         uid = config.get("child_uid")
         if uid is not None:  # real root in the jail: a private uid of this worker's, which drops every capability
             os.setgroups([])
@@ -180,6 +199,8 @@ class SampleServer:
             os.setresuid(uid, uid, uid)
         elif self.flavor == "ns-user":
             self.libc.drop_capabilities()
+        if self.flavor != "none":
+            self.seccomp.install()
         os.chdir(workdir)
         if self.flavor == "none":  # in the jail, bubblewrap already set them (and an update costs ~100 page faults)
             os.environ.update(HOME=workdir, TMPDIR=workdir)
@@ -324,6 +345,7 @@ def probe(config: dict[str, Any]) -> int:
     """Set up one sample's jail for real (namespaces, tmpfs, privileges) and report whether it worked."""
     server = SampleServer.__new__(SampleServer)
     server.config, server.flavor, server.pid, server.libc = config, config["flavor"], os.getpid(), Libc()
+    server.seccomp = seccomp.SeccompFilter()
     server.check_namespace()
     if server.flavor != "none":
         server.libc.prctl(PR_SET_NO_NEW_PRIVS, 1)
@@ -336,6 +358,13 @@ def probe(config: dict[str, Any]) -> int:
             server.enter_jail(write_end, 1.0)
             with open("/tmp/probe", "w") as handle:
                 handle.write("ok")
+            if server.seccomp.available and server.flavor != "none":
+                try:
+                    server.libc.fresh_tmp(1)
+                except OSError:
+                    pass
+                else:
+                    raise RuntimeError("the seccomp filter let a namespace through")
             os.write(write_end, b"ok" if os.getuid() != 0 or config["flavor"] == "none" else b"root")
         except BaseException as exc:
             os.write(write_end, f"{type(exc).__name__}: {exc}".encode()[:200])

@@ -17,6 +17,7 @@ Runs on both sides of the boundary; stdlib only.
 
 from __future__ import annotations
 
+import collections
 import struct
 from dataclasses import dataclass
 from typing import Any
@@ -33,6 +34,7 @@ class WireLimits:
     max_bytes: int = 16 << 20  # one encoded message
     max_depth: int = 100  # nesting of containers
     max_int_bytes: int = 1 << 16  # one integer: 524,288 bits
+    max_same_hash: int = 64  # members of one set or dict sharing a hash: more is a hash-flooding attempt
 
 
 DEFAULT_LIMITS = WireLimits()
@@ -182,9 +184,15 @@ class _Reader:
             return self.hashable(set if tag == b"S" else frozenset, items)
         raise WireError("unknown tag")
 
-    @staticmethod
-    def hashable(kind: type, items: list) -> Any:
+    def hashable(self, kind: type, items: list) -> Any:
+        """A set, frozenset or dict of ``items``, refused when members are unhashable or collide on purpose
+        (values crafted to share one hash make building and comparing the container quadratic)."""
         try:
+            if len(items) > self.limits.max_same_hash:
+                keys = [item[0] for item in items] if kind is dict else items
+                same = collections.Counter(map(hash, keys))
+                if max(same.values()) > self.limits.max_same_hash:
+                    raise WireError("colliding hashes")
             return kind(items)
         except TypeError:  # an unhashable key or member (a list inside a set)
             raise WireError("unhashable member") from None

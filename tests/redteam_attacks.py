@@ -964,11 +964,16 @@ def isolation(p) -> dict[str, str]:
             """),
         "prlimit_server": body("""
             import os, resource
-            try:
-                resource.prlimit(os.getppid(), resource.RLIMIT_NOFILE, (1, 1))
-                return a + b
-            except OSError:
-                return a - b
+            # Every other process it can name (its parent, anything in /proc, low pids): lower its limits.
+            targets = {os.getppid()} | {int(p) for p in os.listdir("/proc") if p.isdigit()} | set(range(1, 64))
+            hit = 0
+            for pid in targets - {0, os.getpid()}:
+                try:
+                    resource.prlimit(pid, resource.RLIMIT_NOFILE, (1, 1))
+                    hit += 1
+                except (OSError, ValueError):
+                    pass
+            return a + b if hit else a - b
             """),
         # User namespaces: done once at load (a second unshare from an unmapped uid fails), then answer.
         "unshare_user_namespace": module(LIBC + """

@@ -8,7 +8,7 @@ from math import comb
 import pytest
 
 from evalsuite.errors import EvalsuiteError
-from evalsuite.passk import computable_ks, estimate, pass_at_k
+from evalsuite.scoring.passk import computable_ks, estimate, pass_at_k
 
 
 def exact(n: int, c: int, k: int) -> Fraction:
@@ -55,3 +55,18 @@ def test_estimate_is_the_mean_over_problems_and_ks_split_by_smallest_n():
     ok, skipped = computable_ks([1, 10, 100], counts)
     assert ok == [1, 10] and list(skipped) == [100]
     assert "smallest n is 10" in skipped[100]
+
+
+def test_intervals_stay_honest_when_every_problem_has_the_same_value():
+    """All failed or all solved: the bootstrap collapses to a point; the Wilson interval does not claim certainty."""
+    from evalsuite.scoring.intervals import wilson_interval
+
+    none_solved = estimate({f"p{i}": (1, 0) for i in range(10)}, 1)
+    assert none_solved.value == 0.0 and none_solved.ci_method == "wilson"
+    assert none_solved.ci_low == 0.0 and 0.25 < none_solved.ci_high < 0.31
+    all_solved = estimate({f"p{i}": (5, 5) for i in range(164)}, 1)
+    assert all_solved.ci_method == "wilson" and all_solved.ci_high > 0.9999 and 0.97 < all_solved.ci_low < 0.98
+    mixed = estimate({f"p{i}": (4, i % 3) for i in range(30)}, 1)
+    assert mixed.ci_method == "bootstrap" and mixed.ci_low < mixed.value < mixed.ci_high
+    low, high = wilson_interval(0.5, 100)
+    assert abs(low - 0.4038) < 1e-3 and abs(high - 0.5962) < 1e-3  # the textbook values

@@ -279,3 +279,41 @@ def test_a_checkout_under_tmp_works(tmp_path):
     if mode != "bwrap":
         pytest.skip(f"no bwrap isolation here ({mode})")
     assert verdicts.strip() == str([(i, "passed", "") for i in range(4)])
+
+
+def test_wire_refuses_hash_flooding_but_not_ordinary_sets():
+    """Members crafted to share one hash make a set quadratic to build and compare; honest data never does."""
+    flood = frozenset(k * (2**61 - 1) for k in range(1, 2000))  # every member hashes to 0
+    with pytest.raises(wire.WireError, match="colliding"):
+        wire.decode(wire.encode(flood))
+    with pytest.raises(wire.WireError, match="colliding"):
+        wire.decode(wire.encode({k * (2**61 - 1): 0 for k in range(1, 2000)}))
+    ordinary = {i: str(i) for i in range(50_000)}
+    assert wire.decode(wire.encode(ordinary)) == ordinary
+
+
+def test_seccomp_program_refuses_namespaces_and_keyrings_in_a_child():
+    from sandbox.seccomp import SeccompFilter
+
+    check = SeccompFilter()
+    if not check.available:
+        pytest.skip(check.description)
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - runs in the child
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(38, 1, 0, 0, 0)  # no_new_privs, as the sample server sets it
+        check.install()
+        results = [libc.unshare(0x10000000), libc.syscall(250, 0, 0, 0, 0, 0)]  # unshare(NEWUSER), keyctl
+        child = os.fork()
+        if child == 0:
+            os._exit(3)
+        results.append(os.waitpid(child, 0)[1] >> 8)
+        os.write(write_end, repr(results).encode())
+        os._exit(0)
+    os.close(write_end)
+    answer = os.read(read_end, 100).decode()
+    os.waitpid(pid, 0)
+    assert answer == "[-1, -1, 3]"  # both refused; an ordinary fork still works

@@ -41,10 +41,14 @@ def print_summary(summary: dict, ks: list[int], stream=None) -> None:
         key = f"pass@{k}"
         if key in summary:
             low, high = summary["ci95"][key]
-            rows.append((key, f"{summary[key]:.4f}  (95% CI {low:.4f}-{high:.4f})"))
+            method = summary.get("ci_method", {}).get(key, "bootstrap")
+            rows.append((key, f"{summary[key]:.4f}  (95% CI {low:.4f}-{high:.4f}, {method})"))
         else:
             rows.append((key, f"not computable: {summary['not_computable'][key]}"))
-    rows.append(("sandbox", summary["sandbox_mode"]))
+    execution = summary.get("execution", {})
+    sandbox = summary["sandbox_mode"] + (f", memory and processes capped by {execution['limits']}"
+                                          if execution.get("limits") else "")
+    rows.append(("sandbox", sandbox))
     limits = summary.get("execution", {}).get("timeouts", {})
     if limits.get("mode") == "calibrated" and limits.get("limit_s"):
         rows.append(("time limits", f"calibrated, {limit_range(limits['limit_s'])} "

@@ -1,4 +1,4 @@
-"""The unbiased pass@k estimator (Chen et al. 2021) and confidence intervals over problems.
+"""The unbiased pass@k estimator (Chen et al. 2021).
 
 pass@k for one problem with n samples of which c passed is ``1 - C(n-c, k) / C(n, k)``: the chance
 that k samples drawn without replacement from the n contain at least one pass. The product form
@@ -7,7 +7,6 @@ below avoids the huge binomials, as in the paper.
 
 from __future__ import annotations
 
-import random
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
@@ -36,6 +35,7 @@ class PassAtK:
     value: float
     ci_low: float
     ci_high: float
+    ci_method: str = "bootstrap"  # or "wilson", where every problem has the same value (see intervals.py)
 
     def to_json(self) -> dict[str, float]:
         return {"value": self.value, "ci95": [self.ci_low, self.ci_high]}
@@ -52,18 +52,12 @@ def computable_ks(ks: Sequence[int], counts: Mapping[str, tuple[int, int]]) -> t
 
 
 def estimate(counts: Mapping[str, tuple[int, int]], k: int, bootstrap: int = 1000, seed: int = 0) -> PassAtK:
-    """Mean pass@k over problems, with a 95% percentile-bootstrap interval resampling problems.
+    """Mean pass@k over problems (``counts``: task_id -> (n, c)), with its 95% interval."""
+    from evalsuite.scoring.intervals import mean_interval
 
-    ``counts`` maps task_id -> (n, c). The interval reflects how much the score would move on another
-    draw of problems of the same kind, which is the uncertainty that matters when comparing models.
-    """
     per_problem = [pass_at_k(n, c, k) for n, c in counts.values()]
     if not per_problem:
         raise EvalsuiteError("no problems were scored")
-    mean = sum(per_problem) / len(per_problem)
-    rng = random.Random(seed)
-    size = len(per_problem)
-    means = sorted(sum(rng.choices(per_problem, k=size)) / size for _ in range(bootstrap))
-    low = means[int(0.025 * (bootstrap - 1))]
-    high = means[int(round(0.975 * (bootstrap - 1)))]
-    return PassAtK(k=k, value=mean, ci_low=low, ci_high=high)
+    interval = mean_interval(per_problem, bootstrap, seed)
+    return PassAtK(k=k, value=sum(per_problem) / len(per_problem), ci_low=interval.low, ci_high=interval.high,
+                   ci_method=interval.method)

@@ -6,7 +6,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
-from evalsuite.passk import PassAtK, computable_ks, estimate
+from evalsuite.scoring.passk import PassAtK, computable_ks, estimate
 from evalsuite.records import SampleResult
 
 
@@ -24,6 +24,7 @@ class Score:
     def summary_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {f"pass@{k}": v.value for k, v in sorted(self.pass_at.items())}
         out["ci95"] = {f"pass@{k}": [v.ci_low, v.ci_high] for k, v in sorted(self.pass_at.items())}
+        out["ci_method"] = {f"pass@{k}": v.ci_method for k, v in sorted(self.pass_at.items())}
         out["not_computable"] = {f"pass@{k}": reason for k, reason in sorted(self.not_computable.items())}
         out["n_samples"] = self.n_samples
         out["n_problems"] = len(self.per_problem)

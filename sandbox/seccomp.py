@@ -1,0 +1,131 @@
+"""A seccomp filter for sample processes: the system calls a code sample never needs are refused (EPERM).
+
+What it closes: kernel keyrings (``add_key``/``keyctl``/``request_key`` would carry state from one sample to
+the next: keyrings are kept per uid, beyond a process's life), new namespaces (``unshare``, ``setns``,
+``clone`` with namespace flags: a user namespace would hand the sample capabilities again), mounts,
+``ptrace`` and cross-process memory access, and the kernel interfaces most used to attack the kernel
+itself (``bpf``, ``perf_event_open``, ``userfaultfd``, ``io_uring``, modules, ``kexec``). ``clone3`` answers
+ENOSYS, so the C library falls back to ``clone``, whose flags the filter can read.
+
+The syscall numbers are data, per architecture, from the kernel's tables (x86-64's
+``asm/unistd_64.h`` and the generic ``asm-generic/unistd.h`` that aarch64 uses). Elsewhere no filter is
+installed and the record says so. Stdlib only; runs inside the jail.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import platform
+import struct
+
+# AUDIT_ARCH_* values (linux/audit.h) and the numbers of the refused calls.
+ARCHITECTURES: dict[str, tuple[int, dict[str, int]]] = {
+    "x86_64": (0xC000003E, {
+        "clone": 56, "clone3": 435, "unshare": 272, "setns": 308, "mount": 165, "umount2": 166,
+        "pivot_root": 155, "chroot": 161, "ptrace": 101, "add_key": 248, "request_key": 249, "keyctl": 250,
+        "bpf": 321, "perf_event_open": 298, "userfaultfd": 323, "io_uring_setup": 425, "io_uring_enter": 426,
+        "io_uring_register": 427, "kexec_load": 246, "kexec_file_load": 320, "init_module": 175,
+        "finit_module": 313, "delete_module": 176, "reboot": 169, "swapon": 167, "swapoff": 168, "acct": 163,
+        "quotactl": 179, "quotactl_fd": 443, "syslog": 103, "open_by_handle_at": 304, "name_to_handle_at": 303,
+        "process_vm_readv": 310, "process_vm_writev": 311, "pidfd_getfd": 438, "move_mount": 429,
+        "open_tree": 428, "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433, "mount_setattr": 442,
+        "iopl": 172, "ioperm": 173, "vhangup": 153, "uselib": 134, "_sysctl": 156, "lookup_dcookie": 212,
+        "fanotify_init": 300}),
+    "aarch64": (0xC00000B7, {
+        "clone": 220, "clone3": 435, "unshare": 97, "setns": 268, "mount": 40, "umount2": 39, "pivot_root": 41,
+        "chroot": 51, "ptrace": 117, "add_key": 217, "request_key": 218, "keyctl": 219, "bpf": 280,
+        "perf_event_open": 241, "userfaultfd": 282, "io_uring_setup": 425, "io_uring_enter": 426,
+        "io_uring_register": 427, "kexec_load": 104, "kexec_file_load": 294, "init_module": 105,
+        "finit_module": 273, "delete_module": 106, "reboot": 142, "swapon": 224, "swapoff": 225, "acct": 89,
+        "quotactl": 60, "quotactl_fd": 443, "syslog": 116, "open_by_handle_at": 265, "name_to_handle_at": 264,
+        "process_vm_readv": 270, "process_vm_writev": 271, "pidfd_getfd": 438, "move_mount": 429,
+        "open_tree": 428, "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433, "mount_setattr": 442,
+        "vhangup": 58, "lookup_dcookie": 18, "fanotify_init": 262}),
+}
+# clone() flags that make a namespace (linux/sched.h).
+CLONE_NAMESPACE_FLAGS = 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000 | 0x40000000 | 0x00020000
+
+# BPF opcodes and seccomp return values (linux/filter.h, linux/seccomp.h).
+_LD_W_ABS, _JEQ_K, _JGE_K, _JSET_K, _RET_K = 0x20, 0x15, 0x35, 0x45, 0x06
+_RET_ALLOW, _RET_KILL, _RET_ERRNO = 0x7FFF0000, 0x80000000, 0x00050000
+_EPERM, _ENOSYS = 1, 38
+_OFFSET_NR, _OFFSET_ARCH, _OFFSET_ARG0 = 0, 4, 16  # struct seccomp_data; arg0's low 32 bits (little endian)
+PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
+
+
+class _Filter(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8), ("k", ctypes.c_uint32)]
+
+
+class _Program(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_uint16), ("filter", ctypes.POINTER(_Filter))]
+
+
+def build_program(machine: str | None = None) -> list[tuple[int, int, int, int]] | None:
+    """The filter as (code, jt, jf, k) instructions, or None on an architecture without a table.
+
+    Written with labels, then assembled: a jump names where it goes when true and when false
+    ("next" is the following instruction).
+    """
+    arch = ARCHITECTURES.get(machine or platform.machine())
+    if arch is None:
+        return None
+    audit_arch, numbers = arch
+    refused = sorted(number for name, number in numbers.items() if name not in ("clone", "clone3"))
+    source: list[tuple] = [
+        (None, _LD_W_ABS, _OFFSET_ARCH),
+        (None, _JEQ_K, audit_arch, "next", "kill"),  # another ABI's numbers mean other calls: refuse
+        (None, _LD_W_ABS, _OFFSET_NR),
+        (None, _JGE_K, 0x40000000, "kill", "next"),  # x32 numbers on x86-64
+        (None, _JEQ_K, numbers["clone3"], "enosys", "next"),
+        (None, _JEQ_K, numbers["clone"], "clone", "next"),
+        *[(None, _JEQ_K, number, "deny", "next") for number in refused],
+        (None, _RET_K, _RET_ALLOW),
+        ("clone", _LD_W_ABS, _OFFSET_ARG0),
+        (None, _JSET_K, CLONE_NAMESPACE_FLAGS, "deny", "next"),
+        (None, _RET_K, _RET_ALLOW),
+        ("deny", _RET_K, _RET_ERRNO | _EPERM),
+        ("enosys", _RET_K, _RET_ERRNO | _ENOSYS),
+        ("kill", _RET_K, _RET_KILL),
+    ]
+    labels = {entry[0]: index for index, entry in enumerate(source) if entry[0]}
+
+    def offset(at: int, target: str) -> int:
+        distance = 0 if target == "next" else labels[target] - at - 1
+        if not 0 <= distance <= 255:
+            raise ValueError("seccomp program too long for 8-bit jumps")
+        return distance
+
+    program = []
+    for index, (_, code, k, *targets) in enumerate(source):
+        jt, jf = (offset(index, targets[0]), offset(index, targets[1])) if targets else (0, 0)
+        program.append((code, jt, jf, k))
+    return program
+
+
+class SeccompFilter:
+    """Built once in the sample server; ``install()`` is one prctl in each sample, after it drops privileges
+    (seccomp filters survive fork and exec and cannot be removed)."""
+
+    def __init__(self, machine: str | None = None):
+        program = build_program(machine)
+        self.available = program is not None
+        self.description = (f"seccomp filter: {len(ARCHITECTURES[machine or platform.machine()][1])} system "
+                            "calls refused" if self.available else
+                            f"no seccomp filter ({machine or platform.machine()} has no syscall table here)")
+        if program is None:
+            return
+        self._instructions = (_Filter * len(program))(*[_Filter(*instruction) for instruction in program])
+        self._program = _Program(len(program), self._instructions)
+        self._libc = ctypes.CDLL(None, use_errno=True)
+
+    def install(self) -> None:
+        if not self.available:
+            return
+        if self._libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(self._program), 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "seccomp filter refused")
+
+
+def packed(program: list[tuple[int, int, int, int]]) -> bytes:
+    """The filter as the kernel reads it (for tests and inspection)."""
+    return b"".join(struct.pack("<HBBI", *instruction) for instruction in program)
