@@ -15,8 +15,8 @@ Own PID, network, IPC, UTS and cgroup namespaces. Modes, best first:
 * ``bwrap`` as real root (flavour ``ns-root``): the sample server keeps only the capabilities it needs
   (mount a sample's tmpfs, switch uid, kill the jail's processes); each sample runs under a uid of its
   worker's own with none.
-* ``bwrap`` as a normal user (flavour ``ns-user``): a user namespace in which nested user namespaces are
-  disabled; samples drop every capability and run as ``nobody``.
+* ``bwrap`` as a normal user (flavour ``ns-user``): a user namespace; samples drop every capability, run
+  as ``nobody`` and, like the root flavour's, cannot make namespaces of their own (seccomp).
 * ``none``: no namespaces possible here. Used only with an explicit opt-in, because a sample can then
   read your files and reach the network.
 """
@@ -123,24 +123,14 @@ def shared_libraries() -> set[str]:
     return {p for p in found if os.path.exists(p)}
 
 
-@functools.lru_cache(maxsize=None)
-def bwrap_supports(option: str) -> bool:
-    try:
-        text = subprocess.run([shutil.which("bwrap") or "bwrap", "--help"], capture_output=True, text=True,
-                              timeout=10).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return option in text
-
-
 def bwrap_prefix(as_root: bool) -> list[str]:
     bwrap = shutil.which("bwrap") or "bwrap"
     args = [bwrap, "--die-with-parent", "--new-session",
             "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
     if not as_root:
+        # No --disable-userns: it nests a second user namespace, in which the sample server could no longer make
+        # each sample's mount and PID namespaces. Samples cannot make user namespaces anyway: seccomp refuses it.
         args += ["--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID)]
-        if bwrap_supports("--disable-userns"):
-            args += ["--disable-userns"]
     args += ["--proc", "/proc", "--size", str(1 << 20), "--tmpfs", "/dev"]
     for device in DEVICES:
         if os.path.exists(device):

@@ -9,7 +9,7 @@ sample it receives the candidate's source and one end of a fresh call channel, f
    sample: no file, SysV segment, directory tree, process or PID count outlives it, and no recursive
    delete can be made to fail;
 2. points fds 0-2 at ``/dev/null`` and closes every other fd but the channel;
-3. offers itself to the out-of-memory killer first, sets its rlimits, drops to an unprivileged uid without
+3. is the out-of-memory killer's first choice (``oom_score_adj`` 1000, set around the fork), sets its rlimits, drops to an unprivileged uid without
    capabilities (``no_new_privs`` is inherited) and installs the seccomp filter (:mod:`sandbox.seccomp`);
 4. runs the candidate and answers the checker's calls (:func:`sandbox.channel.serve_calls`);
 
@@ -119,6 +119,10 @@ class SampleServer:
         self.pid = os.getpid()
         self.libc = Libc()
         self.seccomp = seccomp.SeccompFilter()
+        try:  # raising one's own score, and lowering it back to 0, needs no privilege
+            self.oom_score: int | None = os.open("/proc/self/oom_score_adj", os.O_WRONLY)
+        except OSError:
+            self.oom_score = None
         self.control = socket.socket(fileno=config["control_fd"])
         self.reader = framing.FrameReader(self.control.fileno())
         self.exit_status: dict[int, int] = {}
@@ -151,6 +155,8 @@ class SampleServer:
         if self.flavor != "none":
             self.libc.fresh_tmp(self.config["scratch_mb"])
         gc.freeze()  # objects made so far are shared with the child and never touched by its GC
+        # Over the memory limit, the sample goes first: the child inherits the score we hold across the fork.
+        self.set_oom_score(b"1000")
         pid = os.fork()
         if pid == 0:
             try:
@@ -162,8 +168,16 @@ class SampleServer:
                 channel.serve_calls(channel_fd, job["candidate"], namespace)
             finally:
                 os._exit(0)
+        self.set_oom_score(b"0")
         os.close(channel_fd)
         self.sample_pid = pid
+
+    def set_oom_score(self, value: bytes) -> None:
+        if self.oom_score is not None:
+            try:
+                os.pwrite(self.oom_score, value, 0)
+            except OSError:
+                pass
 
     def enter_jail(self, channel_fd: int, timeout_s: float) -> None:
         config = self.config
@@ -189,9 +203,6 @@ class SampleServer:
         }
         for which, value in limits.items():
             resource.setrlimit(which, value)
-        if self.flavor != "none":
-            with open("/proc/self/oom_score_adj", "w") as handle:  # over the memory limit, the sample goes first
-                handle.write("1000")
         uid = config.get("child_uid")
         if uid is not None:  # real root in the jail: a private uid of this worker's, which drops every capability
             os.setgroups([])
