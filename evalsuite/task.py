@@ -115,5 +115,11 @@ class Task:
             check=f"check({problem.entry_point})",
         )
 
+    def build_solution_program(self, problem: Problem, solution: str) -> Program:
+        """An instruct-style answer is a whole program (EvalPlus runs the sanitized solution alone): it
+        replaces prompt + completion; the trusted test and check stay the task's."""
+        program = self.build_program(problem, "")
+        return Program(problem_key=program.problem_key, candidate=solution, test=program.test, check=program.check)
+
     def __repr__(self) -> str:
         return f"<Task {self.name}>"
