@@ -67,7 +67,7 @@ def template_sha256(template: str | None) -> str | None:
     return hashlib.sha256(template.encode("utf-8")).hexdigest() if template else None
 
 
-def decide_style(requested: str, chat_template: str | None, can_chat: bool = True) -> PromptDecision:
+def decide_style(requested: str, chat_template: str | None, can_chat: bool = False) -> PromptDecision:
     """``auto``: instruct exactly when the model has a chat template (``can_chat``: the backend can send a
     chat turn without a template of its own, e.g. a server's /v1/chat/completions)."""
     sha = template_sha256(chat_template)
