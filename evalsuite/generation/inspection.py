@@ -15,7 +15,7 @@ from evalsuite.registry import ModelSpec
 
 def run_settings(spec: ModelSpec, options: GenerationOptions, prompt_style: str = "auto") -> dict[str, Any]:
     """The dtype, tokenizer policy, fixes and prompt style a run of ``spec`` would use on this machine."""
-    from evalsuite.generation.loading import (config_summary, generation_config_of, load_config_and_tokenizer,
+    from evalsuite.generation.loading import (config_dtype, config_summary, generation_config_of, load_config_and_tokenizer,
                                               pick_device, pick_dtype, revision_of)
     from evalsuite.generation.prompting import decide_style
     from evalsuite.generation.tokenizer_fixes import prepare_codec
@@ -23,7 +23,7 @@ def run_settings(spec: ModelSpec, options: GenerationOptions, prompt_style: str 
     trust = bool(options.trust_remote_code or spec.trust_remote_code)
     config, tokenizer, spec = load_config_and_tokenizer(spec, trust)
     device = pick_device(options)
-    dtype = pick_dtype(spec, options, device, getattr(config, "dtype", None) or getattr(config, "torch_dtype", None))
+    dtype = pick_dtype(spec, options, device, config_dtype(config))
     text = config.get_text_config() if hasattr(config, "get_text_config") else config
     rows = getattr(text, "vocab_size", None)
     codec = prepare_codec(tokenizer, spec, rows if isinstance(rows, int) else None,

@@ -48,6 +48,14 @@ def pick_dtype(spec: ModelSpec, options: GenerationOptions, device, config_dtype
     return name if name in ("float16", "bfloat16", "float32") else "bfloat16"
 
 
+def config_dtype(config: Any) -> Any:
+    """The checkpoint's declared dtype (``dtype``; older configs ``torch_dtype``, read only where ``dtype``
+    is absent since transformers 5 warns on every read of the old name)."""
+    if "dtype" in getattr(config, "__dict__", {}) or hasattr(type(config), "dtype"):
+        return getattr(config, "dtype", None)
+    return getattr(config, "torch_dtype", None)
+
+
 def local_revision(location: Path) -> str:
     """A local checkpoint's stand-in for a commit hash: the content fingerprint of its weight, tokenizer and
     config files (see :mod:`evalsuite.generation.fingerprint`)."""
@@ -155,7 +163,7 @@ def load_model(spec: ModelSpec, options: GenerationOptions) -> LoadedModel:
                              "--gpu-memory, --cpu-memory and --offload-dir do not apply")
     config, tokenizer, spec = load_config_and_tokenizer(spec, trust)
     device = pick_device(options)
-    dtype = pick_dtype(spec, options, device, getattr(config, "dtype", None) or getattr(config, "torch_dtype", None))
+    dtype = pick_dtype(spec, options, device, config_dtype(config))
     if not spec.gguf_file and (device.type == "cuda" or planned):
         # The memory planner places the model (one GPU, several, 8/4-bit, offload, CPU) and records why.
         from evalsuite.planner import load_planned
@@ -205,4 +213,4 @@ def config_summary(config: Any) -> dict[str, Any]:
 
 
 __all__ = ["LoadedModel", "load_model", "pick_device", "pick_dtype", "local_revision", "model_context_length",
-           "config_summary", "load_config_and_tokenizer", "generation_config_of", "revision_of", "WEIGHT_SUFFIXES"]
+           "config_summary", "config_dtype", "load_config_and_tokenizer", "generation_config_of", "revision_of", "WEIGHT_SUFFIXES"]
