@@ -19,6 +19,11 @@ task share an entry exactly when the settings that change the number are equal:
   and the memory planner may choose one on a small GPU. Such runs carry ``settings.weights`` ("int8" or
   "nf4"), which is keyed and always shown (``gpt-j-6b (nf4)``), so a quantized number never stands in
   for the model's own. Half-precision runs have no ``weights`` field and keep their 1.0 keys.
+* Schema 1.2 keys how the model was asked and on which problems, again only where it differs from the
+  1.0 protocol, so older keys stay valid: ``prompt_style: "instruct"`` (chat template and code extraction),
+  ``strip_prompt: true`` (bigcode's stripped prompts), and ``problem_set`` for a ``--limit`` run (which
+  problems of how many). A partial run therefore never replaces the full entry, and every view labels it
+  ``(partial 5/164)``.
 """
 
 from __future__ import annotations
@@ -39,12 +44,14 @@ from evalsuite import __version__
 from evalsuite.errors import EvalsuiteError, ThresholdNotMet
 from evalsuite.jsonl import atomic_write_json
 
-SCHEMA_VERSION = "1.1"
+SCHEMA_VERSION = "1.2"
 SCHEMA_PATH = Path(__file__).parent / "schemas" / "leaderboard.schema.json"
 LEADERBOARD_FILE = "leaderboard.json"
 HTML_FILE = "index.html"
 KEY_FIELDS = ("n", "temperature", "top_p", "top_k", "max_new_tokens", "prompt_template", "dataset_sha256")
-OPTIONAL_KEY_FIELDS = ("weights",)  # keyed where present: quantized weights (see the module docstring)
+# keyed where present (see the module docstring): quantized weights; instruct prompting; stripped prompts; a
+# --limit run's problem subset
+OPTIONAL_KEY_FIELDS = ("weights", "prompt_style", "strip_prompt", "problem_set")
 QUANTIZED_WEIGHTS = ("int8", "nf4")
 _METRIC_NAME = re.compile(r"^pass@([1-9][0-9]*)$")
 
@@ -135,11 +142,13 @@ def _sorted_metrics(metrics: Mapping[str, Any]) -> list[tuple[str, Any]]:
 # -- settings key ------------------------------------------------------------------------------------
 
 def settings_for(sampling: Any, prompt_template: str, dataset_sha256: str,
-                 weights: str | None = None) -> dict[str, Any]:
+                 weights: str | None = None, prompt_style: str | None = None, strip_prompt: bool = False,
+                 problem_set: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The normalised settings that change the number (see the module docstring for the choice).
 
     ``sampling`` is a :class:`~evalsuite.records.SamplingParams` or its ``to_dict()``; ``weights`` the
-    precision the model ran in (only int8/nf4 are kept).
+    precision the model ran in (only int8/nf4 are kept); ``prompt_style`` "base" or "instruct";
+    ``problem_set`` the subset a ``--limit`` run scored (None: all of the task's problems).
     """
     params = sampling.to_dict() if hasattr(sampling, "to_dict") else dict(sampling)
     missing = [name for name in ("n", "temperature", "top_p", "top_k", "max_new_tokens") if name not in params]
@@ -158,6 +167,13 @@ def settings_for(sampling: Any, prompt_template: str, dataset_sha256: str,
     }
     if weights in QUANTIZED_WEIGHTS:
         settings["weights"] = weights
+    if prompt_style == "instruct":
+        settings["prompt_style"] = "instruct"
+    if strip_prompt:
+        settings["strip_prompt"] = True
+    if problem_set:
+        settings["problem_set"] = {"n_problems": int(problem_set["n_problems"]), "of": int(problem_set["of"]),
+                                   "ids_sha256": str(problem_set["ids_sha256"])}
     return settings
 
 
@@ -218,7 +234,9 @@ def entry_from_run(run_summary: Mapping[str, Any]) -> LeaderboardEntry:
     * ``score``: a ``Score`` or its ``summary_json()`` (needs pass@k values, ci95, n_problems).
     * ``run_id`` (str), ``hardware`` (str, e.g. "1x NVIDIA H100 80GB HBM3" or "cpu").
     * optional: ``date`` (ISO 8601 with a UTC offset, stored as UTC ``...Z``; default now),
-      ``evalsuite_version`` (default this version), ``weights`` (the precision the model ran in).
+      ``evalsuite_version`` (default this version), ``weights`` (the precision the model ran in),
+      ``prompt_style`` ("base"/"instruct"), ``strip_prompt`` (bool), ``problem_set`` (a --limit run's subset:
+      n_problems, of, ids_sha256).
     """
     required = ("model", "model_id", "task", "dataset_sha256", "prompt_template", "sampling", "score",
                 "run_id", "hardware")
@@ -226,7 +244,9 @@ def entry_from_run(run_summary: Mapping[str, Any]) -> LeaderboardEntry:
     if missing:
         raise EvalsuiteError(f"cannot build a leaderboard entry: run summary lacks {', '.join(missing)}")
     settings = settings_for(run_summary["sampling"], run_summary["prompt_template"],
-                            run_summary["dataset_sha256"], run_summary.get("weights"))
+                            run_summary["dataset_sha256"], run_summary.get("weights"),
+                            run_summary.get("prompt_style"), bool(run_summary.get("strip_prompt")),
+                            run_summary.get("problem_set"))
     metrics, not_computable, n_problems = _metrics_from_score(run_summary["score"])
     if not metrics:
         raise EvalsuiteError(f"{run_summary['model']} on {run_summary['task']}: no pass@k could be computed "
@@ -444,6 +464,24 @@ def _setting_text(name: str, value: Any) -> str:
     return f"{name}={value:g}" if isinstance(value, float) else f"{name}={value}"
 
 
+def always_shown(settings: Mapping[str, Any]) -> list[str]:
+    """Settings every view names, whatever other rows exist: quantized weights, instruct prompting,
+    stripped prompts, and a partial problem set (a smoke test must never read as the model's score)."""
+    parts = [settings["weights"]] if "weights" in settings else []
+    if settings.get("prompt_style") == "instruct":
+        parts.append("instruct")
+    if settings.get("strip_prompt"):
+        parts.append("stripped prompt")
+    if "problem_set" in settings:
+        subset = settings["problem_set"]
+        parts.append(f"partial {subset['n_problems']}/{subset['of']}")
+    return parts
+
+
+def is_partial(entry: LeaderboardEntry) -> bool:
+    return "problem_set" in entry.settings
+
+
 def display_labels(entries: Sequence[LeaderboardEntry]) -> dict[tuple[str, str, str], str]:
     """Entry key -> model name, plus the settings that tell it apart when a model has several rows
     in one task, e.g. ``gpt-j-6b (n=20, T=0.8)`` next to ``gpt-j-6b (n=1, T=0)``."""
@@ -454,7 +492,7 @@ def display_labels(entries: Sequence[LeaderboardEntry]) -> dict[tuple[str, str, 
     for entry in entries:
         group = siblings[(entry.model, entry.task)]
         differing = [name for name in KEY_FIELDS if len({json.dumps(e.settings[name]) for e in group}) > 1]
-        parts = [entry.settings["weights"]] if "weights" in entry.settings else []  # always: see module doc
+        parts = always_shown(entry.settings)
         parts += [_setting_text(name, entry.settings[name]) for name in differing]
         labels[entry.key] = f"{entry.model} ({', '.join(parts)})" if parts else entry.model
     return labels

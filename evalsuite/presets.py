@@ -1,11 +1,12 @@
-"""Named sampling protocols (``--preset``), shipped as YAML in ``configs/presets/``.
+"""Named protocols (``--preset``), shipped as YAML in ``configs/presets/``, each naming its source.
 
-A preset fills in the sampling settings; flags given explicitly on the command line win.
+A preset fills in the sampling settings and the prompt protocol (``prompt_style``, ``strip_prompt``);
+flags given explicitly on the command line win.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
@@ -13,14 +14,18 @@ import yaml
 
 from evalsuite.errors import EvalsuiteError
 
-PRESET_KEYS = {"n", "temperature", "top_p", "top_k", "max_new_tokens", "k", "description"}
+SAMPLING_KEYS = {"n", "temperature", "top_p", "top_k", "max_new_tokens", "k"}
+PROMPT_KEYS = {"prompt_style", "strip_prompt"}
+PRESET_KEYS = SAMPLING_KEYS | PROMPT_KEYS | {"description", "source"}
 
 
 @dataclass(frozen=True)
 class Preset:
     name: str
     description: str
-    values: dict[str, Any]
+    values: dict[str, Any]  # sampling settings (and "k")
+    prompt: dict[str, Any] = field(default_factory=dict)  # prompt_style / strip_prompt
+    source: str = ""
 
 
 def _preset_files() -> dict[str, Any]:
@@ -46,4 +51,6 @@ def load_preset(name: str) -> Preset:
     if unknown:
         raise EvalsuiteError(f"preset {name!r} has unknown keys: {', '.join(sorted(unknown))}")
     description = str(data.pop("description", ""))
-    return Preset(name=name, description=description, values=data)
+    source = str(data.pop("source", ""))
+    prompt = {key: data.pop(key) for key in PROMPT_KEYS if key in data}
+    return Preset(name=name, description=description, values=data, prompt=prompt, source=source)

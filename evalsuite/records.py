@@ -42,6 +42,9 @@ class GenerationRequest:
     stop_sequences: tuple[str, ...] = ()
     # Read only by the built-in ``reference`` backend, which answers with the known-good solution.
     canonical_solution: str | None = None
+    # "base": ``prompt`` is continued as is; "instruct": ``prompt`` is the task's text, asked through the
+    # model's chat template (see evalsuite.generation.prompting), and the answer is a whole program.
+    prompt_style: str = "base"
 
 
 @dataclass(frozen=True)
@@ -53,6 +56,9 @@ class Completion:
     text: str
     finish_reason: str = "stop"  # "stop" (stop sequence), "eos", "length"
     num_tokens: int = 0
+    # The decoded text of every generated token kept (before the cut at a stop sequence), as the model wrote
+    # it; None where the backend has nothing more than ``text``.
+    raw_text: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -61,6 +67,7 @@ class Completion:
             "completion": self.text,
             "finish_reason": self.finish_reason,
             "num_tokens": self.num_tokens,
+            "raw_completion": self.text if self.raw_text is None else self.raw_text,
         }
 
 

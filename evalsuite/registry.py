@@ -4,8 +4,14 @@ Why a registry: the details that silently wreck HumanEval numbers (a missing pad
 never saw, a prompt whose trailing whitespace shifts tokenisation, stop markers a family emits) are
 properties of a model family, so they live once in data, not in per-model scripts or CLI flags.
 
+Family defaults are about the architecture and its vocabulary (dtype, blocks that must not be split, a
+preferred pad token, end-of-file stop markers). Which BOS a prompt starts with is the tokenizer's own
+business (its ``add_bos_token``); an alias may override it only with a cited ``reason``. Prompt
+whitespace is a protocol setting (``--strip-prompt``), never a model's.
+
 A name resolves, in order, as: an alias in the registry, a local directory (its ``config.json``
-``model_type`` picks the family defaults), a registered hub id, any other well-formed hub id.
+``model_type`` picks the family defaults), a local ``.gguf`` file (family from its metadata at load time),
+a registered hub id, any other well-formed hub id.
 """
 
 from __future__ import annotations
@@ -42,13 +48,18 @@ class ModelSpec:
     family: str | None = None  # config.json model_type whose defaults apply
     pad_token: str | None = None  # "eos", "unk", "bos" or a token string; None: derive from the tokenizer
     padding_side: str = "left"
-    bos: str = "auto"
-    strip_prompt_whitespace: bool = False
+    bos: str = "auto"  # "auto": as the tokenizer's own add_special_tokens; "add"/"none": an alias's override
     extra_stop_sequences: tuple[str, ...] = ()
     dtype: str | None = None
     no_split_module_classes: tuple[str, ...] = ()
     trust_remote_code: bool = False
     notes: str = ""
+    reason: str = ""  # why an alias overrides the tokenizer's BOS behaviour, with its source
+
+    @property
+    def gguf_file(self) -> str | None:
+        """The file name when ``location`` is a local GGUF checkpoint (loaded from its folder)."""
+        return Path(self.location).name if self.source == "local" and self.location.endswith(".gguf") else None
 
     @property
     def model_id(self) -> str:
@@ -97,13 +108,16 @@ _ENTRY_FIELDS = {
     "pad_token": _str,
     "padding_side": _choice(("left",)),  # right padding breaks batched decoder-only generation
     "bos": _choice(BOS_POLICIES),
-    "strip_prompt_whitespace": _bool,
     "extra_stop_sequences": _str_tuple,
     "dtype": _choice(DTYPES),
     "no_split_module_classes": _str_tuple,
     "trust_remote_code": _bool,
     "notes": _str,
+    "reason": _str,
 }
+_ALIAS_ONLY = ("bos", "reason")  # per-alias overrides, never family-wide
+_MOVED = {"strip_prompt_whitespace": "prompt stripping is a protocol setting now: --strip-prompt or "
+                                     "--preset bigcode"}
 
 
 @dataclass(frozen=True)
@@ -123,14 +137,21 @@ class Registry:
         return ModelSpec(name=name, source=source, location=location, family=family, **merged)
 
 
-def _validate_entry(raw: Any, where: str) -> dict[str, Any]:
+def _validate_entry(raw: Any, where: str, alias: bool = True) -> dict[str, Any]:
     if not isinstance(raw, dict):
         raise EvalsuiteError(f"{where}: expected a mapping of fields, got {type(raw).__name__}")
     entry = {}
     for key, value in raw.items():
+        if key in _MOVED:
+            raise EvalsuiteError(f"{where}: field {key!r} is no longer a model setting ({_MOVED[key]})")
+        if key in _ALIAS_ONLY and not alias:
+            raise EvalsuiteError(f"{where}: {key!r} is a per-alias override (with a cited reason), not a "
+                                 "family default; the tokenizer's own BOS behaviour applies to a family")
         if key not in _ENTRY_FIELDS:
             raise EvalsuiteError(f"{where}: unknown field {key!r} (known: {', '.join(_ENTRY_FIELDS)})")
         entry[key] = _ENTRY_FIELDS[key](value, f"{where}.{key}")
+    if entry.get("bos", "auto") != "auto" and not entry.get("reason"):
+        raise EvalsuiteError(f"{where}: bos {entry['bos']!r} overrides the tokenizer; add a 'reason' citing why")
     return entry
 
 
@@ -144,7 +165,7 @@ def parse_registry(text: str, source: str = REGISTRY_FILE) -> Registry:
         raise EvalsuiteError(f"{source}{line}: invalid YAML: {getattr(exc, 'problem', exc)}") from exc
     if not isinstance(data, dict) or set(data) - {"families", "models"}:
         raise EvalsuiteError(f"{source}: expected top-level keys 'families' and 'models'")
-    families = {name: _validate_entry(raw, f"{source}: families.{name}")
+    families = {name: _validate_entry(raw, f"{source}: families.{name}", alias=False)
                 for name, raw in (data.get("families") or {}).items()}
     models = {}
     for alias, raw in (data.get("models") or {}).items():
@@ -200,6 +221,10 @@ def resolve_model(name: str, registry: Registry | None = None, backend: str = "a
     if path.is_dir():
         model_type = read_model_type(path)
         return registry.spec(name, "local", str(path.resolve()), {"family": model_type})
+    if path.suffix == ".gguf":
+        if not path.is_file():
+            raise EvalsuiteError(f"{name}: no such GGUF file")
+        return registry.spec(name, "local", str(path.resolve()), {})  # family from its metadata at load time
     for entry in registry.models.values():
         if entry["hub_id"].lower() == name.lower():
             return registry.spec(name, "hub", entry["hub_id"], entry)

@@ -6,6 +6,8 @@ them, persists what each produces, and resumes what an interrupted run left behi
 
 from __future__ import annotations
 
+import hashlib
+import json
 import socket
 import sys
 import time
@@ -21,6 +23,9 @@ from evalsuite.environment import hardware, package_versions
 from evalsuite.errors import EvalsuiteError
 from evalsuite.execution import ExecutionOptions
 from evalsuite.generation.base import GenerationOptions, Generator
+from evalsuite.generation.extraction import extract_program
+from evalsuite.generation.prompting import (INSTRUCT_STOP_SEQUENCES, INSTRUCTION_PREFIX, RESPONSE_PREFIX,
+                                            PromptDecision, PromptProtocol, base_prompt, completion_for_original)
 from evalsuite.jsonl import JsonlAppender, atomic_write_json, atomic_write_jsonl
 from evalsuite.progress import progress_bar
 from evalsuite.records import GenerationRequest, SamplingParams, SampleResult
@@ -49,6 +54,7 @@ class RunConfig:
     spread: str = "problems"
     # Each sample's wall-clock limit: calibrated per problem on this machine (default) or fixed (--timeout).
     timeouts: TimeoutPolicy = field(default_factory=TimeoutPolicy)
+    prompt: PromptProtocol = field(default_factory=PromptProtocol)
 
 
 @dataclass
@@ -66,12 +72,15 @@ class RunOutcome:
         """The input :func:`evalsuite.leaderboard.entry_from_run` expects."""
         from evalsuite.environment import hardware_summary
 
+        prompt = self.record["prompt"]
         return {
             "model": self.model, "model_id": self.record["model"]["id"], "task": self.task,
             "dataset_sha256": self.record["task"]["dataset_sha256"],
             "prompt_template": self.record["task"]["prompt_template"],
             "sampling": self.record["sampling"], "score": self.score, "run_id": self.run_dir.run_id,
             "weights": self.record["identity"].get("weights"),
+            "prompt_style": prompt["style"], "strip_prompt": prompt["strip_prompt"],
+            "problem_set": self.record["task"].get("problem_set"),
             "hardware": hardware_summary(self.record["environment"]["hardware"]),
             "date": self.record["finished_at"],
         }
@@ -104,20 +113,49 @@ def select_problems(task: Task, limit: int | None) -> list[Problem]:
     return problems[:limit] if limit else problems
 
 
-def stop_sequences_for(task: Task, model_stops: Sequence[str]) -> tuple[str, ...]:
+def merge_stops(first: Sequence[str], then: Sequence[str]) -> tuple[str, ...]:
     merged: list[str] = []
-    for stop in list(task.stop_sequences) + list(model_stops):
+    for stop in list(first) + list(then):
         if stop and stop not in merged:
             merged.append(stop)
     return tuple(merged)
 
 
+def stop_sequences_for(task: Task, model_stops: Sequence[str]) -> tuple[str, ...]:
+    return merge_stops(task.stop_sequences, model_stops)
+
+
+def problem_set(task: Task, problems: Sequence[Problem]) -> dict[str, Any] | None:
+    """None for the task's whole problem set; otherwise which part ran (a ``--limit`` smoke test)."""
+    total = len(task.problems())
+    if len(problems) == total:
+        return None
+    ids = json.dumps([p.task_id for p in problems]).encode()
+    return {"n_problems": len(problems), "of": total, "ids_sha256": hashlib.sha256(ids).hexdigest()}
+
+
+def prompt_settings(decision: PromptDecision, protocol: PromptProtocol, stops: Sequence[str]) -> dict[str, Any]:
+    """How the model was asked, for the identity and the record."""
+    settings: dict[str, Any] = {"style": decision.style, "requested": decision.requested,
+                                "reason": decision.reason, "strip_prompt": False}
+    if decision.style == "instruct":
+        settings.update({"chat_template_sha256": decision.chat_template_sha256,
+                         "instruction_prefix": INSTRUCTION_PREFIX, "response_prefix": RESPONSE_PREFIX,
+                         "source": "EvalPlus 0.3.1: evalplus/codegen.py, evalplus/provider/utility.py"})
+    else:
+        settings["strip_prompt"] = protocol.strip_prompt
+    return settings
+
+
 def run_identity(model_id: str, task: Task, problems: Sequence[Problem], stops: Sequence[str],
-                 sampling: SamplingParams, weights: str | None = None) -> dict[str, Any]:
+                 sampling: SamplingParams, weights: str | None = None,
+                 prompt: dict[str, Any] | None = None, model: dict[str, Any] | None = None) -> dict[str, Any]:
     """Everything that determines the completions; its hash names the run directory.
 
     ``weights`` is the precision the model was loaded in, where the backend has one (bf16 and nf4 samples
-    of one checkpoint are different runs)."""
+    of one checkpoint are different runs). ``prompt`` is how the model was asked (style, stripping, chat
+    template sha256); ``model`` what the backend says decides its output (checkpoint bytes, tokenizer policy,
+    engine, library versions; :meth:`Generator.identity`)."""
     identity = {
         "model": model_id,
         "task": task.name,
@@ -129,25 +167,70 @@ def run_identity(model_id: str, task: Task, problems: Sequence[Problem], stops: 
     }
     if weights is not None:
         identity["weights"] = weights
+    if prompt is not None:
+        identity["prompt"] = {k: v for k, v in prompt.items() if k not in ("requested", "reason")}
+    if model:
+        identity["checkpoint"] = model
     return identity
+
+
+class SolutionTask:
+    """The task as the execution stage sees it when each completion is a whole program (instruct style):
+    everything is the task's own, except that the program is the completion alone."""
+
+    def __init__(self, task: Task):
+        self._task = task
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._task, name)
+
+    def build_program(self, problem: Problem, completion: str):
+        return self._task.build_solution_program(problem, completion)
+
+
+@dataclass(frozen=True)
+class Asking:
+    """How this run asks the model: the prompt style decided for it, base-style stripping, and whether an
+    instruct prompt ends inside an opened code block."""
+
+    style: str = "base"
+    strip_prompt: bool = False
+    opened_fence: bool = False
+
+    def prompt_for(self, task: Task, problem: Problem) -> str:
+        text = task.format_prompt(problem)
+        return text if self.style == "instruct" else base_prompt(text, self.strip_prompt)
+
+    def completion_row(self, task: Task, problem: Problem, text: str, raw: str) -> dict[str, Any]:
+        """``completion`` is what the sandbox runs after the task's prompt (base) or alone (instruct: the
+        extracted program); ``raw_completion`` the model's untruncated output."""
+        if self.style == "instruct":
+            return {"completion": extract_program(raw, problem.entry_point, self.opened_fence),
+                    "raw_completion": raw, "prompt_style": "instruct"}
+        formatted = task.format_prompt(problem)
+        seen = base_prompt(formatted, self.strip_prompt)
+        return {"completion": task.postprocess(problem, completion_for_original(formatted, seen, text)),
+                "raw_completion": raw}
 
 
 def generate_missing(generator: Generator, task: Task, problems: Sequence[Problem], stops: Sequence[str],
                      sampling: SamplingParams, run_dir: RunDir, label: str, show_progress: bool,
-                     valid_ids: set[str], out_name: str = "completions.jsonl") -> tuple[int, float]:
+                     valid_ids: set[str], out_name: str = "completions.jsonl", asking: Asking = Asking(),
+                     invocation_id: str | None = None) -> tuple[int, float]:
     """Generate every completion of ``problems`` not yet saved, appending each to ``out_name`` as it arrives.
 
     ``valid_ids`` are all of the run's problem ids (other ranks' shards included), for validating saved files.
-    Returns (completions generated now, tokens generated now).
+    Every row names the ``invocation_id`` that made it. Returns (completions generated now, tokens generated now).
     """
     done = run_dir.existing_completions(valid_ids, sampling.n)
     requests = []
     for problem in problems:
         missing = tuple(i for i in range(sampling.n) if (problem.task_id, i) not in done)
         if missing:
-            requests.append(GenerationRequest(task_id=problem.task_id, prompt=task.format_prompt(problem),
+            requests.append(GenerationRequest(task_id=problem.task_id, prompt=asking.prompt_for(task, problem),
                                               sample_indices=missing, stop_sequences=tuple(stops),
-                                              canonical_solution=problem.canonical_solution))
+                                              canonical_solution=problem.canonical_solution,
+                                              prompt_style=asking.style))
     total = sum(len(r.sample_indices) for r in requests)
     if total == 0:
         return 0, 0.0
@@ -164,8 +247,10 @@ def generate_missing(generator: Generator, task: Task, problems: Sequence[Proble
                 raise EvalsuiteError(f"backend returned an unexpected completion {expected}")
             done[expected] = {}
             row = completion.to_json()
-            row["completion"] = task.postprocess(by_id[completion.task_id], completion.text)
-            row["raw_completion"] = completion.text
+            raw = completion.text if completion.raw_text is None else completion.raw_text
+            row.update(asking.completion_row(task, by_id[completion.task_id], completion.text, raw))
+            if invocation_id is not None:
+                row["invocation_id"] = invocation_id
             out.write(row)
             generated += 1
             tokens += completion.num_tokens
@@ -211,15 +296,24 @@ def run_one(generator: Generator, model_name: str, model_id: str, model_stops: S
     """
     problems = select_problems(task, config.limit)
     valid_ids = {p.task_id for p in problems}
-    stops = stop_sequences_for(task, model_stops)
-    identity = run_identity(model_id, task, problems, stops, config.sampling, generator.weights_identity())
+    decision = generator.decide_prompt_style(config.prompt.style)
+    if decision.style == "instruct":
+        asking = Asking("instruct", opened_fence=generator.opens_code_fence())
+        stops = merge_stops(INSTRUCT_STOP_SEQUENCES if asking.opened_fence else (), model_stops)
+    else:
+        asking = Asking("base", strip_prompt=config.prompt.strip_prompt)
+        stops = stop_sequences_for(task, model_stops)
+    prompt = prompt_settings(decision, config.prompt, stops)
+    identity = run_identity(model_id, task, problems, stops, config.sampling, generator.weights_identity(),
+                            prompt=prompt, model=generator.identity())
     run_dir = RunDir.for_run(config.output_dir, model_name, task.name, run_key(identity))
     run_dir.check_identity(identity)
     run_dir.path.mkdir(parents=True, exist_ok=True)
+    invocation_id = uuid.uuid4().hex
     record: dict[str, Any] = {
         "schema": RUN_RECORD_SCHEMA,
         "run_id": run_dir.run_id,
-        "invocation_id": uuid.uuid4().hex,
+        "invocation_id": invocation_id,
         "status": "running",
         "started_at": _now(),
         "argv": list(config.argv),
@@ -227,7 +321,9 @@ def run_one(generator: Generator, model_name: str, model_id: str, model_stops: S
         "model": {"requested": model_name, "id": model_id, **generator.describe()},
         "task": {"name": task.name, "dataset_sha256": task.dataset_sha256, "source": task.source,
                  "n_problems": len(problems), "prompt_template": task.prompt_template,
-                 "stop_sequences": list(stops), "provenance": task.provenance()},
+                 "stop_sequences": list(stops), "provenance": task.provenance(),
+                 "problem_set": problem_set(task, problems)},
+        "prompt": prompt,
         "sampling": config.sampling.to_dict(),
         "k": list(config.ks),
         "limit": config.limit,
@@ -242,12 +338,14 @@ def run_one(generator: Generator, model_name: str, model_id: str, model_stops: S
 
     started = time.perf_counter()
     generated, tokens = generate_missing(generator, task, my_problems, stops, config.sampling, run_dir, label,
-                                         config.show_progress and ctx.is_main, valid_ids, ctx.completions_name())
+                                         config.show_progress and ctx.is_main, valid_ids, ctx.completions_name(),
+                                         asking=asking, invocation_id=invocation_id)
     generate_seconds = time.perf_counter() - started
 
     samples = load_completions(run_dir, my_problems, config.sampling.n, valid_ids)
     started = time.perf_counter()
-    results, execution_info = execute_with_timeouts(task, samples, config.execution, config.timeouts)
+    executed = SolutionTask(task) if asking.style == "instruct" else task
+    results, execution_info = execute_with_timeouts(executed, samples, config.execution, config.timeouts)
     execute_seconds = time.perf_counter() - started
 
     gathered = ctx.gather({"results": results, "execution": execution_info, "generated": generated,

@@ -6,6 +6,7 @@ Plugins subclass :class:`Task` (or instantiate it directly) and return instances
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass, field
@@ -125,6 +126,11 @@ class Task:
             prelude=problem.prompt,
             entry_point=problem.entry_point,
         )
+
+    def build_solution_program(self, problem: Problem, solution: str) -> Program:
+        """An instruct-style answer is a whole program (EvalPlus runs the sanitized solution alone): it
+        replaces prompt + completion; the trusted test and check stay the task's."""
+        return dataclasses.replace(self.build_program(problem, ""), candidate=solution)
 
     def __repr__(self) -> str:
         return f"<Task {self.name}>"

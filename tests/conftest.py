@@ -48,3 +48,41 @@ def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], 
         return built[family]
 
     return get
+
+
+def _real(fetch: Callable[[], Path]) -> Path:
+    from real_models import Unavailable
+
+    try:
+        return fetch()
+    except Unavailable as exc:
+        pytest.skip(f"cannot fetch from the package registry (PyPI): {exc}")
+
+
+@pytest.fixture(scope="session")
+def smollm2_path() -> Path:
+    """SmolLM2-135M-Instruct (GGUF, from PyPI; see tests/real_models.py)."""
+    from real_models import smollm2_gguf
+
+    return _real(smollm2_gguf)
+
+
+@pytest.fixture(scope="session")
+def gemma_path() -> Path:
+    """gemma-3-270m base (GGUF, from PyPI, sha256-checked; see tests/real_models.py)."""
+    from real_models import gemma_gguf
+
+    return _real(gemma_gguf)
+
+
+@pytest.fixture(scope="session")
+def evalplus_module_path() -> Path:
+    """The evalplus 0.3.1 wheel, unpacked (not installed), put on sys.path for its prompt code."""
+    import sys
+
+    from real_models import evalplus_path
+
+    path = _real(evalplus_path)
+    if str(path) not in sys.path:
+        sys.path.insert(0, str(path))
+    return path

@@ -25,6 +25,7 @@ SHA = "0123456789abcdef" * 4
 
 def run_summary(model: str = "gpt-j-6b", task: str = "humaneval", passes: tuple[int, ...] = (1, 0, 0, 0),
                 n: int = 1, temperature: float = 0.0, run_id: str = "run-1", weights: str | None = None,
+                prompt_style: str | None = None, strip_prompt: bool = False, problem_set: dict | None = None,
                 **sampling) -> dict:
     """A real Score from real SampleResults: problem i has ``passes[i]`` of its n samples passing."""
     results = [SampleResult(f"{task}/{i}", j, j < c, "passed" if j < c else "failed: x", 0.01)
@@ -33,7 +34,8 @@ def run_summary(model: str = "gpt-j-6b", task: str = "humaneval", passes: tuple[
     return {"model": model, "model_id": f"org/{model}", "task": task, "dataset_sha256": SHA,
             "prompt_template": "{prompt}", "sampling": SamplingParams(n=n, temperature=temperature, **sampling),
             "score": score(results, ks, bootstrap=200), "run_id": run_id, "hardware": "cpu",
-            "date": "2025-01-31T12:00:00Z", "weights": weights}
+            "date": "2025-01-31T12:00:00Z", "weights": weights, "prompt_style": prompt_style,
+            "strip_prompt": strip_prompt, "problem_set": problem_set}
 
 
 def make_entry(**kwargs) -> LeaderboardEntry:
@@ -112,7 +114,7 @@ def test_update_leaderboard_round_trips_through_the_file(tmp_path: Path):
     assert loaded == second and len(first) == len(second) == 2
     assert sorted(e.run_id for e in loaded) == ["b", "c"]
     document = json.loads((tmp_path / "leaderboard.json").read_text())
-    assert document["schema_version"] == "1.1"
+    assert document["schema_version"] == "1.2"
     jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text())).validate(document)
 
 
@@ -273,7 +275,7 @@ def test_cli_reports_broken_file_and_bad_threshold(board_dir: Path, capsys):
     path.write_text(path.read_text().replace('"hardware": "cpu"', '"hardware": 7', 1))
     assert cli_main(["leaderboard", "--dir", str(board_dir)]) == 2
     assert capsys.readouterr().err == (f"error: {path}: invalid leaderboard at $.entries[0].hardware: "
-                                       "7 is not of type 'string' (schema 1.1)\n")
+                                       "7 is not of type 'string' (schema 1.2)\n")
     with pytest.raises(SystemExit) as info:
         cli_main(["leaderboard", "--dir", str(board_dir), "--fail-under", "pass@1=lots"])
     assert info.value.code == 2
@@ -318,4 +320,37 @@ def test_quantized_weights_are_their_own_row_and_always_labelled(tmp_path: Path)
     labels = display_labels(kept)
     assert labels[nf4.key].endswith("(nf4)") and "nf4" not in labels[half.key]
     assert display_labels([nf4])[nf4.key].endswith("(nf4)")  # shown even without a sibling
-    assert load_leaderboard(tmp_path / "leaderboard.json") == kept  # the 1.1 schema validates it
+    assert load_leaderboard(tmp_path / "leaderboard.json") == kept  # the 1.2 schema validates it
+
+
+def test_a_limit_run_never_replaces_the_full_one_and_is_always_labelled_partial(tmp_path: Path, capsys):
+    """`--limit 5` once replaced the 164-problem entry; now the problem set is keyed and shown everywhere."""
+    full = make_entry(run_id="full")
+    subset = {"n_problems": 5, "of": 164, "ids_sha256": "a" * 64}
+    partial = make_entry(run_id="partial", passes=(0, 0, 0, 1), problem_set=subset)
+    kept = update_leaderboard(tmp_path, [full], render_html=True)
+    kept = update_leaderboard(tmp_path, [partial], render_html=True)
+    assert sorted(e.run_id for e in kept) == ["full", "partial"]
+    assert partial.key != full.key and settings_key(full.settings) == full.settings_key  # full keys unchanged
+    assert full.settings == settings_for(SamplingParams(), "{prompt}", SHA)  # the 1.0 settings, the 1.0 key
+    labels = display_labels(kept)
+    assert labels[partial.key].endswith("(partial 5/164)") and "partial" not in labels[full.key]
+    assert display_labels([partial])[partial.key].endswith("(partial 5/164)")  # even without a sibling
+    assert "partial 5/164" in (tmp_path / "index.html").read_text()
+    assert cli_main(["leaderboard", "--dir", str(tmp_path), "--no-html"]) == 0
+    assert "(partial 5/164)" in capsys.readouterr().out
+    assert cli_main(["leaderboard", "--dir", str(tmp_path), "--no-html", "--fail-under", "pass@1=0.99"]) == 3
+    assert "(partial 5/164)" in capsys.readouterr().err
+    assert load_leaderboard(tmp_path / "leaderboard.json") == kept
+
+
+def test_prompt_style_and_stripping_are_keyed_and_labelled(tmp_path: Path):
+    base = make_entry(run_id="base")
+    instruct = make_entry(run_id="instruct", prompt_style="instruct")
+    stripped = make_entry(run_id="stripped", strip_prompt=True)
+    assert make_entry(run_id="b2", prompt_style="base").key == base.key  # base keeps its 1.0 key
+    kept = update_leaderboard(tmp_path, [base, instruct, stripped], render_html=False)
+    assert len(kept) == 3
+    labels = display_labels(kept)
+    assert labels[instruct.key].endswith("(instruct)") and labels[stripped.key].endswith("(stripped prompt)")
+    assert labels[base.key] == base.model

@@ -121,6 +121,7 @@ class ScriptedServer:
         self.delay_s = delay_s
         self.retry_after = retry_after
         self.requests: list[tuple[dict, dict]] = []
+        self.paths: list[str] = []
         self.in_flight = self.max_in_flight = 0
         self.lock = threading.Lock()
         server = self
@@ -146,6 +147,7 @@ class ScriptedServer:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 with server.lock:
                     server.requests.append((dict(self.headers), body))
+                    server.paths.append(self.path)
                     status = server.script.pop(0) if server.script else 200
                     server.in_flight += 1
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
@@ -155,8 +157,13 @@ class ScriptedServer:
                         headers = [("Retry-After", server.retry_after)] if server.retry_after and status == 429 else []
                         self._send(status, {"error": {"message": f"scripted {status}"}}, headers)
                         return
-                    choices = [{"index": i, "text": f"    return {i}\ndef more():", "finish_reason": "stop"}
-                               for i in range(body.get("n", 1))]
+                    if self.path.endswith("/chat/completions"):
+                        answer = f"Sure:\n```python\ndef f():\n    return 7\n```\nprint(f())"
+                        choices = [{"index": i, "message": {"role": "assistant", "content": answer},
+                                    "finish_reason": "stop"} for i in range(body.get("n", 1))]
+                    else:
+                        choices = [{"index": i, "text": f"    return {i}\ndef more():", "finish_reason": "stop"}
+                                   for i in range(body.get("n", 1))]
                     self._send(200, {"choices": choices, "usage": {"completion_tokens": 5}})
                 finally:
                     with server.lock:
@@ -248,3 +255,21 @@ def test_run_end_to_end_against_transformers_serve(served_gpt2, tmp_path):
     assert cli_main(argv) == 0
     record = check_run_records(only_run_dir(output), "openai")
     assert record["model"]["base_url"] == base_url
+
+
+def test_instruct_style_uses_chat_completions_with_the_evalplus_message():
+    from evalsuite.generation.extraction import extract_program
+    from evalsuite.generation.prompting import server_messages
+
+    with ScriptedServer() as server:
+        generator = OpenAIGenerator("scripted", server.base_url)
+        request = GenerationRequest("t/0", "def f():\n    \"\"\"Seven.\"\"\"\n", (0,), prompt_style="instruct")
+        [completion] = generator.generate([request], SamplingParams(max_new_tokens=64))
+        assert generator.decide_prompt_style("auto").style == "base"  # a server's template is not visible
+        assert generator.decide_prompt_style("instruct").style == "instruct"
+        [plain] = generator.generate(one_request(), SamplingParams())
+    assert server.paths == ["/v1/chat/completions", "/v1/completions"]
+    body = server.requests[0][1]
+    assert body["messages"] == server_messages(request.prompt) and "prompt" not in body
+    assert completion.raw_text.startswith("Sure:") and plain.text == "    return 0"
+    assert extract_program(completion.raw_text, "f") == "def f():\n    return 7\n"

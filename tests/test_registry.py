@@ -29,8 +29,9 @@ def test_required_aliases_resolve_with_their_family(alias):
 
 def test_family_fixes_reach_the_aliases():
     assert resolve_model("gpt-j-6b").pad_token == "eos"
-    assert resolve_model("llama-2-7b").bos == "add"
-    assert resolve_model("starcoder").strip_prompt_whitespace is True
+    # BOS follows the tokenizer (real Llama-2 tokenizers add <s>, SmolLM2's does not); no family forces it
+    assert all(spec.bos == "auto" for spec in list_models())
+    assert all(not hasattr(spec, "strip_prompt_whitespace") for spec in list_models())  # a protocol setting now
     assert "<|file_sep|>" in resolve_model("qwen2.5-coder-7b").stop_sequences
     assert resolve_model("bloom-560m").no_split_module_classes == ("BloomBlock",)
     assert resolve_model("santacoder-remote-code").trust_remote_code is True
@@ -49,7 +50,7 @@ def test_local_directory_uses_its_config_model_type(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "llama"}))
     spec = resolve_model(str(tmp_path))
     assert spec.source == "local" and spec.location == str(tmp_path.resolve())
-    assert spec.family == "llama" and spec.bos == "add" and spec.pad_token == "unk"
+    assert spec.family == "llama" and spec.bos == "auto" and spec.pad_token == "unk"
     (tmp_path / "odd").mkdir()
     (tmp_path / "odd" / "config.json").write_text(json.dumps({"model_type": "brand_new_arch"}))
     unknown = resolve_model(str(tmp_path / "odd"))
@@ -75,6 +76,9 @@ def test_unknown_names_fail_with_one_clear_line(name):
     ("models:\n  m:\n    hub_id: a/b\n    family: nope\n", "unknown family 'nope'"),
     ("models:\n  m: [\n", r"models\.yaml:\d+: invalid YAML"),
     ("models:\n  m:\n    hub_id: a/b\n    extra_stop_sequences: \"\\n\"\n", "expected a list of non-empty strings"),
+    ("families:\n  llama:\n    bos: add\n", r"families\.llama: 'bos' is a per-alias override"),
+    ("models:\n  m:\n    hub_id: a/b\n    bos: add\n", r"models\.m: bos 'add' overrides the tokenizer; add a 'reason'"),
+    ("models:\n  m:\n    hub_id: a/b\n    strip_prompt_whitespace: true\n", "protocol setting now: --strip-prompt"),
 ])
 def test_bad_registry_entries_are_named(text, message):
     with pytest.raises(EvalsuiteError, match=message):
@@ -88,6 +92,22 @@ def test_models_command_lists_and_resolves(capsys, tmp_path):
         assert alias in out
     assert cli_main(["models", "llama-2-7b", "--json"]) == 0
     [entry] = json.loads(capsys.readouterr().out)
-    assert entry["location"] == "meta-llama/Llama-2-7b-hf" and entry["bos"] == "add"
+    assert entry["location"] == "meta-llama/Llama-2-7b-hf" and entry["bos"] == "auto"
     assert cli_main(["models", str(tmp_path / "nope")]) == 2
     assert "not a local directory" in capsys.readouterr().err
+
+
+def test_an_alias_may_override_bos_only_with_a_reason():
+    registry = parse_registry("families:\n  llama:\n    pad_token: unk\nmodels:\n  m:\n    hub_id: a/b\n"
+                              "    family: llama\n    bos: none\n    reason: \"model card: trained without BOS\"\n")
+    spec = resolve_model("m", registry)
+    assert spec.bos == "none" and spec.reason.startswith("model card") and spec.pad_token == "unk"
+
+
+def test_a_gguf_file_resolves_as_a_local_checkpoint(tmp_path):
+    path = tmp_path / "model.gguf"
+    path.write_bytes(b"GGUF")
+    spec = resolve_model(str(path))
+    assert spec.source == "local" and spec.gguf_file == "model.gguf" and spec.family is None
+    with pytest.raises(EvalsuiteError, match="no such GGUF file"):
+        resolve_model(str(tmp_path / "missing.gguf"))

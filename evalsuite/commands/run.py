@@ -26,11 +26,18 @@ def add_parser(subparsers) -> None:
                       help="comma-separated aliases (see `evalsuite models`), hub ids or local paths "
                            "(default: reference, the canonical solutions)")
     what.add_argument("--tasks", default="humaneval", help="comma-separated task names (see `evalsuite tasks`)")
-    what.add_argument("--limit", type=int, help="only the first N problems of each task")
+    what.add_argument("--limit", type=int, help="only the first N problems of each task: a smoke test, labelled "
+                                                 "partial, that never replaces a full run on the leaderboard")
     add_task_source_args(what)
 
-    sampling = parser.add_argument_group("sampling (flags override --preset)")
-    sampling.add_argument("--preset", help="a named protocol from configs/presets, e.g. codex-pass1, codex-pass100")
+    sampling = parser.add_argument_group("protocol (flags override --preset)")
+    sampling.add_argument("--preset", help="a named protocol from configs/presets: codex-pass1, codex-pass100, "
+                                           "evalplus, bigcode, greedy")
+    sampling.add_argument("--prompt-style", choices=["auto", "base", "instruct"],
+                          help="base: continue the task's prompt; instruct: ask through the model's chat template "
+                               "and extract the code; auto (default): instruct when the tokenizer has a chat template")
+    sampling.add_argument("--strip-prompt", action=argparse.BooleanOptionalAction, default=None,
+                          help="base style: feed the prompt without its trailing whitespace (bigcode's default)")
     sampling.add_argument("--n", type=int, help="samples per problem (default 1)")
     sampling.add_argument("--k", help="pass@k values to report, e.g. 1,10,100 (default: those <= n of 1,10,100)")
     sampling.add_argument("--temperature", type=float, help="0 means greedy (default 0)")
@@ -100,6 +107,35 @@ def sampling_from_args(args: argparse.Namespace):
     return sampling, ks
 
 
+def protocol_from_args(args: argparse.Namespace):
+    """The prompt protocol: flags, else the preset's, else auto style without stripping."""
+    from evalsuite.generation.prompting import PromptProtocol
+    from evalsuite.presets import load_preset
+
+    values: dict = {"style": "auto", "strip_prompt": False}
+    if getattr(args, "preset", None):
+        preset = load_preset(args.preset).prompt
+        values["style"] = preset.get("prompt_style", values["style"])
+        values["strip_prompt"] = bool(preset.get("strip_prompt", values["strip_prompt"]))
+    if getattr(args, "prompt_style", None) is not None:
+        values["style"] = args.prompt_style
+    if getattr(args, "strip_prompt", None) is not None:
+        values["strip_prompt"] = args.strip_prompt
+    return PromptProtocol(style=values["style"], strip_prompt=values["strip_prompt"])
+
+
+def warn_partial(tasks, limit: int | None, stream=None) -> None:
+    """``--limit`` is a smoke test: say so, loudly, before any work."""
+    if not limit or limit < 1:
+        return  # nothing, or an error validate_config reports
+    for task in tasks:
+        total = len(task.problems())
+        if limit < total:
+            print(f"warning: --limit {limit}: a smoke test on {limit} of the {total} problems of {task.name}; its "
+                  "numbers are labelled partial and never replace a full run on the leaderboard",
+                  file=stream or sys.stderr)
+
+
 def main(args: argparse.Namespace) -> int:
     from evalsuite.generation.base import GenerationOptions
     from evalsuite.runner import RunConfig, print_results_table, run_evaluation
@@ -108,6 +144,8 @@ def main(args: argparse.Namespace) -> int:
     registry = load_registry(args)
     tasks = [registry.get(name) for name in split_names(args.tasks)]
     sampling, ks = sampling_from_args(args)
+    protocol = protocol_from_args(args)
+    warn_partial(tasks, args.limit)
     generation = GenerationOptions(
         backend=args.backend, device=args.device, dtype=None if args.dtype in (None, "auto") else args.dtype,
         batch_size=args.batch_size, base_url=args.base_url, api_key_env=args.api_key_env,
@@ -119,8 +157,8 @@ def main(args: argparse.Namespace) -> int:
     execution = execution_options(args)
     config = RunConfig(models=split_names(args.models), tasks=tasks, sampling=sampling, ks=ks, limit=args.limit,
                        output_dir=Path(args.output), generation=generation, execution=execution,
-                       timeouts=timeout_policy(args),
-                       show_progress=not args.quiet, argv=sys.argv, spread=args.spread)
+                       timeouts=timeout_policy(args), show_progress=not args.quiet, argv=sys.argv,
+                       spread=args.spread, prompt=protocol)
     outcomes = run_evaluation(config)
     if not outcomes:  # a data-parallel worker rank (rank 0 reports), or a rank given no model
         return 0

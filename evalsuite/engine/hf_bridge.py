@@ -28,13 +28,12 @@ class HFEngineBridge:
         self.engine = Engine(
             generator.model, generator.loaded.tokenizer, eos_token_ids=sorted(codec.eos_ids),
             decode_tokens=codec.decode,
-            decode=lambda request, prompt_ids, ids: codec.to_completion(
-                request.prompt, codec.decode_continuation(prompt_ids, ids)),
+            decode=lambda request, prompt_ids, ids: codec.decode_continuation(prompt_ids, ids),
             vocab_limit=codec.vocab_limit, context_length=generator.context_length)
 
     def generate(self, requests: Sequence[GenerationRequest], params: SamplingParams) -> Iterator[Completion]:
         requests = [r for r in requests if r.sample_indices]
-        prompt_ids = [self.codec.encode(r.prompt) for r in requests]
+        prompt_ids = [self.codec.encode_request(r) for r in requests]
         yield from self.engine.generate(requests, params, prompt_ids=prompt_ids)
 
     def describe(self) -> dict[str, Any]:

@@ -82,12 +82,13 @@ class FinishRule:
         text = self._text(job, text_ids)
         stops = job.prompt.request.stop_sequences
         cut = _first_stop(text, stops) if stops else None
-        finish, num_tokens = job.finish, job.num_tokens
+        finish, num_tokens, raw = job.finish, job.num_tokens, text
         if cut is not None:
             text, finish = text[:cut], "stop"
             num_tokens = self._tokens_to_stop(job, text_ids, stops)
+            raw = self._text(job, text_ids[:num_tokens])  # what a per-token stop check would have kept
         return Completion(task_id=job.prompt.request.task_id, sample_index=job.sample_index, text=text,
-                          finish_reason=finish, num_tokens=num_tokens)
+                          finish_reason=finish, num_tokens=num_tokens, raw_text=raw)
 
     def _text(self, job: SampleJob, ids: Sequence[int]) -> str:
         return self.decode(job.prompt.request, job.prompt.ids, ids)

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass
-from typing import Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from evalsuite.records import Completion, GenerationRequest, SamplingParams
+
+if TYPE_CHECKING:
+    from evalsuite.generation.prompting import PromptDecision
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,26 @@ class Generator(ABC):
         """The precision the weights were loaded in ("bfloat16", "int8", "nf4"...), where it changes the
         completions; part of the run's identity, so a run never resumes from another precision's samples."""
         return None
+
+    def chat_template(self) -> str | None:
+        """The model's chat template where the backend can see it (hf: the tokenizer's)."""
+        return None
+
+    def decide_prompt_style(self, requested: str) -> "PromptDecision":
+        """Which prompt style this model gets for ``requested`` ("auto", "base", "instruct"), and why."""
+        from evalsuite.generation.prompting import decide_style
+
+        return decide_style(requested, self.chat_template())
+
+    def opens_code_fence(self) -> bool:
+        """Whether an instruct prompt ends inside an opened ```python block (the response prefix is part of
+        the prompt), so the answer starts with code and ends at the closing fence."""
+        return False
+
+    def identity(self) -> dict[str, Any]:
+        """What decides the completions beyond the run's settings (checkpoint bytes, tokenizer policy,
+        engine, library versions); part of the run identity. Never secrets."""
+        return {}
 
     def close(self) -> None:
         """Free the model's memory."""

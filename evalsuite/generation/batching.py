@@ -26,13 +26,13 @@ class Row:
 
 
 def make_rows(requests: Sequence[GenerationRequest], params: SamplingParams,
-              encode: Callable[[str], list[int]]) -> list[Row]:
+              encode: Callable[[GenerationRequest], list[int]]) -> list[Row]:
     """One row per greedy prompt or per sampled (prompt, sample index), longest prompt first."""
     rows = []
     for request in requests:
         if not request.sample_indices:
             continue
-        ids = tuple(encode(request.prompt))
+        ids = tuple(encode(request))
         if params.greedy:
             rows.append(Row(request, tuple(request.sample_indices), ids))
         else:

@@ -58,7 +58,7 @@ class HFGenerator(Generator):
         if engine is not None:
             yield from engine.generate(requests, params)
             return
-        rows = make_rows(requests, params, self.codec.encode)
+        rows = make_rows(requests, params, self.codec.encode_request)
         if not rows:
             return
         self._check_context(rows, params)
@@ -109,6 +109,21 @@ class HFGenerator(Generator):
 
     def weights_identity(self) -> str | None:
         return self.loaded.dtype
+
+    def chat_template(self) -> str | None:
+        return self.codec.chat_template
+
+    def opens_code_fence(self) -> bool:
+        return True  # the chat prompt ends with the response prefix's opened ```python block
+
+    def identity(self) -> dict[str, Any]:
+        """What decides this model's completions beyond the run's settings: the checkpoint's bytes (hub
+        commit or local content fingerprint), the tokenizer policy, the engine and the library versions."""
+        import transformers
+
+        return {"revision": self.loaded.revision, "tokenizer_policy": self.codec.policy(),
+                "engine": "evalsuite" if self._fast_engine() is not None else "transformers",
+                "versions": {"torch": torch.__version__, "transformers": transformers.__version__}}
 
     def _engine_description(self) -> Any:
         bridge = getattr(self, "_engine_bridge", None)  # set by evalsuite.engine.hf_bridge.engine_for
@@ -167,7 +182,7 @@ class HFGenerator(Generator):
         if not params.greedy:
             seeds = torch.cat([row_seeds(params.seed, row.request.task_id, row.sample_indices) for row in batch])
             processors.append(SeededSampler(seeds.to(device), params, prompt_length=length))
-        tracker = StopTracker(self.codec, [row.request.prompt for row in batch], [row.prompt_ids for row in batch],
+        tracker = StopTracker(self.codec, [row.prompt_ids for row in batch],
                               [row.request.stop_sequences for row in batch], prompt_length=length)
         with torch.inference_mode():
             output = self.model.generate(input_ids=input_ids.to(device), attention_mask=attention_mask.to(device),
@@ -184,11 +199,11 @@ class HFGenerator(Generator):
                      reason: str | None) -> list[Completion]:
         kept = generated[:ended_at] if ended_at is not None else generated
         text_ids = kept[:-1] if reason == "eos" else kept
-        raw = self.codec.to_completion(row.request.prompt, self.codec.decode_continuation(row.prompt_ids, text_ids))
+        raw = self.codec.decode_continuation(row.prompt_ids, text_ids)
         text = truncate_at_stop(raw, row.request.stop_sequences)
         finish = "stop" if len(text) < len(raw) else (reason or "length")
         return [Completion(task_id=row.request.task_id, sample_index=index, text=text, finish_reason=finish,
-                           num_tokens=len(kept)) for index in row.sample_indices]
+                           num_tokens=len(kept), raw_text=raw) for index in row.sample_indices]
 
 
 def _non_neutral(generation_config: Any) -> dict[str, Any]:

@@ -6,16 +6,14 @@ This is the single place that decides placement, so the memory planner can repla
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from evalsuite.errors import EvalsuiteError
 from evalsuite.generation.base import GenerationOptions
+from evalsuite.generation.fingerprint import WEIGHT_SUFFIXES, local_fingerprint
 from evalsuite.registry import ModelSpec, with_family
-
-WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf")
 
 
 @dataclass
@@ -50,16 +48,72 @@ def pick_dtype(spec: ModelSpec, options: GenerationOptions, device, config_dtype
     return name if name in ("float16", "bfloat16", "float32") else "bfloat16"
 
 
-def local_revision(directory: Path) -> str:
-    """A stand-in for a commit hash: config.json's bytes plus every weight file's name and size."""
-    digest = hashlib.sha256()
-    config = directory / "config.json"
-    if config.is_file():
-        digest.update(config.read_bytes())
-    for path in sorted(directory.iterdir()):
-        if path.is_file() and path.name.endswith(WEIGHT_SUFFIXES):
-            digest.update(f"{path.name}\0{path.stat().st_size}\n".encode())
-    return f"local:{digest.hexdigest()[:16]}"
+def config_dtype(config: Any) -> Any:
+    """The checkpoint's declared dtype (``dtype``; older configs ``torch_dtype``, read only where ``dtype``
+    is absent since transformers 5 warns on every read of the old name)."""
+    if "dtype" in getattr(config, "__dict__", {}) or hasattr(type(config), "dtype"):
+        return getattr(config, "dtype", None)
+    return getattr(config, "torch_dtype", None)
+
+
+def local_revision(location: Path) -> str:
+    """A local checkpoint's stand-in for a commit hash: the content fingerprint of its weight, tokenizer and
+    config files (see :mod:`evalsuite.generation.fingerprint`)."""
+    return f"local:{local_fingerprint(location)}"
+
+
+def revision_of(spec: ModelSpec, config: Any) -> str | None:
+    """The hub commit sha, or a local checkpoint's content fingerprint."""
+    if spec.source == "local":
+        return local_revision(Path(spec.location))
+    return getattr(config, "_commit_hash", None)
+
+
+def pretrained_args(spec: ModelSpec) -> tuple[str, dict[str, Any]]:
+    """What ``from_pretrained`` takes for ``spec``: a GGUF file loads from its folder with ``gguf_file``
+    (transformers dequantizes it to float; needs the ``gguf`` package)."""
+    if spec.gguf_file:
+        return str(Path(spec.location).parent), {"gguf_file": spec.gguf_file}
+    return spec.location, {}
+
+
+def load_config_and_tokenizer(spec: ModelSpec, trust: bool) -> tuple[Any, Any, ModelSpec]:
+    """Config and tokenizer (no weights), with the family's defaults filled in from the config."""
+    from transformers import AutoConfig, AutoTokenizer
+
+    location, extra = pretrained_args(spec)
+    if spec.gguf_file:
+        try:
+            import gguf  # noqa: F401
+        except ImportError:
+            raise EvalsuiteError(f"{spec.location}: GGUF checkpoints need the 'gguf' package (pip install gguf)") \
+                from None
+    try:
+        config = AutoConfig.from_pretrained(location, trust_remote_code=trust, **extra)
+    except (OSError, ValueError) as exc:
+        raise _load_error(spec, "config", exc) from exc
+    spec = with_family(spec, getattr(config, "model_type", None))
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(location, trust_remote_code=trust, **extra)
+    except (OSError, ValueError) as exc:
+        raise _load_error(spec, "tokenizer", exc) from exc
+    return config, tokenizer, spec
+
+
+def generation_config_of(spec: ModelSpec, config: Any) -> Any | None:
+    """The checkpoint's generation_config (its EOS ids matter), without loading weights."""
+    from transformers import GenerationConfig
+
+    location, extra = pretrained_args(spec)
+    if not spec.gguf_file:
+        try:
+            return GenerationConfig.from_pretrained(location)
+        except (OSError, ValueError):
+            pass
+    try:
+        return GenerationConfig.from_model_config(config)
+    except (TypeError, ValueError, AttributeError):
+        return None
 
 
 def _load_error(spec: ModelSpec, what: str, exc: Exception) -> EvalsuiteError:
@@ -99,22 +153,18 @@ def check_hub_reachable(spec: ModelSpec) -> None:
 def load_model(spec: ModelSpec, options: GenerationOptions) -> LoadedModel:
     """Load tokenizer and weights onto one device, with ``trust_remote_code`` only when opted in."""
     import torch
-    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
 
     check_hub_reachable(spec)
     trust = bool(options.trust_remote_code or spec.trust_remote_code)
-    try:
-        config = AutoConfig.from_pretrained(spec.location, trust_remote_code=trust)
-    except (OSError, ValueError) as exc:
-        raise _load_error(spec, "config", exc) from exc
-    spec = with_family(spec, getattr(config, "model_type", None))
+    planned = any((options.strategy, options.gpu_memory, options.cpu_memory, options.offload_dir))
+    if spec.gguf_file and planned:
+        raise EvalsuiteError(f"{spec.name}: a GGUF checkpoint loads whole onto one device; --strategy, "
+                             "--gpu-memory, --cpu-memory and --offload-dir do not apply")
+    config, tokenizer, spec = load_config_and_tokenizer(spec, trust)
     device = pick_device(options)
-    dtype = pick_dtype(spec, options, device, getattr(config, "dtype", None) or getattr(config, "torch_dtype", None))
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(spec.location, trust_remote_code=trust)
-    except (OSError, ValueError) as exc:
-        raise _load_error(spec, "tokenizer", exc) from exc
-    if device.type == "cuda" or any((options.strategy, options.gpu_memory, options.cpu_memory, options.offload_dir)):
+    dtype = pick_dtype(spec, options, device, config_dtype(config))
+    if not spec.gguf_file and (device.type == "cuda" or planned):
         # The memory planner places the model (one GPU, several, 8/4-bit, offload, CPU) and records why.
         from evalsuite.planner import load_planned
 
@@ -123,23 +173,22 @@ def load_model(spec: ModelSpec, options: GenerationOptions) -> LoadedModel:
         except (OSError, ValueError) as exc:
             raise _load_error(spec, "weights", exc) from exc
         device = torch.device("cpu") if plan.strategy == "cpu" else torch.device("cuda", _plan_gpu(plan))
-        dtype = plan.dtype
-        revision = local_revision(Path(spec.location)) if spec.source == "local" else getattr(config, "_commit_hash", None)
-        return LoadedModel(model=model, tokenizer=tokenizer, spec=spec, device=device, dtype=dtype,
-                           revision=revision, placement={"strategy": plan.strategy, "plan": plan.to_json()},
+        return LoadedModel(model=model, tokenizer=tokenizer, spec=spec, device=device, dtype=plan.dtype,
+                           revision=revision_of(spec, config),
+                           placement={"strategy": plan.strategy, "plan": plan.to_json()},
                            batch_limit=plan.batch_limit)
+    location, extra = pretrained_args(spec)
     try:
-        model = AutoModelForCausalLM.from_pretrained(spec.location, config=config, dtype=getattr(torch, dtype),
-                                                     trust_remote_code=trust)
+        model = AutoModelForCausalLM.from_pretrained(location, config=config, dtype=getattr(torch, dtype),
+                                                     trust_remote_code=trust, **extra)
     except (OSError, ValueError) as exc:
         raise _load_error(spec, "weights", exc) from exc
     model.to(device).eval()
-    if spec.source == "local":
-        revision = local_revision(Path(spec.location))
-    else:
-        revision = getattr(config, "_commit_hash", None)
+    placement = {"strategy": "single-device", "device": str(device)}
+    if spec.gguf_file:
+        placement["gguf_file"] = spec.gguf_file
     return LoadedModel(model=model, tokenizer=tokenizer, spec=spec, device=device, dtype=dtype,
-                       revision=revision, placement={"strategy": "single-device", "device": str(device)})
+                       revision=revision_of(spec, config), placement=placement)
 
 
 def _plan_gpu(plan: Any) -> int:
@@ -164,4 +213,4 @@ def config_summary(config: Any) -> dict[str, Any]:
 
 
 __all__ = ["LoadedModel", "load_model", "pick_device", "pick_dtype", "local_revision", "model_context_length",
-           "config_summary"]
+           "config_summary", "config_dtype", "load_config_and_tokenizer", "generation_config_of", "revision_of", "WEIGHT_SUFFIXES"]

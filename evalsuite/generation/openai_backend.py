@@ -1,5 +1,7 @@
-"""The ``openai`` backend: any OpenAI-compatible ``/v1/completions`` server (vLLM, TGI, SGLang,
-DeepSpeed-MII, ``transformers serve``).
+"""The ``openai`` backend: any OpenAI-compatible server (vLLM, TGI, SGLang, DeepSpeed-MII,
+``transformers serve``): ``/v1/completions`` for the base prompt style, ``/v1/chat/completions`` for the
+instruct style (the server applies the model's chat template; the message is EvalPlus's, see
+:func:`evalsuite.generation.prompting.server_messages`).
 
 Plain HTTP from the standard library, so the core needs no SDK. Requests run on a thread pool of
 ``options.concurrency`` workers; completions are yielded as each request returns. Requests answered
@@ -190,12 +192,29 @@ class OpenAIGenerator(Generator):
             jobs.extend(Job(request, indices[i:i + step], replicate=False) for i in range(0, len(indices), step))
         return jobs
 
+    def decide_prompt_style(self, requested: str):
+        from evalsuite.generation.prompting import PromptDecision, decide_style
+
+        if requested == "auto":  # the server's template is not visible from here
+            return PromptDecision("auto", "base", "a server's chat template cannot be inspected: auto means base; "
+                                  "pass --prompt-style instruct for chat models")
+        return decide_style(requested, None, can_chat=True)
+
+    @staticmethod
+    def endpoint(job: Job) -> str:
+        return "/chat/completions" if job.request.prompt_style == "instruct" else "/completions"
+
     def request_body(self, job: Job, params: SamplingParams) -> dict[str, Any]:
+        from evalsuite.generation.prompting import server_messages
         from evalsuite.generation.sampling import row_seed
 
+        if job.request.prompt_style == "instruct":
+            asked: dict[str, Any] = {"messages": server_messages(job.request.prompt)}
+        else:
+            asked = {"prompt": job.request.prompt}
         body: dict[str, Any] = {
             "model": self.model,
-            "prompt": job.request.prompt,
+            **asked,
             "max_tokens": params.max_new_tokens,
             "temperature": params.temperature,
             "n": 1 if job.replicate else len(job.sample_indices),
@@ -210,24 +229,26 @@ class OpenAIGenerator(Generator):
         return body
 
     def complete(self, job: Job, params: SamplingParams) -> list[Completion]:
-        answer = self._call_with_retries("POST", "/completions", self.request_body(job, params))
+        path = self.endpoint(job)
+        answer = self._call_with_retries("POST", path, self.request_body(job, params))
         choices = answer.get("choices")
         expected = 1 if job.replicate else len(job.sample_indices)
         if not isinstance(choices, list) or len(choices) < expected:
-            raise EvalsuiteError(f"{redact_url(self.base_url)}/completions: expected {expected} choice(s) for "
+            raise EvalsuiteError(f"{redact_url(self.base_url)}{path}: expected {expected} choice(s) for "
                                  f"{job.request.task_id}, got {json.dumps(answer)[:200]}")
         choices = sorted(choices[:expected], key=lambda c: c.get("index", 0) if isinstance(c, dict) else 0)
         usage = answer.get("usage") if isinstance(answer.get("usage"), dict) else {}
         tokens = int(usage.get("completion_tokens") or 0) if expected == 1 else 0
         completions = []
         for position, choice in enumerate(choices):
-            raw = str(choice.get("text") or "")
+            raw = _choice_text(choice)
             text = truncate_at_stop(raw, job.request.stop_sequences)
             server_reason = choice.get("finish_reason")
             finish = "stop" if len(text) < len(raw) else ("length" if server_reason == "length" else "stop")
             indices = job.sample_indices if job.replicate else (job.sample_indices[position],)
             completions.extend(Completion(task_id=job.request.task_id, sample_index=index, text=text,
-                                          finish_reason=finish, num_tokens=tokens) for index in indices)
+                                          finish_reason=finish, num_tokens=tokens, raw_text=raw)
+                               for index in indices)
         return completions
 
     def generate(self, requests: Sequence[GenerationRequest], params: SamplingParams) -> Iterator[Completion]:
@@ -255,6 +276,16 @@ class OpenAIGenerator(Generator):
             "api_key_env": self.api_key_env,
             "api_key_set": self._api_key is not None,
         }
+
+
+def _choice_text(choice: Any) -> str:
+    """A choice's text: ``text`` of /completions, ``message.content`` of /chat/completions."""
+    if not isinstance(choice, dict):
+        return ""
+    message = choice.get("message")
+    if isinstance(message, dict):
+        return str(message.get("content") or "")
+    return str(choice.get("text") or "")
 
 
 def _parse_retry_after(value: str | None) -> float | None:

@@ -1,7 +1,9 @@
 """The ``reference`` model: answers every problem with its canonical solution.
 
 It lets the harness check itself end to end (pass@1 must be 1.000) on a machine with no GPU and no
-network, and is what ``evalsuite run`` evaluates when no model is named.
+network, and is what ``evalsuite run`` evaluates when no model is named. Asked in the instruct style, it
+answers like a chat model: prose, the whole program in a fenced block, then a usage example in another,
+so the extraction path is checked end to end too.
 """
 
 from __future__ import annotations
@@ -18,9 +20,18 @@ class ReferenceGenerator(Generator):
         for request in requests:
             if request.canonical_solution is None:
                 raise EvalsuiteError(f"the reference model needs canonical solutions; {request.task_id} has none")
+            text = request.canonical_solution
+            if request.prompt_style == "instruct":
+                text = (f"Here is a solution:\n```python\n{request.prompt}{request.canonical_solution}\n```\n"
+                        "Example use:\n```python\nprint('example')\n```\n")
             for index in request.sample_indices:
-                yield Completion(task_id=request.task_id, sample_index=index, text=request.canonical_solution,
+                yield Completion(task_id=request.task_id, sample_index=index, text=text,
                                  finish_reason="stop", num_tokens=0)
+
+    def decide_prompt_style(self, requested: str):
+        from evalsuite.generation.prompting import decide_style
+
+        return decide_style(requested, None, can_chat=True)
 
     def describe(self) -> dict[str, Any]:
         return {"backend": "reference", "model": "reference",

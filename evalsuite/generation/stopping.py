@@ -21,22 +21,20 @@ TAIL_MARGIN_TOKENS = 8  # beyond one token per stop character: room for tokens t
 class StopTracker(StoppingCriteria):
     """Per-row stop detection; ``ended_at[row]`` is the number of generated tokens kept for it."""
 
-    def __init__(self, codec: PromptCodec, prompts: Sequence[str], prompt_ids: Sequence[Sequence[int]],
+    def __init__(self, codec: PromptCodec, prompt_ids: Sequence[Sequence[int]],
                  stop_sequences: Sequence[Sequence[str]], prompt_length: int):
         self.codec = codec
-        self.prompts = list(prompts)
         self.prompt_ids = [list(ids) for ids in prompt_ids]
         self.stops = [tuple(s for s in stops if s) for stops in stop_sequences]
         self.prompt_length = prompt_length
         longest = max((len(s) for stops in self.stops for s in stops), default=0)
         self.window = longest + TAIL_MARGIN_TOKENS
-        self.ended_at: list[int | None] = [None] * len(self.prompts)
-        self.reason: list[str | None] = [None] * len(self.prompts)
+        self.ended_at: list[int | None] = [None] * len(self.prompt_ids)
+        self.reason: list[str | None] = [None] * len(self.prompt_ids)
 
     def tail_text(self, row: int, generated: list[int], total: int) -> str:
         if total <= self.window:  # the whole continuation, as the completion will read
-            text = self.codec.decode_continuation(self.prompt_ids[row], generated)
-            return self.codec.to_completion(self.prompts[row], text)
+            return self.codec.decode_continuation(self.prompt_ids[row], generated)
         return self.codec.decode(generated)
 
     def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor, **kwargs) -> torch.Tensor:

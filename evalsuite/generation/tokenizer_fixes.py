@@ -4,12 +4,19 @@
 :class:`PromptCodec`, which every backend step then goes through:
 
 * a pad id when the tokenizer has none (we pad by hand, on the left, whatever the tokenizer's default);
-* exactly the BOS the policy asks for (never two, and never a trailing EOS a tokenizer may append);
-* optional stripping of the prompt's trailing whitespace, with the completion mapped back onto the
-  original prompt so that ``prompt + completion`` is still what the model wrote;
+  a registry preference the tokenizer lacks (``unk`` on a Llama-3 tokenizer) falls back to the next
+  special token it has, and padding is masked anyway;
+* the BOS the tokenizer itself adds (``add_bos_token`` and its post-processor, as lm-evaluation-harness and
+  vLLM do), unless a registry alias overrides it with a cited reason; never two, and never a trailing EOS
+  a tokenizer may append;
+* instruct prompts rendered through the tokenizer's chat template (:mod:`evalsuite.generation.prompting`),
+  whose text carries its own special tokens, and the template's end-of-turn token as an extra EOS;
 * decoding of generated ids after an anchor of prompt ids, so SentencePiece tokenizers (which drop the
   first token's leading space when decoding) keep the continuation's indent; never "cleaning up" spaces;
 * the ids past the tokenizer's vocabulary (GPT-J's 50400-row embedding over 50257 tokens) masked.
+
+Stripping a prompt's trailing whitespace is not a model fix but a protocol setting (``--strip-prompt``),
+applied by the runner the same way for every backend.
 """
 
 from __future__ import annotations
@@ -18,6 +25,8 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from evalsuite.errors import EvalsuiteError
+from evalsuite.generation.prompting import chat_prompt, end_of_turn_ids, template_sha256
+from evalsuite.records import GenerationRequest
 from evalsuite.registry import ModelSpec
 
 ANCHOR_TOKENS = 8  # prompt ids decoded before the continuation to give it its context
@@ -32,24 +41,34 @@ class PromptCodec:
     pad_id: int
     bos_id: int | None
     add_bos: bool
-    eos_ids: frozenset[int]
-    strip_prompt_whitespace: bool
+    eos_ids: frozenset[int]  # the tokenizer's EOS, the checkpoint's generation_config EOS, the template's end of turn
     vocab_limit: int  # ids >= this are not tokens of the tokenizer and are never generated
     special_ids: frozenset[int] = frozenset()
     fixes: list[str] = field(default_factory=list)
+    bos_source: str = "tokenizer"  # "tokenizer" (its own add_special_tokens) or "registry: <reason>"
 
     # -- prompts -----------------------------------------------------------------------------------
-    def model_prompt(self, prompt: str) -> str:
-        """The text the model actually sees."""
-        return prompt.rstrip() if self.strip_prompt_whitespace else prompt
-
     def encode(self, prompt: str) -> list[int]:
-        ids = list(self.tokenizer(self.model_prompt(prompt), add_special_tokens=False)["input_ids"])
+        """A base-style prompt: its tokens, with exactly the BOS the policy asks for."""
+        ids = list(self.tokenizer(prompt, add_special_tokens=False)["input_ids"])
         if self.add_bos and self.bos_id is not None and (not ids or ids[0] != self.bos_id):
             ids.insert(0, self.bos_id)
         if not ids:
             raise EvalsuiteError("empty prompt: the model needs at least one token to continue from")
         return ids
+
+    def encode_request(self, request: GenerationRequest) -> list[int]:
+        """What the model sees for ``request``: base style as :meth:`encode`; instruct style the chat
+        template's text, which holds every special token the template wants (its BOS included), so none is
+        added (as ``apply_chat_template(tokenize=True)`` does)."""
+        if request.prompt_style != "instruct":
+            return self.encode(request.prompt)
+        return list(self.tokenizer(chat_prompt(self.tokenizer, request.prompt),
+                                   add_special_tokens=False)["input_ids"])
+
+    @property
+    def chat_template(self) -> str | None:
+        return getattr(self.tokenizer, "chat_template", None) or None
 
     # -- continuations -----------------------------------------------------------------------------
     def decode(self, ids: Sequence[int]) -> str:
@@ -69,23 +88,15 @@ class PromptCodec:
                 return full[len(head):]
         return self.decode(generated)
 
-    def to_completion(self, prompt: str, generated_text: str) -> str:
-        """The completion relative to the ORIGINAL prompt (differs only when the prompt was stripped).
-
-        If the model re-wrote the stripped whitespace, that part is dropped; if it wrote something else,
-        the completion is its text as is (prompt + completion then differs from what it saw only in the
-        prompt's trailing whitespace, which is the point of stripping).
-        """
-        seen = self.model_prompt(prompt)
-        if seen == prompt:
-            return generated_text
-        written = seen + generated_text
-        return written[len(prompt):] if written.startswith(prompt) else generated_text
-
     def describe(self) -> dict[str, Any]:
-        return {"pad_id": self.pad_id, "bos": self.bos_id if self.add_bos else None,
-                "eos_ids": sorted(self.eos_ids), "strip_prompt_whitespace": self.strip_prompt_whitespace,
-                "vocab_limit": self.vocab_limit, "fixes": list(self.fixes)}
+        return {**self.policy(), "fixes": list(self.fixes)}
+
+    def policy(self) -> dict[str, Any]:
+        """Everything of the codec that changes which ids the model sees or when it stops: part of the
+        run identity, so completions made under two policies never mix in one run."""
+        return {"pad_id": self.pad_id, "bos": self.bos_id if self.add_bos else None, "bos_source": self.bos_source,
+                "eos_ids": sorted(self.eos_ids), "vocab_limit": self.vocab_limit,
+                "chat_template_sha256": template_sha256(self.chat_template)}
 
 
 def _token_id(tokenizer: Any, token: str | None) -> int | None:
@@ -98,23 +109,26 @@ def _token_id(tokenizer: Any, token: str | None) -> int | None:
 
 
 def _resolve_pad(tokenizer: Any, spec: ModelSpec, fixes: list[str]) -> int:
+    """The tokenizer's pad token; else the registry's preference; else the first special token it has.
+
+    The pad value never reaches the model (padding is masked), so a preference the tokenizer lacks (the
+    llama family's ``unk`` on a Llama-3 tokenizer, which has no unk) falls back instead of failing.
+    """
     if tokenizer.pad_token_id is not None:
         return int(tokenizer.pad_token_id)
     named = {"eos": tokenizer.eos_token, "unk": tokenizer.unk_token, "bos": tokenizer.bos_token}
+    candidates = ["eos", "unk", "bos"]
     if spec.pad_token is not None:
-        candidates = [spec.pad_token]
-    else:  # unknown model: the first special token it has (the pad value never reaches the model: masked)
-        candidates = ["eos", "unk", "bos"]
+        candidates = [spec.pad_token] + [c for c in candidates if c != spec.pad_token]
     for choice in candidates:
         token = named.get(choice, choice)
         token_id = _token_id(tokenizer, token)
         if token_id is not None:
             tokenizer.pad_token = token
-            fixes.append(f"pad_token={token!r} (id {token_id}; the tokenizer had none)")
+            fallback = (f"; the registry's {spec.pad_token!r} is not a token of this tokenizer"
+                        if spec.pad_token is not None and choice != spec.pad_token else "")
+            fixes.append(f"pad_token={token!r} (id {token_id}; the tokenizer had none{fallback})")
             return token_id
-    if spec.pad_token is not None:
-        raise EvalsuiteError(f"model {spec.name!r}: pad_token {spec.pad_token!r} from the registry is not a "
-                             "token of its tokenizer")
     fixes.append("pad id 0 (the tokenizer has no pad, eos, unk or bos token; padding is masked anyway)")
     return 0
 
@@ -152,22 +166,23 @@ def prepare_codec(tokenizer: Any, spec: ModelSpec, embedding_rows: int | None = 
 
     adds_bos, adds_eos = _tokenizer_adds(tokenizer)
     bos_id = tokenizer.bos_token_id
+    bos_source = "tokenizer"
     if spec.bos == "add":
         add_bos = bos_id is not None
+        bos_source = f"registry: {spec.reason}"
         if add_bos and not adds_bos:
-            fixes.append(f"BOS {tokenizer.bos_token!r} added (the tokenizer does not add it)")
+            fixes.append(f"BOS {tokenizer.bos_token!r} added (the tokenizer does not add it; {spec.reason})")
         if bos_id is None:
             fixes.append("no BOS: the registry asks for one but the tokenizer defines none")
     elif spec.bos == "none":
         add_bos = False
+        bos_source = f"registry: {spec.reason}"
         if adds_bos:
-            fixes.append(f"BOS {tokenizer.bos_token!r} not added (the tokenizer would add it)")
+            fixes.append(f"BOS {tokenizer.bos_token!r} not added (the tokenizer would add it; {spec.reason})")
     else:
         add_bos = adds_bos
     if adds_eos:
         fixes.append(f"EOS {tokenizer.eos_token!r} not appended to prompts (the tokenizer would)")
-    if spec.strip_prompt_whitespace:
-        fixes.append("prompt trailing whitespace stripped; completion mapped back onto the original prompt")
 
     vocab_limit = len(tokenizer)
     if embedding_rows is not None and embedding_rows > vocab_limit:
@@ -175,8 +190,12 @@ def prepare_codec(tokenizer: Any, spec: ModelSpec, embedding_rows: int | None = 
                      f"the tokenizer {vocab_limit} tokens)")
     elif embedding_rows is not None:
         vocab_limit = embedding_rows
+    eos_ids = eos_ids_of(tokenizer, generation_config, vocab_limit)
+    turn_ends = {i for i in end_of_turn_ids(tokenizer) if 0 <= i < vocab_limit} - set(eos_ids)
+    if turn_ends:
+        names = ", ".join(repr(tokenizer.convert_ids_to_tokens(i)) for i in sorted(turn_ends))
+        fixes.append(f"end-of-turn {names} of the chat template also ends a completion")
     special_ids = frozenset(int(i) for i in getattr(tokenizer, "all_special_ids", []) or [])
     return PromptCodec(tokenizer=tokenizer, pad_id=pad_id, bos_id=bos_id, add_bos=add_bos,
-                       eos_ids=eos_ids_of(tokenizer, generation_config, vocab_limit),
-                       strip_prompt_whitespace=spec.strip_prompt_whitespace, vocab_limit=vocab_limit,
-                       special_ids=special_ids, fixes=fixes)
+                       eos_ids=frozenset(eos_ids | turn_ends), vocab_limit=vocab_limit,
+                       special_ids=special_ids, fixes=fixes, bos_source=bos_source)

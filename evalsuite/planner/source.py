@@ -119,6 +119,12 @@ def resolve_source(name: str, spec: Any | None = None) -> ModelSource:
         config = AutoConfig.from_pretrained(str(path), trust_remote_code=trust)
         classes = classes or family_no_split(config.model_type)
         return ModelSource(name, str(path), path, config, "local checkpoint", classes, trust)
+    if path.suffix == ".gguf" and path.is_file():
+        from transformers import AutoConfig
+
+        config = AutoConfig.from_pretrained(str(path.parent), gguf_file=path.name)
+        return ModelSource(name, str(path), path, config, "local GGUF file", family_no_split(config.model_type),
+                           trust)
     model_id = hub_id or name
     config = _cached_hub_config(model_id, trust)
     origin = "hub cache"

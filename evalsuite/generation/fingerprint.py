@@ -1,0 +1,75 @@
+"""What identifies a checkpoint's bytes: the hub commit, or a content hash of a local checkpoint's files.
+
+A local folder's weights can change in place (a training run's ``ckpt/latest``, a re-downloaded model),
+and so can its tokenizer files (an edited ``tokenizer_config.json`` changes the BOS). The run identity
+therefore holds a sha256 over the contents of every weight, tokenizer and config file, not their names and
+sizes. Hashing gigabytes on every rerun would be slow, so each file's digest is cached by (absolute path,
+size, mtime in ns) in ``$EVALSUITE_CACHE/fingerprints.json`` (default ``~/.cache/evalsuite``): a file
+rewritten in place gets a new mtime and is hashed again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+from evalsuite.jsonl import atomic_write_json
+
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf")
+CHECKPOINT_FILES = ("config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
+                    "tokenizer.model", "special_tokens_map.json", "added_tokens.json", "vocab.json", "merges.txt",
+                    "vocab.txt", "chat_template.jinja", "chat_template.json")
+_CHUNK = 1 << 22
+
+
+def cache_path() -> Path:
+    root = os.environ.get("EVALSUITE_CACHE") or Path.home() / ".cache" / "evalsuite"
+    return Path(root) / "fingerprints.json"
+
+
+def _load_cache(path: Path) -> dict[str, str]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def file_sha256(path: Path, cache: dict[str, str]) -> str:
+    stat = path.stat()
+    key = f"{path.resolve()}\0{stat.st_size}\0{stat.st_mtime_ns}"
+    if key not in cache:
+        digest = hashlib.sha256()
+        with open(path, "rb") as handle:
+            while chunk := handle.read(_CHUNK):
+                digest.update(chunk)
+        cache[key] = digest.hexdigest()
+    return cache[key]
+
+
+def checkpoint_files(location: Path) -> list[Path]:
+    """The files whose bytes decide a local checkpoint's completions: a GGUF file alone (weights, tokenizer
+    and config in one), or a folder's weight, tokenizer and config files."""
+    if location.is_file():
+        return [location]
+    return sorted(p for p in location.iterdir()
+                  if p.is_file() and (p.name.endswith(WEIGHT_SUFFIXES) or p.name in CHECKPOINT_FILES))
+
+
+def local_fingerprint(location: str | Path) -> str:
+    """``sha256:<hex>`` over (name, content sha256) of :func:`checkpoint_files`."""
+    location = Path(location)
+    path = cache_path()
+    cache = _load_cache(path)
+    before = len(cache)
+    digest = hashlib.sha256()
+    for file in checkpoint_files(location):
+        digest.update(f"{file.name}\0{file_sha256(file, cache)}\n".encode())
+    if len(cache) != before:
+        try:
+            atomic_write_json(path, cache)
+        except OSError:
+            pass  # a read-only home: the fingerprint is still right, only slower next time
+    return f"sha256:{digest.hexdigest()}"

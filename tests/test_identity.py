@@ -1,0 +1,154 @@
+"""The run identity cannot mix: checkpoint bytes, tokenizer files, prompt protocol and problem set all
+decide the run folder; every completion row names the invocation that made it; partial runs stay partial."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from evalsuite.cli import main
+from evalsuite.generation.fingerprint import local_fingerprint
+from evalsuite.jsonl import read_jsonl
+
+
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("EVALSUITE_CACHE", str(tmp_path / "cache"))
+
+
+def run_dirs(output: Path) -> list[Path]:
+    return sorted(p for p in output.iterdir() if p.is_dir()) if output.exists() else []
+
+
+def tiny_run(model: Path, output: Path) -> dict:
+    assert main(["run", "--models", str(model), "--limit", "2", "--max-new-tokens", "4", "--device", "cpu",
+                 "--quiet", "--no-leaderboard", "--output", str(output)]) == 0
+    newest = max(run_dirs(output), key=lambda p: (p / "record.json").stat().st_mtime_ns)
+    return json.loads((newest / "record.json").read_text())
+
+
+def test_weights_or_tokenizer_changed_in_place_start_a_new_run(tiny_model_dir, tmp_path):
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    model = tmp_path / "ckpt-latest"
+    shutil.copytree(tiny_model_dir("llama"), model)
+    output = tmp_path / "runs"
+    first = tiny_run(model, output)
+    again = tiny_run(model, output)  # unchanged: resumes, nothing generated
+    assert len(run_dirs(output)) == 1 and again["generation_stats"]["completions_generated_now"] == 0
+
+    weights = model / "model.safetensors"
+    tensors = load_file(weights)
+    name = next(iter(tensors))
+    tensors[name] = tensors[name] + torch.ones_like(tensors[name]) * 1e-3  # same shapes, same file size
+    size = weights.stat().st_size
+    save_file(tensors, weights, metadata={"format": "pt"})
+    assert weights.stat().st_size == size
+    second = tiny_run(model, output)
+    assert len(run_dirs(output)) == 2 and second["generation_stats"]["completions_resumed"] == 0
+    assert second["run_id"] != first["run_id"]
+    assert second["identity"]["checkpoint"]["revision"] != first["identity"]["checkpoint"]["revision"]
+
+    config_path = model / "tokenizer_config.json"
+    config = json.loads(config_path.read_text())
+    config["add_bos_token"] = False  # an edited tokenizer config: another BOS policy
+    config_path.write_text(json.dumps(config, indent=2))
+    third = tiny_run(model, output)
+    assert len(run_dirs(output)) == 3 and third["generation_stats"]["completions_resumed"] == 0
+    assert third["identity"]["checkpoint"]["revision"] != second["identity"]["checkpoint"]["revision"]
+    for record in (first, second, third):
+        policy = record["identity"]["checkpoint"]
+        assert policy["engine"] == "transformers" and {"torch", "transformers"} <= set(policy["versions"])
+
+
+def test_every_completion_row_names_its_invocation(tiny_model_dir, tmp_path):
+    record = tiny_run(tiny_model_dir("gpt2"), tmp_path / "runs")
+    (run_dir,) = run_dirs(tmp_path / "runs")
+    rows = [row for _, row in read_jsonl(run_dir / "completions.jsonl")]
+    assert rows and {row["invocation_id"] for row in rows} == {record["invocation_id"]}
+    assert all("raw_completion" in row for row in rows)
+
+
+def test_fingerprint_hashes_contents_and_caches_by_path_size_mtime(tmp_path):
+    model = tmp_path / "model.gguf"
+    model.write_bytes(b"GGUF" + bytes(1000))
+    first = local_fingerprint(model)
+    cache = json.loads((tmp_path / "cache" / "fingerprints.json").read_text())
+    assert len(cache) == 1 and local_fingerprint(model) == first
+    with open(model, "r+b") as handle:  # one byte changed in place, same size
+        handle.seek(10)
+        handle.write(b"\x01")
+    assert local_fingerprint(model) != first
+
+
+@pytest.fixture
+def in_tmp(tmp_path, monkeypatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def board(root: Path) -> list[dict]:
+    return json.loads((root / "leaderboard" / "leaderboard.json").read_text())["entries"]
+
+
+def test_limit_is_a_labelled_smoke_test_that_never_replaces_the_full_run(in_tmp, capsys):
+    assert main(["run", "--quiet"]) == 0
+    assert main(["run", "--quiet", "--limit", "5"]) == 0
+    captured = capsys.readouterr()
+    assert "warning: --limit 5: a smoke test on 5 of the 164 problems of humaneval" in captured.err
+    entries = board(in_tmp)
+    assert sorted(e["n_problems"] for e in entries) == [5, 164]
+    partial = next(e for e in entries if e["n_problems"] == 5)
+    assert partial["settings"]["problem_set"]["of"] == 164
+    assert main(["leaderboard", "--no-html"]) == 0
+    assert "reference (partial 5/164)" in capsys.readouterr().out
+    record = json.loads(next((in_tmp / "runs").glob("*/record.json")).read_text())
+    assert record["task"]["problem_set"] in (None, partial["settings"]["problem_set"])
+
+
+def test_instruct_style_runs_the_extracted_program_alone(in_tmp):
+    """The reference model answers like a chat model (prose, fenced program, usage example): the
+    extracted program alone must pass every test, and the raw answer is kept."""
+    assert main(["run", "--quiet", "--prompt-style", "instruct", "--limit", "20"]) == 0
+    (run_dir,) = [p for p in (in_tmp / "runs").iterdir()]
+    record = json.loads((run_dir / "record.json").read_text())
+    assert record["summary"]["pass@1"] == 1.0
+    assert record["prompt"]["style"] == "instruct" and record["identity"]["prompt"]["style"] == "instruct"
+    rows = [row for _, row in read_jsonl(run_dir / "completions.jsonl")]
+    assert all(row["prompt_style"] == "instruct" and "```python" in row["raw_completion"]
+               and "print('example')" not in row["completion"] and "def " in row["completion"] for row in rows)
+    assert board(in_tmp)[0]["settings"]["prompt_style"] == "instruct"
+
+
+def test_strip_prompt_is_a_protocol_setting_in_the_identity_and_the_key(in_tmp):
+    assert main(["run", "--quiet", "--tasks", "example"]) == 0
+    assert main(["run", "--quiet", "--tasks", "example", "--strip-prompt"]) == 0
+    records = [json.loads(p.read_text()) for p in (in_tmp / "runs").glob("*/record.json")]
+    assert sorted(r["prompt"]["strip_prompt"] for r in records) == [False, True]
+    assert len({r["run_id"] for r in records}) == 2
+    assert sorted(bool(e["settings"].get("strip_prompt")) for e in board(in_tmp)) == [False, True]
+
+
+def test_presets_carry_their_prompt_protocol():
+    import argparse
+
+    from evalsuite.commands.run import protocol_from_args
+    from evalsuite.presets import load_preset
+
+    def protocol(**given):
+        return protocol_from_args(argparse.Namespace(**{"preset": None, "prompt_style": None, "strip_prompt": None,
+                                                        **given}))
+
+    assert protocol(preset="bigcode").strip_prompt and protocol(preset="bigcode").style == "base"
+    assert protocol(preset="evalplus").style == "auto" and not protocol(preset="evalplus").strip_prompt
+    assert protocol(preset="bigcode", strip_prompt=False).strip_prompt is False
+    assert protocol(preset="evalplus", prompt_style="base").style == "base"
+    for name in ("bigcode", "evalplus", "codex-pass1", "codex-pass100"):
+        assert load_preset(name).description
+    assert "evalplus" in load_preset("evalplus").source and "bigcode" in load_preset("bigcode").source
+    assert load_preset("bigcode").values == {"n": 200, "temperature": 0.2, "top_p": 0.95, "max_new_tokens": 512,
+                                             "k": [1, 10, 100]}
