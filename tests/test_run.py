@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import json
 from pathlib import Path
 
@@ -31,7 +33,7 @@ def only_run_dir(root: Path) -> Path:
 def test_default_run_scores_reference_model_perfectly(in_tmp, capsys):
     assert main(["run", "--quiet"]) == 0
     out = capsys.readouterr().out
-    assert "reference" in out and "humaneval" in out and "1.000 [1.000, 1.000]" in out
+    assert "reference" in out and "humaneval" in out and "1.000 [0.977, 1.000]" in out  # Wilson, 164 problems
     run_dir = only_run_dir(in_tmp)
     record = json.loads((run_dir / "record.json").read_text())
     assert record["status"] == "complete"
