@@ -41,8 +41,6 @@ else:  # run as a script inside the jail: import the sibling modules, then hide 
     del sys.path[0]
 
 EXIT_SETUP_FAILED = 70
-PRELOAD = ("typing", "math", "re", "collections", "itertools", "functools", "string", "heapq", "bisect",
-           "hashlib", "random", "copy", "json", "fractions", "decimal", "operator", "statistics", "datetime")
 # The first subscript of a typing generic costs ~1.4 ms of one-time set-up; paid once here instead of in every
 # sample (HumanEval prompts annotate with List[int], Tuple[...], Optional[...]).
 WARM_UP = """
@@ -142,7 +140,7 @@ class SampleServer:
             self.libc.make_mounts_private()  # a sample's tmpfs never propagates anywhere
             if self.config.get("child_uid") is not None:  # samples under their own uid: hide the server from them
                 self.libc.hide_other_processes(os.getgid())
-        for name in PRELOAD:  # imported once here, so that samples do not pay for them
+        for name in channel.PRELOAD:  # imported once here, so that samples do not pay for them
             try:
                 __import__(name)
             except ImportError:
