@@ -13,6 +13,7 @@ from typing import Any
 
 HEADER = struct.Struct(">I")
 MAX_FRAME = 256 * 1024 * 1024
+READ_SIZE = 16 * 1024  # a read allocates this much first: frames are small, and larger ones take a few reads
 
 
 class ChannelClosed(EOFError):
@@ -94,10 +95,10 @@ class FrameReader:
                 if not ready:
                     return None
             if self.sock is not None:
-                chunk, fds, _, _ = socket.recv_fds(self.sock, 1 << 16, 4)
+                chunk, fds, _, _ = socket.recv_fds(self.sock, READ_SIZE, 4)
                 self.fds.extend(fds)
             else:
-                chunk = os.read(self.fd, 1 << 16)
+                chunk = os.read(self.fd, READ_SIZE)
             if not chunk:
                 raise ChannelClosed("channel closed")
             self.buffer += chunk

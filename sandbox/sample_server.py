@@ -256,7 +256,17 @@ class SampleServer:
             self.exit_status[pid] = status
 
     def kill_namespace(self) -> None:
-        """Kill every process in our PID namespace but its init and us (orphans and daemons too)."""
+        """Kill every process the sample left. The sample is the init of its own PID namespace: once it is
+        killed and reaped, the kernel has killed and reaped everything in that namespace. A last look at
+        /proc kills anything else in the jail but its init and us (there should be nothing)."""
+        try:
+            os.kill(self.sample_pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        try:
+            _, self.exit_status[self.sample_pid] = os.waitpid(self.sample_pid, 0)
+        except ChildProcessError:
+            pass
         for attempt in range(10_000):
             self.reap()
             others = [n for n in os.listdir("/proc") if n.isdigit() and int(n) not in (1, self.pid)]
