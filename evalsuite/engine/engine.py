@@ -22,7 +22,7 @@ import torch
 
 from evalsuite.engine.kernels import triton_usable
 from evalsuite.engine.kv_cache import GiB, KVCache, SlotPool, kv_bytes_per_token, plan_cache
-from evalsuite.engine.models import FamilyAdapter, adapter_class
+from evalsuite.engine.models import GenericAdapter, layout_for
 from evalsuite.engine.runner import DecodeRunner
 from evalsuite.engine.scheduler import Decode, FinishRule, PromptJob, RowTable, SampleJob, waiting_queue
 from evalsuite.errors import EvalsuiteError
@@ -62,8 +62,7 @@ class Engine:
 
     @staticmethod
     def unsupported_reason(model) -> str | None:
-        cls = adapter_class(model)
-        if cls is None:
+        if layout_for(model) is None:
             return f"architecture {type(model).__name__} is not covered by the engine"
         if getattr(model, "is_quantized", False) or getattr(model.config, "quantization_config", None):
             return "quantized weights"
@@ -73,7 +72,7 @@ class Engine:
         dtypes = {p.dtype for p in model.parameters()}
         if len(dtypes) != 1 or next(iter(dtypes)) not in _DTYPES:
             return f"parameter dtypes {sorted(map(str, dtypes))}"
-        return cls.unsupported_reason(model)
+        return GenericAdapter.unsupported_reason(model)
 
     @classmethod
     def supports(cls, model) -> bool:
@@ -92,7 +91,7 @@ class Engine:
         if reason:
             raise EvalsuiteError(f"the sampling engine cannot run this model: {reason}")
         self.model = model.eval()
-        self.adapter: FamilyAdapter = adapter_class(model)(model)
+        self.adapter = GenericAdapter(model)
         self.tokenizer = tokenizer
         self.options = options
         self.device = next(model.parameters()).device
@@ -140,7 +139,7 @@ class Engine:
                     yield replace(completion, sample_index=index)
 
     def describe(self) -> dict[str, Any]:
-        return {"engine": "evalsuite", "family": type(self.adapter).__name__.replace("Adapter", ""),
+        return {"engine": "evalsuite", "family": self.adapter.family,
                 "attention": "triton" if self.use_triton else "torch", "cuda_graphs": self.use_graphs}
 
     # ------------------------------------------------------------------------------------------ setup

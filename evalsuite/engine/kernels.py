@@ -40,6 +40,7 @@ class AttentionSpec:
     rotary_dim: int = 0
     alibi: bool = False
     round_scores: bool = False  # BLOOM: scores are produced by a bf16 baddbmm, so they are rounded
+    softcap: float = 0.0  # Gemma 2: scores = softcap * tanh(scores / softcap) before the mask
 
     @property
     def group(self) -> int:
@@ -94,9 +95,11 @@ def rotary_and_store_reference(q, k, v, cache_k, cache_v, pos, g_slot, g_write, 
     return q
 
 
-def decode_attention_reference(q, kp, vp, kg, vg, p_slot, p_len, g_slot, g_len, spec, tables) -> torch.Tensor:
+def decode_attention_reference(q, kp, vp, kg, vg, p_slot, p_len, g_slot, g_len, spec, tables,
+                               window: int = 0) -> torch.Tensor:
     """q: [B, Hq, D]; prompt cache kp/vp: [P, Hkv, Pcap, D]; generation cache kg/vg: [S, Hkv, Gcap, D].
-    Row b attends to kp[p_slot[b], :, :p_len[b]] followed by kg[g_slot[b], :, :g_len[b]]."""
+    Row b attends to kp[p_slot[b], :, :p_len[b]] followed by kg[g_slot[b], :, :g_len[b]]; with a sliding
+    ``window``, only to the keys less than ``window`` positions behind its own (transformers' rule)."""
     pcap, gcap = kp.shape[2], kg.shape[2]
     keys = torch.cat([kp[p_slot.long()], kg[g_slot.long()]], dim=2).float()
     values = torch.cat([vp[p_slot.long()], vg[g_slot.long()]], dim=2).float()
@@ -104,18 +107,24 @@ def decode_attention_reference(q, kp, vp, kg, vg, p_slot, p_len, g_slot, g_len, 
         keys = keys.repeat_interleave(spec.group, dim=1)
         values = values.repeat_interleave(spec.group, dim=1)
     scores = torch.einsum("bhd,bhld->bhl", q.float(), keys) * spec.scale
+    if spec.softcap:
+        scores = torch.tanh(scores / spec.softcap) * spec.softcap
     j = torch.arange(pcap + gcap, device=q.device)
     in_prompt = j[None, :] < p_len.long()[:, None]
     in_gen = (j[None, :] >= pcap) & ((j[None, :] - pcap) < g_len.long()[:, None])
+    key_pos = torch.where(j[None, :] < pcap, j[None, :], p_len.long()[:, None] + j[None, :] - pcap)
+    visible = in_prompt | in_gen
+    if window:
+        query_pos = (p_len.long() + g_len.long() - 1)[:, None]
+        visible = visible & (key_pos > query_pos - window)
     if spec.alibi:
-        key_pos = torch.where(j[None, :] < pcap, j[None, :], p_len.long()[:, None] + j[None, :] - pcap)
         bias = tables.alibi_slopes[None, :, None] * key_pos[:, None, :].float()
         if spec.round_scores:
             bias = bias.to(q.dtype).float()
         scores = scores + bias
     if spec.round_scores:
         scores = scores.to(q.dtype).float()
-    scores = scores.masked_fill(~(in_prompt | in_gen)[:, None, :], float("-inf"))
+    scores = scores.masked_fill(~visible[:, None, :], float("-inf"))
     probs = torch.softmax(scores, dim=-1)
     return torch.einsum("bhl,bhld->bhd", probs, values).to(q.dtype)
 

@@ -16,7 +16,7 @@ import torch
 from evalsuite.engine.kernels import (PositionTables, decode_attention_reference, decode_attention_triton,
                                       rotary_and_store_reference, rotary_and_store_triton)
 from evalsuite.engine.kv_cache import KVCache
-from evalsuite.engine.models import FamilyAdapter
+from evalsuite.engine.models import GenericAdapter
 from evalsuite.generation.sampling import choose_tokens
 from evalsuite.records import SamplingParams
 
@@ -59,13 +59,14 @@ class _Staging:
 
 
 class DecodeRunner:
-    def __init__(self, adapter: FamilyAdapter, cache: KVCache, tables: PositionTables, params: SamplingParams,
+    def __init__(self, adapter: GenericAdapter, cache: KVCache, tables: list[PositionTables], params: SamplingParams,
                  rows: int, *, seeds: torch.Tensor, first_tokens: torch.Tensor, vocab_limit: int | None,
                  use_graphs: bool, use_triton: bool):
         self.adapter = adapter
         self.spec = adapter.spec
         self.cache = cache
-        self.tables = tables
+        self.tables = tables  # one per layer
+        self.windows = adapter.windows  # sliding window per layer, 0: none
         self.params = params
         self.rows = rows
         self.device = cache.gen.device
@@ -93,8 +94,10 @@ class DecodeRunner:
 
         def attend(index, q, k, v):
             kp, vp, kg, vg = self.cache.layer(index)
-            q = rotary_and_store(q, k, v, kg, vg, pos, g_slot, g_write, spec, tables)
-            out = attention(q, kp, vp, kg, vg, p_slot, p_len, g_slot, g_len, spec, tables)
+            layer_tables = tables[index]
+            q = rotary_and_store(q, k, v, kg, vg, pos, g_slot, g_write, spec, layer_tables)
+            out = attention(q, kp, vp, kg, vg, p_slot, p_len, g_slot, g_len, spec, layer_tables,
+                            self.windows[index])
             return out.reshape(out.shape[0], -1)
 
         return attend
@@ -105,7 +108,7 @@ class DecodeRunner:
         g_len = gen_len + 1
         pos = st.p_len[:batch] + gen_len
         meta = (st.p_slot[:batch], st.p_len[:batch], st.g_slot[:batch], gen_len, g_len, pos)
-        logits = self.adapter.decode(st.tok[:batch], self._attend(meta))
+        logits = self.adapter.decode(st.tok[:batch], pos, self._attend(meta))
         if self.vocab_limit is not None:
             logits[:, self.vocab_limit:] = float("-inf")
         next_tokens = choose_tokens(logits, st.seed[:batch], g_len.long(), self.params)
