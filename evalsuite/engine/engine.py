@@ -64,7 +64,7 @@ class Engine:
     def unsupported_reason(model) -> str | None:
         if layout_for(model) is None:
             return f"architecture {type(model).__name__} is not covered by the engine"
-        if getattr(model, "is_quantized", False) or getattr(model.config, "quantization_config", None):
+        if _quantized(model):
             return "quantized weights"
         devices = {p.device for p in model.parameters()}
         if len(devices) != 1 or next(iter(devices)).type == "meta":
@@ -348,6 +348,16 @@ class _Loop:
             self.prompt_slots.give(prompt.slot)
             prompt.slot = -1
         self.finished.append(self.rule.completion(job))
+
+
+def _quantized(model) -> bool:
+    """True where the weights stay quantized in memory. GGUF checkpoints are dequantized on load into plain
+    float tensors (transformers still marks them quantized), so they run like any other model."""
+    config = getattr(model.config, "quantization_config", None)
+    if not (getattr(model, "is_quantized", False) or config):
+        return False
+    method = config.get("quant_method") if isinstance(config, dict) else getattr(config, "quant_method", None)
+    return str(getattr(method, "value", method)).lower() != "gguf"
 
 
 def _eos_ids(model, tokenizer) -> list[int]:
