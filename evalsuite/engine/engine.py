@@ -40,6 +40,9 @@ class EngineOptions:
     cuda_graphs: bool | None = None  # None: on for CUDA
     in_flight: int = 1  # decode steps queued on the device beyond the one being read back
     stop_check_every: int = 8
+    # attention over a prompt computed once per block of its rows (Triton only; see kernels.py); below this
+    # many samples per prompt, per row
+    shared_prefix_min_samples: int = 4
 
 
 @dataclass
@@ -51,6 +54,7 @@ class EngineStats:
     rows: int = 0
     capture_s: float = 0.0
     cache_gib: float = 0.0
+    shared_prefix: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -201,11 +205,13 @@ class Engine:
                            for p in prompts]).to(self.device)
         first_tokens = torch.zeros(len(seeds), dtype=torch.int64, device=self.device)
         started = time.perf_counter()
+        per_prompt = max(len(p.samples) for p in prompts)
+        shared = per_prompt if self.use_triton and per_prompt >= self.options.shared_prefix_min_samples else 0
         runner = DecodeRunner(self.adapter, cache, tables, params, plan.gen_slots, seeds=seeds,
                               first_tokens=first_tokens, vocab_limit=self.vocab_limit, use_graphs=self.use_graphs,
-                              use_triton=self.use_triton)
+                              use_triton=self.use_triton, shared_prefix=shared)
         self.stats = EngineStats(rows=plan.gen_slots, capture_s=time.perf_counter() - started,
-                                 cache_gib=plan.total_bytes / GiB)
+                                 cache_gib=plan.total_bytes / GiB, shared_prefix=bool(shared))
         rule = FinishRule(eos_ids=self.eos_ids, ignore_eos=ignore_eos, decode=self.decode,
                           decode_tokens=self.decode_tokens, check_every=self.options.stop_check_every)
         loop = _Loop(self, runner, cache, prompts, rule, params)

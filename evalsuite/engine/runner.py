@@ -10,6 +10,7 @@ asynchronously, and edits rows when samples start or finish.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 
 import torch
 
@@ -61,7 +62,7 @@ class _Staging:
 class DecodeRunner:
     def __init__(self, adapter: GenericAdapter, cache: KVCache, tables: list[PositionTables], params: SamplingParams,
                  rows: int, *, seeds: torch.Tensor, first_tokens: torch.Tensor, vocab_limit: int | None,
-                 use_graphs: bool, use_triton: bool):
+                 use_graphs: bool, use_triton: bool, shared_prefix: int = 0):
         self.adapter = adapter
         self.spec = adapter.spec
         self.cache = cache
@@ -75,6 +76,7 @@ class DecodeRunner:
         self.vocab_limit = vocab_limit
         self.state = RowState.allocate(rows, cache.scratch_slot, self.device)
         self.use_triton = use_triton
+        self.shared_prefix = shared_prefix  # most rows of one prompt (0: attention over prompts per row)
         self.buckets = buckets_up_to(rows)
         self._graphs: dict[int, torch.cuda.CUDAGraph] = {}
         pin = self.device.type == "cuda"
@@ -90,7 +92,10 @@ class DecodeRunner:
         p_slot, p_len, g_slot, g_write, g_len, pos = meta
         spec, tables = self.spec, self.tables
         rotary_and_store = rotary_and_store_triton if self.use_triton else rotary_and_store_reference
-        attention = decode_attention_triton if self.use_triton else decode_attention_reference
+        if self.use_triton:
+            attention = partial(decode_attention_triton, shared_prefix=self.shared_prefix)
+        else:
+            attention = decode_attention_reference
 
         def attend(index, q, k, v):
             kp, vp, kg, vg = self.cache.layer(index)
