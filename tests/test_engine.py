@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from transformers import (BloomConfig, BloomForCausalLM, GPT2Config, GPT2LMHeadModel, GPTJConfig, GPTJForCausalLM,
-                          LlamaConfig, LlamaForCausalLM, LogitsProcessorList)
+from transformers import GPT2Config, GPT2LMHeadModel, LogitsProcessorList
 
 from evalsuite.engine import Engine, EngineOptions
 from evalsuite.generation.sampling import SeededSampler, row_seeds
@@ -23,22 +22,69 @@ INIT = 0.5
 PROMPTS = [[5, 6, 7, 8, 9, 10, 11, 12, 13], [20, 21, 22], [30, 31, 32, 33, 34, 35], [40]]
 
 
-def _tiny(family: str):
-    torch.manual_seed({"gptj": 1, "llama": 2, "bloom": 3}[family])
+def _configs() -> dict:
+    """family -> tiny config exercising that family's features (see each comment)."""
+    import transformers as tf
+
     common = dict(vocab_size=VOCAB, bos_token_id=0, eos_token_id=1, initializer_range=INIT)
-    if family == "gptj":  # partial interleaved rotary: 8 of 16 dims per head
-        model = GPTJForCausalLM(GPTJConfig(n_positions=512, n_embd=64, n_layer=2, n_head=4, rotary_dim=8,
-                                           **common))
-    elif family == "llama":  # grouped-query attention: 4 query heads share 2 kv heads
-        model = LlamaForCausalLM(LlamaConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                                             num_attention_heads=4, num_key_value_heads=2,
-                                             max_position_embeddings=512, **common))
-    else:  # ALiBi
-        model = BloomForCausalLM(BloomConfig(hidden_size=64, n_layer=2, n_head=4, **common))
-    return model.eval()
+    llama_like = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                      num_key_value_heads=2, max_position_embeddings=512, **common)
+    return {
+        # partial interleaved rotary: 8 of 16 dims per head; attention and MLP in parallel off one LayerNorm
+        "gptj": lambda: tf.GPTJConfig(n_positions=512, n_embd=64, n_layer=2, n_head=4, rotary_dim=8, **common),
+        # grouped-query attention: 4 query heads share 2 kv heads
+        "llama": lambda: tf.LlamaConfig(**llama_like),
+        # ALiBi, fused [heads, 3, head_dim] projection, LayerNorm after the embedding
+        "bloom": lambda: tf.BloomConfig(hidden_size=64, n_layer=2, n_head=4, **common),
+        # a sliding window (6) shorter than prompt + completion, in every layer
+        "mistral": lambda: tf.MistralConfig(**llama_like, sliding_window=6, head_dim=16),
+        # q/k/v biases, tied embeddings, sliding window on layers >= max_window_layers only
+        "qwen2": lambda: tf.Qwen2Config(**llama_like, tie_word_embeddings=True, use_sliding_window=True,
+                                        sliding_window=5, max_window_layers=1),
+        # (1 + w) RMSNorms before and after attention and MLP, embeddings x sqrt(hidden), query_pre_attn_scalar,
+        # attention and final logit soft-capping, sliding window on alternate layers
+        "gemma2": lambda: tf.Gemma2Config(**{**llama_like, "num_hidden_layers": 3}, head_dim=16,
+                                          query_pre_attn_scalar=24, attn_logit_softcapping=3.0,
+                                          final_logit_softcapping=4.0, sliding_window=5,
+                                          hidden_activation="gelu_pytorch_tanh"),
+        # q/k RMSNorm per head, local and global rotary bases per layer type, linear rope scaling on global layers
+        "gemma3": lambda: tf.Gemma3TextConfig(
+            **{**llama_like, "num_hidden_layers": 3}, head_dim=16, query_pre_attn_scalar=16, sliding_window=5,
+            tie_word_embeddings=False,  # tied, x sqrt(hidden) embeddings make a random model repeat its input
+            layer_types=["sliding_attention", "full_attention", "sliding_attention"],
+            rope_parameters={"sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                             "full_attention": {"rope_type": "linear", "factor": 2.0, "rope_theta": 100000.0}}),
+        # LayerNorms and biases everywhere, GELU MLP, GQA, sliding window
+        "starcoder2": lambda: tf.Starcoder2Config(**llama_like, sliding_window=7, use_bias=True),
+        # fused [q | k | v] projection with GQA, fused gate/up MLP, partial rotary (half of each head)
+        "phi3": lambda: tf.Phi3Config(**llama_like, pad_token_id=0, rope_parameters={
+            "rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5}),
+        # partial rotate-half rotary (a quarter of each head), parallel residual with two LayerNorms
+        "gpt_neox": lambda: tf.GPTNeoXConfig(hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                                             intermediate_size=128, max_position_embeddings=512,
+                                             rotary_pct=0.25, **common),
+        "gpt_neox_sequential": lambda: tf.GPTNeoXConfig(hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                                                        intermediate_size=128, max_position_embeddings=512,
+                                                        rotary_pct=0.5, use_parallel_residual=False, **common),
+        # multi-query attention (one kv head), learned absolute positions, fused [q | k | v]
+        "gpt_bigcode": lambda: tf.GPTBigCodeConfig(n_embd=64, n_layer=2, n_head=4, n_positions=512,
+                                                   multi_query=True, **common),
+        "gpt_bigcode_mha": lambda: tf.GPTBigCodeConfig(n_embd=64, n_layer=2, n_head=4, n_positions=512,
+                                                       multi_query=False, **common),
+    }
 
 
-@pytest.fixture(scope="module", params=["gptj", "llama", "bloom"])
+FAMILIES = tuple(_configs())
+
+
+def _tiny(family: str):
+    from transformers import AutoModelForCausalLM
+
+    torch.manual_seed(FAMILIES.index(family) + 1)
+    return AutoModelForCausalLM.from_config(_configs()[family]()).eval()
+
+
+@pytest.fixture(scope="module", params=FAMILIES)
 def tiny(request):
     return _tiny(request.param)
 

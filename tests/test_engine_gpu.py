@@ -13,12 +13,12 @@ from transformers import LogitsProcessorList
 from evalsuite.generation.sampling import SeededSampler, row_seeds, uniform_noise, _uniform_noise_triton
 from evalsuite.records import SamplingParams
 
-from test_engine import PROMPTS, _engine, _hf_generate, _ids, _run, _tiny
+from test_engine import FAMILIES, PROMPTS, _engine, _hf_generate, _ids, _run, _tiny
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
 
 
-@pytest.fixture(scope="module", params=["gptj", "llama", "bloom"])
+@pytest.fixture(scope="module", params=FAMILIES)
 def tiny_gpu(request):
     return _tiny(request.param).to("cuda")
 

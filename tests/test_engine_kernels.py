@@ -23,7 +23,11 @@ CASES = {  # name: (spec, dtype)
     "llama-gqa": (K.AttentionSpec(8, 2, 32, 32 ** -0.5, K.ROTARY_HALF, 32), torch.bfloat16),
     "bloom-alibi": (K.AttentionSpec(4, 4, 32, 32 ** -0.5, alibi=True, round_scores=True), torch.bfloat16),
     "odd-head-dim-fp32": (K.AttentionSpec(2, 2, 24, 24 ** -0.5, K.ROTARY_HALF, 16), torch.float32),
+    "gemma-softcap-gqa": (K.AttentionSpec(4, 2, 32, 24 ** -0.5, K.ROTARY_HALF, 32, softcap=3.0), torch.bfloat16),
+    "mqa-fp32": (K.AttentionSpec(4, 1, 16, 16 ** -0.5, K.ROTARY_HALF, 8), torch.float32),
+    "gqa-group-3-fp32": (K.AttentionSpec(6, 2, 32, 32 ** -0.5, K.ROTARY_HALF, 32, softcap=2.0), torch.float32),
 }
+WINDOWS = (0, 4, 20)  # none; inside the generated keys; reaching into the prompt
 
 
 def _tables(spec, dtype, positions=64):
@@ -51,7 +55,7 @@ def _inputs(spec, dtype, batch=5, pcap=23, gcap=17, slots=6):
     kg, vg = rnd(slots, hkv, gcap, d), rnd(slots, hkv, gcap, d)
     i32 = dict(dtype=torch.int32, device=DEVICE)
     p_slot = torch.tensor([0, 1, 1, 2, 0], **i32)[:batch]
-    p_len = torch.tensor([23, 5, 5, 0, 1], **i32)[:batch]
+    p_len = torch.tensor([23, 5, 5, 0, 23], **i32)[:batch]  # per prompt slot; 0: an idle row
     g_slot = torch.tensor([3, 0, 5, 1, 2], **i32)[:batch]
     g_write = torch.tensor([0, 16, 4, 9, 1], **i32)[:batch]
     return q, k, v, kp, vp, kg, vg, p_slot, p_len, g_slot, g_write
@@ -78,13 +82,16 @@ def test_rotary_and_store_is_bit_identical_to_the_reference(case):
     assert torch.equal(vg2, vg)
 
 
+@pytest.mark.parametrize("shared_prefix", [0, 3], ids=["per-row", "shared-prefix"])
+@pytest.mark.parametrize("window", WINDOWS)
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_decode_attention_matches_the_reference(case):
+def test_decode_attention_matches_the_reference(case, window, shared_prefix):
     spec, dtype = CASES[case]
     tables = _tables(spec, dtype)
     q, _, _, kp, vp, kg, vg, p_slot, p_len, g_slot, g_write = _inputs(spec, dtype)
     g_len = g_write + 1
-    want = K.decode_attention_reference(q, kp, vp, kg, vg, p_slot, p_len, g_slot, g_len, spec, tables)
-    got = K.decode_attention_triton(q, kp, vp, kg, vg, p_slot, p_len, g_slot, g_len, spec, tables)
+    want = K.decode_attention_reference(q, kp, vp, kg, vg, p_slot, p_len, g_slot, g_len, spec, tables, window)
+    got = K.decode_attention_triton(q, kp, vp, kg, vg, p_slot, p_len, g_slot, g_len, spec, tables, window,
+                                    shared_prefix=shared_prefix)
     tol = 1e-5 if dtype == torch.float32 else 2e-2
     torch.testing.assert_close(got.float(), want.float(), rtol=tol, atol=tol)

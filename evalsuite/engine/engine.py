@@ -22,7 +22,7 @@ import torch
 
 from evalsuite.engine.kernels import triton_usable
 from evalsuite.engine.kv_cache import GiB, KVCache, SlotPool, kv_bytes_per_token, plan_cache
-from evalsuite.engine.models import FamilyAdapter, adapter_class
+from evalsuite.engine.models import GenericAdapter, layout_for
 from evalsuite.engine.runner import DecodeRunner
 from evalsuite.engine.scheduler import Decode, FinishRule, PromptJob, RowTable, SampleJob, waiting_queue
 from evalsuite.errors import EvalsuiteError
@@ -40,6 +40,9 @@ class EngineOptions:
     cuda_graphs: bool | None = None  # None: on for CUDA
     in_flight: int = 1  # decode steps queued on the device beyond the one being read back
     stop_check_every: int = 8
+    # attention over a prompt computed once per block of its rows (Triton only; see kernels.py); below this
+    # many samples per prompt, per row
+    shared_prefix_min_samples: int = 4
 
 
 @dataclass
@@ -51,6 +54,7 @@ class EngineStats:
     rows: int = 0
     capture_s: float = 0.0
     cache_gib: float = 0.0
+    shared_prefix: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -62,10 +66,9 @@ class Engine:
 
     @staticmethod
     def unsupported_reason(model) -> str | None:
-        cls = adapter_class(model)
-        if cls is None:
+        if layout_for(model) is None:
             return f"architecture {type(model).__name__} is not covered by the engine"
-        if getattr(model, "is_quantized", False) or getattr(model.config, "quantization_config", None):
+        if _quantized(model):
             return "quantized weights"
         devices = {p.device for p in model.parameters()}
         if len(devices) != 1 or next(iter(devices)).type == "meta":
@@ -73,7 +76,7 @@ class Engine:
         dtypes = {p.dtype for p in model.parameters()}
         if len(dtypes) != 1 or next(iter(dtypes)) not in _DTYPES:
             return f"parameter dtypes {sorted(map(str, dtypes))}"
-        return cls.unsupported_reason(model)
+        return GenericAdapter.unsupported_reason(model)
 
     @classmethod
     def supports(cls, model) -> bool:
@@ -92,7 +95,7 @@ class Engine:
         if reason:
             raise EvalsuiteError(f"the sampling engine cannot run this model: {reason}")
         self.model = model.eval()
-        self.adapter: FamilyAdapter = adapter_class(model)(model)
+        self.adapter = GenericAdapter(model)
         self.tokenizer = tokenizer
         self.options = options
         self.device = next(model.parameters()).device
@@ -140,7 +143,7 @@ class Engine:
                     yield replace(completion, sample_index=index)
 
     def describe(self) -> dict[str, Any]:
-        return {"engine": "evalsuite", "family": type(self.adapter).__name__.replace("Adapter", ""),
+        return {"engine": "evalsuite", "family": self.adapter.family,
                 "attention": "triton" if self.use_triton else "torch", "cuda_graphs": self.use_graphs}
 
     # ------------------------------------------------------------------------------------------ setup
@@ -202,11 +205,13 @@ class Engine:
                            for p in prompts]).to(self.device)
         first_tokens = torch.zeros(len(seeds), dtype=torch.int64, device=self.device)
         started = time.perf_counter()
+        per_prompt = max(len(p.samples) for p in prompts)
+        shared = per_prompt if self.use_triton and per_prompt >= self.options.shared_prefix_min_samples else 0
         runner = DecodeRunner(self.adapter, cache, tables, params, plan.gen_slots, seeds=seeds,
                               first_tokens=first_tokens, vocab_limit=self.vocab_limit, use_graphs=self.use_graphs,
-                              use_triton=self.use_triton)
+                              use_triton=self.use_triton, shared_prefix=shared)
         self.stats = EngineStats(rows=plan.gen_slots, capture_s=time.perf_counter() - started,
-                                 cache_gib=plan.total_bytes / GiB)
+                                 cache_gib=plan.total_bytes / GiB, shared_prefix=bool(shared))
         rule = FinishRule(eos_ids=self.eos_ids, ignore_eos=ignore_eos, decode=self.decode,
                           decode_tokens=self.decode_tokens, check_every=self.options.stop_check_every)
         loop = _Loop(self, runner, cache, prompts, rule, params)
@@ -349,6 +354,16 @@ class _Loop:
             self.prompt_slots.give(prompt.slot)
             prompt.slot = -1
         self.finished.append(self.rule.completion(job))
+
+
+def _quantized(model) -> bool:
+    """True where the weights stay quantized in memory. GGUF checkpoints are dequantized on load into plain
+    float tensors (transformers still marks them quantized), so they run like any other model."""
+    config = getattr(model.config, "quantization_config", None)
+    if not (getattr(model, "is_quantized", False) or config):
+        return False
+    method = config.get("quant_method") if isinstance(config, dict) else getattr(config, "quant_method", None)
+    return str(getattr(method, "value", method)).lower() != "gguf"
 
 
 def _eos_ids(model, tokenizer) -> list[int]:

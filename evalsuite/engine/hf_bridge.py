@@ -46,17 +46,29 @@ WHOLE_MODEL_PLACEMENTS = (None, "single-device", "gpu")  # placements whose modu
 def engine_for(generator: Any) -> HFEngineBridge | None:
     """The engine for this generator, built once; None where plain ``generate`` must run: the user chose
     ``--engine transformers``, or the model is not one the engine covers (architecture, quantized or
-    offloaded weights, a device without CUDA... see ``Engine.unsupported_reason``)."""
+    offloaded weights, a device without CUDA... see ``Engine.unsupported_reason``). Why it does not run is
+    kept in ``generator._engine_fallback`` (one line, written into the run record)."""
     from evalsuite.engine import Engine
 
-    if getattr(generator.options, "engine", "auto") == "transformers":
-        return None
-    if generator.loaded.placement.get("strategy") not in WHOLE_MODEL_PLACEMENTS:
-        return None  # ZeRO-partitioned, kernel-injected, quantized or offloaded: the loader's runtime decodes
     bridge = getattr(generator, "_engine_bridge", None)
-    if bridge is None:
-        if generator.model.device.type != "cuda" or Engine.unsupported_reason(generator.model):
-            return None
-        bridge = HFEngineBridge(generator)
-        generator._engine_bridge = bridge
+    if bridge is not None:
+        return bridge
+    reason = fallback_reason(generator, Engine)
+    generator._engine_fallback = reason
+    if reason is not None:
+        return None
+    bridge = HFEngineBridge(generator)
+    generator._engine_bridge = bridge
     return bridge
+
+
+def fallback_reason(generator: Any, engine_cls) -> str | None:
+    if getattr(generator.options, "engine", "auto") == "transformers":
+        return "--engine transformers"
+    strategy = generator.loaded.placement.get("strategy")
+    if strategy not in WHOLE_MODEL_PLACEMENTS:
+        # ZeRO-partitioned, kernel-injected, quantized or offloaded: the loader's runtime decodes
+        return f"placement {strategy!r} does not hold whole weights on one device"
+    if generator.model.device.type != "cuda":
+        return f"the engine runs on CUDA; the model is on {generator.model.device.type}"
+    return engine_cls.unsupported_reason(generator.model)

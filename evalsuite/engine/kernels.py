@@ -40,6 +40,7 @@ class AttentionSpec:
     rotary_dim: int = 0
     alibi: bool = False
     round_scores: bool = False  # BLOOM: scores are produced by a bf16 baddbmm, so they are rounded
+    softcap: float = 0.0  # Gemma 2: scores = softcap * tanh(scores / softcap) before the mask
 
     @property
     def group(self) -> int:
@@ -94,9 +95,11 @@ def rotary_and_store_reference(q, k, v, cache_k, cache_v, pos, g_slot, g_write, 
     return q
 
 
-def decode_attention_reference(q, kp, vp, kg, vg, p_slot, p_len, g_slot, g_len, spec, tables) -> torch.Tensor:
+def decode_attention_reference(q, kp, vp, kg, vg, p_slot, p_len, g_slot, g_len, spec, tables,
+                               window: int = 0) -> torch.Tensor:
     """q: [B, Hq, D]; prompt cache kp/vp: [P, Hkv, Pcap, D]; generation cache kg/vg: [S, Hkv, Gcap, D].
-    Row b attends to kp[p_slot[b], :, :p_len[b]] followed by kg[g_slot[b], :, :g_len[b]]."""
+    Row b attends to kp[p_slot[b], :, :p_len[b]] followed by kg[g_slot[b], :, :g_len[b]]; with a sliding
+    ``window``, only to the keys less than ``window`` positions behind its own (transformers' rule)."""
     pcap, gcap = kp.shape[2], kg.shape[2]
     keys = torch.cat([kp[p_slot.long()], kg[g_slot.long()]], dim=2).float()
     values = torch.cat([vp[p_slot.long()], vg[g_slot.long()]], dim=2).float()
@@ -104,18 +107,24 @@ def decode_attention_reference(q, kp, vp, kg, vg, p_slot, p_len, g_slot, g_len, 
         keys = keys.repeat_interleave(spec.group, dim=1)
         values = values.repeat_interleave(spec.group, dim=1)
     scores = torch.einsum("bhd,bhld->bhl", q.float(), keys) * spec.scale
+    if spec.softcap:
+        scores = torch.tanh(scores / spec.softcap) * spec.softcap
     j = torch.arange(pcap + gcap, device=q.device)
     in_prompt = j[None, :] < p_len.long()[:, None]
     in_gen = (j[None, :] >= pcap) & ((j[None, :] - pcap) < g_len.long()[:, None])
+    key_pos = torch.where(j[None, :] < pcap, j[None, :], p_len.long()[:, None] + j[None, :] - pcap)
+    visible = in_prompt | in_gen
+    if window:
+        query_pos = (p_len.long() + g_len.long() - 1)[:, None]
+        visible = visible & (key_pos > query_pos - window)
     if spec.alibi:
-        key_pos = torch.where(j[None, :] < pcap, j[None, :], p_len.long()[:, None] + j[None, :] - pcap)
         bias = tables.alibi_slopes[None, :, None] * key_pos[:, None, :].float()
         if spec.round_scores:
             bias = bias.to(q.dtype).float()
         scores = scores + bias
     if spec.round_scores:
         scores = scores.to(q.dtype).float()
-    scores = scores.masked_fill(~(in_prompt | in_gen)[:, None, :], float("-inf"))
+    scores = scores.masked_fill(~visible[:, None, :], float("-inf"))
     probs = torch.softmax(scores, dim=-1)
     return torch.einsum("bhl,bhld->bhd", probs, values).to(q.dtype)
 
@@ -187,15 +196,24 @@ if triton is not None:
             tl.store(VG + dst, v.to(VG.dtype.element_ty), mask=d_mask)
 
     @triton.jit
-    def _attend_segment(q, k_base, v_base, length, pos0, stride_l, slope, m_i, l_i, acc, scale, offs_d, d_mask,
-                        BLOCK_N: tl.constexpr, ALIBI: tl.constexpr, ROUND: tl.constexpr, RDT: tl.constexpr):
-        for start in range(0, length, BLOCK_N):
+    def _softcap(s, softcap):
+        """softcap * tanh(s / softcap), with tanh written as 1 - 2 / (exp(2x) + 1)."""
+        return softcap * (1.0 - 2.0 / (tl.exp(2.0 * s / softcap) + 1.0))
+
+    @triton.jit
+    def _attend_segment(q, k_base, v_base, lo, length, pos0, stride_l, slope, m_i, l_i, acc, scale, softcap,
+                        offs_d, d_mask, BLOCK_N: tl.constexpr, ALIBI: tl.constexpr, SOFTCAP: tl.constexpr,
+                        ROUND: tl.constexpr, RDT: tl.constexpr):
+        """Online softmax over keys [lo, length) of one cache segment whose key j sits at position pos0 + j."""
+        for start in range(lo, length, BLOCK_N):
             offs_n = start + tl.arange(0, BLOCK_N)
             n_mask = offs_n < length
             kv_off = offs_n[:, None].to(tl.int64) * stride_l + offs_d[None, :]
             mask2 = n_mask[:, None] & d_mask[None, :]
             k = tl.load(k_base + kv_off, mask=mask2, other=0.0).to(tl.float32)
             s = tl.sum(k * q[None, :], axis=1) * scale
+            if SOFTCAP:
+                s = _softcap(s, softcap)
             if ALIBI:
                 bias = slope * (pos0 + offs_n).to(tl.float32)
                 if ROUND:
@@ -214,10 +232,14 @@ if triton is not None:
         return m_i, l_i, acc
 
     @triton.jit
-    def _decode_attention_kernel(Q, O, KP, VP, KG, VG, P_SLOT, P_LEN, G_SLOT, G_LEN, SLOPES,
-                                 sq_b, sq_h, so_b, so_h, sp_s, sp_h, sp_l, sg_s, sg_h, sg_l, scale,
-                                 GROUP: tl.constexpr, D: tl.constexpr, D_PAD: tl.constexpr, BLOCK_N: tl.constexpr,
-                                 ALIBI: tl.constexpr, ROUND: tl.constexpr, RDT: tl.constexpr):
+    def _decode_attention_kernel(Q, O, KP, VP, KG, VG, P_SLOT, P_LEN, G_SLOT, G_LEN, SLOPES, M_IN, L_IN, ACC_IN,
+                                 sq_b, sq_h, so_b, so_h, sp_s, sp_h, sp_l, sg_s, sg_h, sg_l, scale, softcap, window,
+                                 HQ: tl.constexpr, GROUP: tl.constexpr, D: tl.constexpr, D_PAD: tl.constexpr,
+                                 BLOCK_N: tl.constexpr, ALIBI: tl.constexpr, SOFTCAP: tl.constexpr,
+                                 WINDOW: tl.constexpr, PREFIX_DONE: tl.constexpr, ROUND: tl.constexpr,
+                                 RDT: tl.constexpr):
+        """One (row, query head): the prompt segment (unless PREFIX_DONE: then its softmax state comes from
+        :func:`_prefix_attention_kernel` in M_IN, L_IN, ACC_IN), then the row's own generated segment."""
         b = tl.program_id(0)
         h = tl.program_id(1)
         kvh = h // GROUP
@@ -231,17 +253,112 @@ if triton is not None:
         p_len = tl.load(P_LEN + b)
         g_slot = tl.load(G_SLOT + b).to(tl.int64)
         g_len = tl.load(G_LEN + b)
+        lo_p = 0  # first visible key of each segment: keys behind the sliding window are skipped
+        lo_g = 0
+        if WINDOW:
+            first = tl.maximum(p_len + g_len - window, 0)
+            lo_p = tl.minimum(first, p_len)
+            lo_g = tl.maximum(first - p_len, 0)
         m_i = tl.max(tl.full([BLOCK_N], -1.0e30, tl.float32), axis=0)
         l_i = tl.sum(tl.zeros([BLOCK_N], tl.float32), axis=0)
         acc = tl.zeros([D_PAD], tl.float32)
-        m_i, l_i, acc = _attend_segment(q, KP + p_slot * sp_s + kvh * sp_h, VP + p_slot * sp_s + kvh * sp_h,
-                                        p_len, 0, sp_l, slope, m_i, l_i, acc, scale, offs_d, d_mask,
-                                        BLOCK_N, ALIBI, ROUND, RDT)
+        if PREFIX_DONE:
+            state = b.to(tl.int64) * HQ + h
+            if p_len > 0:
+                m_i = tl.load(M_IN + state)
+                l_i = tl.load(L_IN + state)
+                acc = tl.load(ACC_IN + state * D_PAD + offs_d)
+        else:
+            m_i, l_i, acc = _attend_segment(q, KP + p_slot * sp_s + kvh * sp_h, VP + p_slot * sp_s + kvh * sp_h,
+                                            lo_p, p_len, 0, sp_l, slope, m_i, l_i, acc, scale,
+                                            softcap, offs_d, d_mask, BLOCK_N, ALIBI, SOFTCAP, ROUND, RDT)
         m_i, l_i, acc = _attend_segment(q, KG + g_slot * sg_s + kvh * sg_h, VG + g_slot * sg_s + kvh * sg_h,
-                                        g_len, p_len, sg_l, slope, m_i, l_i, acc, scale, offs_d, d_mask,
-                                        BLOCK_N, ALIBI, ROUND, RDT)
+                                        lo_g, g_len, p_len, sg_l, slope, m_i, l_i, acc,
+                                        scale, softcap, offs_d, d_mask, BLOCK_N, ALIBI, SOFTCAP, ROUND, RDT)
         out = acc / l_i
         tl.store(O + b.to(tl.int64) * so_b + h * so_h + offs_d, out.to(O.dtype.element_ty), mask=d_mask)
+
+    @triton.jit
+    def _prefix_attention_kernel(Q, KP, VP, ORDER, STARTS, COUNTS, P_LEN, G_LEN, SLOPES, M_OUT, L_OUT, ACC_OUT,
+                                 sq_b, sq_h, sp_s, sp_h, sp_l, scale, softcap, window,
+                                 HQ: tl.constexpr, GROUP: tl.constexpr, D: tl.constexpr, D_PAD: tl.constexpr,
+                                 ROWS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                                 ALIBI: tl.constexpr, SOFTCAP: tl.constexpr, WINDOW: tl.constexpr,
+                                 ROUND: tl.constexpr, RDT: tl.constexpr, IEEE: tl.constexpr):
+        # IEEE: float32 products (float32 models, and Triton's interpreter); else tensor-core bf16/fp16 products
+        """Attention of every row of one prompt slot over that prompt's keys, for one kv head: the prompt's
+        keys and values are read once per ROWS rows (one matrix product per key block) instead of once per
+        row. Writes the unnormalized softmax state (max, sum, weighted values) per (row, query head)."""
+        slot = tl.program_id(0)
+        kvh = tl.program_id(1)
+        block = tl.program_id(2)
+        count = tl.load(COUNTS + slot)
+        first_row = block * ROWS
+        if first_row < count:
+            i = tl.arange(0, BLOCK_M)  # flattened (row in block, query head in group)
+            r = i // GROUP
+            h = kvh * GROUP + i % GROUP
+            valid = (r < ROWS) & (first_row + r < count)
+            row = tl.load(ORDER + tl.load(STARTS + slot) + first_row + r, mask=valid, other=0).to(tl.int64)
+            p_len_row = tl.load(P_LEN + row, mask=valid, other=0)
+            length = tl.max(p_len_row, axis=0)  # the same for every row of the slot
+            q_pos = p_len_row + tl.load(G_LEN + row, mask=valid, other=1) - 1
+            offs_d = tl.arange(0, D_PAD)
+            d_mask = offs_d < D
+            q = tl.load(Q + row[:, None] * sq_b + h[:, None] * sq_h + offs_d[None, :],
+                        mask=valid[:, None] & d_mask[None, :], other=0.0)
+            slope = tl.zeros([BLOCK_M], tl.float32)
+            if ALIBI:
+                slope = tl.load(SLOPES + h, mask=valid, other=0.0)
+            m_i = tl.full([BLOCK_M], -1.0e30, tl.float32)
+            l_i = tl.zeros([BLOCK_M], tl.float32)
+            acc = tl.zeros([BLOCK_M, D_PAD], tl.float32)
+            lo = 0
+            if WINDOW:  # keys behind every row's window are skipped
+                lo = tl.maximum(tl.min(tl.where(valid, q_pos, 1 << 30), axis=0) - window + 1, 0)
+                lo = (lo // BLOCK_N) * BLOCK_N
+            base = KP + slot.to(tl.int64) * sp_s + kvh * sp_h
+            vbase = VP + slot.to(tl.int64) * sp_s + kvh * sp_h
+            for start in range(lo, length, BLOCK_N):
+                offs_n = start + tl.arange(0, BLOCK_N)
+                n_mask = offs_n < length
+                kv_off = offs_n[None, :].to(tl.int64) * sp_l + offs_d[:, None]
+                k_t = tl.load(base + kv_off, mask=n_mask[None, :] & d_mask[:, None], other=0.0)  # [D, N]
+                if IEEE:
+                    s = tl.dot(q.to(tl.float32), k_t.to(tl.float32), input_precision="ieee") * scale
+                else:
+                    s = tl.dot(q, k_t) * scale
+                if SOFTCAP:
+                    s = _softcap(s, softcap)
+                if ALIBI:
+                    bias = slope[:, None] * offs_n[None, :].to(tl.float32)
+                    if ROUND:
+                        bias = _round(bias, RDT)
+                    s = s + bias
+                if ROUND:
+                    s = _round(s, RDT)
+                visible = n_mask[None, :] & (offs_n[None, :] < p_len_row[:, None])
+                if WINDOW:
+                    visible = visible & (offs_n[None, :] > q_pos[:, None] - window)
+                s = tl.where(visible, s, float("-inf"))
+                m_new = tl.maximum(m_i, tl.max(s, axis=1))
+                alpha = tl.exp(m_i - m_new)
+                p = tl.exp(s - m_new[:, None])
+                v = tl.load(vbase + tl.trans(kv_off), mask=n_mask[:, None] & d_mask[None, :], other=0.0)  # [N, D]
+                if IEEE:
+                    pv = tl.dot(p, v.to(tl.float32), input_precision="ieee")
+                else:
+                    pv = tl.dot(p.to(v.dtype), v)
+                acc = acc * alpha[:, None] + pv
+                l_i = l_i * alpha + tl.sum(p, axis=1)
+                m_i = m_new
+            state = row * HQ + h
+            tl.store(M_OUT + state, m_i, mask=valid)
+            tl.store(L_OUT + state, l_i, mask=valid)
+            tl.store(ACC_OUT + state[:, None] * D_PAD + offs_d[None, :], acc, mask=valid[:, None])
+
+
+_INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"  # its bf16 matrix products are wrong: use float32
 
 
 def _tl_dtype(dtype: torch.dtype):
@@ -266,17 +383,42 @@ def rotary_and_store_triton(q, k, v, cache_k, cache_v, pos, g_slot, g_write, spe
     return q
 
 
-def decode_attention_triton(q, kp, vp, kg, vg, p_slot, p_len, g_slot, g_len, spec, tables) -> torch.Tensor:
+def decode_attention_triton(q, kp, vp, kg, vg, p_slot, p_len, g_slot, g_len, spec, tables, window: int = 0,
+                            shared_prefix: int = 0) -> torch.Tensor:
+    """Same contract as :func:`decode_attention_reference`. ``shared_prefix``: the most rows one prompt has
+    in the batch; when set, attention over the prompts is computed per prompt slot (its keys and values read
+    once per block of rows, by matrix products) and merged into each row's own part; 0: per row."""
     batch = q.shape[0]
     out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
     d_pad = triton.next_power_of_2(spec.head_dim)
     block_n = max(16, min(64, 8192 // d_pad))
     slopes = tables.alibi_slopes if spec.alibi else p_len
+    common = dict(GROUP=spec.group, D=spec.head_dim, D_PAD=d_pad, ALIBI=spec.alibi, SOFTCAP=spec.softcap > 0,
+                  WINDOW=window > 0, ROUND=spec.round_scores and q.dtype != torch.float32, RDT=_tl_dtype(q.dtype))
+    m_in = l_in = acc_in = p_len
+    if shared_prefix:
+        slots = kp.shape[0]
+        m_in = torch.empty(batch * spec.num_heads, dtype=torch.float32, device=q.device)
+        l_in = torch.empty_like(m_in)
+        acc_in = torch.empty(batch * spec.num_heads * d_pad, dtype=torch.float32, device=q.device)
+        # rows grouped by prompt slot (rows with an empty prompt, i.e. idle ones, go to an extra group)
+        key = torch.where(p_len > 0, p_slot.long(), slots)
+        order = torch.argsort(key, stable=True).to(torch.int32)
+        counts = torch.zeros(slots + 1, dtype=torch.int32, device=q.device).scatter_add_(
+            0, key, torch.ones_like(key, dtype=torch.int32))
+        starts = (torch.cumsum(counts, 0) - counts).to(torch.int32)
+        block_m = max(16, triton.next_power_of_2(spec.group))
+        rows = block_m // spec.group
+        blocks = triton.cdiv(min(shared_prefix, batch), rows)
+        _prefix_attention_kernel[(slots, spec.num_kv_heads, blocks)](
+            q, kp, vp, order, starts, counts, p_len, g_len, slopes, m_in, l_in, acc_in,
+            q.stride(0), q.stride(1), kp.stride(0), kp.stride(1), kp.stride(2), spec.scale, spec.softcap, window,
+            HQ=spec.num_heads, ROWS=rows, BLOCK_M=block_m, BLOCK_N=32 if d_pad <= 128 else 16,
+            IEEE=q.dtype == torch.float32 or _INTERPRETED, num_warps=4, **common)
     _decode_attention_kernel[(batch, spec.num_heads)](
-        q, out, kp, vp, kg, vg, p_slot, p_len, g_slot, g_len, slopes,
+        q, out, kp, vp, kg, vg, p_slot, p_len, g_slot, g_len, slopes, m_in, l_in, acc_in,
         q.stride(0), q.stride(1), out.stride(0), out.stride(1),
         kp.stride(0), kp.stride(1), kp.stride(2), kg.stride(0), kg.stride(1), kg.stride(2), spec.scale,
-        GROUP=spec.group, D=spec.head_dim, D_PAD=d_pad, BLOCK_N=block_n, ALIBI=spec.alibi,
-        ROUND=spec.round_scores and q.dtype != torch.float32, RDT=_tl_dtype(q.dtype),
-        num_warps=4, num_stages=2)
+        spec.softcap, window, HQ=spec.num_heads, BLOCK_N=block_n, PREFIX_DONE=bool(shared_prefix),
+        num_warps=4, num_stages=2, **common)
     return out

@@ -1,19 +1,33 @@
 """One decoder step for a batch of rows (one new token each), written once for every covered family.
 
-It calls the loaded transformers model's own modules (embeddings, norms, projections, MLPs, LM head) and
-so reads its weight tensors in place: no copy, and the same arithmetic as transformers for everything but
-attention and the KV cache, which the engine owns. A family adapter says only how a block is wired:
-- GPT-J: attention and MLP in parallel off one LayerNorm; partial, interleaved rotary (rotary_dim of each head);
-- Llama: RMSNorm, attention then SwiGLU MLP, rotate-half rotary, grouped-query attention;
-- BLOOM: ALiBi position bias (no rotary), LayerNorm after the embeddings, one fused QKV projection laid out
-  [heads, 3, head_dim].
-The prompt itself is run by the model's own forward (:meth:`FamilyAdapter.prefill`), once per prompt.
+The step calls the loaded transformers model's own modules (embeddings, norms, projections, MLPs, LM head)
+and so reads its weight tensors in place: no copy, and the same arithmetic as transformers for everything
+but attention and the KV cache, which the engine owns. What differs between families is data, not code:
+a :class:`Layout` per family says where the modules are and how a block is wired, and everything that
+varies within a family (head counts, grouped- or multi-query attention, head size, attention scale,
+partial rotary, sliding windows per layer, soft-capping) is read from the model's config and modules.
+
+Block wirings (``Layout.wiring``), as transformers writes them:
+- ``sequential``: x += attn(norm1(x)); x += mlp(norm2(x))                  (Llama, Mistral, Qwen2, Phi-3, ...)
+- ``parallel_shared``: h = norm1(x); x = attn(h) + mlp(h) + x                 (GPT-J)
+- ``parallel``: x = mlp(norm2(x)) + attn(norm1(x)) + x                       (GPT-NeoX with use_parallel_residual)
+- ``sandwich``: x += norm2(attn(norm1(x))); x += norm4(mlp(norm3(x)))        (Gemma 2 and 3)
+- ``bloom``: BLOOM's block, whose MLP adds the residual itself (optionally the post-LayerNorm one).
+
+Fused query/key/value projections (``Layout.qkv_layout``): ``per_head`` is [heads, 3, head_dim] (BLOOM,
+GPT-NeoX, GPT-BigCode without MQA); ``concat`` is [q | k | v] (Phi-3, GPT-BigCode with MQA).
+
+Where a model uses a feature the step does not implement, :meth:`GenericAdapter.unsupported_reason` says so
+in one line and evalsuite runs plain transformers ``generate`` instead (the reason goes into the run record).
+The prompt itself is run by the model's own forward (:meth:`GenericAdapter.prefill`), once per prompt.
 """
 
 from __future__ import annotations
 
+import inspect
 import math
-from typing import Callable
+from dataclasses import dataclass
+from typing import Callable, Union
 
 import torch
 
@@ -22,225 +36,323 @@ from evalsuite.engine.kernels import (ROTARY_HALF, ROTARY_INTERLEAVED, ROTARY_NO
 
 # attend(layer_index, q [B, Hq, D], k [B, Hkv, D], v [B, Hkv, D]) -> [B, Hq * D]
 Attend = Callable[[int, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
+ByConfig = Callable[[object], str]  # a layout choice that depends on the config (e.g. GPT-NeoX's residual)
 
-_ROPE_TYPES_WITHOUT_RUNTIME_STATE = {"default", "linear", "llama3", "yarn"}
+_STATIC_ROPE_TYPES = {"default", "linear", "llama3", "yarn"}  # tables that do not change with sequence length
 
 
-class FamilyAdapter:
-    """Wiring of one model family. Subclasses fill ``spec`` and implement the per-block step."""
+@dataclass(frozen=True)
+class Layout:
+    """Where one family keeps its modules (attribute paths) and how its blocks are wired."""
 
-    architectures: tuple[str, ...] = ()
-    spec: AttentionSpec
+    architectures: tuple[str, ...]
+    backbone: str  # attribute of the *ForCausalLM holding embeddings, blocks and final norm
+    embed: str
+    layers: str
+    final_norm: str
+    positions: str = "rotary_module"  # rotary_module | gptj_buffer | alibi | learned (then ``pos_embed``)
+    pos_embed: str | None = None
+    embed_norm: str | None = None  # BLOOM: LayerNorm right after the embedding
+    embed_scale: bool = False  # Gemma: embeddings times sqrt(hidden) in the model dtype
+    attn: str = "self_attn"
+    qkv: tuple[str, ...] = ("q_proj", "k_proj", "v_proj")  # one name: a fused projection
+    qkv_layout: Union[str, ByConfig] = "split"  # split | per_head | concat
+    out_proj: str = "o_proj"
+    qk_norm: tuple[str, str] | None = None  # Gemma 3: RMSNorm over each head of q and k, before the rotary
+    mlp: str = "mlp"
+    wiring: Union[str, ByConfig] = "sequential"
+    norms: tuple[str, ...] = ("input_layernorm", "post_attention_layernorm")  # in the order the wiring uses
+    refuse: tuple[tuple[str, object, str], ...] = ()  # (config attribute, value that is refused, reason)
+
+
+_LLAMA_LIKE = dict(backbone="model", embed="embed_tokens", layers="layers", final_norm="norm")
+_SANDWICH_NORMS = ("input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm",
+                   "post_feedforward_layernorm")
+
+LAYOUTS: dict[str, Layout] = {
+    # Llama also covers CodeLlama, DeepSeek-Coder and SmolLM2; Mistral and Qwen2 add sliding windows (read
+    # from the config per layer); Qwen2's q/k/v biases and StarCoder2's biases live in the Linear modules.
+    "llama": Layout(("LlamaForCausalLM",), **_LLAMA_LIKE,
+                    refuse=(("pretraining_tp", lambda v: (v or 1) > 1, "pretraining_tp > 1"),)),
+    "mistral": Layout(("MistralForCausalLM",), **_LLAMA_LIKE),
+    "qwen2": Layout(("Qwen2ForCausalLM",), **_LLAMA_LIKE),
+    "starcoder2": Layout(("Starcoder2ForCausalLM",), **_LLAMA_LIKE),
+    "phi3": Layout(("Phi3ForCausalLM",), **_LLAMA_LIKE, qkv=("qkv_proj",), qkv_layout="concat"),
+    "gemma2": Layout(("Gemma2ForCausalLM",), **_LLAMA_LIKE, embed_scale=True, wiring="sandwich",
+                     norms=_SANDWICH_NORMS),
+    "gemma3": Layout(("Gemma3ForCausalLM",), **_LLAMA_LIKE, embed_scale=True, wiring="sandwich",
+                     norms=_SANDWICH_NORMS, qk_norm=("q_norm", "k_norm"),
+                     refuse=(("use_bidirectional_attention", lambda v: bool(v), "bidirectional attention"),)),
+    "gpt_neox": Layout(("GPTNeoXForCausalLM",), backbone="gpt_neox", embed="embed_in", layers="layers",
+                       final_norm="final_layer_norm", attn="attention",
+                       qkv=("query_key_value",), qkv_layout="per_head", out_proj="dense",
+                       wiring=lambda c: "parallel" if c.use_parallel_residual else "sequential"),
+    "gptj": Layout(("GPTJForCausalLM",), backbone="transformer", embed="wte", layers="h", final_norm="ln_f",
+                   positions="gptj_buffer", attn="attn", out_proj="out_proj", wiring="parallel_shared",
+                   norms=("ln_1",)),
+    "gpt_bigcode": Layout(("GPTBigCodeForCausalLM",), backbone="transformer", embed="wte", layers="h",
+                          final_norm="ln_f", positions="learned", pos_embed="wpe", attn="attn", qkv=("c_attn",),
+                          qkv_layout=lambda c: "concat" if c.multi_query else "per_head", out_proj="c_proj",
+                          norms=("ln_1", "ln_2"),
+                          refuse=(("add_cross_attention", lambda v: bool(v), "cross-attention"),)),
+    "bloom": Layout(("BloomForCausalLM",), backbone="transformer", embed="word_embeddings", layers="h",
+                    final_norm="ln_f", positions="alibi", embed_norm="word_embeddings_layernorm",
+                    attn="self_attention", qkv=("query_key_value",), qkv_layout="per_head", out_proj="dense",
+                    wiring="bloom",
+                    refuse=(("slow_but_exact", lambda v: bool(v), "pretraining_tp > 1 with slow_but_exact"),)),
+}
+
+
+def layout_for(model) -> tuple[str, Layout] | None:
+    name = type(model).__name__
+    for family, layout in LAYOUTS.items():
+        if name in layout.architectures:
+            return family, layout
+    return None
+
+
+def _get(obj, path: str):
+    for part in path.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _rope_types(config) -> set[str]:
+    """Every rope type the config names (Gemma 3 keeps one set of parameters per layer type)."""
+    rope = getattr(config, "rope_parameters", None) or getattr(config, "rope_scaling", None) or {}
+    entries = [rope]
+    if isinstance(rope, dict) and rope and all(isinstance(v, dict) or v is None for v in rope.values()):
+        entries = [v for v in rope.values() if v]
+    types = set()
+    for entry in entries:
+        if isinstance(entry, dict):
+            types.add(entry.get("rope_type", entry.get("type", "default")))
+    return types or {"default"}
+
+
+class GenericAdapter:
+    """The decode step of any family in :data:`LAYOUTS`, reading the model's modules in place."""
 
     def __init__(self, model):
+        found = layout_for(model)
+        if found is None:
+            raise ValueError(f"architecture {type(model).__name__} is not covered by the engine")
+        self.family, self.layout = found
         self.model = model
-        self.config = model.config
+        self.config = cfg = model.config
+        lay = self.layout
+        self.backbone = _get(model, lay.backbone)
+        self.blocks = _get(self.backbone, lay.layers)
+        self.wiring = lay.wiring(cfg) if callable(lay.wiring) else lay.wiring
+        self.qkv_layout = lay.qkv_layout(cfg) if callable(lay.qkv_layout) else lay.qkv_layout
+        attn = _get(self.blocks[0], lay.attn)
+        heads = cfg.num_attention_heads
+        head_dim = (getattr(attn, "head_dim", None) or getattr(attn, "head_size", None)
+                    or getattr(cfg, "head_dim", None) or cfg.hidden_size // heads)
+        kv_heads = getattr(attn, "kv_heads", None) or getattr(cfg, "num_key_value_heads", None) or heads
+        scale = getattr(attn, "scaling", None)
+        if scale is None:
+            scale = 1.0 / math.sqrt(head_dim)
+        rotary_style = {"rotary_module": ROTARY_HALF, "gptj_buffer": ROTARY_INTERLEAVED}.get(lay.positions,
+                                                                                              ROTARY_NONE)
+        rotary_dim = 0
+        if lay.positions == "gptj_buffer":
+            rotary_dim = cfg.rotary_dim or head_dim
+        elif rotary_style == ROTARY_HALF:
+            rotary_dim = self._rotary_dim(head_dim)
+        softcap = getattr(cfg, "attn_logit_softcapping", None) or 0.0
+        self.spec = AttentionSpec(num_heads=heads, num_kv_heads=kv_heads, head_dim=head_dim, scale=float(scale),
+                                  rotary_style=rotary_style, rotary_dim=rotary_dim, alibi=lay.positions == "alibi",
+                                  round_scores=lay.positions == "alibi", softcap=float(softcap))
+        self.windows = self._windows()
+        self.final_softcap = getattr(cfg, "final_logit_softcapping", None)
+        self.lm_head = model.get_output_embeddings()  # lm_head, embed_out (GPT-NeoX before transformers 5.x)...
+        embed = _get(self.backbone, lay.embed)
+        # newer transformers scale inside the embedding module (it has ``embed_scale``); older ones in forward
+        self.embed_multiplier = cfg.hidden_size ** 0.5 if lay.embed_scale and not hasattr(embed, "embed_scale") \
+            else None
 
-    # --- what every family provides
-    @classmethod
-    def unsupported_reason(cls, model) -> str | None:
+    # --------------------------------------------------------------------------------- what it covers
+    @staticmethod
+    def unsupported_reason(model) -> str | None:
+        found = layout_for(model)
+        if found is None:
+            return f"architecture {type(model).__name__} is not covered by the engine"
+        family, layout = found
+        config = model.config
+        for attribute, refused, reason in layout.refuse:
+            if refused(getattr(config, attribute, None)):
+                return f"{family}: {reason}"
+        dynamic = sorted(_rope_types(config) - _STATIC_ROPE_TYPES)
+        if layout.positions == "rotary_module" and dynamic:
+            return f"{family}: rope type {dynamic[0]!r} changes with sequence length"
         return None
+
+    def _rotary_dim(self, head_dim: int) -> int:
+        cos, _ = self._rotary(torch.arange(2), torch.float32, torch.device("cpu"), self._layer_types()[0])
+        return cos.shape[-1]
+
+    def _layer_types(self) -> list[str | None]:
+        types = getattr(self.config, "layer_types", None)
+        return list(types) if types else [None] * len(self.blocks)
+
+    def _windows(self) -> tuple[int, ...]:
+        """Sliding window per layer (0: the whole context), as transformers' masks apply it."""
+        window = getattr(self.config, "sliding_window", None) or 0
+        types = getattr(self.config, "layer_types", None)
+        if types:
+            return tuple(window if t == "sliding_attention" else 0 for t in types)
+        return (window,) * len(self.blocks)
 
     @property
     def num_layers(self) -> int:
-        raise NotImplementedError
+        return len(self.blocks)
 
     @property
     def max_positions(self) -> int | None:
-        return getattr(self.config, "max_position_embeddings", None)
+        if self.layout.positions == "alibi":
+            return None  # ALiBi has no position table
+        cfg = self.config
+        return getattr(cfg, "max_position_embeddings", None) or getattr(cfg, "n_positions", None)
 
-    def position_tables(self, max_positions: int, device, dtype) -> PositionTables:
-        return PositionTables()
+    def describe(self) -> dict:
+        return {"family": self.family, "wiring": self.wiring, "heads": self.spec.num_heads,
+                "kv_heads": self.spec.num_kv_heads, "head_dim": self.spec.head_dim,
+                "positions": self.layout.positions, "rotary_dim": self.spec.rotary_dim,
+                "sliding_window_layers": sum(1 for w in self.windows if w)}
 
-    def embed(self, tokens: torch.Tensor) -> torch.Tensor:
-        raise NotImplementedError
+    # ------------------------------------------------------------------------------ position tables
+    def _rotary(self, positions, dtype, device, layer_type):
+        """cos, sin [len(positions), rotary_dim] from the model's own rotary module (so static rope scaling,
+        partial rotary and per-layer-type bases are included)."""
+        rotary = getattr(self.backbone, "rotary_emb")
+        probe = torch.empty(1, dtype=dtype, device=device)
+        pos = positions.to(device)[None, :]
+        if layer_type is not None and "layer_type" in inspect.signature(rotary.forward).parameters:
+            cos, sin = rotary(probe, pos, layer_type)
+        elif layer_type == "sliding_attention" and hasattr(self.backbone, "rotary_emb_local"):
+            cos, sin = self.backbone.rotary_emb_local(probe, pos)  # older Gemma 3: a second module
+        else:
+            cos, sin = rotary(probe, pos)
+        return cos[0], sin[0]
 
-    def block(self, index: int, x: torch.Tensor, attend: Attend) -> torch.Tensor:
-        raise NotImplementedError
+    def position_tables(self, max_positions: int, device, dtype) -> list[PositionTables]:
+        """One :class:`PositionTables` per layer (layers of one type share the object)."""
+        positions = self.layout.positions
+        if positions == "gptj_buffer":
+            # GPT-J keeps sin|cos per position in a buffer and casts it to the key dtype before use.
+            sincos = _get(self.blocks[0], self.layout.attn).embed_positions[:max_positions].to(device=device,
+                                                                                                dtype=dtype)
+            sin, cos = torch.split(sincos, sincos.shape[-1] // 2, dim=-1)
+            table = PositionTables(cos=torch.repeat_interleave(cos, 2, dim=-1).contiguous(),
+                                   sin=torch.repeat_interleave(sin, 2, dim=-1).contiguous())
+            return [table] * self.num_layers
+        if positions == "alibi":
+            from transformers.models.bloom.modeling_bloom import build_alibi_tensor
 
-    def head(self, x: torch.Tensor) -> torch.Tensor:
-        raise NotImplementedError
+            # transformers' own slopes: the bias it builds for positions (0, 1) is (0, slope) per head
+            alibi = build_alibi_tensor(torch.ones(1, 2, device=device), self.spec.num_heads, torch.float32)
+            return [PositionTables(alibi_slopes=alibi[:, 0, 1].contiguous())] * self.num_layers
+        if positions == "learned":
+            return [PositionTables()] * self.num_layers
+        by_type: dict = {}
+        for layer_type in set(self._layer_types()):
+            cos, sin = self._rotary(torch.arange(max_positions), dtype, device, layer_type)
+            by_type[layer_type] = PositionTables(cos=cos.to(dtype).contiguous(), sin=sin.to(dtype).contiguous())
+        return [by_type[t] for t in self._layer_types()]
 
-    # --- shared
-    def decode(self, tokens: torch.Tensor, attend: Attend) -> torch.Tensor:
-        """tokens: [B] -> logits [B, vocab]."""
-        x = self.embed(tokens)
+    # -------------------------------------------------------------------------------------- the step
+    def decode(self, tokens: torch.Tensor, positions: torch.Tensor, attend: Attend) -> torch.Tensor:
+        """tokens, positions: [B] -> logits [B, vocab]."""
+        x = self.embed(tokens, positions)
         for index in range(self.num_layers):
             x = self.block(index, x, attend)
         return self.head(x)
 
+    def embed(self, tokens: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        lay = self.layout
+        x = _get(self.backbone, lay.embed)(tokens)
+        if self.embed_multiplier is not None:
+            x = x * torch.tensor(self.embed_multiplier, dtype=x.dtype)
+        if lay.pos_embed is not None:
+            x = x + _get(self.backbone, lay.pos_embed)(positions.long())
+        if lay.embed_norm is not None:
+            x = _get(self.backbone, lay.embed_norm)(x)
+        return x
+
+    def _qkv(self, attn, h: torch.Tensor):
+        spec, lay = self.spec, self.layout
+        batch, d = h.shape[0], spec.head_dim
+        if len(lay.qkv) == 3:
+            q, k, v = (_get(attn, name)(h) for name in lay.qkv)
+            return (q.view(batch, spec.num_heads, d), k.view(batch, spec.num_kv_heads, d),
+                    v.view(batch, spec.num_kv_heads, d))
+        fused = _get(attn, lay.qkv[0])(h)
+        if self.qkv_layout == "per_head":
+            fused = fused.view(batch, spec.num_heads, 3, d)
+            return fused[:, :, 0], fused[:, :, 1], fused[:, :, 2]
+        q_size, kv_size = spec.num_heads * d, spec.num_kv_heads * d
+        q, k, v = fused.split((q_size, kv_size, kv_size), dim=-1)
+        return (q.view(batch, spec.num_heads, d), k.view(batch, spec.num_kv_heads, d),
+                v.view(batch, spec.num_kv_heads, d))
+
+    def _attention(self, index: int, block, h: torch.Tensor, attend: Attend) -> torch.Tensor:
+        attn = _get(block, self.layout.attn)
+        q, k, v = self._qkv(attn, h)
+        if self.layout.qk_norm is not None:
+            q = _get(attn, self.layout.qk_norm[0])(q)
+            k = _get(attn, self.layout.qk_norm[1])(k)
+        return _get(attn, self.layout.out_proj)(attend(index, q, k, v))
+
+    def block(self, index: int, x: torch.Tensor, attend: Attend) -> torch.Tensor:
+        block = self.blocks[index]
+        norms = [_get(block, name) for name in self.layout.norms]
+        mlp = _get(block, self.layout.mlp)
+        wiring = self.wiring
+        if wiring == "sequential":
+            x = x + self._attention(index, block, norms[0](x), attend)
+            return x + mlp(norms[1](x))
+        if wiring == "parallel_shared":
+            h = norms[0](x)
+            return self._attention(index, block, h, attend) + mlp(h) + x
+        if wiring == "parallel":
+            a = self._attention(index, block, norms[0](x), attend)
+            return mlp(norms[1](x)) + a + x
+        if wiring == "sandwich":
+            x = x + norms[1](self._attention(index, block, norms[0](x), attend))
+            return x + norms[3](mlp(norms[2](x)))
+        if wiring == "bloom":
+            ln = block.input_layernorm(x)
+            residual = ln if block.apply_residual_connection_post_layernorm else x
+            x1 = residual + self._attention(index, block, ln, attend)
+            ln2 = block.post_attention_layernorm(x1)
+            residual = ln2 if block.apply_residual_connection_post_layernorm else x1
+            return mlp(ln2[:, None], residual[:, None])[:, 0]
+        raise ValueError(f"unknown block wiring {wiring!r}")
+
+    def head(self, x: torch.Tensor) -> torch.Tensor:
+        logits = self.lm_head(_get(self.backbone, self.layout.final_norm)(x))
+        if self.final_softcap:
+            logits = torch.tanh(logits / self.final_softcap) * self.final_softcap
+        return logits
+
+    # ------------------------------------------------------------------------------------- prefill
     @torch.inference_mode()
     def prefill(self, prompt_ids: torch.Tensor) -> tuple[torch.Tensor, list[tuple[torch.Tensor, torch.Tensor]]]:
         """Run the model's own forward on one prompt ([L] ids): last-position logits [vocab] and per layer
         (keys, values) as [kv_heads, L, head_dim], exactly as transformers caches them."""
-        out = self.model(input_ids=prompt_ids[None, :], use_cache=True, logits_to_keep=1)
-        return out.logits[0, -1], [(k[0], v[0]) for k, v in _cache_layers(out.past_key_values)]
+        kwargs = {}
+        if any(self.windows):  # a plain cache keeps every key (a sliding-window cache drops old ones)
+            from transformers import DynamicCache
 
-    def _heads(self, x: torch.Tensor, heads: int) -> torch.Tensor:
-        return x.view(x.shape[0], heads, self.spec.head_dim)
+            kwargs["past_key_values"] = DynamicCache()
+        out = self.model(input_ids=prompt_ids[None, :], use_cache=True, logits_to_keep=1, **kwargs)
+        return out.logits[0, -1], [(k[0], v[0]) for k, v in _cache_layers(out.past_key_values)]
 
 
 def _cache_layers(cache) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    if hasattr(cache, "self_attention_cache"):  # an encoder-decoder wrapper (GPT-BigCode)
+        cache = cache.self_attention_cache
     if hasattr(cache, "layers"):  # transformers >= 4.56
         return [(layer.keys, layer.values) for layer in cache.layers]
     return list(zip(cache.key_cache, cache.value_cache))  # pragma: no cover - older transformers
-
-
-class GPTJAdapter(FamilyAdapter):
-    architectures = ("GPTJForCausalLM",)
-
-    def __init__(self, model):
-        super().__init__(model)
-        cfg = self.config
-        heads = cfg.n_head
-        head_dim = cfg.n_embd // heads
-        rotary_dim = cfg.rotary_dim or head_dim
-        self.blocks = model.transformer.h
-        self.spec = AttentionSpec(num_heads=heads, num_kv_heads=heads, head_dim=head_dim,
-                                  scale=1.0 / math.sqrt(head_dim), rotary_style=ROTARY_INTERLEAVED,
-                                  rotary_dim=rotary_dim)
-
-    @property
-    def num_layers(self) -> int:
-        return len(self.blocks)
-
-    @property
-    def max_positions(self) -> int:
-        return self.config.n_positions
-
-    def position_tables(self, max_positions, device, dtype) -> PositionTables:
-        # GPT-J keeps sin|cos per position in a buffer and casts it to the key dtype before use.
-        sincos = self.blocks[0].attn.embed_positions[:max_positions].to(device=device, dtype=dtype)
-        sin, cos = torch.split(sincos, sincos.shape[-1] // 2, dim=-1)
-        return PositionTables(cos=torch.repeat_interleave(cos, 2, dim=-1).contiguous(),
-                              sin=torch.repeat_interleave(sin, 2, dim=-1).contiguous())
-
-    def embed(self, tokens):
-        return self.model.transformer.wte(tokens)
-
-    def block(self, index, x, attend):
-        block = self.blocks[index]
-        attn = block.attn
-        h = block.ln_1(x)
-        heads = self.spec.num_heads
-        a = attend(index, self._heads(attn.q_proj(h), heads), self._heads(attn.k_proj(h), heads),
-                   self._heads(attn.v_proj(h), heads))
-        return attn.out_proj(a) + block.mlp(h) + x
-
-    def head(self, x):
-        return self.model.lm_head(self.model.transformer.ln_f(x))
-
-
-class LlamaAdapter(FamilyAdapter):
-    architectures = ("LlamaForCausalLM",)
-
-    def __init__(self, model):
-        super().__init__(model)
-        cfg = self.config
-        head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
-        self.layers = model.model.layers
-        self.spec = AttentionSpec(num_heads=cfg.num_attention_heads, num_kv_heads=cfg.num_key_value_heads,
-                                  head_dim=head_dim, scale=head_dim ** -0.5, rotary_style=ROTARY_HALF,
-                                  rotary_dim=head_dim)
-
-    @classmethod
-    def unsupported_reason(cls, model):
-        rope = getattr(model.config, "rope_parameters", None) or getattr(model.config, "rope_scaling", None) or {}
-        rope_type = rope.get("rope_type", rope.get("type", "default")) if isinstance(rope, dict) else "default"
-        if rope_type not in _ROPE_TYPES_WITHOUT_RUNTIME_STATE:
-            return f"rope type {rope_type!r} changes with sequence length"
-        if getattr(model.config, "pretraining_tp", 1) > 1:
-            return "pretraining_tp > 1"
-        return None
-
-    @property
-    def num_layers(self) -> int:
-        return len(self.layers)
-
-    def position_tables(self, max_positions, device, dtype) -> PositionTables:
-        # The model's own rotary module, so any static rope scaling (linear, llama3, yarn) is included.
-        positions = torch.arange(max_positions, device=device)[None, :]
-        probe = torch.empty(1, dtype=dtype, device=device)
-        cos, sin = self.model.model.rotary_emb(probe, positions)
-        return PositionTables(cos=cos[0].to(dtype).contiguous(), sin=sin[0].to(dtype).contiguous())
-
-    def embed(self, tokens):
-        return self.model.model.embed_tokens(tokens)
-
-    def block(self, index, x, attend):
-        layer = self.layers[index]
-        sa = layer.self_attn
-        h = layer.input_layernorm(x)
-        a = attend(index, self._heads(sa.q_proj(h), self.spec.num_heads),
-                   self._heads(sa.k_proj(h), self.spec.num_kv_heads),
-                   self._heads(sa.v_proj(h), self.spec.num_kv_heads))
-        x = x + sa.o_proj(a)
-        return x + layer.mlp(layer.post_attention_layernorm(x))
-
-    def head(self, x):
-        return self.model.lm_head(self.model.model.norm(x))
-
-
-class BloomAdapter(FamilyAdapter):
-    architectures = ("BloomForCausalLM",)
-
-    def __init__(self, model):
-        super().__init__(model)
-        cfg = self.config
-        heads = cfg.n_head
-        head_dim = cfg.hidden_size // heads
-        self.blocks = model.transformer.h
-        self.spec = AttentionSpec(num_heads=heads, num_kv_heads=heads, head_dim=head_dim,
-                                  scale=1.0 / math.sqrt(head_dim), rotary_style=ROTARY_NONE, alibi=True,
-                                  round_scores=True)
-
-    @classmethod
-    def unsupported_reason(cls, model):
-        if getattr(model.config, "pretraining_tp", 1) > 1 and getattr(model.config, "slow_but_exact", False):
-            return "pretraining_tp > 1 with slow_but_exact"
-        return None
-
-    @property
-    def num_layers(self) -> int:
-        return len(self.blocks)
-
-    @property
-    def max_positions(self) -> int | None:
-        return None  # ALiBi has no position table
-
-    def position_tables(self, max_positions, device, dtype) -> PositionTables:
-        from transformers.models.bloom.modeling_bloom import build_alibi_tensor
-
-        # transformers' own slopes: the bias it builds for positions (0, 1) is (0, slope) per head
-        alibi = build_alibi_tensor(torch.ones(1, 2, device=device), self.spec.num_heads, torch.float32)
-        return PositionTables(alibi_slopes=alibi[:, 0, 1].contiguous())
-
-    def embed(self, tokens):
-        transformer = self.model.transformer
-        return transformer.word_embeddings_layernorm(transformer.word_embeddings(tokens))
-
-    def block(self, index, x, attend):
-        block = self.blocks[index]
-        sa = block.self_attention
-        ln = block.input_layernorm(x)
-        residual = ln if block.apply_residual_connection_post_layernorm else x
-        fused = sa.query_key_value(ln).view(x.shape[0], self.spec.num_heads, 3, self.spec.head_dim)
-        a = attend(index, fused[:, :, 0], fused[:, :, 1], fused[:, :, 2])
-        x1 = residual + sa.dense(a)
-        ln2 = block.post_attention_layernorm(x1)
-        residual = ln2 if block.apply_residual_connection_post_layernorm else x1
-        return block.mlp(ln2[:, None], residual[:, None])[:, 0]
-
-    def head(self, x):
-        return self.model.lm_head(self.model.transformer.ln_f(x))
-
-
-ADAPTERS: tuple[type[FamilyAdapter], ...] = (GPTJAdapter, LlamaAdapter, BloomAdapter)
-
-
-def adapter_class(model) -> type[FamilyAdapter] | None:
-    name = type(model).__name__
-    for cls in ADAPTERS:
-        if name in cls.architectures:
-            return cls
-    return None

@@ -10,13 +10,14 @@ asynchronously, and edits rows when samples start or finish.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 
 import torch
 
 from evalsuite.engine.kernels import (PositionTables, decode_attention_reference, decode_attention_triton,
                                       rotary_and_store_reference, rotary_and_store_triton)
 from evalsuite.engine.kv_cache import KVCache
-from evalsuite.engine.models import FamilyAdapter
+from evalsuite.engine.models import GenericAdapter
 from evalsuite.generation.sampling import choose_tokens
 from evalsuite.records import SamplingParams
 
@@ -59,13 +60,14 @@ class _Staging:
 
 
 class DecodeRunner:
-    def __init__(self, adapter: FamilyAdapter, cache: KVCache, tables: PositionTables, params: SamplingParams,
+    def __init__(self, adapter: GenericAdapter, cache: KVCache, tables: list[PositionTables], params: SamplingParams,
                  rows: int, *, seeds: torch.Tensor, first_tokens: torch.Tensor, vocab_limit: int | None,
-                 use_graphs: bool, use_triton: bool):
+                 use_graphs: bool, use_triton: bool, shared_prefix: int = 0):
         self.adapter = adapter
         self.spec = adapter.spec
         self.cache = cache
-        self.tables = tables
+        self.tables = tables  # one per layer
+        self.windows = adapter.windows  # sliding window per layer, 0: none
         self.params = params
         self.rows = rows
         self.device = cache.gen.device
@@ -74,6 +76,7 @@ class DecodeRunner:
         self.vocab_limit = vocab_limit
         self.state = RowState.allocate(rows, cache.scratch_slot, self.device)
         self.use_triton = use_triton
+        self.shared_prefix = shared_prefix  # most rows of one prompt (0: attention over prompts per row)
         self.buckets = buckets_up_to(rows)
         self._graphs: dict[int, torch.cuda.CUDAGraph] = {}
         pin = self.device.type == "cuda"
@@ -89,12 +92,17 @@ class DecodeRunner:
         p_slot, p_len, g_slot, g_write, g_len, pos = meta
         spec, tables = self.spec, self.tables
         rotary_and_store = rotary_and_store_triton if self.use_triton else rotary_and_store_reference
-        attention = decode_attention_triton if self.use_triton else decode_attention_reference
+        if self.use_triton:
+            attention = partial(decode_attention_triton, shared_prefix=self.shared_prefix)
+        else:
+            attention = decode_attention_reference
 
         def attend(index, q, k, v):
             kp, vp, kg, vg = self.cache.layer(index)
-            q = rotary_and_store(q, k, v, kg, vg, pos, g_slot, g_write, spec, tables)
-            out = attention(q, kp, vp, kg, vg, p_slot, p_len, g_slot, g_len, spec, tables)
+            layer_tables = tables[index]
+            q = rotary_and_store(q, k, v, kg, vg, pos, g_slot, g_write, spec, layer_tables)
+            out = attention(q, kp, vp, kg, vg, p_slot, p_len, g_slot, g_len, spec, layer_tables,
+                            self.windows[index])
             return out.reshape(out.shape[0], -1)
 
         return attend
@@ -105,7 +113,7 @@ class DecodeRunner:
         g_len = gen_len + 1
         pos = st.p_len[:batch] + gen_len
         meta = (st.p_slot[:batch], st.p_len[:batch], st.g_slot[:batch], gen_len, g_len, pos)
-        logits = self.adapter.decode(st.tok[:batch], self._attend(meta))
+        logits = self.adapter.decode(st.tok[:batch], pos, self._attend(meta))
         if self.vocab_limit is not None:
             logits[:, self.vocab_limit:] = float("-inf")
         next_tokens = choose_tokens(logits, st.seed[:batch], g_len.long(), self.params)

@@ -98,6 +98,8 @@ class HFGenerator(Generator):
             "device": str(self.loaded.device),
             "placement": self.loaded.placement,
             "engine": self._engine_description(),
+            # why plain generate ran instead of the fast engine (set by evalsuite.engine.hf_bridge.engine_for)
+            "engine_fallback": getattr(self, "_engine_fallback", None),
             "batch_size": self.batch_size if self.batch_size is not None else "auto",
             "oom_halvings": self.oom_halvings,
             "trust_remote_code": bool(self.options.trust_remote_code or spec.trust_remote_code),
