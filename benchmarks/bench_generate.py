@@ -507,9 +507,12 @@ def main(argv=None) -> int:
     ap.add_argument("--suite", choices=["families"],
                     help="families: every covered family at a 1-8B shape, realistic workload (4 prompts x 100 "
                          "samples, one baseline batch of 128), <= 9 minutes on one H100")
+    ap.add_argument("--only", default="", help="with --suite: run only these of its shapes (comma-separated)")
     args = ap.parse_args(argv)
     if args.suite == "families":
         args.models, args.variants, args.prompts, args.n = FAMILY_SUITE, "realistic", 4, 100
+        if args.only:
+            args.models = ",".join(m for m in FAMILY_SUITE.split(",") if m in args.only.split(","))
         args.baseline_batches, args.eq_tokens, args.budget_s = 1, 32, min(args.budget_s, 500.0)
         args.fp32_layers = args.fp32_layers or 4
         args.prefix_ab = args.prefix_ab or "mistral-7b,qwen2.5-coder-1.5b"
@@ -531,7 +534,8 @@ def main(argv=None) -> int:
     results = []
     for name in args.models.split(","):
         results.append(run_model(name, args, device, dtype, deadline))
-    summary = {"environment": env, "args": vars(args), "results": results, "table": table(results)}
+    summary = {"environment": env, "args": {**vars(args), "prefix_ab": sorted(args.prefix_ab)}, "results": results,
+               "table": table(results)}
     Path(args.out).mkdir(parents=True, exist_ok=True)
     (Path(args.out) / "bench_generate.json").write_text(json.dumps(summary, indent=1))
     print(table(results))

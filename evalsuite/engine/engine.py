@@ -41,8 +41,11 @@ class EngineOptions:
     in_flight: int = 1  # decode steps queued on the device beyond the one being read back
     stop_check_every: int = 8
     # attention over a prompt computed once per block of its rows (Triton only; see kernels.py); below this
-    # many samples per prompt, per row
+    # many samples per prompt, per row. Only for multi-head attention: measured on an H100 (2026-11-23,
+    # docs/benchmarks.md) it gains 13% on GPT-J-6B (MHA) but loses 10-26% on GQA models (Mistral-7B,
+    # Qwen2.5-1.5B), whose few KV heads make reading the prompt per row cheap.
     shared_prefix_min_samples: int = 4
+    shared_prefix_mha_only: bool = True
 
 
 @dataclass
@@ -206,7 +209,10 @@ class Engine:
         first_tokens = torch.zeros(len(seeds), dtype=torch.int64, device=self.device)
         started = time.perf_counter()
         per_prompt = max(len(p.samples) for p in prompts)
-        shared = per_prompt if self.use_triton and per_prompt >= self.options.shared_prefix_min_samples else 0
+        spec = self.adapter.spec
+        worth_it = spec.num_kv_heads == spec.num_heads or not self.options.shared_prefix_mha_only
+        shared = (per_prompt if self.use_triton and worth_it and per_prompt >= self.options.shared_prefix_min_samples
+                  else 0)
         runner = DecodeRunner(self.adapter, cache, tables, params, plan.gen_slots, seeds=seeds,
                               first_tokens=first_tokens, vocab_limit=self.vocab_limit, use_graphs=self.use_graphs,
                               use_triton=self.use_triton, shared_prefix=shared)
