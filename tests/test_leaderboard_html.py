@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from evalsuite.leaderboard import LeaderboardEntry, entry_from_run
+from evalsuite.reporting.leaderboard import LeaderboardEntry, entry_from_run
 from evalsuite.records import SampleResult, SamplingParams
-from evalsuite.report_html import render_html, write_html
+from evalsuite.reporting.pages import render_html, write_html
 from evalsuite.scoring import score
 
 HOSTILE = '</script><script>alert("pwned")</script><img src=x onerror=alert(1)> & \'q\''

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Sequence
 
 from evalsuite.commands.common import add_fail_under_argument
-from evalsuite.leaderboard import (
+from evalsuite.reporting.leaderboard import (
     HTML_FILE, LEADERBOARD_FILE, LeaderboardEntry, display_labels, enforce_fail_under, load_leaderboard,
 )
 
@@ -87,7 +87,7 @@ def main(args: argparse.Namespace) -> int:
     else:
         print(f"no entries yet in {path}; `evalsuite run` adds them")
     if not args.no_html:
-        from evalsuite.report_html import write_html
+        from evalsuite.reporting.pages import write_html
 
         written = write_html(args.dir / HTML_FILE, entries)  # the page always shows everything
         print(f"wrote {written}")

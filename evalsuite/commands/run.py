@@ -167,7 +167,7 @@ def main(args: argparse.Namespace) -> int:
         if thresholds:
             raise EvalsuiteError("--fail-under needs the leaderboard; drop --no-leaderboard")
         return 0
-    from evalsuite.leaderboard import enforce_fail_under, entry_from_run, update_leaderboard
+    from evalsuite.reporting.leaderboard import enforce_fail_under, entry_from_run, update_leaderboard
 
     new_entries = [entry_from_run(outcome.leaderboard_summary()) for outcome in outcomes]
     update_leaderboard(Path(args.leaderboard_dir), new_entries)

@@ -15,7 +15,7 @@ from typing import Sequence
 
 from evalsuite import __version__
 from evalsuite.jsonl import atomic_write_text
-from evalsuite.leaderboard import SCHEMA_VERSION, LeaderboardEntry, describe_settings, display_labels, utc_now_iso
+from evalsuite.reporting.leaderboard import SCHEMA_VERSION, LeaderboardEntry, describe_settings, display_labels, utc_now_iso
 
 # Colour per k, in order of the ks present (colour-blind-safe Okabe-Ito-like palette).
 K_COLOURS = ("#2b6cb0", "#dd8a16", "#2f9e6e", "#8e5bd0", "#c2410c", "#0e7490")
