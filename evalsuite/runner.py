@@ -15,7 +15,7 @@ import uuid
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from evalsuite import __version__
 from evalsuite.distributed import DistContext, context_from_env, shutdown
@@ -28,6 +28,7 @@ from evalsuite.generation.prompting import (INSTRUCT_STOP_SEQUENCES, INSTRUCTION
                                             PromptDecision, PromptProtocol, base_prompt, completion_for_original)
 from evalsuite.jsonl import JsonlAppender, atomic_write_json, atomic_write_jsonl
 from evalsuite.progress import progress_bar
+from evalsuite.reporting.run_page import PAGE_FILE, RunHeader, sample_views, write_run_page
 from evalsuite.records import GenerationRequest, SamplingParams, SampleResult
 from evalsuite.rundir import RunDir, run_key
 from evalsuite.scoring import Score, score
@@ -55,6 +56,9 @@ class RunConfig:
     # Each sample's wall-clock limit: calibrated per problem on this machine (default) or fixed (--timeout).
     timeouts: TimeoutPolicy = field(default_factory=TimeoutPolicy)
     prompt: PromptProtocol = field(default_factory=PromptProtocol)
+    # display names (--name) by model as given in ``models``; a local path defaults to its folder's name
+    names: Mapping[str, str] = field(default_factory=dict)
+    leaderboard_dir: Path | None = None  # where the run pages link back to (None: no link)
 
 
 @dataclass
@@ -83,6 +87,7 @@ class RunOutcome:
             "problem_set": self.record["task"].get("problem_set"),
             "hardware": hardware_summary(self.record["environment"]["hardware"]),
             "date": self.record["finished_at"],
+            "run_page": str((self.run_dir.path / PAGE_FILE).resolve()),
         }
 
 
@@ -289,11 +294,13 @@ def per_problem_results(results: Sequence[SampleResult]) -> dict[str, dict[str, 
 
 def run_one(generator: Generator, model_name: str, model_id: str, model_stops: Sequence[str], task: Task,
             config: RunConfig, load_seconds: float, ctx: DistContext = DistContext(),
-            placement: dict[str, Any] | None = None) -> RunOutcome | None:
+            placement: dict[str, Any] | None = None, display_name: str | None = None) -> RunOutcome | None:
     """One (model, task) run. Under data parallelism every rank calls this; rank 0 returns the outcome.
 
-    ``placement`` says where it ran (ranks, host, device) for the record.
+    ``model_name`` is the model as the user gave it, ``display_name`` what the views call it (default: the
+    same); ``placement`` says where it ran (ranks, host, device) for the record.
     """
+    requested, model_name = model_name, display_name or model_name
     problems = select_problems(task, config.limit)
     valid_ids = {p.task_id for p in problems}
     decision = generator.decide_prompt_style(config.prompt.style)
@@ -318,7 +325,7 @@ def run_one(generator: Generator, model_name: str, model_id: str, model_stops: S
         "started_at": _now(),
         "argv": list(config.argv),
         "identity": identity,
-        "model": {"requested": model_name, "id": model_id, **generator.describe()},
+        "model": {"requested": requested, "display_name": model_name, "id": model_id, **generator.describe()},
         "task": {"name": task.name, "dataset_sha256": task.dataset_sha256, "source": task.source,
                  "n_problems": len(problems), "prompt_template": task.prompt_template,
                  "stop_sequences": list(stops), "provenance": task.provenance(),
@@ -376,7 +383,7 @@ def run_one(generator: Generator, model_name: str, model_id: str, model_stops: S
         "status": "complete",
         "finished_at": _now(),
         # Described again now: some choices (the engine that ran, batch halvings) are made while generating.
-        "model": {"requested": model_name, "id": model_id, **generator.describe()},
+        "model": {"requested": requested, "display_name": model_name, "id": model_id, **generator.describe()},
         "execution": execution_info,
         "timings_s": {"load": round(load_seconds, 3), "generate": round(generate_seconds, 3),
                       "execute": round(execute_seconds, 3), "score": round(score_seconds, 3)},
@@ -388,8 +395,59 @@ def run_one(generator: Generator, model_name: str, model_id: str, model_stops: S
         "per_problem": per_problem_results(results),
     })
     atomic_write_json(run_dir.record, record)
+    write_report(run_dir, record, summary, results, task, executed, problems, asking, valid_ids,
+                 config.leaderboard_dir)
     return RunOutcome(model=model_name, task=task.name, run_dir=run_dir, score=result_score, record=record,
                       generated_now=generated)
+
+
+def run_badges(record: Mapping[str, Any]) -> tuple[str, ...]:
+    """What every view says about a run besides the model's name: a partial problem set, how it was asked."""
+    badges = []
+    subset = record["task"].get("problem_set")
+    if subset:
+        badges.append(f"partial {subset['n_problems']}/{subset['of']}")
+    if record.get("prompt", {}).get("style") == "instruct":
+        badges.append("instruct")
+    weights = record.get("identity", {}).get("weights")
+    if weights in ("int8", "nf4"):
+        badges.append(weights)
+    return tuple(badges)
+
+
+def write_report(run_dir: RunDir, record: Mapping[str, Any], summary: Mapping[str, Any],
+                 results: Sequence[SampleResult], task: Task, executed: Any, problems: Sequence[Problem],
+                 asking: Asking, valid_ids: set[str], leaderboard_dir: Path | None) -> Path:
+    """The run's report.html (:mod:`evalsuite.reporting.run_page`), next to its record."""
+    import os
+
+    from evalsuite.environment import hardware_summary
+
+    by_id = {p.task_id: p for p in problems}
+    completions = run_dir.existing_completions(valid_ids, record["sampling"]["n"]).values()
+    views = sample_views(completions, (r.to_json() for r in results),
+                         lambda task_id, text: executed.build_program(by_id[task_id], text).candidate)
+    sampling = record["sampling"]
+    timings = record.get("timings_s", {})
+    details = {
+        "finished": str(record.get("finished_at", "")), "model id": str(record["model"]["id"]),
+        "sampling": f"n={sampling['n']}, T={sampling['temperature']:g}, top_p={sampling['top_p']:g}, "
+                    f"max_new_tokens={sampling['max_new_tokens']}, seed={sampling['seed']}",
+        "prompt style": f"{record['prompt']['style']} ({record['prompt']['reason']})",
+        "hardware": hardware_summary(record["environment"]["hardware"]),
+        "sandbox": str(record.get("execution", {}).get("mode", "")),
+        "timings": ", ".join(f"{k} {v:g} s" for k, v in timings.items()),
+        "evalsuite": str(record["environment"]["evalsuite"]),
+        "files": "record.json, completions.jsonl, results.jsonl, summary.json",
+    }
+    back = None
+    if leaderboard_dir is not None:
+        back = Path(os.path.relpath(Path(leaderboard_dir).resolve() / "index.html", run_dir.path.resolve())).as_posix()
+    header = RunHeader(model=str(record["model"].get("display_name") or record["model"]["requested"]),
+                       task=task.name, run_id=run_dir.run_id, model_id=str(record["model"]["id"]),
+                       badges=run_badges(record), details=details, leaderboard_page=back)
+    prompts = {p.task_id: asking.prompt_for(task, p) for p in problems}
+    return write_run_page(run_dir.path, header, summary, views, prompts)
 
 
 def run_evaluation(config: RunConfig) -> list[RunOutcome] | None:
@@ -427,7 +485,7 @@ def run_evaluation(config: RunConfig) -> list[RunOutcome] | None:
                 model_id, model_stops = spec.location, spec.extra_stop_sequences
                 for task in config.tasks:
                     outcome = run_one(generator, name, model_id, model_stops, task, config, load_seconds,
-                                      run_ctx, placement)
+                                      run_ctx, placement, display_name=display_name(name, spec, config.names))
                     if outcome is not None:
                         outcomes.append(outcome)
             finally:
@@ -437,6 +495,17 @@ def run_evaluation(config: RunConfig) -> list[RunOutcome] | None:
     return outcomes if run_ctx.is_main else None
 
 
+def display_name(name: str, spec: Any, names: Mapping[str, str]) -> str:
+    """What every view calls the model: ``--name`` when given; a local checkpoint's folder (or GGUF file)
+    name, so ``./ckpt`` and ``/abs/ckpt`` are one model; otherwise the name as given (alias, hub id)."""
+    if names.get(name):
+        return names[name]
+    if getattr(spec, "source", None) == "local":
+        location = Path(spec.location)
+        return location.stem if location.suffix == ".gguf" else location.name
+    return name
+
+
 def _rank_device(ctx: DistContext) -> str:
     import torch
 
@@ -444,14 +513,19 @@ def _rank_device(ctx: DistContext) -> str:
 
 
 def print_results_table(outcomes: Sequence[RunOutcome], ks: Sequence[int], stream=None) -> None:
+    from evalsuite.reporting.leaderboard import interval_label
+
     stream = stream or sys.stdout
     header = ["model", "task", "n"] + [f"pass@{k}" for k in ks] + ["run"]
     rows = []
     for outcome in outcomes:
-        cells = [outcome.model, outcome.task, str(outcome.record["sampling"]["n"])]
+        badges = run_badges(outcome.record)
+        label = f"{outcome.model} ({', '.join(badges)})" if badges else outcome.model
+        cells = [label, outcome.task, str(outcome.record["sampling"]["n"])]
         for k in ks:
             value = outcome.score.pass_at.get(k)
-            cells.append(f"{value.value:.3f} [{value.ci_low:.3f}, {value.ci_high:.3f}]" if value else "n/a")
+            cells.append(f"{value.value:.3f} {interval_label(value.ci_low, value.ci_high, value.ci_method)}"
+                         if value else "n/a")
         cells.append(str(outcome.run_dir.path))
         rows.append(cells)
     widths = [max(len(header[i]), *(len(r[i]) for r in rows)) for i in range(len(header))]

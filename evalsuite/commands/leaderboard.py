@@ -10,7 +10,8 @@ from typing import Sequence
 
 from evalsuite.commands.common import add_fail_under_argument
 from evalsuite.reporting.leaderboard import (
-    HTML_FILE, LEADERBOARD_FILE, LeaderboardEntry, display_labels, enforce_fail_under, load_leaderboard,
+    HTML_FILE, LEADERBOARD_FILE, LeaderboardEntry, display_labels, enforce_fail_under, interval_label,
+    load_leaderboard,
 )
 
 _UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
@@ -58,7 +59,8 @@ def format_table(entries: Sequence[LeaderboardEntry], max_name: int | None = Non
         cells = [_clean(labels[entry.key], name_limit), _clean(entry.task, 24)]
         for k in ks:
             metric = entry.metrics.get(f"pass@{k}")
-            cells.append(f"{metric.value:.3f} [{metric.ci_low:.3f}, {metric.ci_high:.3f}]" if metric else "-")
+            cells.append(f"{metric.value:.3f} {interval_label(metric.ci_low, metric.ci_high, metric.ci_method)}"
+                         if metric else "-")
         cells += [str(entry.n), f"{entry.temperature:g}", entry.date[:10]]
         rows.append(cells)
     numeric = set(range(2, len(header) - 1))

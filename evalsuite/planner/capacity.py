@@ -26,11 +26,18 @@ _SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*$")
 
 
 def parse_size(text: str | int | None, what: str = "size") -> int | None:
-    """``"16GiB"`` -> 17179869184. Bare numbers are bytes; ``None`` stays ``None``."""
+    """``"16GiB"`` -> 17179869184; ``None`` stays ``None``, an int is bytes already.
+
+    A number without a unit is refused: ``--gpu-memory 16`` read as 16 bytes (or guessed as GiB or GB) would
+    plan for the wrong card without a word. Bytes are written ``1024B``.
+    """
     if text is None or isinstance(text, int):
         return text
     match = _SIZE.match(text)
     unit = match.group(2).lower() if match else ""
+    if match and not unit:
+        raise EvalsuiteError(f"{what}: {text!r} has no unit; write {match.group(1)}GiB (binary) or "
+                             f"{match.group(1)}GB (decimal)")
     if not match or unit not in _UNITS:
         raise EvalsuiteError(f"{what}: cannot read {text!r} as a size; write it like 16GiB, 80GB or 512MiB")
     value = int(float(match.group(1)) * _UNITS[unit])

@@ -152,6 +152,12 @@ class LeaderboardEntry:
         )
 
 
+def interval_label(low: float, high: float, method: str | None) -> str:
+    """``[0.120, 0.301]``, or ``[0.000, 0.278] Wilson`` where Wilson's interval replaced the bootstrap: the
+    terminal tables' form (the pages say the same)."""
+    return f"[{low:.3f}, {high:.3f}]" + (" Wilson" if method == "wilson" else "")
+
+
 def _sorted_metrics(metrics: Mapping[str, Any]) -> list[tuple[str, Any]]:
     return sorted(metrics.items(), key=lambda item: int(_METRIC_NAME.match(item[0]).group(1)))
 

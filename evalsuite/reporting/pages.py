@@ -1,32 +1,24 @@
-"""Renders the leaderboard as one static, self-contained HTML page (``leaderboard/index.html``).
+"""The static leaderboard page (``leaderboard/index.html``): a table, pass@k bars per task, and a side-by-side
+comparison of two models on the same problems; each entry links to its run's own page (:mod:`.run_page`).
 
-Everything is inline (CSS, a few lines of JS for sorting and filtering, SVG charts), so the page opens
-from disk, can be mailed or uploaded as a CI artifact, and never touches the network. Table and charts
-are rendered here in Python, not in the browser: the page reads fine with JavaScript off, and every
-user-controlled string passes through :func:`html.escape` in one place (:func:`_e`).
+Table and charts are rendered here in Python (the page reads fine with JavaScript off); the script only
+sorts, filters and fills the comparison from data embedded as JSON. Escaping lives in :mod:`.style`.
 """
 
 from __future__ import annotations
 
-import html
+import json
 from collections import defaultdict
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
-from evalsuite import __version__
 from evalsuite.jsonl import atomic_write_text
-from evalsuite.reporting.leaderboard import SCHEMA_VERSION, LeaderboardEntry, describe_settings, display_labels, utc_now_iso
+from evalsuite.reporting.leaderboard import (SCHEMA_VERSION, LeaderboardEntry, describe_settings,
+                                             display_labels, is_partial, utc_now_iso)
+from evalsuite.reporting.style import ci_text, esc as _e, footer, json_for_script, pct as _pct, safe_href, shell
 
 # Colour per k, in order of the ks present (colour-blind-safe Okabe-Ito-like palette).
 K_COLOURS = ("#2b6cb0", "#dd8a16", "#2f9e6e", "#8e5bd0", "#c2410c", "#0e7490")
-
-
-def _e(text: object) -> str:
-    return html.escape(str(text), quote=True)
-
-
-def _pct(value: float) -> str:
-    return f"{100 * value:.1f}"
 
 
 def _all_ks(entries: Sequence[LeaderboardEntry]) -> list[int]:
@@ -37,6 +29,23 @@ def _rank_key(entry: LeaderboardEntry) -> tuple[float, str]:
     """Best first: by the smallest k the entry has (pass@1 when present), then by name."""
     ks = entry.ks()
     return (-entry.metrics[f"pass@{ks[0]}"].value if ks else 0.0, entry.model.casefold())
+
+
+def _name_html(entry: LeaderboardEntry, label: str) -> str:
+    """The model's name (never cut: it wraps), linked to its run page, with badges for what sets it apart."""
+    name = _e(entry.model)
+    if safe_href(entry.run_page):
+        name = f'<a href="{_e(safe_href(entry.run_page))}" class="run-link">{name}</a>'
+    badges = "".join(f'<span class="badge {"partial" if part.startswith("partial") else "setting"}">{_e(part)}</span>'
+                     for part in _label_parts(entry, label))
+    return f'<div class="model" title="{_e(label)}">{name}{badges}</div>'
+
+
+def _label_parts(entry: LeaderboardEntry, label: str) -> list[str]:
+    """The parenthesised settings of a display label, e.g. ``["partial 10/164", "T=0.8"]``."""
+    if label == entry.model or not label.startswith(entry.model + " ("):
+        return []
+    return [part for part in label[len(entry.model) + 2:-1].split(", ") if part]
 
 
 # -- table -------------------------------------------------------------------------------------------
@@ -53,91 +62,80 @@ def _table(entries: Sequence[LeaderboardEntry], ks: list[int]) -> str:
     rows = []
     labels = display_labels(entries)
     for entry in sorted(entries, key=lambda e: (e.task, _rank_key(e))):
-        cells = [f'<td data-sort="{_e(labels[entry.key].casefold())}"><div class="model" title="{_e(labels[entry.key])}">{_e(labels[entry.key])}</div>'
+        label = labels[entry.key]
+        cells = [f'<td class="first" data-sort="{_e(label.casefold())}">{_name_html(entry, label)}'
                  f'<div class="sub" title="model id">{_e(entry.model_id)}</div></td>',
-                 f'<td data-sort="{_e(entry.task)}"><span class="task">{_e(entry.task)}</span></td>']
+                 f'<td data-label="Task" data-sort="{_e(entry.task)}"><span class="task">{_e(entry.task)}</span></td>']
         for k in ks:
             metric = entry.metrics.get(f"pass@{k}")
             if metric is None:
                 reason = entry.not_computable.get(f"pass@{k}", "not computed")
-                cells.append(f'<td class="num missing" data-sort="" title="{_e(reason)}">—</td>')
+                cells.append(f'<td class="num missing" data-label="pass@{k}" data-sort="" title="{_e(reason)}">—</td>')
             else:
+                how = ("Wilson score interval (every problem scored the same)" if metric.ci_method == "wilson"
+                       else "95% bootstrap confidence interval over problems")
                 cells.append(
-                    f'<td class="num" data-sort="{metric.value:.6f}">'
+                    f'<td class="num" data-label="pass@{k}" data-sort="{metric.value:.6f}">'
                     f'<span class="score">{_pct(metric.value)}</span>'
-                    f'<span class="ci" title="95% bootstrap confidence interval over problems">'
-                    f'{_pct(metric.ci_low)}–{_pct(metric.ci_high)}</span></td>')
+                    f'<span class="ci" title="{_e(how)}">{_e(ci_text(metric.ci_low, metric.ci_high, metric.ci_method))}'
+                    f'</span></td>')
         settings = f"{describe_settings(entry.settings)}; key {entry.settings_key}"
-        cells += [f'<td class="num" data-sort="{entry.n}" title="{_e(settings)}">{entry.n}</td>',
-                  f'<td class="num" data-sort="{entry.temperature}" title="{_e(settings)}">{entry.temperature:g}</td>',
-                  f'<td class="num" data-sort="{entry.n_problems}">{entry.n_problems}</td>',
-                  f'<td data-sort="{_e(entry.date)}" title="{_e(entry.date)}">{_e(entry.date[:10])}</td>',
-                  f'<td class="run" data-sort="{_e(entry.run_id)}" title="run {_e(entry.run_id)} on '
+        problems = (f'{entry.n_problems}/{entry.settings["problem_set"]["of"]}' if is_partial(entry)
+                    else str(entry.n_problems))
+        cells += [f'<td class="num" data-label="n" data-sort="{entry.n}" title="{_e(settings)}">{entry.n}</td>',
+                  f'<td class="num" data-label="T" data-sort="{entry.temperature}" title="{_e(settings)}">'
+                  f'{entry.temperature:g}</td>',
+                  f'<td class="num" data-label="Problems" data-sort="{entry.n_problems}">{_e(problems)}</td>',
+                  f'<td data-label="Date" data-sort="{_e(entry.date)}" title="{_e(entry.date)}">{_e(entry.date[:10])}</td>',
+                  f'<td class="run" data-label="Run" data-sort="{_e(entry.run_id)}" title="run {_e(entry.run_id)} on '
                   f'{_e(entry.hardware)}, evalsuite {_e(entry.evalsuite_version)}"><code>{_e(entry.run_id)}</code>'
                   f'<div class="sub">{_e(entry.hardware)}</div></td>']
-        rows.append(f'<tr data-task="{_e(entry.task)}">{"".join(cells)}</tr>')
+        partial = ' data-partial="true"' if is_partial(entry) else ""
+        rows.append(f'<tr data-task="{_e(entry.task)}"{partial}>{"".join(cells)}</tr>')
     return (f'<div class="table-wrap"><table id="board" class="board">'
             f'<thead><tr>{"".join(head)}</tr></thead><tbody>{"".join(rows)}</tbody></table></div>')
 
 
 # -- charts ------------------------------------------------------------------------------------------
 
-def _truncate(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+def _bars(entry: LeaderboardEntry, label: str, ks: list[int], colour: dict[int, str]) -> str:
+    bars = []
+    for k in ks:
+        metric = entry.metrics.get(f"pass@{k}")
+        if metric is None:
+            bars.append(f'<div class="sub">pass@{k}: n/a</div>')
+            continue
+        tip = (f"{label}: pass@{k} = {_pct(metric.value)}% (95% CI {ci_text(metric.ci_low, metric.ci_high, metric.ci_method)}"
+               f", n={entry.n}, {entry.n_problems} problems)")
+        bars.append(
+            f'<div class="track" title="{_e(tip)}">'
+            f'<div class="fill" style="width:{100 * metric.value:.2f}%;background:{colour[k]}"></div>'
+            f'<div class="whisker" style="left:{100 * metric.ci_low:.2f}%;width:{100 * (metric.ci_high - metric.ci_low):.2f}%">'
+            f'</div><span class="val">{_pct(metric.value)}'
+            + ('<span class="wilson">W</span>' if metric.ci_method == "wilson" else "") + '</span></div>')
+    return "".join(bars)
 
 
-def _chart(task: str, entries: Sequence[LeaderboardEntry]) -> str:
-    """Horizontal grouped bars: one group per entry, one bar per k, 95% CI as a whisker."""
+def _chart(task: str, entries: Sequence[LeaderboardEntry], labels: dict) -> str:
+    """One group per entry (name beside its bars, one bar per k, the 95% interval as a whisker); partial
+    runs come after the full ones, under their own heading, with hatched bars."""
     ks = _all_ks(entries)
     colour = {k: K_COLOURS[i % len(K_COLOURS)] for i, k in enumerate(ks)}
-    labels = display_labels(entries)
-    label_w, plot_w, right_pad, top, bar_h, bar_gap, group_gap = 235, 420, 56, 34, 14, 3, 16
-    group_h = len(ks) * bar_h + (len(ks) - 1) * bar_gap
-    ordered = sorted(entries, key=_rank_key)
-    height = top + len(ordered) * (group_h + group_gap) + 28
-    width = label_w + plot_w + right_pad
-    x = lambda value: label_w + value * plot_w  # noqa: E731 - the one coordinate transform
-    parts = [f'<svg class="chart" role="img" viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
-             f'xmlns="http://www.w3.org/2000/svg" aria-label="{_e(f"pass@k per model on {task}")}">']
-    # legend
-    lx = label_w
-    for k in ks:
-        parts.append(f'<rect x="{lx}" y="6" width="12" height="12" rx="2" fill="{colour[k]}"/>'
-                     f'<text class="legend" x="{lx + 17}" y="16">pass@{k}</text>')
-        lx += 84
-    parts.append(f'<text class="legend muted" x="{lx + 8}" y="16">whiskers: 95% CI</text>')
-    # grid and axis
-    axis_y = height - 22
-    for tick in range(0, 101, 20):
-        gx = x(tick / 100)
-        parts.append(f'<line class="grid" x1="{gx:.1f}" y1="{top - 6}" x2="{gx:.1f}" y2="{axis_y}"/>'
-                     f'<text class="tick" x="{gx:.1f}" y="{axis_y + 15}" text-anchor="middle">{tick}%</text>')
-    # bars
-    y = top
-    for entry in ordered:
-        label = labels[entry.key]
-        parts.append(f'<text class="label" x="{label_w - 10}" y="{y + group_h / 2 + 4:.1f}" text-anchor="end">'
-                     f'<title>{_e(label)} ({_e(entry.model_id)})</title>{_e(_truncate(label, 30))}</text>')
-        for i, k in enumerate(ks):
-            by = y + i * (bar_h + bar_gap)
-            metric = entry.metrics.get(f"pass@{k}")
-            if metric is None:
-                parts.append(f'<text class="tick" x="{label_w + 4}" y="{by + bar_h - 3}">pass@{k}: n/a</text>')
-                continue
-            tip = (f"{label} — pass@{k} = {_pct(metric.value)}% "
-                   f"(95% CI {_pct(metric.ci_low)}–{_pct(metric.ci_high)}%, n={entry.n}, {entry.n_problems} problems)")
-            mid = by + bar_h / 2
-            parts.append(
-                f'<g class="bar"><title>{_e(tip)}</title>'
-                f'<rect x="{label_w}" y="{by}" width="{max(metric.value * plot_w, 1.5):.1f}" height="{bar_h}" '
-                f'rx="2" fill="{colour[k]}"/>'
-                f'<line class="whisker" x1="{x(metric.ci_low):.1f}" y1="{mid}" x2="{x(metric.ci_high):.1f}" y2="{mid}"/>'
-                f'<line class="whisker" x1="{x(metric.ci_low):.1f}" y1="{mid - 4}" x2="{x(metric.ci_low):.1f}" y2="{mid + 4}"/>'
-                f'<line class="whisker" x1="{x(metric.ci_high):.1f}" y1="{mid - 4}" x2="{x(metric.ci_high):.1f}" '
-                f'y2="{mid + 4}"/>'
-                f'<text class="value" x="{x(metric.ci_high) + 6:.1f}" y="{by + bar_h - 3}">{_pct(metric.value)}</text></g>')
-        y += group_h + group_gap
-    parts.append(f'<line class="axis" x1="{label_w}" y1="{top - 6}" x2="{label_w}" y2="{axis_y}"/></svg>')
+    legend = "".join(f'<span><i style="background:{colour[k]}"></i>pass@{k}</span>' for k in ks)
+    legend += '<span class="muted">whiskers: 95% CI · W: Wilson interval</span>'
+    parts = [f'<div class="legend">{legend}</div>']
+    full = sorted((e for e in entries if not is_partial(e)), key=_rank_key)
+    partial = sorted((e for e in entries if is_partial(e)), key=_rank_key)
+    for group, heading in ((full, ""), (partial, "Partial runs (--limit): other problem sets, not comparable")):
+        if not group:
+            continue
+        if heading:
+            parts.append(f'<div class="subhead">{_e(heading)}</div>')
+        for entry in group:
+            label = labels[entry.key]
+            cls = "bars partial-bars" if is_partial(entry) else "bars"
+            parts.append(f'<div class="group"><div class="label">{_name_html(entry, label)}</div>'
+                         f'<div class="{cls}">{_bars(entry, label, ks, colour)}</div></div>')
     return "".join(parts)
 
 
@@ -148,75 +146,46 @@ def _charts(entries: Sequence[LeaderboardEntry]) -> str:
     figures = []
     for task in sorted(by_task):
         group = by_task[task]
+        labels = display_labels(group)
         n_problems = sorted({e.n_problems for e in group})
         caption = f"{len(group)} result{'s' if len(group) != 1 else ''} · {'/'.join(map(str, n_problems))} problems"
         figures.append(f'<figure class="card" data-task="{_e(task)}"><figcaption><h3>{_e(task)}</h3>'
-                       f'<span class="sub">{_e(caption)}</span></figcaption>'
-                       f'<div class="chart-wrap">{_chart(task, group)}</div></figure>')
+                       f'<span class="sub">{_e(caption)}</span></figcaption>{_chart(task, group, labels)}</figure>')
     return "".join(figures)
 
 
-# -- page --------------------------------------------------------------------------------------------
+# -- side by side ------------------------------------------------------------------------------------
 
-CSS = """
-:root{--bg:#f6f7f9;--card:#fff;--text:#1a202c;--muted:#64748b;--line:#e2e8f0;--head:#f1f5f9;--accent:#2b6cb0;
---hover:#f8fafc;--grid:#e8ecf1}
-@media (prefers-color-scheme:dark){:root{--bg:#0f1419;--card:#171d24;--text:#e2e8f0;--muted:#94a3b8;--line:#2a3441;
---head:#1e2630;--accent:#63a4e8;--hover:#1c242d;--grid:#26303b}}
-*{box-sizing:border-box}
-body{margin:0;background:var(--bg);color:var(--text);font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,
-"Helvetica Neue",Arial,sans-serif}
-header{padding:28px 40px 8px}
-h1{margin:0;font-size:24px;font-weight:650;letter-spacing:-.01em}
-h2{font-size:16px;font-weight:600;margin:28px 0 12px}
-h3{margin:0;font-size:15px;font-weight:600}
-main{padding:0 40px 40px;max-width:1400px}
-.meta,.sub,.muted{color:var(--muted)}
-.meta{margin:4px 0 0}
-.sub{font-size:12px}
-.toolbar{display:flex;gap:16px;align-items:center;margin:16px 0 10px}
-select{font:inherit;padding:4px 8px;border:1px solid var(--line);border-radius:6px;background:var(--card);color:var(--text)}
-.table-wrap{overflow-x:auto;background:var(--card);border:1px solid var(--line);border-radius:10px;
-box-shadow:0 1px 2px rgba(0,0,0,.04)}
-table.board{border-collapse:collapse;width:100%;white-space:nowrap}
-.board th{position:sticky;top:0;background:var(--head);text-align:left;font-weight:600;font-size:11.5px;
-text-transform:uppercase;letter-spacing:.03em;color:var(--muted);padding:10px 12px;border-bottom:1px solid var(--line);
-cursor:pointer;user-select:none}
-.board th:hover,.board th:focus{color:var(--text);outline:none}
-.board th::after{content:"↕";opacity:.35;margin-left:6px;font-size:11px}
-.board th[aria-sort=ascending]::after{content:"▲";opacity:1;color:var(--accent)}
-.board th[aria-sort=descending]::after{content:"▼";opacity:1;color:var(--accent)}
-.board td{padding:9px 12px;border-bottom:1px solid var(--line);vertical-align:middle}
-.board tbody tr:last-child td{border-bottom:0}
-.board tbody tr:hover{background:var(--hover)}
-.board .num{text-align:right;font-variant-numeric:tabular-nums}
-.model{font-weight:600;max-width:280px;overflow:hidden;text-overflow:ellipsis}
-.board .sub{max-width:280px;overflow:hidden;text-overflow:ellipsis}
-.board td.run code,.board td.run .sub{display:block;max-width:200px;overflow:hidden;text-overflow:ellipsis}
-.task{display:inline-block;padding:1px 8px;border-radius:999px;background:var(--head);border:1px solid var(--line);
-font-size:12px}
-.score{font-weight:600;font-size:15px}
-.ci{display:block;font-size:11px;color:var(--muted)}
-.missing{color:var(--muted)}
-code{font:12px ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;color:var(--muted)}
-.charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(540px,1fr));gap:16px;align-items:start}
-.card{margin:0;background:var(--card);border:1px solid var(--line);border-radius:10px;padding:16px 18px;
-box-shadow:0 1px 2px rgba(0,0,0,.04)}
-figcaption{display:flex;align-items:baseline;gap:10px;margin-bottom:8px}
-.chart-wrap{overflow-x:auto}
-svg.chart{max-width:100%;height:auto;font-family:inherit}
-svg .label{font-size:12.5px;fill:var(--text)}
-svg .legend{font-size:12px;fill:var(--text)}
-svg .legend.muted{fill:var(--muted)}
-svg .tick{font-size:11px;fill:var(--muted)}
-svg .value{font-size:11px;fill:var(--text);font-variant-numeric:tabular-nums}
-svg .grid{stroke:var(--grid);stroke-width:1}
-svg .axis{stroke:var(--muted);stroke-width:1}
-svg .whisker{stroke:var(--text);stroke-width:1.3;opacity:.75}
-svg .bar:hover rect{filter:brightness(1.12)}
-.empty{padding:40px;text-align:center;background:var(--card);border:1px dashed var(--line);border-radius:10px}
-footer{padding:0 40px 32px;font-size:12px;color:var(--muted);max-width:1400px}
-"""
+def _per_problem(entry: LeaderboardEntry, base_dir: Path | None) -> dict[str, list[int]] | None:
+    """task_id -> [passed, n] from the run's summary.json next to its page (None when it cannot be read)."""
+    if not entry.run_page or base_dir is None:
+        return None
+    try:
+        summary = json.loads((base_dir / entry.run_page).parent.joinpath("summary.json").read_text(encoding="utf-8"))
+        return {str(tid): [int(v["c"]), int(v["n"])] for tid, v in summary["per_problem"].items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def _compare(entries: Sequence[LeaderboardEntry], base_dir: Path | None) -> str:
+    labels = display_labels(entries)
+    data: list[dict[str, Any]] = []
+    for entry in sorted(entries, key=lambda e: (e.task, _rank_key(e))):
+        per_problem = _per_problem(entry, base_dir)
+        if per_problem:
+            data.append({"label": labels[entry.key], "task": entry.task, "page": safe_href(entry.run_page),
+                         "problems": per_problem})
+    if len(data) < 2:
+        return ""
+    return ('<h2 id="compare">Side by side</h2><section class="card" id="compare-card">'
+            '<p class="sub" style="margin-top:0">Two results on the same task: which problems one solves and the '
+            'other does not (a problem counts as solved when any of its samples passed). Only problems both ran '
+            'are compared.</p><div class="compare-pick"><label>A <select id="cmp-a"></select></label>'
+            '<label>B <select id="cmp-b"></select></label></div><div id="cmp-out"></div></section>'
+            f'<script type="application/json" id="compare-data">{json_for_script(data)}</script>')
+
+
+# -- page --------------------------------------------------------------------------------------------
 
 JS = """
 (function () {
@@ -273,45 +242,102 @@ JS = """
       node.hidden = task !== "" && node.getAttribute("data-task") !== task;
     });
   });
+  var dataNode = document.getElementById("compare-data");
+  if (dataNode) compare(JSON.parse(dataNode.textContent));
+  function el(tag, text, cls) {
+    var node = document.createElement(tag);
+    if (text !== undefined && text !== null) node.textContent = text;
+    if (cls) node.className = cls;
+    return node;
+  }
+  function link(run, id, text) {  // to the problem's samples on that run's page
+    if (!run.page) return el("span", text);
+    var a = el("a", text);
+    a.href = run.page + "#problem=" + encodeURIComponent(id);
+    return a;
+  }
+  function compare(runs) {
+    var a = document.getElementById("cmp-a"), b = document.getElementById("cmp-b");
+    var out = document.getElementById("cmp-out");
+    runs.forEach(function (run, i) {
+      [a, b].forEach(function (select) { var o = el("option", run.label + " · " + run.task); o.value = i; select.appendChild(o); });
+    });
+    var first = 0, second = 1;
+    outer: for (var i = 0; i < runs.length; i++) for (var j = i + 1; j < runs.length; j++)
+      if (runs[i].task === runs[j].task) { first = i; second = j; break outer; }
+    a.value = first; b.value = second;
+    function render() {
+      var x = runs[+a.value], y = runs[+b.value];
+      out.textContent = "";
+      if (x.task !== y.task) { out.appendChild(el("p", "Pick two results on the same task.", "sub")); return; }
+      var ids = Object.keys(x.problems).filter(function (id) { return id in y.problems; });
+      var groups = {a: [], b: [], both: [], neither: []};
+      ids.forEach(function (id) {
+        var sa = x.problems[id][0] > 0, sb = y.problems[id][0] > 0;
+        groups[sa && sb ? "both" : sa ? "a" : sb ? "b" : "neither"].push(id);
+      });
+      var tally = el("div", null, "tally");
+      [["only A solves", groups.a.length], ["only B solves", groups.b.length], ["both", groups.both.length],
+       ["neither", groups.neither.length], ["problems compared", ids.length]].forEach(function (item) {
+        var span = el("span"); span.appendChild(el("b", String(item[1]))); span.appendChild(document.createTextNode(" " + item[0]));
+        tally.appendChild(span);
+      });
+      out.appendChild(tally);
+      var table = el("table", null, "compare-table"), head = el("tr");
+      ["Problem", "A: " + x.label, "B: " + y.label, ""].forEach(function (t, k) { head.appendChild(el("th", t, k === 1 || k === 2 ? "num" : "")); });
+      var thead = el("thead"); thead.appendChild(head); table.appendChild(thead);
+      var body = el("tbody");
+      [["a", "only A"], ["b", "only B"]].forEach(function (g) {
+        groups[g[0]].forEach(function (id) {
+          var row = el("tr"), cell = el("td"); cell.appendChild(link(x, id, id)); row.appendChild(cell);
+          [x, y].forEach(function (run) { var td = el("td", null, "num"); td.appendChild(link(run, id, run.problems[id][0] + "/" + run.problems[id][1])); row.appendChild(td); });
+          row.appendChild(el("td", g[1], "sub")); body.appendChild(row);
+        });
+      });
+      if (!body.rows.length) { var r = el("tr"), c = el("td", "Both solve the same problems."); c.colSpan = 4; r.appendChild(c); body.appendChild(r); }
+      table.appendChild(body); out.appendChild(table);
+    }
+    a.addEventListener("change", render); b.addEventListener("change", render);
+    render();
+  }
   table.setAttribute("data-ready", "true");
 })();
 """
 
 
-def render_html(entries: Sequence[LeaderboardEntry], generated: str | None = None) -> str:
-    """The whole page as one string."""
+def render_html(entries: Sequence[LeaderboardEntry], generated: str | None = None,
+                base_dir: Path | None = None) -> str:
+    """The whole page as one string; ``base_dir`` (the leaderboard folder) is where run pages are found for
+    the side-by-side view."""
     generated = generated or utc_now_iso()
     ks = _all_ks(entries)
     tasks = sorted({e.task for e in entries})
     models = {e.model for e in entries}
     summary = (f"{len(entries)} result{'s' if len(entries) != 1 else ''} · {len(models)} "
                f"model{'s' if len(models) != 1 else ''} · {len(tasks)} task{'s' if len(tasks) != 1 else ''}")
+    partial = sum(is_partial(e) for e in entries)
+    if partial:
+        summary += f" · {partial} partial (--limit)"
     if entries:
         options = "".join(f'<option value="{_e(t)}">{_e(t)}</option>' for t in tasks)
         content = (f'<div class="toolbar"><label>Task <select id="task-filter"><option value="">All tasks</option>'
-                   f'{options}</select></label><span class="sub">Grouped by task, best first; click a column header to sort. '
-                   f'Scores in %, small print: 95% confidence interval.</span></div>'
-                   f'{_table(entries, ks)}<h2>pass@k by task</h2><div class="charts">{_charts(entries)}</div>')
+                   f'{options}</select></label><span class="sub">Best first within a task; click a header to sort, '
+                   f'a model to open its run: every problem and sample. Scores in %, small print: 95% interval.'
+                   f'</span></div>{_table(entries, ks)}<h2>pass@k by task</h2><div class="charts">{_charts(entries)}</div>'
+                   f'{_compare(entries, base_dir)}')
     else:
         content = ('<div class="empty"><h3>No results yet</h3><p class="sub">Run <code>evalsuite run</code> '
                    'to add a model to the leaderboard.</p></div>')
-    return (
-        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; style-src \'unsafe-inline\'; '
-        'script-src \'unsafe-inline\'; img-src data:">'
-        f'<title>evalsuite leaderboard</title><style>{CSS}</style></head><body>'
-        f'<header><h1>Code generation leaderboard</h1><p class="meta">{_e(summary)} · updated '
-        f'{_e(generated.replace("T", " ").replace("Z", " UTC"))}</p></header>'
-        f'<main>{content}</main>'
-        '<footer><p>pass@k: unbiased estimator of Chen et al. (2021), averaged over problems; intervals are 95% '
-        'percentile-bootstrap intervals resampling problems. One row per model, task and generation settings '
-        '(n, temperature, top-p, top-k, max new tokens, prompt template, dataset hash); a new run replaces the row '
-        f'with the same settings. Generated by evalsuite {_e(__version__)}, leaderboard schema {SCHEMA_VERSION}.</p>'
-        f'</footer><script>{JS}</script></body></html>\n')
+    body = (f'<header><h1>Code generation leaderboard</h1><p class="meta">{_e(summary)} · updated '
+            f'{_e(generated.replace("T", " ").replace("Z", " UTC"))}</p></header><main>{content}</main>'
+            + footer('One row per model, task and generation settings (n, temperature, top-p, top-k, max new '
+                     'tokens, prompt template, dataset hash; a <span class="badge partial">partial</span> run is '
+                     'its own row); a new run replaces the row with the same settings. '
+                     f'Leaderboard schema {SCHEMA_VERSION}. '))
+    return shell("evalsuite leaderboard", body, JS)
 
 
 def write_html(path: str | Path, entries: Sequence[LeaderboardEntry]) -> Path:
     path = Path(path)
-    atomic_write_text(path, render_html(entries))
+    atomic_write_text(path, render_html(entries, base_dir=path.parent))
     return path
