@@ -75,10 +75,10 @@ def _table(entries: Sequence[LeaderboardEntry], ks: list[int]) -> str:
                 how = ("Wilson score interval (every problem scored the same)" if metric.ci_method == "wilson"
                        else "95% bootstrap confidence interval over problems")
                 cells.append(
-                    f'<td class="num" data-label="pass@{k}" data-sort="{metric.value:.6f}">'
+                    f'<td class="num" data-label="pass@{k}" data-sort="{metric.value:.6f}"><span class="metric">'
                     f'<span class="score">{_pct(metric.value)}</span>'
                     f'<span class="ci" title="{_e(how)}">{_e(ci_text(metric.ci_low, metric.ci_high, metric.ci_method))}'
-                    f'</span></td>')
+                    f'</span></span></td>')
         settings = f"{describe_settings(entry.settings)}; key {entry.settings_key}"
         problems = (f'{entry.n_problems}/{entry.settings["problem_set"]["of"]}' if is_partial(entry)
                     else str(entry.n_problems))
@@ -86,7 +86,7 @@ def _table(entries: Sequence[LeaderboardEntry], ks: list[int]) -> str:
                   f'<td class="num" data-label="T" data-sort="{entry.temperature}" title="{_e(settings)}">'
                   f'{entry.temperature:g}</td>',
                   f'<td class="num" data-label="Problems" data-sort="{entry.n_problems}">{_e(problems)}</td>',
-                  f'<td data-label="Date" data-sort="{_e(entry.date)}" title="{_e(entry.date)}">{_e(entry.date[:10])}</td>',
+                  f'<td class="date" data-label="Date" data-sort="{_e(entry.date)}" title="{_e(entry.date)}">{_e(entry.date[:10])}</td>',
                   f'<td class="run" data-label="Run" data-sort="{_e(entry.run_id)}" title="run {_e(entry.run_id)} on '
                   f'{_e(entry.hardware)}, evalsuite {_e(entry.evalsuite_version)}"><code>{_e(entry.run_id)}</code>'
                   f'<div class="sub">{_e(entry.hardware)}</div></td>']
@@ -270,7 +270,8 @@ JS = """
       var x = runs[+a.value], y = runs[+b.value];
       out.textContent = "";
       if (x.task !== y.task) { out.appendChild(el("p", "Pick two results on the same task.", "sub")); return; }
-      var ids = Object.keys(x.problems).filter(function (id) { return id in y.problems; });
+      var ids = Object.keys(x.problems).filter(function (id) { return id in y.problems; })
+        .sort(function (p, q) { return p.localeCompare(q, undefined, {numeric: true}); });
       var groups = {a: [], b: [], both: [], neither: []};
       ids.forEach(function (id) {
         var sa = x.problems[id][0] > 0, sb = y.problems[id][0] > 0;
@@ -284,7 +285,7 @@ JS = """
       });
       out.appendChild(tally);
       var table = el("table", null, "compare-table"), head = el("tr");
-      ["Problem", "A: " + x.label, "B: " + y.label, ""].forEach(function (t, k) { head.appendChild(el("th", t, k === 1 || k === 2 ? "num" : "")); });
+      ["Problem", "A", "B", ""].forEach(function (t, k) { head.appendChild(el("th", t, k === 1 || k === 2 ? "num" : "")); });
       var thead = el("thead"); thead.appendChild(head); table.appendChild(thead);
       var body = el("tbody");
       [["a", "only A"], ["b", "only B"]].forEach(function (g) {

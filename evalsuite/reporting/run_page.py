@@ -119,7 +119,7 @@ def _curve(per_problem: Mapping[str, Mapping[str, int]], summary: Mapping[str, A
     n_min = min(n for n, _ in counts)
     ks = sorted({k for k in (1, 2, 3, 5, 10, 20, 50, 100, 200, 500, 1000) if k <= n_min} | {n_min})
     values = [(k, sum(pass_at_k(n, c, k) for n, c in counts) / len(counts)) for k in ks]
-    width, height, left, right, top, bottom = 480, 220, 42, 16, 12, 30
+    width, height, left, right, top, bottom = 480, 230, 42, 16, 12, 42
     span = math.log(max(ks[-1], 2))
     x = lambda k: left + (width - left - right) * (math.log(k) / span)  # noqa: E731
     y = lambda v: top + (height - top - bottom) * (1 - v)  # noqa: E731
@@ -128,7 +128,7 @@ def _curve(per_problem: Mapping[str, Mapping[str, int]], summary: Mapping[str, A
         parts.append(f'<line class="grid" x1="{left}" x2="{width - right}" y1="{y(tick):.1f}" y2="{y(tick):.1f}"/>'
                      f'<text x="{left - 6}" y="{y(tick) + 4:.1f}" text-anchor="end">{int(tick * 100)}%</text>')
     for k in ks:
-        parts.append(f'<text x="{x(k):.1f}" y="{height - 10}" text-anchor="middle">{k}</text>')
+        parts.append(f'<text x="{x(k):.1f}" y="{height - bottom + 16}" text-anchor="middle">{k}</text>')
     points = " ".join(f"{x(k):.1f},{y(v):.1f}" for k, v in values)
     if len(values) > 1:
         parts.append(f'<polyline class="line" points="{points}"/>')
@@ -138,7 +138,7 @@ def _curve(per_problem: Mapping[str, Mapping[str, int]], summary: Mapping[str, A
         if low_high:
             parts.append(f'<line class="ciw" x1="{x(k):.1f}" x2="{x(k):.1f}" y1="{y(low_high[0]):.1f}" '
                          f'y2="{y(low_high[1]):.1f}"/>')
-    parts.append(f'<text x="{(left + width - right) / 2:.0f}" y="{height}" text-anchor="middle">k (samples drawn)</text></svg>')
+    parts.append(f'<text x="{(left + width - right) / 2:.0f}" y="{height - 4}" text-anchor="middle">k (samples drawn)</text></svg>')
     note = ("" if n_min > 1 else '<p class="sub">One sample per problem: pass@1 only. Sample with n &gt; 1 and a '
             'temperature above 0 for a curve.</p>')
     return (f'<section class="card"><h3>pass@k over k</h3><p class="sub">Unbiased estimate from every problem\'s '
@@ -161,12 +161,20 @@ def _problems(per_problem: Mapping[str, Mapping[str, int]], timed_out: Mapping[s
         chips.append(f'<button type="button" class="chip" data-problem="{_e(task_id)}" '
                      f'style="background:{_colour(c / n if n else 0)}" title="{_e(f"{task_id}: {c}/{n} passed{extra}")}" '
                      f'aria-label="{_e(f"{task_id}: {c}/{n} passed")}"></button>')
+    rows = "".join(f'<tr><td><a href="#problem={_e(task_id)}" data-problem-link="{_e(task_id)}">{_e(task_id)}</a></td>'
+                   f'<td class="num">{int(v["c"])}/{int(v["n"])}</td><td class="num">{pct(v["c"] / v["n"] if v["n"] else 0)}%'
+                   f' <span class="rate" style="width:{40 * (v["c"] / v["n"] if v["n"] else 0):.0f}px"></span></td>'
+                   f'<td class="num">{timed_out.get(task_id, 0) or ""}</td><td class="num">{flagged.get(task_id, 0) or ""}</td></tr>'
+                   for task_id, v in per_problem.items())
+    table = (f'<details><summary class="sub">Per-problem pass rates (table)</summary><table class="rates"><thead><tr>'
+             f'<th>Problem</th><th class="num">passed</th><th class="num">rate</th><th class="num">timed out</th>'
+             f'<th class="num">flagged</th></tr></thead><tbody>{rows}</tbody></table></details>')
     solved = sum(1 for v in per_problem.values() if v["c"] > 0)
     scale = "".join(f'<span><i style="background:{_colour(r)}"></i>{label}</span>'
                     for r, label in ((0, "none passed"), (0.5, "half"), (1, "all passed")))
     return (f'<section class="card"><h3>Problems</h3><p class="sub">{solved} of {len(per_problem)} solved by at least '
             f'one sample. Each square is a problem, coloured by its pass rate; click one to see its samples.</p>'
-            f'<div class="chips" id="chips">{"".join(chips)}</div><div class="scale">{scale}</div></section>')
+            f'<div class="chips" id="chips">{"".join(chips)}</div><div class="scale">{scale}</div>{table}</section>')
 
 
 def _sample(sample: SampleView, prompt: str) -> str:
@@ -243,6 +251,12 @@ JS = """
     chip.addEventListener("click", function () {
       var id = chip.getAttribute("data-problem");
       problem = problem === id ? "" : id; search.value = problem; filter = "all"; apply();
+      document.getElementById("samples").scrollIntoView();
+    });
+  });
+  document.querySelectorAll("[data-problem-link]").forEach(function (a) {
+    a.addEventListener("click", function (event) {
+      event.preventDefault(); problem = a.getAttribute("data-problem-link"); search.value = problem; filter = "all"; apply();
       document.getElementById("samples").scrollIntoView();
     });
   });

@@ -113,6 +113,7 @@ font-size:12px;white-space:nowrap}
 .score{font-weight:600;font-size:15px}
 .ci{display:block;font-size:11px;color:var(--muted)}
 .missing{color:var(--muted)}
+.board td.date{white-space:nowrap}
 td.run code{display:block;max-width:16em;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
 @media (max-width:760px){
  header{padding:16px 14px 4px} main{padding:0 14px 24px} footer{padding:0 14px 24px}
@@ -127,6 +128,7 @@ td.run code{display:block;max-width:16em;overflow:hidden;text-overflow:ellipsis;
  .board .num{text-align:right}
  .model{min-width:0}
  .ci{display:inline;margin-left:6px}
+ .metric{display:block}
 }
 /* bar charts as HTML: labels wrap, nothing is cut, any width works */
 .charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(min(100%,560px),1fr));gap:16px;align-items:start}
@@ -152,7 +154,11 @@ figcaption{display:flex;flex-wrap:wrap;align-items:baseline;gap:4px 10px;margin-
 .stat .what{font-size:12px;color:var(--muted);text-transform:uppercase;letter-spacing:.03em}
 .row2{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(100%,420px),1fr));gap:16px;align-items:start}
 svg.curve{width:100%;height:auto;display:block}
-svg .grid{stroke:var(--grid);stroke-width:1} svg .axis{stroke:var(--muted)} svg text{fill:var(--muted);font-size:11px}
+svg .grid{stroke:var(--grid);stroke-width:1} svg .axis{stroke:var(--muted)} svg text{fill:var(--muted);font-size:12px}
+.rates{width:100%;border-collapse:collapse;font-size:13px;margin-top:8px}
+.rates td,.rates th{padding:3px 6px;border-bottom:1px solid var(--line);text-align:left}
+.rates .num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+.rate{display:inline-block;height:8px;border-radius:2px;background:var(--pass);vertical-align:1px}
 svg .line{fill:none;stroke:var(--accent);stroke-width:2} svg .dot{fill:var(--accent)}
 svg .ciw{stroke:var(--text);stroke-width:1.3;opacity:.7}
 .chips{display:flex;flex-wrap:wrap;gap:3px}
@@ -181,7 +187,7 @@ pre.sample-error{border-color:var(--fail);color:var(--text)}
 dl.kv{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;margin:0;font-size:13px}
 dl.kv dt{color:var(--muted)} dl.kv dd{margin:0}
 .compare-table{width:100%;border-collapse:collapse;font-size:13px}
-.compare-table th,.compare-table td{padding:5px 8px;border-bottom:1px solid var(--line);text-align:left}
+.compare-table th,.compare-table td{padding:5px 8px;border-bottom:1px solid var(--line);text-align:left;overflow-wrap:normal}
 .compare-table td.num,.compare-table th.num{text-align:right;font-variant-numeric:tabular-nums}
 .compare-pick{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(100%,260px),1fr));gap:8px 16px;margin-bottom:10px}
 .compare-pick select{width:100%}
