@@ -115,26 +115,36 @@ class Browser:
 
     def wait_for(self, expression: str) -> None:
         deadline = time.monotonic() + self.timeout_s
-        while not self.js(f"!!({expression})"):
+        while not self._true(expression):
             if time.monotonic() > deadline:
                 raise TimeoutError(f"waited for {expression}")
             time.sleep(0.05)
 
+    def _true(self, expression: str) -> bool:
+        """False, not an error, while a navigation swaps the document (no body yet, no context)."""
+        try:
+            return bool(self.js(f"(function(){{try{{return !!({expression});}}catch(e){{return false;}}}})()"))
+        except RuntimeError:
+            return False
+
     def click(self, selector: str) -> None:
-        """A real mouse click at the element's centre (so a covered or hidden element fails the test)."""
+        """A real mouse click at the centre of the element's first box (a wrapped link's first line), so a
+        covered or hidden element fails the test."""
         box = self.js(f"(function(){{var e=document.querySelector({json.dumps(selector)}); if(!e) return null;"
-                      "e.scrollIntoView({block:'center'}); var r=e.getBoundingClientRect();"
+                      "e.scrollIntoView({block:'center'}); var r=e.getClientRects()[0] || e.getBoundingClientRect();"
                       "return [r.left + r.width/2, r.top + r.height/2, r.width, r.height];})()")
         if not box or box[2] == 0 or box[3] == 0:
             raise AssertionError(f"nothing visible to click at {selector}")
         for kind in ("mousePressed", "mouseReleased"):
             self.send("Input.dispatchMouseEvent", type=kind, x=box[0], y=box[1], button="left", clickCount=1)
 
-    def screenshot(self, path: Path, full_page: bool = True) -> Path:
+    def screenshot(self, path: Path, full_page: bool = True, max_height: int | None = None) -> Path:
+        """A PNG of the page from its top: all of it, or its first ``max_height`` pixels."""
         params: dict[str, Any] = {"format": "png", "captureBeyondViewport": full_page}
         if full_page:
+            self.js("window.scrollTo(0, 0)")
             width, height = self.js("[document.documentElement.clientWidth, document.documentElement.scrollHeight]")
-            params["clip"] = {"x": 0, "y": 0, "width": width, "height": height, "scale": 1}
+            params["clip"] = {"x": 0, "y": 0, "width": width, "height": min(height, max_height or height), "scale": 1}
         data = self.send("Page.captureScreenshot", **params)["data"]
         path.write_bytes(base64.b64decode(data))
         return path

@@ -153,7 +153,7 @@ figcaption{display:flex;flex-wrap:wrap;align-items:baseline;gap:4px 10px;margin-
 .stat .big{font-size:24px;font-weight:650;font-variant-numeric:tabular-nums}
 .stat .what{font-size:12px;color:var(--muted);text-transform:uppercase;letter-spacing:.03em}
 .row2{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(100%,420px),1fr));gap:16px;align-items:start}
-svg.curve{width:100%;height:auto;display:block}
+svg.curve{width:100%;max-width:620px;height:auto;display:block}
 svg .grid{stroke:var(--grid);stroke-width:1} svg .axis{stroke:var(--muted)} svg text{fill:var(--muted);font-size:12px}
 .rates{width:100%;border-collapse:collapse;font-size:13px;margin-top:8px}
 .rates td,.rates th{padding:3px 6px;border-bottom:1px solid var(--line);text-align:left}
@@ -171,6 +171,7 @@ svg .ciw{stroke:var(--text);stroke-width:1.3;opacity:.7}
 .filters button{font:inherit;font-size:13px;padding:4px 10px;border-radius:999px;border:1px solid var(--line);
 background:var(--card);color:var(--text);cursor:pointer}
 .filters button[aria-pressed=true]{background:var(--accent);border-color:var(--accent);color:#fff}
+.filters button[aria-pressed=true] .sub{color:#fff;opacity:.85}
 details.sample{background:var(--card);border:1px solid var(--line);border-left:4px solid var(--line);border-radius:8px;margin:0 0 6px}
 details.sample[data-status=passed]{border-left-color:var(--pass)}
 details.sample[data-status=failed]{border-left-color:var(--fail)}
