@@ -30,6 +30,7 @@ from evalsuite.jsonl import JsonlAppender, atomic_write_json, atomic_write_jsonl
 from evalsuite.progress import progress_bar
 from evalsuite.reporting.run_page import PAGE_FILE, RunHeader, sample_views, write_run_page
 from evalsuite.records import GenerationRequest, SamplingParams, SampleResult
+from evalsuite.resume import RecordedModel, finished_record, request_key as make_request_key
 from evalsuite.rundir import RunDir, run_key
 from evalsuite.scoring import Score, score
 from evalsuite.task import Problem, Task
@@ -294,7 +295,8 @@ def per_problem_results(results: Sequence[SampleResult]) -> dict[str, dict[str, 
 
 def run_one(generator: Generator, model_name: str, model_id: str, model_stops: Sequence[str], task: Task,
             config: RunConfig, load_seconds: float, ctx: DistContext = DistContext(),
-            placement: dict[str, Any] | None = None, display_name: str | None = None) -> RunOutcome | None:
+            placement: dict[str, Any] | None = None, display_name: str | None = None,
+            request_key: str | None = None) -> RunOutcome | None:
     """One (model, task) run. Under data parallelism every rank calls this; rank 0 returns the outcome.
 
     ``model_name`` is the model as the user gave it, ``display_name`` what the views call it (default: the
@@ -320,6 +322,9 @@ def run_one(generator: Generator, model_name: str, model_id: str, model_stops: S
     record: dict[str, Any] = {
         "schema": RUN_RECORD_SCHEMA,
         "run_id": run_dir.run_id,
+        "request_key": request_key,  # evalsuite.resume: finds this run again before any model loads
+        "asking": {"opened_fence": asking.opened_fence},
+        "model_loaded": not isinstance(generator, RecordedModel),
         "invocation_id": invocation_id,
         "status": "running",
         "started_at": _now(),
@@ -478,21 +483,42 @@ def run_evaluation(config: RunConfig) -> list[RunOutcome] | None:
     outcomes = []
     try:
         for name, spec in assignments:
+            display = display_name(name, spec, config.names)
+            keys = {task.name: make_request_key(spec, task, [p.task_id for p in select_problems(task, config.limit)],
+                                                replace(config, generation=generation)) for task in config.tasks}
+            recorded = {} if ctx.enabled else _finished_runs(config, display, keys)
             started = time.perf_counter()
-            generator = load_generator(name, generation)
+            # Nothing left to generate for any task: the recorded model stands in, no weights are loaded.
+            generator = None if len(recorded) == len(config.tasks) else load_generator(name, generation)
             load_seconds = time.perf_counter() - started
             try:
                 model_id, model_stops = spec.location, spec.extra_stop_sequences
                 for task in config.tasks:
-                    outcome = run_one(generator, name, model_id, model_stops, task, config, load_seconds,
-                                      run_ctx, placement, display_name=display_name(name, spec, config.names))
+                    acting = generator or RecordedModel(recorded[task.name])
+                    outcome = run_one(acting, name, model_id, model_stops, task, config, load_seconds,
+                                      run_ctx, placement, display_name=display, request_key=keys[task.name])
                     if outcome is not None:
                         outcomes.append(outcome)
             finally:
-                generator.close()
+                if generator is not None:
+                    generator.close()
     finally:
         shutdown(ctx)
     return outcomes if run_ctx.is_main else None
+
+
+def _finished_runs(config: RunConfig, display: str, keys: Mapping[str, str | None]) -> dict[str, dict[str, Any]]:
+    """Task name -> record of a finished generation with the same request key (see :mod:`evalsuite.resume`)."""
+    found = {}
+    for task in config.tasks:
+        key = keys[task.name]
+        if key is None:
+            continue
+        ids = {p.task_id for p in select_problems(task, config.limit)}
+        record = finished_record(config.output_dir, display, task.name, key, config.sampling.n, ids)
+        if record is not None:
+            found[task.name] = record
+    return found
 
 
 def display_name(name: str, spec: Any, names: Mapping[str, str]) -> str:

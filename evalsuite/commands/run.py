@@ -144,6 +144,8 @@ def main(args: argparse.Namespace) -> int:
     from evalsuite.runner import RunConfig, print_results_table, run_evaluation
 
     thresholds = args.fail_under
+    if args.quiet:
+        quiet_libraries()
     registry = load_registry(args)
     tasks = [registry.get(name) for name in split_names(args.tasks)]
     sampling, ks = sampling_from_args(args)
@@ -190,6 +192,18 @@ def main(args: argparse.Namespace) -> int:
     # Gate on this run's own entries: an old, better entry must not hide today's regression.
     enforce_fail_under(new_entries, thresholds)
     return 0
+
+
+def quiet_libraries() -> None:
+    """--quiet silences the libraries' progress bars too (transformers' "Loading weights", hub downloads):
+    huggingface_hub reads the variable when imported; a transformers imported already is told directly."""
+    import os
+
+    os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
+    if "transformers" in sys.modules:
+        from transformers.utils import logging as transformers_logging
+
+        transformers_logging.disable_progress_bar()
 
 
 def display_names(models: list[str], names: str | None) -> dict[str, str]:

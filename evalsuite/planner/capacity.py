@@ -66,6 +66,7 @@ class Capacity:
     gpu_cap: int | None = None  # the user's --gpu-memory, enforced at load time
     gpu_names: tuple[str, ...] = ()
     notes: tuple[str, ...] = field(default_factory=tuple)
+    cpu_cores: int = 0  # cores torch may use here (0: unknown); CPU-only speed scales with them
 
     def describe(self) -> str:
         if self.gpus:
@@ -149,7 +150,17 @@ def detect_capacity(gpu_memory: str | int | None = None, cpu_memory: str | int |
             probe = os.path.dirname(probe.rstrip("/")) or "/"
         disk = shutil.disk_usage(probe or tempfile.gettempdir()).free
     return Capacity(gpus=tuple(gpus), cpu=cpu, disk=disk, offload_dir=offload_dir, gpu_cap=cap,
-                    gpu_names=tuple(names), notes=tuple(notes))
+                    gpu_names=tuple(names), notes=tuple(notes), cpu_cores=cpu_cores())
+
+
+def cpu_cores() -> int:
+    """Cores this process may run on, capped by ``OMP_NUM_THREADS`` when set (torch's thread count)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    threads = os.environ.get("OMP_NUM_THREADS", "")
+    return min(cores, int(threads)) if threads.isdigit() and int(threads) > 0 else cores
 
 
 def enforce_gpu_cap(cap_bytes: int | None) -> list[str]:
