@@ -49,7 +49,8 @@ def request_key(spec: Any, task: Any, problem_ids: Sequence[str], config: Any) -
     else:
         return None
     blob = {
-        "evalsuite": __version__, "checkpoint": checkpoint, "spec": spec.to_dict(), "task": task.name,
+        "evalsuite": __version__, "checkpoint": checkpoint,
+        "spec": {k: v for k, v in spec.to_dict().items() if k != "name"},  # ./ckpt and /abs/ckpt: one model "task": task.name,
         "dataset_sha256": task.dataset_sha256, "prompt_template": task.prompt_template,
         "problem_ids": list(problem_ids), "sampling": config.sampling.to_dict(),
         "prompt": {"style": config.prompt.style, "strip_prompt": config.prompt.strip_prompt},
