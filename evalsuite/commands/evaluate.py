@@ -94,13 +94,14 @@ def main(args: argparse.Namespace) -> int:
     options = execution_options(args)
     policy = timeout_policy(args)
     ks = parse_ks(args.k)
-    preflight.check_writable_dir(args.output, "--output")
-    if args.leaderboard:
-        preflight.check_writable_dir(args.leaderboard, "--leaderboard")
     preflight.check_sandbox(args.allow_unsandboxed)
     task = load_registry(args).get(args.task)
     problems = task.problems()
     samples = read_samples(args.samples, {p.task_id for p in problems}, task.name)
+    # after the input is known good (a bad file writes nothing), before the samples run
+    preflight.check_writable_dir(args.output, "--output")
+    if args.leaderboard:
+        preflight.check_writable_dir(args.leaderboard, "--leaderboard")
     kind = samples[0]["kind"]
     missing = missing_problems(problems, samples)
     if missing:
