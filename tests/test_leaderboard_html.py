@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from evalsuite.leaderboard import LeaderboardEntry, entry_from_run
+from evalsuite.reporting.leaderboard import LeaderboardEntry, entry_from_run
 from evalsuite.records import SampleResult, SamplingParams
-from evalsuite.report_html import render_html, write_html
+from evalsuite.reporting.pages import render_html, write_html
 from evalsuite.scoring import score
 
 HOSTILE = '</script><script>alert("pwned")</script><img src=x onerror=alert(1)> & \'q\''
@@ -63,7 +63,7 @@ def test_page_is_self_contained():
     page = render_html(_entries())
     links = [(tag, attrs) for tag, attrs in _Tags(page).tags if {"src", "href"} & set(attrs)]
     assert links == []
-    assert set(re.findall(r"https?://[^\s\"'<]+", page)) == {"http://www.w3.org/2000/svg"}  # SVG namespace
+    assert set(re.findall(r"https?://[^\s\"'<]+", page)) == set()  # no URL at all
     assert "default-src 'none'" in page  # CSP: the browser blocks any network access
 
 
@@ -71,7 +71,7 @@ def test_page_has_table_rows_and_one_chart_per_task(tmp_path: Path):
     path = write_html(tmp_path / "index.html", _entries())
     page = path.read_text()
     assert len(re.findall(r"<tr data-task=", page)) == 4
-    assert len(re.findall(r'<svg class="chart"', page)) == 2
+    assert len(re.findall(r'<figure class="card" data-task=', page)) == 2
     assert re.findall(r'data-key="(pass@\d+)"', page) == ["pass@1", "pass@10"]
     assert "75.0" in page  # codellama on mbpp: pass@1 = 0.75, shown in percent
 
@@ -95,10 +95,10 @@ def test_page_renders_in_headless_chromium(tmp_path: Path):
              f"--user-data-dir={profile}", "--dump-dom", f"{path.as_uri()}#sort=pass%401-asc"],
             capture_output=True, text=True, timeout=30, check=True).stdout
     assert 'id="board" class="board" data-ready="true"' in dom  # the script ran to the end
-    rows = re.findall(r'<tr data-task="[^"]*"><td data-sort="([^"]*)"', dom)
+    rows = re.findall(r'<tr data-task="[^"]*"><td class="first" data-sort="([^"]*)"', dom)
     # Sorted by the URL's #sort=pass@1-asc: gpt-j 0.25, hostile 0.5, deepseek 0.625, codellama 0.75.
     assert [html.unescape(row) for row in rows] == ["gpt-j-6b", HOSTILE.casefold(), "deepseek-coder", "codellama"]
     assert 'data-key="pass@1" data-type="num" class="num" tabindex="0" aria-sort="ascending"' in dom
-    assert len(re.findall(r'<svg class="chart"', dom)) == 2
-    assert len(re.findall(r'<g class="bar">', dom)) == 5  # 4 entries' pass@1 + deepseek's pass@10
+    assert len(re.findall(r'<figure class="card" data-task=', dom)) == 2
+    assert len(re.findall(r'<div class="fill"', dom)) == 5  # 4 entries' pass@1 + deepseek's pass@10
     assert dom.count("<script") == 1 and "<img" not in dom  # the hostile name stayed text

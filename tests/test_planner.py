@@ -114,12 +114,12 @@ def test_deepspeed_inference_refuses_bloom_up_front(requests):
 
 
 @pytest.mark.parametrize("text,expected", [("16GiB", 16 * 2**30), ("16GB", 16 * 10**9), ("512 MiB", 512 * 2**20),
-                                           ("1.5TiB", int(1.5 * 2**40)), ("1024", 1024), ("8g", 8 * 2**30)])
+                                           ("1.5TiB", int(1.5 * 2**40)), ("1024B", 1024), ("8g", 8 * 2**30)])
 def test_parse_size(text, expected):
     assert parse_size(text) == expected
 
 
-@pytest.mark.parametrize("text", ["16 gigs", "GiB", "-1GiB", "0GiB"])
+@pytest.mark.parametrize("text", ["16 gigs", "GiB", "-1GiB", "0GiB", "16", "0.5"])
 def test_parse_size_rejects_nonsense(text):
     with pytest.raises(EvalsuiteError, match="--gpu-memory"):
         parse_size(text, "--gpu-memory")

@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Sequence
 
 from evalsuite.commands.common import add_fail_under_argument
-from evalsuite.leaderboard import (
-    HTML_FILE, LEADERBOARD_FILE, LeaderboardEntry, display_labels, enforce_fail_under, load_leaderboard,
+from evalsuite.reporting.leaderboard import (
+    HTML_FILE, LEADERBOARD_FILE, LeaderboardEntry, display_labels, enforce_fail_under, interval_label,
+    load_leaderboard,
 )
 
 _UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
@@ -58,7 +59,8 @@ def format_table(entries: Sequence[LeaderboardEntry], max_name: int | None = Non
         cells = [_clean(labels[entry.key], name_limit), _clean(entry.task, 24)]
         for k in ks:
             metric = entry.metrics.get(f"pass@{k}")
-            cells.append(f"{metric.value:.3f} [{metric.ci_low:.3f}, {metric.ci_high:.3f}]" if metric else "-")
+            cells.append(f"{metric.value:.3f} {interval_label(metric.ci_low, metric.ci_high, metric.ci_method)}"
+                         if metric else "-")
         cells += [str(entry.n), f"{entry.temperature:g}", entry.date[:10]]
         rows.append(cells)
     numeric = set(range(2, len(header) - 1))
@@ -87,7 +89,7 @@ def main(args: argparse.Namespace) -> int:
     else:
         print(f"no entries yet in {path}; `evalsuite run` adds them")
     if not args.no_html:
-        from evalsuite.report_html import write_html
+        from evalsuite.reporting.pages import write_html
 
         written = write_html(args.dir / HTML_FILE, entries)  # the page always shows everything
         print(f"wrote {written}")

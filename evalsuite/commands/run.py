@@ -11,6 +11,7 @@ from pathlib import Path
 
 from evalsuite.commands.common import (add_execution_args, add_fail_under_argument, add_task_source_args,
                                        execution_options, load_registry, parse_ks, split_names, timeout_policy)
+from evalsuite import preflight
 from evalsuite.errors import EvalsuiteError, ThresholdNotMet
 
 SAMPLING_DEFAULTS = {"n": 1, "temperature": 0.0, "top_p": 1.0, "top_k": 0, "max_new_tokens": 512}
@@ -25,6 +26,8 @@ def add_parser(subparsers) -> None:
     what.add_argument("--models", default="reference",
                       help="comma-separated aliases (see `evalsuite models`), hub ids or local paths "
                            "(default: reference, the canonical solutions)")
+    what.add_argument("--name", help="display name on the leaderboard and pages (comma-separated, one per model; "
+                                      "default: the alias or hub id, or a local checkpoint's folder name)")
     what.add_argument("--tasks", default="humaneval", help="comma-separated task names (see `evalsuite tasks`)")
     what.add_argument("--limit", type=int, help="only the first N problems of each task: a smoke test, labelled "
                                                  "partial, that never replaces a full run on the leaderboard")
@@ -141,6 +144,8 @@ def main(args: argparse.Namespace) -> int:
     from evalsuite.runner import RunConfig, print_results_table, run_evaluation
 
     thresholds = args.fail_under
+    if args.quiet:
+        quiet_libraries()
     registry = load_registry(args)
     tasks = [registry.get(name) for name in split_names(args.tasks)]
     sampling, ks = sampling_from_args(args)
@@ -153,29 +158,63 @@ def main(args: argparse.Namespace) -> int:
         trust_remote_code=args.trust_remote_code, strategy=args.strategy, gpu_memory=args.gpu_memory,
         cpu_memory=args.cpu_memory, offload_dir=args.offload_dir, engine=args.engine,
         max_new_tokens=sampling.max_new_tokens)
-    check_gpu_only_options(generation)
+    models = split_names(args.models)
+    names = display_names(models, args.name)
     execution = execution_options(args)
-    config = RunConfig(models=split_names(args.models), tasks=tasks, sampling=sampling, ks=ks, limit=args.limit,
+    # Everything that can fail without the model fails here, before any model loads (see evalsuite.preflight).
+    preflight.check_sizes({"--gpu-memory": args.gpu_memory, "--cpu-memory": args.cpu_memory})
+    preflight.check_fail_under(thresholds, ks)
+    if thresholds and args.no_leaderboard:
+        raise EvalsuiteError("--fail-under needs the leaderboard; drop --no-leaderboard")
+    preflight.check_writable_dir(args.output, "--output")
+    if not args.no_leaderboard:
+        preflight.check_writable_dir(args.leaderboard_dir, "--leaderboard-dir")
+    check_gpu_only_options(generation)
+    preflight.check_sandbox(args.allow_unsandboxed)
+    config = RunConfig(models=models, tasks=tasks, sampling=sampling, ks=ks, limit=args.limit,
                        output_dir=Path(args.output), generation=generation, execution=execution,
                        timeouts=timeout_policy(args), show_progress=not args.quiet, argv=sys.argv,
-                       spread=args.spread, prompt=protocol)
+                       spread=args.spread, prompt=protocol, names=names,
+                       leaderboard_dir=None if args.no_leaderboard else Path(args.leaderboard_dir))
     outcomes = run_evaluation(config)
     if not outcomes:  # a data-parallel worker rank (rank 0 reports), or a rank given no model
         return 0
     print_results_table(outcomes, ks)
     if args.no_leaderboard:
-        if thresholds:
-            raise EvalsuiteError("--fail-under needs the leaderboard; drop --no-leaderboard")
         return 0
-    from evalsuite.leaderboard import enforce_fail_under, entry_from_run, update_leaderboard
+    from evalsuite.reporting.leaderboard import enforce_fail_under, entry_from_run, update_leaderboard
 
     new_entries = [entry_from_run(outcome.leaderboard_summary()) for outcome in outcomes]
     update_leaderboard(Path(args.leaderboard_dir), new_entries)
     if not args.quiet:
-        print(f"leaderboard: {Path(args.leaderboard_dir) / 'leaderboard.json'} (page: index.html)")
+        print(f"leaderboard: {Path(args.leaderboard_dir) / 'leaderboard.json'} (page: index.html; each run's page: "
+              "report.html in its folder)")
     # Gate on this run's own entries: an old, better entry must not hide today's regression.
     enforce_fail_under(new_entries, thresholds)
     return 0
+
+
+def quiet_libraries() -> None:
+    """--quiet silences the libraries' progress bars too (transformers' "Loading weights", hub downloads):
+    huggingface_hub reads the variable when imported; a transformers imported already is told directly."""
+    import os
+
+    os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
+    if "transformers" in sys.modules:
+        from transformers.utils import logging as transformers_logging
+
+        transformers_logging.disable_progress_bar()
+
+
+def display_names(models: list[str], names: str | None) -> dict[str, str]:
+    """``--name`` as {model: display name}: one name per model, in order."""
+    if not names:
+        return {}
+    given = [part.strip() for part in names.split(",")]
+    if len(given) != len(models) or not all(given):
+        raise EvalsuiteError(f"--name gives {len(given)} name(s) for {len(models)} model(s); give one per model, "
+                             "comma-separated, in the order of --models")
+    return dict(zip(models, given))
 
 
 def check_gpu_only_options(options) -> None:

@@ -26,11 +26,18 @@ _SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*$")
 
 
 def parse_size(text: str | int | None, what: str = "size") -> int | None:
-    """``"16GiB"`` -> 17179869184. Bare numbers are bytes; ``None`` stays ``None``."""
+    """``"16GiB"`` -> 17179869184; ``None`` stays ``None``, an int is bytes already.
+
+    A number without a unit is refused: ``--gpu-memory 16`` read as 16 bytes (or guessed as GiB or GB) would
+    plan for the wrong card without a word. Bytes are written ``1024B``.
+    """
     if text is None or isinstance(text, int):
         return text
     match = _SIZE.match(text)
     unit = match.group(2).lower() if match else ""
+    if match and not unit:
+        raise EvalsuiteError(f"{what}: {text!r} has no unit; write {match.group(1)}GiB (binary) or "
+                             f"{match.group(1)}GB (decimal)")
     if not match or unit not in _UNITS:
         raise EvalsuiteError(f"{what}: cannot read {text!r} as a size; write it like 16GiB, 80GB or 512MiB")
     value = int(float(match.group(1)) * _UNITS[unit])
@@ -59,6 +66,7 @@ class Capacity:
     gpu_cap: int | None = None  # the user's --gpu-memory, enforced at load time
     gpu_names: tuple[str, ...] = ()
     notes: tuple[str, ...] = field(default_factory=tuple)
+    cpu_cores: int = 0  # cores torch may use here (0: unknown); CPU-only speed scales with them
 
     def describe(self) -> str:
         if self.gpus:
@@ -142,7 +150,17 @@ def detect_capacity(gpu_memory: str | int | None = None, cpu_memory: str | int |
             probe = os.path.dirname(probe.rstrip("/")) or "/"
         disk = shutil.disk_usage(probe or tempfile.gettempdir()).free
     return Capacity(gpus=tuple(gpus), cpu=cpu, disk=disk, offload_dir=offload_dir, gpu_cap=cap,
-                    gpu_names=tuple(names), notes=tuple(notes))
+                    gpu_names=tuple(names), notes=tuple(notes), cpu_cores=cpu_cores())
+
+
+def cpu_cores() -> int:
+    """Cores this process may run on, capped by ``OMP_NUM_THREADS`` when set (torch's thread count)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    threads = os.environ.get("OMP_NUM_THREADS", "")
+    return min(cores, int(threads)) if threads.isdigit() and int(threads) > 0 else cores
 
 
 def enforce_gpu_cap(cap_bytes: int | None) -> list[str]:

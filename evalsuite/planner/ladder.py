@@ -79,8 +79,16 @@ class SpeedModel:
     accelerate_cpu_bytes_per_s: float = 6.6e9  # accelerate's per-step host->device copies (6.1-7.2 GB/s)
     zero_cpu_bytes_per_s: float = 37.0e9  # ZeRO-3 pinned, prefetched parameter streaming (37-37.5 GB/s)
     disk_bytes_per_s: float = 2.0e9  # assumed: NVMe read
-    cpu_bytes_per_s: float = 69.0e9  # CPU-only decode at batch 1: BLOOM-7B1 fp32, 28 GB in 0.41 s (16 cores)
-    cpu_flops: float = 0.094e12  # CPU-only decode at batch 32: 2 x params x batch in 4.8 s per step
+    # CPU-only decode, per core (it scales with the cores torch uses): measured on 16 cores of the H100 host,
+    # BLOOM-7B1 fp32 at batch 1, 28 GB in 0.41 s (69 GB/s), and at batch 32, 2 x params x batch in 4.8 s per step
+    # (0.094 TFLOP/s); checked on the project's 2-core VM with SmolLM2-135M (issue 14: 33 tokens/s measured
+    # where the 16-core constants said ~350). Rough: other jobs, thread counts and kernels move it ~2x.
+    cpu_bytes_per_s_per_core: float = 69.0e9 / 16
+    cpu_flops_per_core: float = 0.094e12 / 16
+    # transformers' per-layer overhead per decoding step on CPU (Python, kernel launches), which bounds small
+    # models: SmolLM2-135M's 30 layers at batch 1 on 2 cores (see docs/benchmarks.md)
+    cpu_layer_step_s: float = 0.0012
+    cpu_default_cores: int = 16  # when the cores are unknown (planning for another machine)
     # DeepSpeed-Inference kernels, GPT-J fp16: 12.9 ms/token at batch 1 vs ~43 for whole-GPU bf16, 2.99 at
     # batch 32 (generated in chunks of 4, its kernels fail at 8) vs ~1.4
     ds_inference_factor: tuple[float, float] = (0.3, 2.1)
@@ -192,7 +200,12 @@ class Plan:
         lines.append(f"  strategy        {self.strategy} ({verdict}): {STRATEGIES[self.strategy].summary}; "
                      f"weights {self.dtype}, {format_bytes(self.weight_bytes)}")
         lines.append("  device map      " + "; ".join(f"{k}: {v}" for k, v in self.device_map_summary.items()))
-        if self.fits:
+        if self.fits and not self.capacity.gpus:
+            cores = self.capacity.cpu_cores or "?"
+            lines.append(f"  expected speed  roughly {1000 / self.est_ms_per_token:.3g} tokens/s at batch {b.batch_size} "
+                         f"on {cores} CPU cores (~{self.est_step_s:.3g} s per decoding step; a rough estimate, "
+                         "within ~3x: other jobs and thread settings move it)")
+        elif self.fits:
             lines.append(f"  expected speed  {self.speed_class}; ~{self.est_step_s:.3g} s per decoding step "
                          f"(~{self.est_ms_per_token:.3g} ms per generated token at batch {b.batch_size})")
             steps = math.ceil(HUMANEVAL_PROMPTS / b.batch_size) * HUMANEVAL_NEW_TOKENS
@@ -391,9 +404,12 @@ class _Ladder:
         fp32 = self.shape.weight_bytes("float32")
         dtype, weight_bytes = ("float32", fp32) if fp32 <= cpu_room else ("bfloat16", self.half_bytes)
         speed = self.r.speed
-        compute_s = 2 * self.shape.num_params * self.budget.batch_size / speed.cpu_flops
+        cores = self.cap.cpu_cores or speed.cpu_default_cores
+        bytes_per_s = speed.cpu_bytes_per_s_per_core * cores
+        compute_s = 2 * self.shape.num_params * self.budget.batch_size / (speed.cpu_flops_per_core * cores)
+        overhead_s = self.shape.num_layers * speed.cpu_layer_step_s
         if weight_bytes <= cpu_room:
-            step = max(weight_bytes / speed.cpu_bytes_per_s, compute_s)
+            step = max(weight_bytes / bytes_per_s, compute_s, overhead_s)
             return self._plan(CPU, dtype, weight_bytes, {"cpu": format_bytes(weight_bytes)}, step,
                               device_map={"": "cpu"})
         disk_room = int((self.cap.disk or 0) * 0.95)
@@ -406,7 +422,7 @@ class _Ladder:
         device_map, summary = self._device_map({"cpu": max(cpu_room, 0), "disk": disk_room})
         on_disk = self._placed_bytes(device_map).get("disk", 0) if device_map else weight_bytes - cpu_room
         summary = summary or {"cpu": format_bytes(weight_bytes - on_disk), "disk": format_bytes(on_disk)}
-        step = max(weight_bytes / speed.cpu_bytes_per_s, compute_s) + on_disk / speed.disk_bytes_per_s
+        step = max(weight_bytes / bytes_per_s, compute_s, overhead_s) + on_disk / speed.disk_bytes_per_s
         return self._plan(CPU, dtype, weight_bytes, summary, step, device_map=device_map, offload_to="disk")
 
     def ds_inference(self) -> Plan:

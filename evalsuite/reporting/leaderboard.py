@@ -1,7 +1,7 @@
 """The leaderboard: one entry per (model, task, settings key), kept in ``leaderboard/leaderboard.json``.
 
-The file is validated against ``evalsuite/schemas/leaderboard.schema.json`` on every read and every
-write, so a hand-broken file is reported (file + JSON path) instead of silently rendered or gated on.
+The file is validated against ``evalsuite/reporting/leaderboard.schema.json`` (:mod:`.schema`) on every
+read and every write, so a hand-broken file is reported (file + JSON path) instead of silently rendered or gated on.
 
 Which runs replace each other is decided by :func:`settings_key`: two runs of the same model on the same
 task share an entry exactly when the settings that change the number are equal:
@@ -24,28 +24,31 @@ task share an entry exactly when the settings that change the number are equal:
   ``strip_prompt: true`` (bigcode's stripped prompts), and ``problem_set`` for a ``--limit`` run (which
   problems of how many). A partial run therefore never replaces the full entry, and every view labels it
   ``(partial 5/164)``.
+* Schema 1.3 adds two unkeyed, optional fields: each metric's ``ci_method`` ("bootstrap", or "wilson" where
+  every problem scored the same and the bootstrap would collapse to a point), and the entry's ``run_page``
+  (the per-run report, relative to the leaderboard folder) that the page links to.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import math
 import os
 import re
+import sys
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from evalsuite import __version__
 from evalsuite.errors import EvalsuiteError, ThresholdNotMet
 from evalsuite.jsonl import atomic_write_json
+from evalsuite.reporting.schema import SCHEMA_VERSION, check_schema
 
-SCHEMA_VERSION = "1.2"
-SCHEMA_PATH = Path(__file__).parent / "schemas" / "leaderboard.schema.json"
 LEADERBOARD_FILE = "leaderboard.json"
 HTML_FILE = "index.html"
 KEY_FIELDS = ("n", "temperature", "top_p", "top_k", "max_new_tokens", "prompt_template", "dataset_sha256")
@@ -60,19 +63,30 @@ _METRIC_NAME = re.compile(r"^pass@([1-9][0-9]*)$")
 
 @dataclass(frozen=True)
 class Metric:
-    """One metric's point estimate with its 95% bootstrap interval over problems."""
+    """One metric's point estimate with its 95% interval over problems, and how the interval was made
+    (``"bootstrap"``, ``"wilson"``; None in entries written before schema 1.3)."""
 
     value: float
     ci_low: float
     ci_high: float
+    ci_method: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"value": self.value, "ci95": [self.ci_low, self.ci_high]}
+        out: dict[str, Any] = {"value": self.value, "ci95": [self.ci_low, self.ci_high]}
+        if self.ci_method:
+            out["ci_method"] = self.ci_method
+        return out
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> "Metric":
         low, high = data["ci95"]
-        return cls(value=float(data["value"]), ci_low=float(low), ci_high=float(high))
+        return cls(value=float(data["value"]), ci_low=float(low), ci_high=float(high),
+                   ci_method=data.get("ci_method"))
+
+    @property
+    def method_label(self) -> str:
+        """What every view prints next to the interval: "" for the bootstrap, "Wilson" where it replaced it."""
+        return "Wilson" if self.ci_method == "wilson" else ""
 
 
 @dataclass(frozen=True)
@@ -92,6 +106,7 @@ class LeaderboardEntry:
     evalsuite_version: str = __version__
     not_computable: dict[str, str] = field(default_factory=dict)  # "pass@100" -> reason
     seed: int | None = None
+    run_page: str | None = None  # the run's report.html, relative to the leaderboard folder (schema 1.3)
 
     @property
     def settings_key(self) -> str:
@@ -119,6 +134,8 @@ class LeaderboardEntry:
             out["not_computable"] = dict(self.not_computable)
         if self.seed is not None:
             out["seed"] = self.seed
+        if self.run_page:
+            out["run_page"] = self.run_page
         return out
 
     @classmethod
@@ -131,8 +148,14 @@ class LeaderboardEntry:
             n=data["n"], n_problems=data["n_problems"], temperature=float(data["temperature"]),
             date=data["date"], run_id=data["run_id"], hardware=data["hardware"],
             evalsuite_version=data["evalsuite_version"], not_computable=dict(data.get("not_computable", {})),
-            seed=data.get("seed"),
+            seed=data.get("seed"), run_page=data.get("run_page"),
         )
+
+
+def interval_label(low: float, high: float, method: str | None) -> str:
+    """``[0.120, 0.301]``, or ``[0.000, 0.278] Wilson`` where Wilson's interval replaced the bootstrap: the
+    terminal tables' form (the pages say the same)."""
+    return f"[{low:.3f}, {high:.3f}]" + (" Wilson" if method == "wilson" else "")
 
 
 def _sorted_metrics(metrics: Mapping[str, Any]) -> list[tuple[str, Any]]:
@@ -208,17 +231,18 @@ def to_utc_iso(text: str) -> str:
 def _metrics_from_score(score: Any) -> tuple[dict[str, Metric], dict[str, str], int]:
     """Accept a :class:`~evalsuite.scoring.Score` or its ``summary_json()``."""
     if hasattr(score, "pass_at"):
-        metrics = {f"pass@{k}": Metric(p.value, p.ci_low, p.ci_high) for k, p in score.pass_at.items()}
+        metrics = {f"pass@{k}": Metric(p.value, p.ci_low, p.ci_high, p.ci_method) for k, p in score.pass_at.items()}
         not_computable = {f"pass@{k}": reason for k, reason in score.not_computable.items()}
         return metrics, not_computable, len(score.per_problem)
     ci95 = score.get("ci95", {})
+    methods = score.get("ci_method", {})
     metrics = {}
     for name, value in score.items():
         if _METRIC_NAME.match(name):
             if name not in ci95:
                 raise EvalsuiteError(f"score summary has {name} but no ci95 for it")
             low, high = ci95[name]
-            metrics[name] = Metric(float(value), float(low), float(high))
+            metrics[name] = Metric(float(value), float(low), float(high), methods.get(name))
     return metrics, dict(score.get("not_computable", {})), int(score["n_problems"])
 
 
@@ -236,7 +260,8 @@ def entry_from_run(run_summary: Mapping[str, Any]) -> LeaderboardEntry:
     * optional: ``date`` (ISO 8601 with a UTC offset, stored as UTC ``...Z``; default now),
       ``evalsuite_version`` (default this version), ``weights`` (the precision the model ran in),
       ``prompt_style`` ("base"/"instruct"), ``strip_prompt`` (bool), ``problem_set`` (a --limit run's subset:
-      n_problems, of, ids_sha256).
+      n_problems, of, ids_sha256), ``run_page`` (path of the run's report.html; made relative to the
+      leaderboard folder when the entry is added).
     """
     required = ("model", "model_id", "task", "dataset_sha256", "prompt_template", "sampling", "score",
                 "run_id", "hardware")
@@ -261,6 +286,7 @@ def entry_from_run(run_summary: Mapping[str, Any]) -> LeaderboardEntry:
         hardware=str(run_summary["hardware"]),
         evalsuite_version=str(run_summary.get("evalsuite_version") or __version__),
         not_computable=not_computable, seed=None if seed is None else int(seed),
+        run_page=str(run_summary["run_page"]) if run_summary.get("run_page") else None,
     )
     _validate_document(_document([entry]), "<new entry>")  # fail at the source, not at the next read
     return entry
@@ -283,55 +309,15 @@ def merge(entries: Iterable[LeaderboardEntry], new_entries: Iterable[Leaderboard
 
 # -- reading, validating, writing --------------------------------------------------------------------
 
-@lru_cache(maxsize=1)
-def _validator():
-    import jsonschema
-
-    schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
-    return jsonschema.Draft202012Validator(schema)
-
-
 def _document(entries: Sequence[LeaderboardEntry]) -> dict[str, Any]:
     return {"schema_version": SCHEMA_VERSION, "updated": utc_now_iso(),
             "entries": [entry.to_json() for entry in sort_entries(entries)]}
 
 
-def _major(version: str) -> int:
-    return int(version.split(".", 1)[0])
-
-
-def _is_newer_minor(version: str) -> bool:
-    if not re.fullmatch(r"[0-9]+\.[0-9]+", version):
-        return False
-    major, minor = (int(part) for part in version.split("."))
-    ours_major, ours_minor = (int(part) for part in SCHEMA_VERSION.split("."))
-    return major == ours_major and minor > ours_minor
-
-
-def _check_version(document: Any, where: str) -> None:
-    version = document.get("schema_version") if isinstance(document, dict) else None
-    if isinstance(version, str) and re.fullmatch(r"[0-9]+\.[0-9]+", version):
-        if _major(version) > _major(SCHEMA_VERSION):
-            raise EvalsuiteError(
-                f"{where}: written with leaderboard schema {version}, newer than this evalsuite "
-                f"({__version__}) reads (schema {SCHEMA_VERSION}); upgrade evalsuite")
-        if _major(version) < _major(SCHEMA_VERSION):
-            raise EvalsuiteError(f"{where}: leaderboard schema {version} is too old for this evalsuite "
-                                 f"(schema {SCHEMA_VERSION}); regenerate it from the run records")
-
-
 def _validate_document(document: Any, where: str) -> None:
-    """Raise one clear line naming the file, the JSON path and the problem."""
-    from jsonschema.exceptions import best_match
-
-    _check_version(document, where)
-    error = best_match(_validator().iter_errors(document))
-    if error is not None:
-        version = document.get("schema_version") if isinstance(document, dict) else None
-        hint = (f"; the file is schema {version}, newer than this evalsuite's {SCHEMA_VERSION}: upgrade evalsuite"
-                if isinstance(version, str) and _is_newer_minor(version) else "")
-        raise EvalsuiteError(f"{where}: invalid leaderboard at {error.json_path}: {error.message} "
-                             f"(schema {SCHEMA_VERSION}{hint})")
+    """Raise one clear line naming the file, the JSON path and the problem: the JSON Schema first
+    (:func:`~evalsuite.reporting.schema.check_schema`), then what a schema cannot say."""
+    check_schema(document, where)
     seen: dict[tuple[str, str, str], int] = {}
     for index, data in enumerate(document["entries"]):
         path = f"$.entries[{index}]"
@@ -406,14 +392,35 @@ def update_leaderboard(directory: str | Path, new_entries: Sequence[LeaderboardE
     """Load, merge the new entries, save and (by default) re-render ``index.html``; returns all entries."""
     directory = Path(directory)
     path = directory / LEADERBOARD_FILE
+    new_entries = [_relative_page(entry, directory) for entry in new_entries]
     with _locked(directory):
-        entries = merge(load_leaderboard(path), new_entries)
+        old = load_leaderboard(path)
+        _warn_other_checkpoint(old, new_entries)
+        entries = merge(old, new_entries)
         save_leaderboard(path, entries)
     if render_html:
-        from evalsuite.report_html import write_html
+        from evalsuite.reporting.pages import write_html
 
         write_html(directory / HTML_FILE, entries)
     return entries
+
+
+def _relative_page(entry: LeaderboardEntry, directory: Path) -> LeaderboardEntry:
+    """The run page as the leaderboard folder's page links to it (relative, so both folders can move)."""
+    if not entry.run_page or not Path(entry.run_page).is_absolute():
+        return entry
+    relative = os.path.relpath(entry.run_page, directory.resolve())
+    return dataclasses.replace(entry, run_page=Path(relative).as_posix())
+
+
+def _warn_other_checkpoint(old: Sequence[LeaderboardEntry], new: Sequence[LeaderboardEntry]) -> None:
+    """A new entry replaces the one with its key; say so when that one came from other weights."""
+    by_key = {entry.key: entry for entry in old}
+    for entry in new:
+        previous = by_key.get(entry.key)
+        if previous is not None and previous.model_id != entry.model_id:
+            print(f"warning: leaderboard entry {entry.model!r} on {entry.task} ({previous.model_id}) is replaced by "
+                  f"{entry.model_id}; give one of them another --name to keep both", file=sys.stderr)
 
 
 # -- --fail-under gates ------------------------------------------------------------------------------

@@ -1,0 +1,63 @@
+"""Checks that must pass before any model loads: a run that cannot finish should fail in a second, in one
+line, not after hours of generation (issue 14).
+
+* the sandbox: can samples be isolated here (bubblewrap present and able to build the jail)?
+* the output folders: can the run folder and the leaderboard folder be created and written?
+* sizes: ``--gpu-memory``/``--cpu-memory`` parse (with a unit);
+* ``--fail-under``: every gated metric is one the run reports.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Mapping, Sequence
+
+from evalsuite.errors import EvalsuiteError
+
+
+def check_sandbox(allow_unsandboxed: bool) -> None:
+    """Refuse now, not after generation, where the jail cannot be built (``find_jail`` is cached)."""
+    if allow_unsandboxed:
+        return
+    from sandbox.jail import find_jail
+
+    jail, why = find_jail()
+    if jail is None:
+        raise EvalsuiteError(f"cannot isolate sample execution: {why}; nothing was generated. Install bubblewrap "
+                             "or allow user namespaces, or pass --allow-unsandboxed (UNSAFE, see docs/sandbox.md)")
+
+
+def check_writable_dir(path: str | Path, flag: str) -> None:
+    """Create ``path`` if needed and write a file in it, as the run will."""
+    path = Path(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".evalsuite-write-check-", dir=path)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise EvalsuiteError(f"{flag} {path}: cannot create or write there ({reason})") from None
+
+
+def check_sizes(sizes: Mapping[str, str | None]) -> None:
+    """``{"--gpu-memory": "16GiB", ...}``: each given size must parse (see :func:`parse_size`)."""
+    from evalsuite.planner.capacity import parse_size
+
+    for flag, text in sizes.items():
+        if text is not None:
+            parse_size(text, flag)
+
+
+def check_fail_under(thresholds: Mapping[str, float] | None, ks: Sequence[int]) -> None:
+    """Every ``--fail-under`` metric must be a pass@k this run computes."""
+    if not thresholds:
+        return
+    reported = {f"pass@{k}" for k in ks}
+    missing = [name for name in thresholds if name not in reported]
+    if missing:
+        names = ", ".join(sorted(reported, key=lambda n: int(n[5:])))
+        raise EvalsuiteError(f"--fail-under {', '.join(missing)}: this run reports only {names} (--k); "
+                             "add the k to --k (with --n at least that large) or gate on a reported metric")

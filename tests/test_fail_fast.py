@@ -1,0 +1,75 @@
+"""Issue 14, "fail fast": sandbox availability, output folders, sizes and --fail-under metrics are checked
+before any model loads, each as one line (acceptance 3: bubblewrap missing fails in under 5 s)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from evalsuite.cli import main
+
+
+def run_cli(args: list[str], cwd: Path, env: dict | None = None) -> tuple[subprocess.CompletedProcess, float]:
+    started = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "evalsuite", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=120, env=env)
+    return proc, time.perf_counter() - started
+
+
+def test_run_without_bubblewrap_fails_in_under_5_s_before_loading_the_model(tiny_model_dir, tmp_path):
+    """PATH without bubblewrap (only the interpreter's folder): the sandbox check fails first, in one line."""
+    model = tiny_model_dir("gpt2")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    os.symlink(sys.executable, bin_dir / "python")
+    env = {**os.environ, "PATH": str(bin_dir)}
+    proc, seconds = run_cli(["run", "--models", str(model), "--limit", "1", "--max-new-tokens", "4",
+                             "--output", str(tmp_path / "runs"), "--leaderboard-dir", str(tmp_path / "lb")],
+                            tmp_path, env)
+    assert proc.returncode == 2, proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if not line.startswith("warning: --limit")]
+    assert len(errors) == 1 and errors[0].startswith("error: cannot isolate sample execution: bubblewrap is not "
+                                                     "installed"), proc.stderr
+    assert "Loading weights" not in proc.stderr and "Traceback" not in proc.stderr
+    assert not list((tmp_path / "runs").glob("*/record.json"))  # no run was started
+    assert seconds < 5.0, f"took {seconds:.1f} s"
+    print(f"fail-fast without bubblewrap: {seconds:.2f} s")
+
+
+@pytest.mark.parametrize("flag,value", [("--output", "/proc/nope"), ("--leaderboard-dir", "/proc/lb")])
+def test_unwritable_folders_fail_in_one_line_before_the_run(tmp_path, capsys, flag, value):
+    args = ["run", "--limit", "1", "--quiet", "--output", str(tmp_path / "runs"),
+            "--leaderboard-dir", str(tmp_path / "lb"), flag, value]
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith(f"error: {flag} {value}: cannot create or write there") and len(err) <= 2
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+
+
+@pytest.mark.parametrize("command", [["run", "--limit", "1"], ["plan", "--models", "gpt-j-6b"]])
+def test_a_size_without_a_unit_is_refused(tmp_path, capsys, command):
+    assert main([*command, "--gpu-memory", "16", *(["--output", str(tmp_path)] if command[0] == "run" else [])]) != 0
+    err = capsys.readouterr().err
+    assert "--gpu-memory: '16' has no unit; write 16GiB (binary) or 16GB (decimal)" in err
+
+
+@pytest.mark.parametrize("extra,message", [
+    (["--k", "1", "--fail-under", "pass@3=0.5"], "--fail-under pass@3: this run reports only pass@1 (--k)"),
+    (["--fail-under", "pass@1=0.5", "--no-leaderboard"], "--fail-under needs the leaderboard"),
+])
+def test_fail_under_metrics_are_checked_before_the_run(tmp_path, capsys, extra, message):
+    assert main(["run", "--limit", "1", "--quiet", "--output", str(tmp_path / "runs"),
+                 "--leaderboard-dir", str(tmp_path / "lb"), *extra]) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+
+
+def test_unknown_fail_under_metric_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["run", "--fail-under", "accuracy=0.5"])
+    assert exc.value.code == 2 and "pass@1=0.30" in capsys.readouterr().err
