@@ -140,6 +140,10 @@ class SampleServer:
             self.libc.make_mounts_private()  # a sample's tmpfs never propagates anywhere
             if self.config.get("child_uid") is not None:  # samples under their own uid: hide the server from them
                 self.libc.hide_other_processes(os.getgid())
+        # Limits the server can hold itself are set once here; its samples inherit them.
+        for which, value in ((resource.RLIMIT_FSIZE, self.config["fsize_mb"] << 20),
+                             (resource.RLIMIT_NOFILE, self.config["nofile"]), (resource.RLIMIT_CORE, 0)):
+            resource.setrlimit(which, (value, value))
         for name in channel.PRELOAD:  # imported once here, so that samples do not pay for them
             try:
                 __import__(name)
@@ -191,12 +195,9 @@ class SampleServer:
         os.closerange(3, channel_fd)
         os.closerange(channel_fd + 1, 1 << 16)
         cpu = int(math.ceil(timeout_s)) + 1
-        limits = {
+        limits = {  # file size, open files and core dumps are the server's own limits already (harden())
             resource.RLIMIT_AS: (config["memory_mb"] << 20,) * 2,
             resource.RLIMIT_CPU: (cpu, cpu + 1),
-            resource.RLIMIT_FSIZE: (config["fsize_mb"] << 20,) * 2,
-            resource.RLIMIT_NOFILE: (config["nofile"],) * 2,
-            resource.RLIMIT_CORE: (0, 0),
             resource.RLIMIT_NPROC: (config["nproc"] + self.processes_of_sample_uid(),) * 2,
         }
         for which, value in limits.items():
@@ -267,6 +268,9 @@ class SampleServer:
             _, self.exit_status[self.sample_pid] = os.waitpid(self.sample_pid, 0)
         except ChildProcessError:
             pass
+        else:
+            if self.seccomp.available:  # no sample process can have left its PID namespace: nothing else to find
+                return
         for attempt in range(10_000):
             self.reap()
             others = [n for n in os.listdir("/proc") if n.isdigit() and int(n) not in (1, self.pid)]
