@@ -19,6 +19,7 @@ answers, which the trusted test then checks.
 from __future__ import annotations
 
 import builtins
+import collections
 import marshal
 import os
 import select
@@ -40,6 +41,7 @@ PRELOAD = ("typing", "math", "re", "collections", "itertools", "functools", "str
 # Built-in exception classes, captured at import (before any sample code can run in this process).
 BUILTIN_EXCEPTIONS: dict[str, type[BaseException]] = {
     name: cls for name, cls in vars(builtins).items() if isinstance(cls, type) and issubclass(cls, BaseException)}
+_BUILTIN_NAMES: dict[type, str] = {cls: name for name, cls in BUILTIN_EXCEPTIONS.items()}
 
 
 class ChannelFailure(BaseException):
@@ -77,7 +79,6 @@ class CallClient:
         self.timed_out = False
         self.sample_error = ""
         self.raised: dict[int, tuple[str, bool]] = {}  # id(exception we raised) -> (class name, exact)
-        self.closed = False
 
     # reading and writing
     def _fail(self, reason: str, flag: str = "") -> ChannelFailure:
@@ -87,17 +88,14 @@ class CallClient:
 
     def _read_message(self) -> Any:
         while True:
-            if len(self.buffer) >= 4:
-                (size,) = _U32.unpack_from(self.buffer)
-                if size > self.limits.max_bytes:
-                    raise self._fail("return value too large", "")
-                if len(self.buffer) >= 4 + size:
-                    body = bytes(self.buffer[4:4 + size])
-                    del self.buffer[:4 + size]
-                    try:
-                        return wire.decode(body, self.limits)
-                    except wire.WireError:
-                        raise self._fail("channel tampered", "channel_tampered") from None
+            if len(self.buffer) >= 4 and _U32.unpack_from(self.buffer)[0] > self.limits.max_bytes:
+                raise self._fail("return value too large", "")
+            body = take_message(self.buffer)
+            if body is not None:
+                try:
+                    return wire.decode(body, self.limits)
+                except wire.WireError:
+                    raise self._fail("channel tampered", "channel_tampered") from None
             # Wait first: the answer is rarely there already, and a read that fails costs a system call.
             remaining = self.deadline - time.monotonic()
             if remaining <= 0 or not select.select([self.fd], [], [], remaining)[0]:
@@ -207,6 +205,30 @@ class CallClient:
             return False
 
 
+def take_message(buffer: bytearray) -> bytes | None:
+    """Remove and return the first whole length-prefixed message in ``buffer``, or None if it is not all there."""
+    if len(buffer) < 4:
+        return None
+    size = _U32.unpack_from(buffer)[0]
+    if len(buffer) < 4 + size:
+        return None
+    body = bytes(buffer[4:4 + size])
+    del buffer[:4 + size]
+    return body
+
+
+def builtin_class_of(exc: BaseException) -> tuple[str, bool]:
+    """The nearest built-in exception class of ``exc`` by name, and whether it is exactly that class.
+
+    The MRO is read through ``type.__dict__`` so that a metaclass cannot substitute its own."""
+    kind = type(exc)
+    for cls in type.__dict__["__mro__"].__get__(kind):
+        name = _BUILTIN_NAMES.get(cls)
+        if name is not None:
+            return name, cls is kind
+    return "Exception", False
+
+
 def printable(text: str) -> str:
     """The sample's text, safe to store: lone surrogates become escapes (they cannot be written as UTF-8)."""
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
@@ -215,13 +237,6 @@ def printable(text: str) -> str:
 # -- the sample's end ----------------------------------------------------------------------------------
 _READY_BODY = wire.encode(("ready",))
 READY = _U32.pack(len(_READY_BODY)) + _READY_BODY
-def _builtin_ancestor(exc: BaseException) -> tuple[str, bool]:
-    builtin_classes = {cls: name for name, cls in BUILTIN_EXCEPTIONS.items()}
-    kind = type(exc)
-    for cls in type.__dict__["__mro__"].__get__(kind):
-        if cls in builtin_classes:
-            return builtin_classes[cls], cls is kind
-    return "Exception", False
 
 
 def _message_of(exc: BaseException) -> str:
@@ -245,12 +260,9 @@ def _write_all(fd: int, message: tuple) -> None:
 def _next_message(fd: int, buffer: bytearray) -> bytes | None:
     """The next length-prefixed message from ``fd`` (one read per message in the common case)."""
     while True:
-        if len(buffer) >= 4:
-            size = _U32.unpack_from(buffer)[0]
-            if len(buffer) >= 4 + size:
-                body = bytes(buffer[4:4 + size])
-                del buffer[:4 + size]
-                return body
+        body = take_message(buffer)
+        if body is not None:
+            return body
         chunk = os.read(fd, 1 << 16)
         if not chunk:
             return None
@@ -262,7 +274,7 @@ def serve_calls(fd: int, source: str, namespace: dict[str, Any]) -> None:
     try:
         exec(compile(source, "<candidate>", "exec"), namespace)
     except BaseException as exc:
-        name, exact = _builtin_ancestor(exc)
+        name, exact = builtin_class_of(exc)
         _write_all(fd, ("load_error", name, exact, _message_of(exc)))
         return
     os.write(fd, READY)
@@ -281,14 +293,15 @@ def serve_calls(fd: int, source: str, namespace: dict[str, Any]) -> None:
         try:
             value = function(*args, **kwargs)
         except BaseException as exc:
-            name_, exact = _builtin_ancestor(exc)
+            name_, exact = builtin_class_of(exc)
             _write_all(fd, ("raise", seq, name_, exact, _message_of(exc)))
             continue
         value = _as_plain(value)
         _write_all(fd, ("return", seq, value))
 
 
-_DICT_LIKE: tuple[type, ...] = ()
+# The standard library's dict subclasses a correct solution may return (see _as_plain).
+_DICT_LIKE = (collections.Counter, collections.OrderedDict, collections.defaultdict)
 
 
 def _as_plain(value: Any) -> Any:
@@ -297,11 +310,6 @@ def _as_plain(value: Any) -> Any:
     Their contents are read through ``dict.items``, the C implementation, so a patched class changes
     nothing; user-defined subclasses are still refused by the encoder.
     """
-    global _DICT_LIKE
-    if not _DICT_LIKE:
-        import collections
-
-        _DICT_LIKE = (collections.Counter, collections.OrderedDict, collections.defaultdict)
     if type(value) in _DICT_LIKE:
         return dict(dict.items(value))
     return value

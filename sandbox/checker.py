@@ -261,11 +261,7 @@ def reason_for(exc: BaseException, client: channel.CallClient) -> str:
     if raised is not None:
         name, exact = raised
         return name if exact else "exception"
-    names = {cls: name for name, cls in channel.BUILTIN_EXCEPTIONS.items()}
-    for cls in type(exc).__mro__:
-        if cls in names:
-            return names[cls]
-    return "exception"
+    return channel.builtin_class_of(exc)[0]
 
 
 def main(argv: list[str]) -> int:

@@ -58,7 +58,7 @@ class Jail:
     flavor: str  # what the sample server is told: "ns-root", "ns-user" or "none"
     detail: str  # one line for the run record
 
-    def command(self, config: dict, scratch_mb: int) -> list[str]:
+    def command(self, config: dict) -> list[str]:
         if self.mode == "bwrap":
             server = [jail_interpreter(), "-I", "-S", "-B", f"{JAIL_CODE_DIR}/sample_server.py", json.dumps(config)]
             return bwrap_prefix(as_root=self.flavor == "ns-root") + server
@@ -103,6 +103,10 @@ def base_interpreter_paths() -> tuple[str, str, str]:
     return stdlib, platstdlib, dynload
 
 
+def _library_dirs() -> set[str]:
+    return {d for d in FALLBACK_LIBRARY_DIRS if os.path.isdir(d) and not os.path.islink(d)}
+
+
 def shared_libraries() -> set[str]:
     """The shared libraries the interpreter and its extension modules load (``ldd``), or, without ``ldd``,
     the system library folders."""
@@ -110,14 +114,14 @@ def shared_libraries() -> set[str]:
     dynload = base_interpreter_paths()[2]
     binaries = [jail_interpreter()] + sorted(str(p) for p in Path(dynload).glob("*.so")) if dynload else [jail_interpreter()]
     if ldd is None:
-        return {d for d in FALLBACK_LIBRARY_DIRS if os.path.isdir(d) and not os.path.islink(d)}
+        return _library_dirs()
     found: set[str] = set()
     for start in range(0, len(binaries), 64):
         try:
             output = subprocess.run([ldd, *binaries[start:start + 64]], capture_output=True, text=True,
                                     timeout=60).stdout
         except (OSError, subprocess.TimeoutExpired):
-            return {d for d in FALLBACK_LIBRARY_DIRS if os.path.isdir(d) and not os.path.islink(d)}
+            return _library_dirs()
         for match in re.finditer(r"(?:=>\s*)?(/\S+)\s+\(0x", output):
             found.add(match.group(1))
     return {p for p in found if os.path.exists(p)}

@@ -119,7 +119,7 @@ class Worker:
         checker_end, server_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             server_command = cgroups.join_command(
-                self.cgroup, self.jail.command(self._server_config(server_end.fileno()), self.limits.scratch_mb))
+                self.cgroup, self.jail.command(self._server_config(server_end.fileno())))
             # Neither process inherits the harness's environment: no token or API key reaches them.
             self.server = subprocess.Popen(server_command, stdin=subprocess.DEVNULL, stdout=self.stderr,
                                            stderr=self.stderr, start_new_session=True, close_fds=True,
