@@ -88,8 +88,8 @@ class Limits:
 class Worker:
     """One checker and one jailed sample server, and the frame protocol to the checker."""
 
-    def __init__(self, index: int, jail: Jail, limits: Limits):
-        self.index, self.jail, self.limits = index, jail, limits
+    def __init__(self, index: int, jail: Jail, limits: Limits, cpu: int | None = None):
+        self.index, self.jail, self.limits, self.cpu = index, jail, limits, cpu
         self.checker: subprocess.Popen | None = None
         self.server: subprocess.Popen | None = None
         self.reader: FrameReader | None = None
@@ -114,6 +114,17 @@ class Worker:
                 "host_pidns": os.readlink("/proc/self/ns/pid")}
 
     def start(self) -> None:
+        """Start the checker and the sample server, on this worker's CPU when it has one (see Executor)."""
+        if self.cpu is None:
+            return self._start()
+        saved = os.sched_getaffinity(0)
+        os.sched_setaffinity(0, {self.cpu})  # this thread's CPU set is what the two processes inherit
+        try:
+            self._start()
+        finally:
+            os.sched_setaffinity(0, saved)
+
+    def _start(self) -> None:
         self.stderr.seek(0)
         self.stderr.truncate()
         checker_end, server_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -192,6 +203,14 @@ class Worker:
         return outcome, bool(reply.get("restart"))
 
     def close(self) -> None:
+        if os.environ.get("EVALSUITE_RUSAGE"):
+            for proc in (self.checker, self.server):
+                try:
+                    proc.stdin and proc.stdin.close()
+                except OSError:
+                    pass
+            import time as _t; _t.sleep(0.3)
+            self.stderr.seek(0); print(self.stderr.read().decode(), file=sys.stderr)
         self.kill()
         self.stderr.close()
         if self.cgroup is not None:
@@ -248,9 +267,22 @@ class Executor:
                       f"signal your processes ({why})", UnsandboxedWarning, stacklevel=3)
         return unsandboxed_jail()
 
+    def _worker_cpus(self) -> list[int]:
+        """The CPUs to pin workers to, round robin, or [] to leave them to the scheduler.
+
+        A worker's checker, sample server and samples hand control to each other several times per sample;
+        on one CPU each hand-over is a cheap switch, across CPUs a wake-up of another core (measured: ~90 us
+        of CPU per call round trip across cores, ~25 us on one). Pinned only when every CPU gets a worker."""
+        if os.environ.get("EVALSUITE_PIN_WORKERS", "1") == "0" or not hasattr(os, "sched_getaffinity"):
+            return []
+        cpus = sorted(os.sched_getaffinity(0))
+        return cpus if 1 < len(cpus) <= self.workers else []
+
     def __enter__(self) -> "Executor":
         self.jail = self._choose_jail()
-        self._pool = [Worker(i, self.jail, self.limits) for i in range(self.workers)]
+        cpus = self._worker_cpus()
+        self._pool = [Worker(i, self.jail, self.limits, cpus[i % len(cpus)] if cpus else None)
+                      for i in range(self.workers)]
         try:
             for worker in self._pool:
                 worker.start()
