@@ -39,6 +39,7 @@ from evalsuite.execution import ExecutionOptions, execute_samples
 from evalsuite.jsonl import atomic_write_json
 from evalsuite.records import SampleResult
 from evalsuite.task import Problem, Task
+from sandbox.jail import cache_root
 
 DEFAULT_FLOOR_S = 1.0  # EvalPlus DEFAULT_MIN_TIME_LIMIT
 DEFAULT_FACTOR = 4.0  # EvalPlus DEFAULT_GT_TIME_LIMIT_FACTOR
@@ -65,13 +66,6 @@ class TimeoutPolicy:
 
 
 # -- the cache -------------------------------------------------------------------------------------------
-
-def cache_root() -> Path:
-    if os.environ.get("EVALSUITE_CACHE_DIR"):
-        return Path(os.environ["EVALSUITE_CACHE_DIR"])
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "evalsuite"
-
 
 def machine_fingerprint() -> dict[str, Any]:
     """What makes a canonical solution's time this machine's: host, CPU, memory, interpreter."""

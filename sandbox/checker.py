@@ -161,11 +161,6 @@ class Checker:
         hello = self.control_reader.read(60.0)
         if not isinstance(hello, dict) or not hello.get("ready"):
             raise SystemExit("checker: the sample server did not start")
-        for name in channel.PRELOAD:
-            try:
-                __import__(name)
-            except ImportError:
-                pass
         framing.write_frame(out_fd, dict(hello, checker_pid=os.getpid()))
         reader = framing.FrameReader(in_fd)
         while True:

@@ -24,6 +24,7 @@ Own PID, network, IPC, UTS and cgroup namespaces. Modes, best first:
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import os
 import re
@@ -44,6 +45,7 @@ SANDBOX_UID = 65534  # "nobody" inside a user namespace
 PROBE_TIMEOUT_S = 20.0
 ENVIRONMENT = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8", "TMPDIR": "/tmp"}
 FALLBACK_LIBRARY_DIRS = ("/lib", "/lib64", "/usr/lib", "/usr/lib64")
+FILES_CACHE_FORMAT = 1  # bump when the rules for what the jail binds change: older cached lists are then ignored
 
 
 class SandboxUnavailable(RuntimeError):
@@ -72,9 +74,58 @@ def jail_interpreter() -> str:
     return os.path.realpath(base)
 
 
+def cache_root() -> Path:
+    """evalsuite's cache folder: ``$EVALSUITE_CACHE_DIR``, else ``$XDG_CACHE_HOME/evalsuite`` or ~/.cache/evalsuite."""
+    if os.environ.get("EVALSUITE_CACHE_DIR"):
+        return Path(os.environ["EVALSUITE_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "evalsuite"
+
+
+def _files_fingerprint(paths: list[str], dynload: str) -> str:
+    """Size and modification time of every bound file, the loader's cache and each extension module: any
+    change (an upgraded library, a new module) makes a cached list of the jail's files stale."""
+    entries = []
+    for path in [*paths, "/etc/ld.so.cache", *sorted(str(p) for p in Path(dynload).glob("*.so"))] if dynload \
+            else [*paths, "/etc/ld.so.cache"]:
+        try:
+            info = os.stat(path)
+            entries.append((path, info.st_size, info.st_mtime_ns))
+        except OSError:
+            entries.append((path, None, None))
+    return hashlib.sha256(json.dumps(entries).encode("utf-8", "surrogateescape")).hexdigest()
+
+
 @functools.lru_cache(maxsize=None)
 def interpreter_files() -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(paths to bind read-only, directories to hide inside them) for the interpreter and its stdlib."""
+    """(paths to bind read-only, directories to hide inside them) for the interpreter and its stdlib.
+
+    Finding the shared libraries runs ``ldd`` over every extension module (~0.3 s); the answer is kept in the
+    cache folder, checked against the files' sizes and times at each use."""
+    name = hashlib.sha256(jail_interpreter().encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    cache = cache_root() / "sandbox" / f"jail-files-{name}.json"
+    try:
+        entry = json.loads(cache.read_text())
+        if entry["format"] == FILES_CACHE_FORMAT and \
+                entry["fingerprint"] == _files_fingerprint(entry["paths"], entry["dynload"]):
+            return tuple(entry["paths"]), tuple(entry["hidden"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    paths, hidden = _find_interpreter_files()
+    dynload = base_interpreter_paths()[2]
+    try:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        entry = {"format": FILES_CACHE_FORMAT, "paths": list(paths), "hidden": list(hidden), "dynload": dynload,
+                 "fingerprint": _files_fingerprint(list(paths), dynload)}
+        temporary = cache.with_suffix(f".{os.getpid()}.tmp")
+        temporary.write_text(json.dumps(entry))
+        os.replace(temporary, cache)
+    except OSError:
+        pass
+    return paths, hidden
+
+
+def _find_interpreter_files() -> tuple[tuple[str, ...], tuple[str, ...]]:
     paths = {jail_interpreter()}
     stdlib = set(base_interpreter_paths()[:2])
     paths.update(p for p in stdlib if os.path.isdir(p))

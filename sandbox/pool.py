@@ -203,14 +203,6 @@ class Worker:
         return outcome, bool(reply.get("restart"))
 
     def close(self) -> None:
-        if os.environ.get("EVALSUITE_RUSAGE"):
-            for proc in (self.checker, self.server):
-                try:
-                    proc.stdin and proc.stdin.close()
-                except OSError:
-                    pass
-            import time as _t; _t.sleep(0.3)
-            self.stderr.seek(0); print(self.stderr.read().decode(), file=sys.stderr)
         self.kill()
         self.stderr.close()
         if self.cgroup is not None:

@@ -4,10 +4,11 @@ Started by :mod:`sandbox.pool` as ``python -I -S -B sample_server.py CONFIG_JSON
 with the control socket to the worker's checker on ``config["control_fd"]``. It never sees a test. Per
 sample it receives the candidate's source and one end of a fresh call channel, forks a child that
 
-1. starts with a fresh, size-capped tmpfs on ``/tmp``, a fresh IPC namespace and a fresh PID namespace
-   (it is its init), all made by the server just before the fork and dropped by the kernel after the
-   sample: no file, SysV segment, directory tree, process or PID count outlives it, and no recursive
-   delete can be made to fail;
+1. starts in a fresh PID namespace (it is its init), made by the server just before the fork, and with an
+   empty, size-capped tmpfs of the server's on ``/tmp``: a new one whenever the last sample left any trace
+   in it (:meth:`SampleServer.prepare_tmp`), detached whole, never deleted file by file, so no process,
+   PID count or file outlives a sample and no directory tree can make the clean-up fail (SysV IPC and
+   POSIX message queues, the one other place for state, are refused by the seccomp filter);
 2. points fds 0-2 at ``/dev/null`` and closes every other fd but the channel;
 3. is the out-of-memory killer's first choice (``oom_score_adj`` 1000, set around the fork), sets its rlimits
    and drops to an unprivileged uid without capabilities (``no_new_privs`` and the seccomp filter of
@@ -51,7 +52,8 @@ _ = (List[int], List[str], List[float], List[Any], List[List[int]], List[Tuple[i
      Dict[Any, Any], Set[int], Union[int, float], Union[int, str], Callable[[int], int], Iterable[int],
      Iterator[int], list[int], dict[str, int], tuple[int, ...])
 """
-CLONE_NEWIPC, CLONE_NEWPID = 0x08000000, 0x20000000
+CLONE_NEWPID = 0x20000000
+TMP_PROBE = "/tmp/.evalsuite-probe"  # created and removed by the server, between samples, to read the inode counter
 MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_REC, MS_PRIVATE = 0x2, 0x4, 0x8, 0x20, 0x4000, 0x40000
 MNT_DETACH = 0x2
 PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 4, 36, 38
@@ -87,14 +89,17 @@ class Libc:
     def make_mounts_private(self) -> None:
         self._check(self.lib.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "mount --make-rprivate")
 
-    def fresh_tmp(self, size_mb: int) -> None:
-        """A new empty tmpfs on /tmp, and new IPC and PID namespaces for the next child, for the next sample."""
+    def mount_tmp(self, size_mb: int) -> None:
+        """A new empty tmpfs on /tmp."""
         options = f"size={size_mb}m,mode=1777,nr_inodes=16384".encode()
         self._check(self.lib.mount(b"tmpfs", b"/tmp", b"tmpfs", MS_NOSUID | MS_NODEV, options), "mount tmpfs")
+
+    def new_pid_namespace(self) -> None:
+        """The next child starts a new PID namespace (as its init)."""
         # A new PID namespace can be asked for only while children would still go to our own: point them back
         # there (the last sample's namespace is gone with its init), then ask for a new one.
         self._check(self.lib.setns(self.own_pid_namespace, CLONE_NEWPID), "setns")
-        self._check(self.lib.unshare(CLONE_NEWIPC | CLONE_NEWPID), "unshare")
+        self._check(self.lib.unshare(CLONE_NEWPID), "unshare")
 
     def hide_other_processes(self, gid: int) -> bool:
         """Remount the jail's /proc so that a sample sees only its own processes (``gid`` still sees all)."""
@@ -125,6 +130,8 @@ class SampleServer:
         self.control = socket.socket(fileno=config["control_fd"])
         self.reader = framing.FrameReader(self.control.fileno())
         self.exit_status: dict[int, int] = {}
+        self.clean_tmp: tuple | None = None  # how /tmp looks while no sample has touched it; None: not mounted
+        self.tmp_mounts = 0
 
     # -- setup -----------------------------------------------------------------------------------------
     def check_namespace(self) -> None:
@@ -155,9 +162,49 @@ class SampleServer:
         gc.collect()
 
     # -- one sample ------------------------------------------------------------------------------------
+    def prepare_tmp(self) -> None:
+        """Give the next sample an empty /tmp that no earlier sample can have left anything in.
+
+        Mounting a new tmpfs for every sample costs the server ~0.1 ms and the kernel an expedited RCU grace
+        period per unmount; most samples never touch /tmp. So the tmpfs is kept while it is provably as a
+        new one would be: the inode number a new file gets has moved by exactly one since the server's last
+        probe (any file, directory, link or open unnamed file a sample made took a number; O_TMPFILE is
+        refused by the seccomp filter), and its free space, free inodes, owner, mode, link count and extended
+        attributes are unchanged. Otherwise it is detached whole and a new one mounted.
+        """
+        if self.clean_tmp is not None:
+            try:
+                if self._tmp_state() == self.clean_tmp[0] and self._probe_inode() == self.clean_tmp[1]:
+                    self.clean_tmp = (self.clean_tmp[0], self.clean_tmp[1] + 1)
+                    return
+            except OSError:
+                pass
+            self.libc.drop_tmp()
+            self.clean_tmp = None
+        self.libc.mount_tmp(self.config["scratch_mb"])
+        self.tmp_mounts += 1
+        self.clean_tmp = (self._tmp_state(), self._probe_inode() + 1)
+
+    @staticmethod
+    def _tmp_state() -> tuple:
+        info, space = os.stat("/tmp"), os.statvfs("/tmp")
+        return (info.st_mode, info.st_uid, info.st_gid, info.st_nlink, space.f_bfree, space.f_ffree,
+                tuple(os.listxattr("/tmp")))
+
+    @staticmethod
+    def _probe_inode() -> int:
+        """The inode number of a new file in /tmp (the file is removed at once)."""
+        fd = os.open(TMP_PROBE, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        try:
+            return os.fstat(fd).st_ino
+        finally:
+            os.close(fd)
+            os.unlink(TMP_PROBE)
+
     def run_sample(self, job: dict[str, Any], channel_fd: int) -> None:
         if self.flavor != "none":
-            self.libc.fresh_tmp(self.config["scratch_mb"])
+            self.prepare_tmp()
+            self.libc.new_pid_namespace()
         gc.freeze()  # objects made so far are shared with the child and never touched by its GC
         # Over the memory limit, the sample goes first: the child inherits the score we hold across the fork.
         self.set_oom_score(b"1000")
@@ -238,8 +285,6 @@ class SampleServer:
         self.exit_status.clear()
         if self.flavor == "none":
             remove_tree(self.config["scratch"], keep_root=True)
-        else:
-            self.libc.drop_tmp()
         if status is None:
             return {"code": None, "signal": None}
         if os.WIFSIGNALED(status):
@@ -374,7 +419,8 @@ def probe(config: dict[str, Any]) -> int:
         server.libc.prctl(PR_SET_NO_NEW_PRIVS, 1)
         server.libc.make_mounts_private()
         server.seccomp.install()
-        server.libc.fresh_tmp(config["scratch_mb"])
+        server.libc.mount_tmp(config["scratch_mb"])
+        server.libc.new_pid_namespace()
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:
@@ -382,13 +428,14 @@ def probe(config: dict[str, Any]) -> int:
             server.enter_jail(write_end, 1.0)
             with open("/tmp/probe", "w") as handle:
                 handle.write("ok")
-            if server.seccomp.available and server.flavor != "none":
-                try:
-                    server.libc.fresh_tmp(1)
-                except OSError:
-                    pass
-                else:
-                    raise RuntimeError("a sample could make a namespace")
+            if server.flavor != "none":  # what the server may do, a sample may not (no capabilities)
+                libc = server.libc
+                for attempt in (lambda: libc.mount_tmp(1), lambda: libc._check(libc.lib.unshare(CLONE_NEWPID), "")):
+                    try:
+                        attempt()
+                    except OSError:
+                        continue
+                    raise RuntimeError("a sample could mount or make a namespace")
             os.write(write_end, b"ok" if os.getuid() != 0 or config["flavor"] == "none" else b"root")
         except BaseException as exc:
             os.write(write_end, f"{type(exc).__name__}: {exc}".encode()[:200])

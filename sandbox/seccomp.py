@@ -39,7 +39,10 @@ ARCHITECTURES: dict[str, tuple[int, dict[str, int]]] = {
         "process_vm_readv": 310, "process_vm_writev": 311, "pidfd_getfd": 438, "move_mount": 429,
         "open_tree": 428, "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433, "mount_setattr": 442,
         "iopl": 172, "ioperm": 173, "vhangup": 153, "uselib": 134, "_sysctl": 156, "lookup_dcookie": 212,
-        "fanotify_init": 300}),
+        "fanotify_init": 300, "shmget": 29, "shmat": 30, "shmctl": 31, "shmdt": 67, "semget": 64, "semop": 65,
+        "semctl": 66, "semtimedop": 220, "msgget": 68, "msgsnd": 69, "msgrcv": 70, "msgctl": 71, "mq_open": 240,
+        "mq_unlink": 241, "mq_timedsend": 242, "mq_timedreceive": 243, "mq_notify": 244, "mq_getsetattr": 245,
+        "open": 2, "openat": 257, "openat2": 437}),
     "aarch64": (0xC00000B7, {
         "clone": 220, "clone3": 435, "unshare": 97, "setns": 268, "mount": 40, "umount2": 39, "pivot_root": 41,
         "chroot": 51, "ptrace": 117, "add_key": 217, "request_key": 218, "keyctl": 219, "bpf": 280,
@@ -49,7 +52,10 @@ ARCHITECTURES: dict[str, tuple[int, dict[str, int]]] = {
         "quotactl": 60, "quotactl_fd": 443, "syslog": 116, "open_by_handle_at": 265, "name_to_handle_at": 264,
         "process_vm_readv": 270, "process_vm_writev": 271, "pidfd_getfd": 438, "move_mount": 429,
         "open_tree": 428, "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433, "mount_setattr": 442,
-        "vhangup": 58, "lookup_dcookie": 18, "fanotify_init": 262}),
+        "vhangup": 58, "lookup_dcookie": 18, "fanotify_init": 262, "mq_open": 180, "mq_unlink": 181,
+        "mq_timedsend": 182, "mq_timedreceive": 183, "mq_notify": 184, "mq_getsetattr": 185, "msgget": 186,
+        "msgctl": 187, "msgrcv": 188, "msgsnd": 189, "semget": 190, "semctl": 191, "semtimedop": 192, "semop": 193,
+        "shmget": 194, "shmctl": 195, "shmat": 196, "shmdt": 197, "openat": 56, "openat2": 437}),
 }
 # clone() flags that make a namespace (linux/sched.h).
 CLONE_NEWIPC, CLONE_NEWPID = 0x08000000, 0x20000000
@@ -57,7 +63,7 @@ CLONE_NAMESPACE_FLAGS = 0x02000000 | 0x04000000 | CLONE_NEWIPC | 0x10000000 | CL
 MS_NOSUID, MS_NODEV, MNT_DETACH = 0x2, 0x4, 0x2
 # The sample server's own calls, let through with exactly these arguments (argument index, value): see above.
 SERVER_CALLS: dict[str, tuple[int, int]] = {
-    "unshare": (0, CLONE_NEWIPC | CLONE_NEWPID),
+    "unshare": (0, CLONE_NEWPID),
     "setns": (1, CLONE_NEWPID),
     "mount": (3, MS_NOSUID | MS_NODEV),
     "umount2": (1, MNT_DETACH),
@@ -66,7 +72,10 @@ SERVER_CALLS: dict[str, tuple[int, int]] = {
 # BPF opcodes and seccomp return values (linux/filter.h, linux/seccomp.h).
 _LD_W_ABS, _JEQ_K, _JGE_K, _JSET_K, _RET_K = 0x20, 0x15, 0x35, 0x45, 0x06
 _RET_ALLOW, _RET_KILL, _RET_ERRNO = 0x7FFF0000, 0x80000000, 0x00050000
-_EPERM, _ENOSYS = 1, 38
+_EPERM, _ENOSYS, _EOPNOTSUPP = 1, 38, 95
+O_TMPFILE_BIT = 0o20000000  # __O_TMPFILE (x86-64 and the generic table alike)
+OPEN_FLAGS_ARGUMENT = {"open": 1, "openat": 2}  # where the flags are; openat2 passes them in a struct: ENOSYS
+NOT_IMPLEMENTED = ("clone3", "openat2")  # ENOSYS: the C library and Python fall back to calls the filter can read
 _OFFSET_NR, _OFFSET_ARCH, _OFFSET_ARG0 = 0, 4, 16  # struct seccomp_data; arg0's low 32 bits (little endian)
 _ARG_SIZE = 8
 PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
@@ -90,7 +99,7 @@ def build_program(machine: str | None = None) -> list[tuple[int, int, int, int]]
     if arch is None:
         return None
     audit_arch, numbers = arch
-    special = {"clone", "clone3", *SERVER_CALLS}
+    special = {"clone", *NOT_IMPLEMENTED, *SERVER_CALLS, *OPEN_FLAGS_ARGUMENT}
     refused = sorted(number for name, number in numbers.items() if name not in special)
     exact_argument: list[tuple] = []  # one block per server call: allowed only with its exact argument
     for name, (index, value) in SERVER_CALLS.items():
@@ -101,21 +110,31 @@ def build_program(machine: str | None = None) -> list[tuple[int, int, int, int]]
             (None, _LD_W_ABS, low + 4),  # the upper half must be zero
             (None, _JEQ_K, 0, "allow", "deny"),
         ]
+    open_flags: list[tuple] = []  # an unnamed file in a directory (O_TMPFILE): "not supported", see below
+    for name, index in OPEN_FLAGS_ARGUMENT.items():
+        if name in numbers:
+            open_flags += [
+                (name, _LD_W_ABS, _OFFSET_ARG0 + _ARG_SIZE * index),
+                (None, _JSET_K, O_TMPFILE_BIT, "eopnotsupp", "allow"),
+            ]
     source: list[tuple] = [
         (None, _LD_W_ABS, _OFFSET_ARCH),
         (None, _JEQ_K, audit_arch, "next", "kill"),  # another ABI's numbers mean other calls: refuse
         (None, _LD_W_ABS, _OFFSET_NR),
         (None, _JGE_K, 0x40000000, "kill", "next"),  # x32 numbers on x86-64
-        (None, _JEQ_K, numbers["clone3"], "enosys", "next"),
+        *[(None, _JEQ_K, numbers[name], "enosys", "next") for name in NOT_IMPLEMENTED],
         (None, _JEQ_K, numbers["clone"], "clone", "next"),
         *[(None, _JEQ_K, numbers[name], name, "next") for name in SERVER_CALLS],
+        *[(None, _JEQ_K, numbers[name], name, "next") for name in OPEN_FLAGS_ARGUMENT if name in numbers],
         *[(None, _JEQ_K, number, "deny", "next") for number in refused],
         (None, _RET_K, _RET_ALLOW),
         ("clone", _LD_W_ABS, _OFFSET_ARG0),
         (None, _JSET_K, CLONE_NAMESPACE_FLAGS, "deny", "allow"),
         *exact_argument,  # jumps go forward only: "allow" comes after these blocks
+        *open_flags,
         ("allow", _RET_K, _RET_ALLOW),
         ("deny", _RET_K, _RET_ERRNO | _EPERM),
+        ("eopnotsupp", _RET_K, _RET_ERRNO | _EOPNOTSUPP),
         ("enosys", _RET_K, _RET_ERRNO | _ENOSYS),
         ("kill", _RET_K, _RET_KILL),
     ]
@@ -140,9 +159,11 @@ class SeccompFilter:
     def __init__(self, machine: str | None = None):
         program = build_program(machine)
         self.available = program is not None
-        refused = len(ARCHITECTURES[machine or platform.machine()][1]) - len(SERVER_CALLS) if self.available else 0
+        names = ARCHITECTURES[machine or platform.machine()][1] if self.available else {}
+        refused = len([n for n in names if n not in SERVER_CALLS and n not in OPEN_FLAGS_ARGUMENT and n != "clone"])
         self.description = (f"seccomp filter: {refused} system calls refused, {len(SERVER_CALLS)} more allowed "
-                            "only with the sample server's own arguments" if self.available else
+                            "only with the sample server's own arguments, clone without namespaces, open "
+                            "without O_TMPFILE" if self.available else
                             f"no seccomp filter ({machine or platform.machine()} has no syscall table here)")
         if program is None:
             return
