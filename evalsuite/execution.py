@@ -20,7 +20,7 @@ from evalsuite.task import Task
 
 @dataclass(frozen=True)
 class ExecutionOptions:
-    workers: int | None = None  # None: two per CPU (each is a checker and a sample server in lockstep)
+    workers: int | None = None  # None: one per CPU, pinned (sandbox.pool.Executor)
     timeout_s: float = 3.0  # wall clock per sample
     memory_mb: int = 1024  # address-space limit per sample
     allow_unsandboxed: bool = False  # run with rlimits only where no namespace isolation exists

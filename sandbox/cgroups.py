@@ -32,14 +32,14 @@ class WorkerCgroup:
 
     def remove(self) -> None:
         for directory in self.directories:
-            for _ in range(50):  # the kernel frees a cgroup a moment after its last process exits
+            for attempt in range(100):  # the kernel frees a cgroup a moment after its last process exits
                 try:
                     directory.rmdir()
                     break
                 except FileNotFoundError:
                     break
                 except OSError:
-                    time.sleep(0.02)
+                    time.sleep(min(0.001 * (attempt + 1), 0.02))
 
 
 def _own_cgroup_paths() -> dict[str, str]:

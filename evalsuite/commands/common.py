@@ -37,7 +37,7 @@ def load_registry(args: argparse.Namespace) -> TaskRegistry:
 
 def add_execution_args(parser) -> None:
     """The sandbox flags of ``run`` and ``evaluate`` (a parser or an argument group)."""
-    parser.add_argument("--workers", type=int, default=None, help="sandbox workers (default: two per CPU)")
+    parser.add_argument("--workers", type=int, default=None, help="sandbox workers (default: one per CPU, each pinned to its CPU)")
     parser.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
                         help="one fixed wall-clock limit for every sample (default: calibrated per problem on this "
                              "machine, max(--timeout-floor, --timeout-factor x the canonical solution's time), as "
