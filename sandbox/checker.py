@@ -118,7 +118,7 @@ class Checker:
         try:
             framing.send_frame(self.control, {"op": "run", "id": job["id"], "candidate": job["candidate"],
                                               "entry_point": problem.entry_point, "timeout_s": timeout},
-                               fds=[theirs.fileno()])
+                               fds=[theirs.fileno()], binary=True)
         except OSError:
             ours.close()
             theirs.close()
@@ -138,7 +138,7 @@ class Checker:
     def end_sample(self, job_id: int) -> dict[str, Any] | None:
         """Tell the sample server to kill the sample's processes; its answer says how the sample ended."""
         try:
-            framing.send_frame(self.control, {"op": "end", "id": job_id})
+            framing.send_frame(self.control, {"op": "end", "id": job_id}, binary=True)
             reply = self.control_reader.read(CONTROL_TIMEOUT_S)
         except (OSError, framing.ChannelClosed, ValueError):
             return None

@@ -53,7 +53,6 @@ _ = (List[int], List[str], List[float], List[Any], List[List[int]], List[Tuple[i
      Iterator[int], list[int], dict[str, int], tuple[int, ...])
 """
 CLONE_NEWPID = 0x20000000
-TMP_PROBE = "/tmp/.evalsuite-probe"  # created and removed by the server, between samples, to read the inode counter
 MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_REC, MS_PRIVATE = 0x2, 0x4, 0x8, 0x20, 0x4000, 0x40000
 MNT_DETACH = 0x2
 PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 4, 36, 38
@@ -128,10 +127,10 @@ class SampleServer:
         except OSError:
             self.oom_score = None
         self.control = socket.socket(fileno=config["control_fd"])
-        self.reader = framing.FrameReader(self.control.fileno())
+        self.reader = framing.FrameReader(self.control.fileno(), binary=True)  # from the checker: trusted
         self.exit_status: dict[int, int] = {}
-        self.clean_tmp: tuple | None = None  # how /tmp looks while no sample has touched it; None: not mounted
-        self.tmp_mounts = 0
+        self.clean_tmp: tuple | None = None  # how /tmp looks while no sample has changed it; None: mount anew
+        self.tmp_mounts = 0  # tmpfs mounted on /tmp so far (the last one is still there)
 
     # -- setup -----------------------------------------------------------------------------------------
     def check_namespace(self) -> None:
@@ -163,43 +162,32 @@ class SampleServer:
 
     # -- one sample ------------------------------------------------------------------------------------
     def prepare_tmp(self) -> None:
-        """Give the next sample an empty /tmp that no earlier sample can have left anything in.
+        """Give the next sample an empty /tmp that nothing of an earlier sample can be read from.
 
         Mounting a new tmpfs for every sample costs the server ~0.1 ms and the kernel an expedited RCU grace
-        period per unmount; most samples never touch /tmp. So the tmpfs is kept while it is provably as a
-        new one would be: the inode number a new file gets has moved by exactly one since the server's last
-        probe (any file, directory, link or open unnamed file a sample made took a number; O_TMPFILE is
-        refused by the seccomp filter), and its free space, free inodes, owner, mode, link count and extended
-        attributes are unchanged. Otherwise it is detached whole and a new one mounted.
+        period per unmount, and most samples never touch /tmp. So, where samples run under a uid that does
+        not own /tmp (real root: ``child_uid``), the tmpfs is kept while no sample has changed it. Before each
+        sample the server sets the directory's access and modification times to 0 (its change time becomes
+        "now", as on a new mount). Adding or removing any entry sets the modification time, listing it the
+        access time, and a sample cannot set either back (only the owner may choose times); a file made with
+        O_TMPFILE, the one way to take an inode (and so move the inode numbers a next sample would see)
+        without an entry, is refused by the seccomp filter. With both times still 0 and the same owner, mode,
+        link count, free blocks and inodes and no extended attributes, the tmpfs is as a new one would be,
+        down to the next inode number. Otherwise it is detached whole and a new one mounted.
         """
-        if self.clean_tmp is not None:
-            try:
-                if self._tmp_state() == self.clean_tmp[0] and self._probe_inode() == self.clean_tmp[1]:
-                    self.clean_tmp = (self.clean_tmp[0], self.clean_tmp[1] + 1)
-                    return
-            except OSError:
-                pass
-            self.libc.drop_tmp()
-            self.clean_tmp = None
-        self.libc.mount_tmp(self.config["scratch_mb"])
-        self.tmp_mounts += 1
-        self.clean_tmp = (self._tmp_state(), self._probe_inode() + 1)
+        if self.clean_tmp is None or self._tmp_state() != self.clean_tmp:
+            if self.tmp_mounts:
+                self.libc.drop_tmp()
+            self.libc.mount_tmp(self.config["scratch_mb"])
+            self.tmp_mounts += 1
+        os.utime("/tmp", ns=(0, 0))
+        self.clean_tmp = self._tmp_state() if self.config.get("child_uid") is not None else None
 
     @staticmethod
     def _tmp_state() -> tuple:
         info, space = os.stat("/tmp"), os.statvfs("/tmp")
-        return (info.st_mode, info.st_uid, info.st_gid, info.st_nlink, space.f_bfree, space.f_ffree,
-                tuple(os.listxattr("/tmp")))
-
-    @staticmethod
-    def _probe_inode() -> int:
-        """The inode number of a new file in /tmp (the file is removed at once)."""
-        fd = os.open(TMP_PROBE, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-        try:
-            return os.fstat(fd).st_ino
-        finally:
-            os.close(fd)
-            os.unlink(TMP_PROBE)
+        return (info.st_atime_ns, info.st_mtime_ns, info.st_mode, info.st_uid, info.st_gid, info.st_nlink,
+                info.st_size, space.f_bfree, space.f_ffree, tuple(os.listxattr("/tmp")))
 
     def run_sample(self, job: dict[str, Any], channel_fd: int) -> None:
         if self.flavor != "none":

@@ -998,6 +998,68 @@ def isolation(p) -> dict[str, str]:
             ok = ok or libc.mount(b"proc", b"/tmp", b"proc", 0, None) == 0
             return a + b if ok else a - b
             """),
+        # The seccomp filter lets the sample server's own calls through with its exact arguments; a sample
+        # making exactly those calls must still fail (it holds no capability).
+        "server_calls_mount_tmpfs_exact_flags": body(LIBC + """
+            ok = libc.mount(b"tmpfs", b"/tmp", b"tmpfs", 0x2 | 0x4, b"size=1m") == 0  # MS_NOSUID | MS_NODEV
+            ok = ok or libc.mount(b"tmpfs", b"/evalsuite-sandbox", b"tmpfs", 0x2 | 0x4, None) == 0
+            return a + b if ok else a - b
+            """),
+        "server_calls_umount_tmp_detach": body(LIBC + """
+            ok = libc.umount2(b"/tmp", 2) == 0 or libc.umount2(b"/evalsuite-sandbox", 2) == 0
+            ok = ok or any(libc.umount2(p, 2) == 0 for p in (b"/proc", b"/dev", b"/"))
+            return a + b if ok else a - b
+            """),
+        "server_calls_unshare_pid": body(LIBC + """
+            import os
+            ok = libc.unshare(0x20000000) == 0  # CLONE_NEWPID: the server's own call
+            if ok:
+                pid = os.fork()
+                if pid == 0:
+                    os._exit(0 if os.getpid() == 1 else 1)
+                ok = os.waitpid(pid, 0)[1] == 0
+            return a + b if ok else a - b
+            """),
+        "server_calls_setns_pid": body(LIBC + """
+            import os
+            ok = False
+            for path in ("/proc/1/ns/pid", "/proc/self/ns/pid", "/proc/self/ns/ipc"):
+                try:
+                    fd = os.open(path, os.O_RDONLY)
+                except OSError:
+                    continue
+                ok = ok or libc.setns(fd, 0x20000000) == 0 or libc.setns(fd, 0) == 0
+            return a + b if ok else a - b
+            """),
+        "unshare_flag_variants": body(LIBC + """
+            flags = [0x20000000 | 0x10000000, 0x08000000, 0x20000000 | 0x08000000, 0x00020000, 0x04000000,
+                     0x20000000 | (1 << 32), 0x02000000, 0x40000000]
+            ok = any(libc.unshare(ctypes.c_ulong(f)) == 0 for f in flags)
+            return a + b if ok else a - b
+            """),
+        "tmpfile_unnamed_inode": body("""
+            import os
+            try:
+                fd = os.open("/tmp", os.O_TMPFILE | os.O_RDWR, 0o600)
+            except OSError:
+                return a - b
+            os.write(fd, b"x" * 4096)
+            return a + b
+            """),
+        "openat2_refused": body(LIBC + """
+            how = (ctypes.c_uint64 * 3)(0, 0, 0)  # struct open_how {flags, mode, resolve}
+            fd = libc.syscall(437, -100, b"/etc/passwd", ctypes.byref(how), 24)
+            fd2 = libc.syscall(437, -100, b"/proc/self/status", ctypes.byref(how), 24)
+            return a + b if fd >= 0 or fd2 >= 0 else a - b
+            """),
+        "sysv_and_mqueue_refused": body(LIBC + """
+            libc.syscall.restype = ctypes.c_long
+            shm = libc.shmget(0, 1 << 20, 0o1600)
+            sem = libc.semget(0, 1, 0o1600)
+            msg = libc.msgget(0, 0o1600)
+            mq = libc.syscall(240, b"rt-q", 0o100 | 0o2, 0o600, None)  # mq_open(O_CREAT | O_RDWR)
+            return a + b if max(shm, sem, msg, mq) >= 0 else a - b
+            """),
         "setuid_root": body("""
             import os
             try:
@@ -1152,6 +1214,20 @@ LEARNER = LEARN_PROMPT + textwrap.indent(_dedent(KEYCTL + textwrap.dedent("""
 """)), "    ")
 
 
+TMP_READER = """
+    import os
+    info = os.stat("/tmp")  # before the listing below changes its access time
+    if os.listdir("/tmp"):
+        return a + b
+    path = "/tmp/probe-%d" % os.getpid()
+    with open(path, "w") as handle:
+        inode = os.fstat(handle.fileno()).st_ino
+    os.unlink(path)
+    if inode > 16:  # a fresh tmpfs: the root, the server's probes and this file
+        return a + b
+    """ + SEP
+
+
 def cross_sample() -> list[tuple[str, str, str]]:
     """(name, problem, candidate) in order, all on one worker. Readers pass only if state survived."""
     clear = body(KEYCTL + """
@@ -1173,6 +1249,87 @@ def cross_sample() -> list[tuple[str, str, str]]:
             import os
             return a + b if os.path.exists("/tmp/redteam-mark") or os.path.exists("/tmp/.hidden") else a - b
             """)),
+        # /tmp is kept from one sample to the next only while no trace is left: each writer leaves one kind of
+        # trace (the inode counter, open unlinked files, owner/mode, extended attributes, links, FIFOs); each
+        # reader passes only if it can see a trace, or a used inode counter (a new tmpfs numbers from 1-3).
+        ("tmp_inode_counter_writer", "add", body("""
+            import os
+            for i in range(400):
+                open(f"/tmp/c{i}", "w").close()
+                os.unlink(f"/tmp/c{i}")
+            return a - b
+            """)),
+        ("tmp_inode_counter_reader", "add", body(TMP_READER + "return a - b\n")),
+        ("tmp_open_unlinked_writer", "add", body("""
+            import os, time
+            for i in range(50):
+                open(f"/tmp/u{i}", "w").close()
+            if os.fork() == 0:
+                held = [open(f"/tmp/u{i}") for i in range(50)]
+                for i in range(50):
+                    os.unlink(f"/tmp/u{i}")
+                time.sleep(30)
+                os._exit(0)
+            time.sleep(0.2)
+            return a - b
+            """)),
+        ("tmp_open_unlinked_reader", "add", body(TMP_READER + "return a - b\n")),
+        ("tmp_metadata_writer", "add", body("""
+            import os
+            for attempt in (lambda: os.chmod("/tmp", 0o777), lambda: os.setxattr("/tmp", "user.rt", b"1"),
+                            lambda: os.utime("/tmp", (0, 0)), lambda: os.chown("/tmp", os.getuid(), -1)):
+                try:
+                    attempt()
+                except OSError:
+                    pass
+            return a - b
+            """)),
+        ("tmp_metadata_reader", "add", body(TMP_READER + """
+            return a + b if (info.st_mode & 0o7777) != 0o1777 or os.listxattr("/tmp") else a - b
+            """)),
+        ("tmp_links_writer", "add", body("""
+            import os
+            os.mkfifo("/tmp/fifo")
+            os.symlink("/evalsuite-sandbox", "/tmp/link")
+            os.mkdir("/tmp/d")
+            open("/tmp/d/f", "w").close()
+            os.link("/tmp/d/f", "/tmp/hard")
+            for path in ("/tmp/hard", "/tmp/d/f", "/tmp/fifo", "/tmp/link"):
+                os.unlink(path)
+            os.rmdir("/tmp/d")
+            return a - b
+            """)),
+        ("tmp_links_reader", "add", body(TMP_READER + "return a - b\n")),
+        ("tmp_tmpfile_writer", "add", body("""
+            import os
+            for i in range(300):  # unnamed files take inode numbers without changing the directory
+                try:
+                    os.close(os.open("/tmp", os.O_TMPFILE | os.O_RDWR, 0o600))
+                except OSError:
+                    break
+            return a - b
+            """)),
+        ("tmp_tmpfile_reader", "add", body(TMP_READER + "return a - b\n")),
+        ("tmp_listing_writer", "add", body("""
+            import os
+            os.listdir("/tmp")  # only the access time changes
+            return a - b
+            """)),
+        ("tmp_listing_reader", "add", body(TMP_READER + """
+            return a + b if info.st_atime_ns != 0 else a - b
+            """)),
+        ("tmp_touch_writer", "add", body("""
+            import os
+            os.utime("/tmp")  # "now": allowed to anyone who may write the directory
+            try:
+                os.utime("/tmp", ns=(0, 0))  # chosen times: only the owner
+            except OSError:
+                pass
+            return a - b
+            """)),
+        ("tmp_touch_reader", "add", body(TMP_READER + """
+            return a + b if info.st_mtime_ns != 0 or info.st_atime_ns != 0 else a - b
+            """)),
         ("sysv_writer", "add", body(LIBC + """
             libc.shmat.restype = ctypes.c_void_p
             shmid = libc.shmget(0x5EED, 4096, 0o1666)
@@ -1183,6 +1340,17 @@ def cross_sample() -> list[tuple[str, str, str]]:
             """)),
         ("sysv_reader", "add", body(LIBC + """
             return a + b if libc.shmget(0x5EED, 0, 0) >= 0 or libc.msgget(0x5EED, 0) >= 0 else a - b
+            """)),
+        ("mqueue_writer", "add", body(LIBC + """
+            libc.syscall.restype = ctypes.c_long
+            libc.syscall(240, b"rt-mq", 0o100 | 0o2, 0o666, None)  # mq_open(O_CREAT | O_RDWR)
+            libc.semget(0x5EEE, 1, 0o1666)
+            return a - b
+            """)),
+        ("mqueue_reader", "add", body(LIBC + """
+            libc.syscall.restype = ctypes.c_long
+            found = libc.syscall(240, b"rt-mq", 0o2, 0, None) >= 0 or libc.semget(0x5EEE, 0, 0) >= 0
+            return a + b if found else a - b
             """)),
         ("keyring_writer", "add", body(KEYCTL + """
             key_write(b"rt-mark", b"REDTEAM")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import collections
 import os
+import platform
 import random
 import signal
 import struct
@@ -317,3 +318,62 @@ def test_seccomp_program_refuses_namespaces_and_keyrings_in_a_child():
     answer = os.read(read_end, 100).decode()
     os.waitpid(pid, 0)
     assert answer == "[-1, -1, 3]"  # both refused; an ordinary fork still works
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or platform.machine() != "x86_64", reason="needs root on x86-64")
+def test_seccomp_lets_through_only_the_servers_own_calls_with_their_exact_arguments():
+    """The filter is installed once in the sample server: its four calls pass with the server's arguments
+    (here, as root, they succeed), any other argument is refused by the filter itself (EPERM even as root);
+    SysV IPC and message queues are refused, O_TMPFILE is "not supported", openat2 "not implemented"."""
+    from sandbox.seccomp import SeccompFilter
+
+    check = SeccompFilter()
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - runs in the child
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.syscall.restype = ctypes.c_long
+
+        def errno_of(result: int) -> int:
+            return 0 if result >= 0 else ctypes.get_errno()
+
+        results = {}
+        try:
+            libc.unshare(0x00020000)  # a private mount namespace for the mounts below (before the filter)
+            os.makedirs("/tmp/evalsuite-seccomp-test", exist_ok=True)
+            libc.prctl(38, 1, 0, 0, 0)
+            check.install()
+            target = b"/tmp/evalsuite-seccomp-test"
+            results["mount exact"] = errno_of(libc.mount(b"tmpfs", target, b"tmpfs", 0x6, b"size=1m"))
+            results["umount exact"] = errno_of(libc.umount2(target, 2))
+            results["mount other flags"] = errno_of(libc.mount(b"tmpfs", target, b"tmpfs", 0x6 | 0x1000, None))
+            results["mount bind"] = errno_of(libc.mount(b"/etc", target, None, 0x1000, None))
+            results["umount other flags"] = errno_of(libc.umount2(target, 0))
+            results["unshare pid"] = errno_of(libc.unshare(0x20000000))
+            results["unshare pid+user"] = errno_of(libc.unshare(0x20000000 | 0x10000000))
+            results["unshare ipc"] = errno_of(libc.unshare(0x08000000))
+            results["unshare pid, high bits"] = errno_of(libc.syscall(272, ctypes.c_ulong(0x20000000 | (1 << 40))))
+            own = os.open("/proc/self/ns/pid", os.O_RDONLY)
+            results["setns pid"] = errno_of(libc.setns(own, 0x20000000))
+            results["setns any"] = errno_of(libc.setns(own, 0))
+            results["shmget"] = errno_of(libc.shmget(0, 4096, 0o1600))
+            results["mq_open"] = errno_of(libc.syscall(240, b"x", 0o100 | 0o2, 0o600, None))
+            results["O_TMPFILE"] = errno_of(libc.open(b"/tmp", 0o20200000 | 0o2, 0o600))
+            results["openat2"] = errno_of(libc.syscall(437, -100, b"/etc/hostname", None, 0))
+            results["open"] = errno_of(os.open("/etc/hostname", os.O_RDONLY))
+        except BaseException as exc:
+            results["error"] = repr(exc)
+        os.write(write_end, repr(results).encode())
+        os._exit(0)
+    os.close(write_end)
+    answer = os.read(read_end, 4000).decode()
+    os.waitpid(pid, 0)
+    results = eval(answer)  # a dict of ints and strings written by our own child
+    eperm, enosys, eopnotsupp = 1, 38, 95
+    assert results == {
+        "mount exact": 0, "umount exact": 0, "mount other flags": eperm, "mount bind": eperm,
+        "umount other flags": eperm, "unshare pid": 0, "unshare pid+user": eperm, "unshare ipc": eperm,
+        "unshare pid, high bits": eperm, "setns pid": 0, "setns any": eperm, "shmget": eperm, "mq_open": eperm,
+        "O_TMPFILE": eopnotsupp, "openat2": enosys, "open": 0}
