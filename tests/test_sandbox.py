@@ -104,6 +104,91 @@ def test_wire_decoder_survives_random_bytes():
             pass
 
 
+def _reference_decode(data: bytes) -> object:
+    """The wire format read the plain way (a cursor and one branch per tag), to check the fast decoder."""
+    view, pos = memoryview(data), [0]
+
+    def take(size: int) -> bytes:
+        if pos[0] + size > len(view):
+            raise wire.WireError("truncated")
+        pos[0] += size
+        return bytes(view[pos[0] - size:pos[0]])
+
+    def value(depth: int) -> object:
+        tag = take(1)
+        simple = {b"N": None, b"T": True, b"F": False}
+        if tag in simple:
+            return simple[tag]
+        if tag == b"f":
+            return struct.unpack(">d", take(8))[0]
+        if tag == b"c":
+            return complex(*struct.unpack(">dd", take(16)))
+        if tag in (b"i", b"s", b"b"):
+            size = struct.unpack(">I", take(4))[0]
+            if tag == b"i" and not 0 < size <= wire.DEFAULT_LIMITS.max_int_bytes:
+                raise wire.WireError("bad integer size")
+            raw = take(size)
+            return (int.from_bytes(raw, "big", signed=True) if tag == b"i"
+                    else str(raw, "utf-8", "surrogatepass") if tag == b"s" else raw)
+        if tag in (b"l", b"t", b"S", b"Z", b"d"):
+            if depth >= wire.DEFAULT_LIMITS.max_depth:
+                raise wire.WireError("deep")
+            count = struct.unpack(">I", take(4))[0]
+            if count * (2 if tag == b"d" else 1) > len(view) - pos[0]:
+                raise wire.WireError("count")
+            if tag == b"d":
+                pairs = [(value(depth + 1), value(depth + 1)) for _ in range(count)]
+                try:
+                    return dict(pairs)
+                except TypeError:
+                    raise wire.WireError("unhashable") from None
+            items = [value(depth + 1) for _ in range(count)]
+            try:
+                return {b"l": list, b"t": tuple, b"S": set, b"Z": frozenset}[tag](items)
+            except TypeError:
+                raise wire.WireError("unhashable") from None
+        raise wire.WireError("tag")
+
+    try:
+        result = value(0)
+    except (struct.error, UnicodeDecodeError):
+        raise wire.WireError("malformed") from None
+    if pos[0] != len(view):
+        raise wire.WireError("trailing")
+    return result
+
+
+def _typed(value: object) -> object:
+    """A value with every element's exact type alongside it (True and 1 differ; nan equals nan)."""
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, [_typed(v) for v in value])
+    if isinstance(value, (set, frozenset)):
+        return (type(value).__name__, sorted(map(repr, value)))
+    if isinstance(value, dict):
+        return ("dict", sorted((repr(k), repr(_typed(v))) for k, v in value.items()))
+    return (type(value).__name__, repr(value))
+
+
+def test_wire_decoder_agrees_with_a_plain_reference_on_mutated_input():
+    rng = random.Random(1)
+    seeds = [wire.encode(v) for v in PLAIN_VALUES] + [wire.encode(list(PLAIN_VALUES))]
+    accepted = 0
+    for _ in range(4000):
+        data = bytearray(rng.choice(seeds))
+        for _ in range(rng.randint(0, 3)):
+            if data:
+                data[rng.randrange(len(data))] = rng.randrange(256)
+        outcomes = []
+        for decoder in (wire.decode, _reference_decode):
+            try:
+                outcomes.append(_typed(decoder(bytes(data))))
+            except wire.WireError:
+                outcomes.append("refused")
+        assert outcomes[0] == outcomes[1], bytes(data)
+        accepted += outcomes[0] != "refused"
+    assert accepted > 500  # the comparison covered values, not only refusals
+
+
 # -- the jail's command line and the checker's rules --------------------------------------------------
 def test_jail_is_an_allow_list():
     args = bwrap_prefix(as_root=True)
