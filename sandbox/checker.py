@@ -1,7 +1,7 @@
 """The trusted checker: runs a problem's test code, outside the sample's process, and decides the verdict.
 
 Started by :mod:`sandbox.pool` as ``python -I -B checker.py CONFIG_JSON`` with the control socket of the
-worker's jailed sample server on fd ``config["control_fd"]``. It speaks length-prefixed JSON frames
+worker's jailed sample server on fd ``config["control_fd"]``. It speaks length-prefixed marshal frames
 (:mod:`sandbox.framing`) with the harness on stdin/stdout: one job in, one outcome out.
 
 Per sample it makes a fresh socket pair (the call channel), hands one end with the candidate's source to
@@ -161,15 +161,15 @@ class Checker:
         hello = self.control_reader.read(60.0)
         if not isinstance(hello, dict) or not hello.get("ready"):
             raise SystemExit("checker: the sample server did not start")
-        framing.write_frame(out_fd, dict(hello, checker_pid=os.getpid()))
-        reader = framing.FrameReader(in_fd)
+        framing.write_frame(out_fd, dict(hello, checker_pid=os.getpid()), binary=True)
+        reader = framing.FrameReader(in_fd, binary=True)  # the harness's frames, and ours to it: both trusted
         while True:
             try:
                 job = reader.read()
             except framing.ChannelClosed:
                 return
             outcome = self.handle(job)
-            framing.write_frame(out_fd, outcome)
+            framing.write_frame(out_fd, outcome, binary=True)
             if outcome.get("restart"):
                 return
 

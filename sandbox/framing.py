@@ -2,8 +2,8 @@
 
 JSON by default. ``binary=True`` frames are ``marshal`` (the interpreter's C encoder, a few times cheaper
 to read in the sample server, where every page written costs a copy-on-write fault after each fork); they
-are used only where the reader trusts the writer: the checker's frames to its sample server. A frame read
-from a less trusted process (the sample server's answers) is always JSON."""
+are used only where the reader trusts the writer: between the harness and its checkers, and from a checker
+to its sample server. A frame read from a less trusted process (the sample server's answers) is JSON."""
 
 from __future__ import annotations
 
@@ -32,8 +32,8 @@ def encode(message: dict[str, Any], binary: bool = False) -> bytes:
     return HEADER.pack(len(body)) + body
 
 
-def write_frame(fd: int, message: dict[str, Any]) -> None:
-    data = memoryview(encode(message))
+def write_frame(fd: int, message: dict[str, Any], binary: bool = False) -> None:
+    data = memoryview(encode(message, binary))
     while data:
         written = os.write(fd, data)
         data = data[written:]

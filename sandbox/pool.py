@@ -150,7 +150,7 @@ class Worker:
         finally:
             checker_end.close()
             server_end.close()
-        self.reader = FrameReader(self.checker.stdout.fileno())
+        self.reader = FrameReader(self.checker.stdout.fileno(), binary=True)  # the checker is trusted
 
     def wait_ready(self) -> dict:
         try:
@@ -197,7 +197,7 @@ class Worker:
         if self.problems_sent.get(job.problem_key) != trusted:  # the checker keeps a problem's code once sent
             frame.update(test=job.test, check=job.check, prelude=job.prelude, entry_point=job.entry_point)
             self.problems_sent[job.problem_key] = trusted
-        write_frame(self.checker.stdin.fileno(), frame)
+        write_frame(self.checker.stdin.fileno(), frame, binary=True)
 
     def receive(self, timeout_s: float) -> tuple[Outcome, bool] | None:
         """The next outcome and whether the worker must restart; None if it did not answer in time.
