@@ -305,6 +305,19 @@ def test_tmp_is_fresh_for_every_sample_and_timeouts_hold():
 
 
 @needs_isolation
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="pinning needs two CPUs or more")
+def test_one_worker_per_cpu_each_pinned_to_its_own():
+    cpus = sorted(os.sched_getaffinity(0))
+    with Executor(timeout_s=3.0) as executor:
+        assert len(executor._pool) == len(cpus)
+        pinned = [(os.sched_getaffinity(w.checker.pid), os.sched_getaffinity(w.server.pid)) for w in executor._pool]
+        outcomes = list(executor.run([job(i, "    return a + b\n") for i in range(8)]))
+    assert pinned == [({cpu}, {cpu}) for cpu in cpus]
+    assert all(o.status == "passed" for o in outcomes)
+    assert os.sched_getaffinity(0) == set(cpus)  # the harness itself is left as it was
+
+
+@needs_isolation
 def test_a_dead_worker_is_restarted_and_the_run_goes_on():
     sleep = "    import time\n    time.sleep(1)\n    return a + b\n"
     with Executor(workers=1, timeout_s=3.0) as executor:
