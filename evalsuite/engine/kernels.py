@@ -231,18 +231,20 @@ if triton is not None:
             m_i = m_new
         return m_i, l_i, acc
 
-    @triton.jit
+    # ``split`` is a run-time argument (not specialized): one compiled kernel serves every batch bucket,
+    # where a constexpr cost a compilation per value during CUDA-graph capture (~1 s each)
+    @triton.jit(do_not_specialize=["split"])
     def _decode_attention_kernel(Q, O, KP, VP, KG, VG, P_SLOT, P_LEN, G_SLOT, G_LEN, SLOPES, M_IN, L_IN, ACC_IN,
                                  M_PART, L_PART, ACC_PART,
                                  sq_b, sq_h, so_b, so_h, sp_s, sp_h, sp_l, sg_s, sg_h, sg_l, scale, softcap, window,
-                                 HQ: tl.constexpr, GROUP: tl.constexpr, D: tl.constexpr, D_PAD: tl.constexpr,
-                                 BLOCK_N: tl.constexpr, ALIBI: tl.constexpr, SOFTCAP: tl.constexpr,
-                                 WINDOW: tl.constexpr, PREFIX_DONE: tl.constexpr, SPLIT: tl.constexpr,
+                                 split, HQ: tl.constexpr, GROUP: tl.constexpr, D: tl.constexpr,
+                                 D_PAD: tl.constexpr, BLOCK_N: tl.constexpr, ALIBI: tl.constexpr,
+                                 SOFTCAP: tl.constexpr, WINDOW: tl.constexpr, PREFIX_DONE: tl.constexpr,
                                  ROUND: tl.constexpr, RDT: tl.constexpr):
         """One (row, query head, part): the row's visible keys, the prompt segment (unless PREFIX_DONE: then
         its softmax state comes from :func:`_prefix_attention_kernel` in M_IN, L_IN, ACC_IN) followed by its
-        own generated segment, cut into SPLIT parts of whole key blocks. SPLIT == 1 writes the output; else
-        each part writes its unnormalized state (max, sum, weighted values) for :func:`_combine_kernel`."""
+        own generated segment, cut into ``split`` parts of whole key blocks. One part writes the output; more
+        write each its unnormalized state (max, sum, weighted values) for :func:`_combine_kernel`."""
         b = tl.program_id(0)
         h = tl.program_id(1)
         part = tl.program_id(2)
@@ -267,17 +269,14 @@ if triton is not None:
             lo_p = p_len
         n_p = p_len - lo_p
         total = n_p + g_len - lo_g
-        start = 0
-        end = total
-        if SPLIT > 1:
-            chunk = tl.cdiv(tl.cdiv(total, SPLIT), BLOCK_N) * BLOCK_N
-            start = tl.minimum(part * chunk, total)
-            end = tl.minimum(start + chunk, total)
+        chunk = tl.cdiv(tl.cdiv(total, split), BLOCK_N) * BLOCK_N
+        start = tl.minimum(part * chunk, total)
+        end = tl.minimum(start + chunk, total)
         m_i = tl.max(tl.full([BLOCK_N], -1.0e30, tl.float32), axis=0)
         l_i = tl.sum(tl.zeros([BLOCK_N], tl.float32), axis=0)
         acc = tl.zeros([D_PAD], tl.float32)
         state = b.to(tl.int64) * HQ + h
-        if PREFIX_DONE and SPLIT == 1:
+        if PREFIX_DONE and split == 1:
             if p_len > 0:
                 m_i = tl.load(M_IN + state)
                 l_i = tl.load(L_IN + state)
@@ -290,28 +289,31 @@ if triton is not None:
                                         lo_g + tl.maximum(start - n_p, 0), lo_g + tl.maximum(end - n_p, 0),
                                         p_len, sg_l, slope, m_i, l_i, acc, scale, softcap, offs_d, d_mask, BLOCK_N,
                                         ALIBI, SOFTCAP, ROUND, RDT)
-        if SPLIT == 1:
+        if split == 1:
             out = acc / l_i
             tl.store(O + b.to(tl.int64) * so_b + h * so_h + offs_d, out.to(O.dtype.element_ty), mask=d_mask)
         else:
-            at = state * SPLIT + part
+            at = state * split + part
             tl.store(M_PART + at, m_i)
             tl.store(L_PART + at, l_i)
             tl.store(ACC_PART + at * D_PAD + offs_d, acc)
 
-    @triton.jit
-    def _combine_kernel(O, P_LEN, M_IN, L_IN, ACC_IN, M_PART, L_PART, ACC_PART, so_b, so_h,
-                        HQ: tl.constexpr, D: tl.constexpr, D_PAD: tl.constexpr, SPLIT: tl.constexpr,
+    @triton.jit(do_not_specialize=["split"])
+    def _combine_kernel(O, P_LEN, M_IN, L_IN, ACC_IN, M_PART, L_PART, ACC_PART, so_b, so_h, split,
+                        HQ: tl.constexpr, D: tl.constexpr, D_PAD: tl.constexpr, MAX_SPLIT: tl.constexpr,
                         PREFIX_DONE: tl.constexpr):
-        """Merge the SPLIT parts of one (row, query head), and the prompt's state when PREFIX_DONE."""
+        """Merge the ``split`` (<= MAX_SPLIT) parts of one (row, query head), and the prompt's state when
+        PREFIX_DONE."""
         b = tl.program_id(0)
         h = tl.program_id(1)
         offs_d = tl.arange(0, D_PAD)
         state = b.to(tl.int64) * HQ + h
-        parts = tl.arange(0, SPLIT)
-        m_p = tl.load(M_PART + state * SPLIT + parts)
-        l_p = tl.load(L_PART + state * SPLIT + parts)
-        acc_p = tl.load(ACC_PART + (state * SPLIT + parts)[:, None] * D_PAD + offs_d[None, :])
+        parts = tl.arange(0, MAX_SPLIT)
+        valid = parts < split
+        m_p = tl.load(M_PART + state * split + parts, mask=valid, other=-1.0e30)
+        l_p = tl.load(L_PART + state * split + parts, mask=valid, other=0.0)
+        acc_p = tl.load(ACC_PART + (state * split + parts)[:, None] * D_PAD + offs_d[None, :],
+                        mask=valid[:, None], other=0.0)
         m_i = tl.max(m_p, axis=0)
         if PREFIX_DONE:
             if tl.load(P_LEN + b) > 0:
@@ -456,17 +458,17 @@ def _multiprocessors(device: torch.device) -> int:
     return _SM_COUNT[index]
 
 
+MAX_SPLIT = 8
+
+
 def attention_split(batch: int, heads: int, max_keys: int, block_n: int, device: torch.device) -> int:
-    """Parts each row's keys are cut into (a power of two, for tl.arange): 1 while the (row, head) programs
-    alone fill the GPU many times over; more at small batches. Measured on the H100 for the GPT-J shape
-    (benchmarks/bench_attention.py, 2026-11-23): batch 1 gains 3.6x with 8 parts, batches 16-64 1.4-1.8x
-    with 4, batch 255 nothing with 2."""
-    programs = batch * heads
-    target = 16 * _multiprocessors(device)
-    if programs >= target:
+    """Parts each row's keys are cut into: 1 where the (row, head) programs alone fill the GPU 8 times over,
+    else 8. Measured on the H100 (benchmarks/bench_attention.py, 2026-11-23), GPT-J shape: batch 1 3.6x
+    faster with 8 parts, batches 16-64 1.4-1.8x (4 parts within 3% of 8), 128 and 255 within 3% of 1 part;
+    Mistral's shape alike."""
+    if batch * heads >= 8 * _multiprocessors(device):
         return 1
-    split = min(8, triton.cdiv(target, programs), triton.cdiv(max_keys, block_n))
-    return 1 << max(0, (split - 1).bit_length()) if split > 1 else 1
+    return max(1, min(MAX_SPLIT, triton.cdiv(max_keys, block_n)))
 
 
 def decode_attention_triton(q, kp, vp, kg, vg, p_slot, p_len, g_slot, g_len, spec, tables, window: int = 0,
@@ -514,11 +516,11 @@ def decode_attention_triton(q, kp, vp, kg, vg, p_slot, p_len, g_slot, g_len, spe
         q, out, kp, vp, kg, vg, p_slot, p_len, g_slot, g_len, slopes, m_in, l_in, acc_in, m_part, l_part, acc_part,
         q.stride(0), q.stride(1), out.stride(0), out.stride(1),
         kp.stride(0), kp.stride(1), kp.stride(2), kg.stride(0), kg.stride(1), kg.stride(2), spec.scale,
-        spec.softcap, window, HQ=spec.num_heads, BLOCK_N=block_n, PREFIX_DONE=bool(shared_prefix), SPLIT=split,
+        spec.softcap, window, split, HQ=spec.num_heads, BLOCK_N=block_n, PREFIX_DONE=bool(shared_prefix),
         num_warps=num_warps, num_stages=num_stages, **common)
     if split > 1:
         _combine_kernel[(batch, spec.num_heads)](
-            out, p_len, m_in, l_in, acc_in, m_part, l_part, acc_part, out.stride(0), out.stride(1),
-            HQ=spec.num_heads, D=spec.head_dim, D_PAD=d_pad, SPLIT=split, PREFIX_DONE=bool(shared_prefix),
-            num_warps=4)
+            out, p_len, m_in, l_in, acc_in, m_part, l_part, acc_part, out.stride(0), out.stride(1), split,
+            HQ=spec.num_heads, D=spec.head_dim, D_PAD=d_pad, PREFIX_DONE=bool(shared_prefix),
+            MAX_SPLIT=triton.next_power_of_2(max(split, MAX_SPLIT)), num_warps=4)
     return out
