@@ -9,6 +9,11 @@ The torch versions are the reference (and what CPU runs); the Triton versions ar
 launch each instead of ~20 small kernels (rotary) and a read of only the valid cache entries instead of
 the whole slot (attention). Rounding follows transformers' eager code where it is cheap to do so (bf16
 products in the rotary; BLOOM's bf16 ALiBi bias and scores), so greedy tokens match as often as possible.
+
+Attention on CUDA is memory-bound: each row reads its keys and values once. At large batches one program
+per (row, head) fills the GPU; at small ones (batch 1: 16 programs for GPT-J) each row's keys are cut into
+8 parts read in parallel and merged after (``attention_split``). Over a prompt with many samples in the
+batch, its keys and values are read once per block of rows (``_prefix_attention_kernel``).
 """
 
 from __future__ import annotations
