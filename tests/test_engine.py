@@ -205,3 +205,25 @@ def test_greedy_samples_of_a_prompt_are_decoded_once_and_masked_ids_never_appear
     texts = {c.text for c in got.values()}
     assert len(got) == 3 and len(texts) == 1
     assert all(t < banned for t in _ids(texts.pop()))
+
+
+def test_fused_projections_are_views_and_follow_replaced_weights():
+    """GPT-J's q, k, v and fc_in run as one matrix product over one weight tensor per layer, of which the
+    modules' own weights are views (no second copy); weights replaced after the engine was built (as
+    ``model.to`` does) are fused again at the next step, and the tokens stay transformers' own."""
+    model = _tiny("gptj")
+    engine = _engine(model)
+    attn, mlp = model.transformer.h[0].attn, model.transformer.h[0].mlp
+    fused = engine.adapter._fused[0]
+    assert engine.adapter.fuse and fused.weight.shape[0] == 3 * attn.q_proj.weight.shape[0] + mlp.fc_in.weight.shape[0]
+    assert attn.k_proj.weight.untyped_storage().data_ptr() == fused.weight.untyped_storage().data_ptr()
+    assert mlp.fc_in.bias.untyped_storage().data_ptr() == fused.bias.untyped_storage().data_ptr()
+    expected = _hf_generate(model, PROMPTS, 12)
+    got = _run(engine, PROMPTS, SamplingParams(max_new_tokens=12))
+    assert [_ids(got[(f"t/{i}", 0)].text) for i in range(len(PROMPTS))] == expected
+    for parameter in model.parameters():  # what model.to(...) does to every parameter
+        parameter.data = parameter.data.clone()
+    assert not fused.current()
+    got = _run(engine, PROMPTS, SamplingParams(max_new_tokens=12))
+    assert [_ids(got[(f"t/{i}", 0)].text) for i in range(len(PROMPTS))] == expected
+    assert engine.adapter._fused[0].current()

@@ -10,7 +10,9 @@ import pytest
 import torch
 from transformers import LogitsProcessorList
 
-from evalsuite.generation.sampling import SeededSampler, row_seeds, uniform_noise, _uniform_noise_triton
+from evalsuite.generation.sampling import (SeededSampler, choose_tokens, filter_logits, row_seeds, uniform_noise,
+                                          _uniform_noise_triton)
+from evalsuite.generation.top_p_kernel import sample_top_p
 from evalsuite.records import SamplingParams
 
 from test_engine import FAMILIES, PROMPTS, _engine, _hf_generate, _ids, _run, _tiny
@@ -53,3 +55,59 @@ def test_triton_noise_is_bit_identical_to_torch():
     steps = torch.tensor([0, 1, 7, 511, 10 ** 6])
     assert torch.equal(_uniform_noise_triton(seeds.cuda(), steps.cuda(), 50400).cpu(),
                        uniform_noise(seeds, steps, 50400))
+
+
+def _torch_choose(logits, seeds, steps, params):
+    """choose_tokens' torch path on the same device (sort, scan, noise, argmax)."""
+    gumbel = -torch.log(-torch.log(uniform_noise(seeds, steps, logits.shape[-1])))
+    return torch.argmax(filter_logits(logits, params) + gumbel, dim=-1)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+@pytest.mark.parametrize("spread,top_p", [(1.0, 0.95), (4.0, 0.95), (8.0, 0.5), (2.0, 1.0)])
+def test_top_p_kernel_draws_the_tokens_of_the_torch_path(dtype, spread, top_p):
+    """Random logits from nearly flat (a nucleus of most of the vocabulary, bf16 ties at its boundary)
+    to peaked; every row's token must be the torch path's."""
+    g = torch.Generator().manual_seed(int(spread * 10 + top_p * 100))
+    rows, vocab = 96, 50400
+    logits = (torch.randn(rows, vocab, generator=g) * spread).to(dtype).cuda()
+    logits[3, 7000:] = float("-inf")  # a vocabulary limit
+    params = SamplingParams(n=1, temperature=0.8, top_p=top_p, max_new_tokens=1, seed=1)
+    seeds = row_seeds(11, "HumanEval/0", list(range(rows))).cuda()
+    steps = torch.arange(rows, dtype=torch.int64).cuda() * 7
+    got = sample_top_p(logits, seeds, steps, params.temperature, params.top_p)
+    want = _torch_choose(logits, seeds, steps, params)
+    assert torch.equal(got, want), f"{int((got != want).sum())} of {rows} rows differ"
+    assert torch.equal(choose_tokens(logits, seeds, steps, params), got)  # choose_tokens uses the kernel
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
+def test_gelu_new_kernel_is_bit_identical_to_transformers(dtype):
+    """Every bf16/fp16 value (and 4M random float32 ones, in a strided view as the fused projection gives
+    it): the one-kernel gelu_new must round exactly like transformers' chain of eight kernels."""
+    from transformers.activations import NewGELUActivation
+
+    from evalsuite.engine.fused_ops import gelu_new
+
+    if dtype == torch.float32:
+        x = torch.randn(1 << 22, generator=torch.Generator().manual_seed(0)) * 4
+    else:
+        x = torch.arange(1 << 16, dtype=torch.int32).to(torch.int16).view(dtype)
+        x = x[torch.isfinite(x)]
+    wide = torch.zeros(64, 2 * (x.numel() // 64), dtype=dtype, device="cuda")
+    wide[:, : x.numel() // 64] = x[: 64 * (x.numel() // 64)].to(dtype).reshape(64, -1).cuda()
+    view = wide[:, : x.numel() // 64]  # rows strided like a slice of the fused projection's output
+    want = NewGELUActivation()(view)
+    got = gelu_new(view)
+    same = (got.view(torch.int16 if dtype != torch.float32 else torch.int32) ==
+            want.view(torch.int16 if dtype != torch.float32 else torch.int32)) | (got.isnan() & want.isnan())
+    assert bool(same.all()), f"{int((~same).sum())} of {same.numel()} values differ"
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+def test_add3_rounds_like_two_torch_adds(dtype):
+    from evalsuite.engine.fused_ops import add3
+
+    g = torch.Generator().manual_seed(3)
+    a, b, c = ((torch.randn(255, 4096, generator=g) * 10 ** k).to(dtype).cuda() for k in (0, 1, 2))
+    assert torch.equal(add3(a, b, c), a + b + c)

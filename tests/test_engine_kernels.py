@@ -95,3 +95,20 @@ def test_decode_attention_matches_the_reference(case, window, shared_prefix):
                                     shared_prefix=shared_prefix)
     tol = 1e-5 if dtype == torch.float32 else 2e-2
     torch.testing.assert_close(got.float(), want.float(), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("split", [1, 4, 16])
+@pytest.mark.parametrize("shared_prefix", [0, 3], ids=["per-row", "shared-prefix"])
+@pytest.mark.parametrize("window", [0, 20])
+@pytest.mark.parametrize("case", ["gptj-like", "bloom-alibi", "gqa-group-3-fp32"])
+def test_decode_attention_split_over_keys_matches_the_reference(case, window, shared_prefix, split):
+    """Each row's keys cut into parts (more programs at small batches), merged by a second kernel."""
+    spec, dtype = CASES[case]
+    tables = _tables(spec, dtype)
+    q, _, _, kp, vp, kg, vg, p_slot, p_len, g_slot, g_write = _inputs(spec, dtype)
+    g_len = g_write + 1
+    want = K.decode_attention_reference(q, kp, vp, kg, vg, p_slot, p_len, g_slot, g_len, spec, tables, window)
+    got = K.decode_attention_triton(q, kp, vp, kg, vg, p_slot, p_len, g_slot, g_len, spec, tables, window,
+                                    shared_prefix=shared_prefix, split=split, block_n=16)
+    tol = 1e-5 if dtype == torch.float32 else 2e-2
+    torch.testing.assert_close(got.float(), want.float(), rtol=tol, atol=tol)

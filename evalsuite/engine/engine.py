@@ -46,6 +46,9 @@ class EngineOptions:
     # Qwen2.5-1.5B), whose few KV heads make reading the prompt per row cheap.
     shared_prefix_min_samples: int = 4
     shared_prefix_mha_only: bool = True
+    # projections that read one input as one matrix product (models.py, Layout.fused; the model's weights
+    # become views into one tensor per layer)
+    fuse_projections: bool = True
 
 
 @dataclass
@@ -98,7 +101,7 @@ class Engine:
         if reason:
             raise EvalsuiteError(f"the sampling engine cannot run this model: {reason}")
         self.model = model.eval()
-        self.adapter = GenericAdapter(model)
+        self.adapter = GenericAdapter(model, fuse=options.fuse_projections)
         self.tokenizer = tokenizer
         self.options = options
         self.device = next(model.parameters()).device

@@ -9,6 +9,11 @@ The torch versions are the reference (and what CPU runs); the Triton versions ar
 launch each instead of ~20 small kernels (rotary) and a read of only the valid cache entries instead of
 the whole slot (attention). Rounding follows transformers' eager code where it is cheap to do so (bf16
 products in the rotary; BLOOM's bf16 ALiBi bias and scores), so greedy tokens match as often as possible.
+
+Attention on CUDA is memory-bound: each row reads its keys and values once. At large batches one program
+per (row, head) fills the GPU; at small ones (batch 1: 16 programs for GPT-J) each row's keys are cut into
+8 parts read in parallel and merged after (``attention_split``). Over a prompt with many samples in the
+batch, its keys and values are read once per block of rows (``_prefix_attention_kernel``).
 """
 
 from __future__ import annotations
@@ -231,17 +236,23 @@ if triton is not None:
             m_i = m_new
         return m_i, l_i, acc
 
-    @triton.jit
+    # ``split`` is a run-time argument (not specialized): one compiled kernel serves every batch bucket,
+    # where a constexpr cost a compilation per value during CUDA-graph capture (~1 s each)
+    @triton.jit(do_not_specialize=["split"])
     def _decode_attention_kernel(Q, O, KP, VP, KG, VG, P_SLOT, P_LEN, G_SLOT, G_LEN, SLOPES, M_IN, L_IN, ACC_IN,
+                                 M_PART, L_PART, ACC_PART,
                                  sq_b, sq_h, so_b, so_h, sp_s, sp_h, sp_l, sg_s, sg_h, sg_l, scale, softcap, window,
-                                 HQ: tl.constexpr, GROUP: tl.constexpr, D: tl.constexpr, D_PAD: tl.constexpr,
-                                 BLOCK_N: tl.constexpr, ALIBI: tl.constexpr, SOFTCAP: tl.constexpr,
-                                 WINDOW: tl.constexpr, PREFIX_DONE: tl.constexpr, ROUND: tl.constexpr,
-                                 RDT: tl.constexpr):
-        """One (row, query head): the prompt segment (unless PREFIX_DONE: then its softmax state comes from
-        :func:`_prefix_attention_kernel` in M_IN, L_IN, ACC_IN), then the row's own generated segment."""
+                                 split, HQ: tl.constexpr, GROUP: tl.constexpr, D: tl.constexpr,
+                                 D_PAD: tl.constexpr, BLOCK_N: tl.constexpr, ALIBI: tl.constexpr,
+                                 SOFTCAP: tl.constexpr, WINDOW: tl.constexpr, PREFIX_DONE: tl.constexpr,
+                                 ROUND: tl.constexpr, RDT: tl.constexpr):
+        """One (row, query head, part): the row's visible keys, the prompt segment (unless PREFIX_DONE: then
+        its softmax state comes from :func:`_prefix_attention_kernel` in M_IN, L_IN, ACC_IN) followed by its
+        own generated segment, cut into ``split`` parts of whole key blocks. One part writes the output; more
+        write each its unnormalized state (max, sum, weighted values) for :func:`_combine_kernel`."""
         b = tl.program_id(0)
         h = tl.program_id(1)
+        part = tl.program_id(2)
         kvh = h // GROUP
         offs_d = tl.arange(0, D_PAD)
         d_mask = offs_d < D
@@ -259,24 +270,69 @@ if triton is not None:
             first = tl.maximum(p_len + g_len - window, 0)
             lo_p = tl.minimum(first, p_len)
             lo_g = tl.maximum(first - p_len, 0)
+        if PREFIX_DONE:
+            lo_p = p_len
+        n_p = p_len - lo_p
+        total = n_p + g_len - lo_g
+        chunk = tl.cdiv(tl.cdiv(total, split), BLOCK_N) * BLOCK_N
+        start = tl.minimum(part * chunk, total)
+        end = tl.minimum(start + chunk, total)
         m_i = tl.max(tl.full([BLOCK_N], -1.0e30, tl.float32), axis=0)
         l_i = tl.sum(tl.zeros([BLOCK_N], tl.float32), axis=0)
         acc = tl.zeros([D_PAD], tl.float32)
-        if PREFIX_DONE:
-            state = b.to(tl.int64) * HQ + h
+        state = b.to(tl.int64) * HQ + h
+        if PREFIX_DONE and split == 1:
             if p_len > 0:
                 m_i = tl.load(M_IN + state)
                 l_i = tl.load(L_IN + state)
                 acc = tl.load(ACC_IN + state * D_PAD + offs_d)
-        else:
-            m_i, l_i, acc = _attend_segment(q, KP + p_slot * sp_s + kvh * sp_h, VP + p_slot * sp_s + kvh * sp_h,
-                                            lo_p, p_len, 0, sp_l, slope, m_i, l_i, acc, scale,
-                                            softcap, offs_d, d_mask, BLOCK_N, ALIBI, SOFTCAP, ROUND, RDT)
+        m_i, l_i, acc = _attend_segment(q, KP + p_slot * sp_s + kvh * sp_h, VP + p_slot * sp_s + kvh * sp_h,
+                                        lo_p + tl.minimum(start, n_p), lo_p + tl.minimum(end, n_p), 0, sp_l,
+                                        slope, m_i, l_i, acc, scale, softcap, offs_d, d_mask, BLOCK_N, ALIBI,
+                                        SOFTCAP, ROUND, RDT)
         m_i, l_i, acc = _attend_segment(q, KG + g_slot * sg_s + kvh * sg_h, VG + g_slot * sg_s + kvh * sg_h,
-                                        lo_g, g_len, p_len, sg_l, slope, m_i, l_i, acc,
-                                        scale, softcap, offs_d, d_mask, BLOCK_N, ALIBI, SOFTCAP, ROUND, RDT)
+                                        lo_g + tl.maximum(start - n_p, 0), lo_g + tl.maximum(end - n_p, 0),
+                                        p_len, sg_l, slope, m_i, l_i, acc, scale, softcap, offs_d, d_mask, BLOCK_N,
+                                        ALIBI, SOFTCAP, ROUND, RDT)
+        if split == 1:
+            out = acc / l_i
+            tl.store(O + b.to(tl.int64) * so_b + h * so_h + offs_d, out.to(O.dtype.element_ty), mask=d_mask)
+        else:
+            at = state * split + part
+            tl.store(M_PART + at, m_i)
+            tl.store(L_PART + at, l_i)
+            tl.store(ACC_PART + at * D_PAD + offs_d, acc)
+
+    @triton.jit(do_not_specialize=["split"])
+    def _combine_kernel(O, P_LEN, M_IN, L_IN, ACC_IN, M_PART, L_PART, ACC_PART, so_b, so_h, split,
+                        HQ: tl.constexpr, D: tl.constexpr, D_PAD: tl.constexpr, MAX_SPLIT: tl.constexpr,
+                        PREFIX_DONE: tl.constexpr):
+        """Merge the ``split`` (<= MAX_SPLIT) parts of one (row, query head), and the prompt's state when
+        PREFIX_DONE."""
+        b = tl.program_id(0)
+        h = tl.program_id(1)
+        offs_d = tl.arange(0, D_PAD)
+        state = b.to(tl.int64) * HQ + h
+        parts = tl.arange(0, MAX_SPLIT)
+        valid = parts < split
+        m_p = tl.load(M_PART + state * split + parts, mask=valid, other=-1.0e30)
+        l_p = tl.load(L_PART + state * split + parts, mask=valid, other=0.0)
+        acc_p = tl.load(ACC_PART + (state * split + parts)[:, None] * D_PAD + offs_d[None, :],
+                        mask=valid[:, None], other=0.0)
+        m_i = tl.max(m_p, axis=0)
+        if PREFIX_DONE:
+            if tl.load(P_LEN + b) > 0:
+                m_i = tl.maximum(m_i, tl.load(M_IN + state))
+        w = tl.exp(m_p - m_i)
+        l_i = tl.sum(l_p * w, axis=0)
+        acc = tl.sum(acc_p * w[:, None], axis=0)
+        if PREFIX_DONE:
+            if tl.load(P_LEN + b) > 0:
+                w_in = tl.exp(tl.load(M_IN + state) - m_i)
+                l_i += tl.load(L_IN + state) * w_in
+                acc += tl.load(ACC_IN + state * D_PAD + offs_d) * w_in
         out = acc / l_i
-        tl.store(O + b.to(tl.int64) * so_b + h * so_h + offs_d, out.to(O.dtype.element_ty), mask=d_mask)
+        tl.store(O + b.to(tl.int64) * so_b + h * so_h + offs_d, out.to(O.dtype.element_ty), mask=offs_d < D)
 
     @triton.jit
     def _prefix_attention_kernel(Q, KP, VP, ORDER, STARTS, COUNTS, P_LEN, G_LEN, SLOPES, M_OUT, L_OUT, ACC_OUT,
@@ -383,15 +439,58 @@ def rotary_and_store_triton(q, k, v, cache_k, cache_v, pos, g_slot, g_write, spe
     return q
 
 
+def prefix_groups(p_slot: torch.Tensor, p_len: torch.Tensor, slots: int):
+    """Rows grouped by prompt slot for :func:`_prefix_attention_kernel`: (order, starts, counts), int32.
+    Rows with an empty prompt (idle ones) go to an extra group. The same for every layer of a step, so the
+    runner computes it once per step (a sort and a scan are ~30 us; per layer they were ~1 ms of a step)."""
+    key = torch.where(p_len > 0, p_slot.long(), slots)
+    order = torch.argsort(key, stable=True).to(torch.int32)
+    counts = torch.zeros(slots + 1, dtype=torch.int32, device=p_slot.device).scatter_add_(
+        0, key, torch.ones_like(key, dtype=torch.int32))
+    starts = (torch.cumsum(counts, 0) - counts).to(torch.int32)
+    return order, starts, counts
+
+
+_SM_COUNT: dict = {}
+
+
+def _multiprocessors(device: torch.device) -> int:
+    if device.type != "cuda":
+        return 8
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    if index not in _SM_COUNT:
+        _SM_COUNT[index] = torch.cuda.get_device_properties(index).multi_processor_count
+    return _SM_COUNT[index]
+
+
+MAX_SPLIT = 8
+
+
+def attention_split(batch: int, heads: int, max_keys: int, block_n: int, device: torch.device) -> int:
+    """Parts each row's keys are cut into: 1 where the (row, head) programs alone fill the GPU 8 times over,
+    else 8. Measured on the H100 (benchmarks/bench_attention.py, 2026-11-23), GPT-J shape: batch 1 3.6x
+    faster with 8 parts, batches 16-64 1.4-1.8x (4 parts within 3% of 8), 128 and 255 within 3% of 1 part;
+    Mistral's shape alike."""
+    if batch * heads >= 8 * _multiprocessors(device):
+        return 1
+    return max(1, min(MAX_SPLIT, triton.cdiv(max_keys, block_n)))
+
+
 def decode_attention_triton(q, kp, vp, kg, vg, p_slot, p_len, g_slot, g_len, spec, tables, window: int = 0,
-                            shared_prefix: int = 0) -> torch.Tensor:
+                            shared_prefix: int = 0, groups=None, split: int | None = None,
+                            block_n: int | None = None, num_warps: int | None = None,
+                            num_stages: int = 2) -> torch.Tensor:
     """Same contract as :func:`decode_attention_reference`. ``shared_prefix``: the most rows one prompt has
     in the batch; when set, attention over the prompts is computed per prompt slot (its keys and values read
-    once per block of rows, by matrix products) and merged into each row's own part; 0: per row."""
+    once per block of rows, by matrix products) and merged into each row's own part; 0: per row.
+    ``groups``: :func:`prefix_groups` of this batch (computed here when not given). ``split``: parts per row
+    (default :func:`attention_split`); ``block_n``, ``num_warps``, ``num_stages``: tuning (benchmarks)."""
     batch = q.shape[0]
     out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
     d_pad = triton.next_power_of_2(spec.head_dim)
-    block_n = max(16, min(64, 8192 // d_pad))
+    block_n = block_n or max(16, min(64, 8192 // d_pad))
+    # 2 warps: 1.5x the bandwidth of 4 on GPT-J's and Mistral's shapes (H100, bench_attention.py, 2026-11-23)
+    num_warps = num_warps or 2
     slopes = tables.alibi_slopes if spec.alibi else p_len
     common = dict(GROUP=spec.group, D=spec.head_dim, D_PAD=d_pad, ALIBI=spec.alibi, SOFTCAP=spec.softcap > 0,
                   WINDOW=window > 0, ROUND=spec.round_scores and q.dtype != torch.float32, RDT=_tl_dtype(q.dtype))
@@ -401,12 +500,7 @@ def decode_attention_triton(q, kp, vp, kg, vg, p_slot, p_len, g_slot, g_len, spe
         m_in = torch.empty(batch * spec.num_heads, dtype=torch.float32, device=q.device)
         l_in = torch.empty_like(m_in)
         acc_in = torch.empty(batch * spec.num_heads * d_pad, dtype=torch.float32, device=q.device)
-        # rows grouped by prompt slot (rows with an empty prompt, i.e. idle ones, go to an extra group)
-        key = torch.where(p_len > 0, p_slot.long(), slots)
-        order = torch.argsort(key, stable=True).to(torch.int32)
-        counts = torch.zeros(slots + 1, dtype=torch.int32, device=q.device).scatter_add_(
-            0, key, torch.ones_like(key, dtype=torch.int32))
-        starts = (torch.cumsum(counts, 0) - counts).to(torch.int32)
+        order, starts, counts = groups if groups is not None else prefix_groups(p_slot, p_len, slots)
         block_m = max(16, triton.next_power_of_2(spec.group))
         rows = block_m // spec.group
         blocks = triton.cdiv(min(shared_prefix, batch), rows)
@@ -415,10 +509,23 @@ def decode_attention_triton(q, kp, vp, kg, vg, p_slot, p_len, g_slot, g_len, spe
             q.stride(0), q.stride(1), kp.stride(0), kp.stride(1), kp.stride(2), spec.scale, spec.softcap, window,
             HQ=spec.num_heads, ROWS=rows, BLOCK_M=block_m, BLOCK_N=32 if d_pad <= 128 else 16,
             IEEE=q.dtype == torch.float32 or _INTERPRETED, num_warps=4, **common)
-    _decode_attention_kernel[(batch, spec.num_heads)](
-        q, out, kp, vp, kg, vg, p_slot, p_len, g_slot, g_len, slopes, m_in, l_in, acc_in,
+    if split is None:
+        max_keys = kg.shape[2] + (0 if shared_prefix else kp.shape[2])
+        split = attention_split(batch, spec.num_heads, max_keys, block_n, q.device)
+    m_part = l_part = acc_part = p_len
+    if split > 1:
+        m_part = torch.empty(batch * spec.num_heads * split, dtype=torch.float32, device=q.device)
+        l_part = torch.empty_like(m_part)
+        acc_part = torch.empty(batch * spec.num_heads * split * d_pad, dtype=torch.float32, device=q.device)
+    _decode_attention_kernel[(batch, spec.num_heads, split)](
+        q, out, kp, vp, kg, vg, p_slot, p_len, g_slot, g_len, slopes, m_in, l_in, acc_in, m_part, l_part, acc_part,
         q.stride(0), q.stride(1), out.stride(0), out.stride(1),
         kp.stride(0), kp.stride(1), kp.stride(2), kg.stride(0), kg.stride(1), kg.stride(2), spec.scale,
-        spec.softcap, window, HQ=spec.num_heads, BLOCK_N=block_n, PREFIX_DONE=bool(shared_prefix),
-        num_warps=4, num_stages=2, **common)
+        spec.softcap, window, split, HQ=spec.num_heads, BLOCK_N=block_n, PREFIX_DONE=bool(shared_prefix),
+        num_warps=num_warps, num_stages=num_stages, **common)
+    if split > 1:
+        _combine_kernel[(batch, spec.num_heads)](
+            out, p_len, m_in, l_in, acc_in, m_part, l_part, acc_part, out.stride(0), out.stride(1), split,
+            HQ=spec.num_heads, D=spec.head_dim, D_PAD=d_pad, PREFIX_DONE=bool(shared_prefix),
+            MAX_SPLIT=triton.next_power_of_2(max(split, MAX_SPLIT)), num_warps=4)
     return out

@@ -1,7 +1,7 @@
 """Decode steps on the device: per-row state kept on the GPU, one CUDA graph per batch bucket.
 
-Why graphs: one decode step of a 6B model is ~600 small kernel launches; launched from Python they cost
-more than the step's arithmetic at small batch. Captured once per bucket (1, 2, 4, ... rows), a step is one
+Why graphs: one decode step of a 6B model is ~300 kernel launches (GPT-J, 11 a layer); launched from
+Python they cost more than the step's arithmetic at small batch. Captured once per bucket (1, 2, 4, ... rows), a step is one
 replay. The graph reads and updates the row state in place (token to feed, generated length, cache slots,
 seed), so the host never has to send tokens back: it only copies each step's fed tokens to pinned memory,
 asynchronously, and edits rows when samples start or finish.
@@ -15,7 +15,7 @@ from functools import partial
 import torch
 
 from evalsuite.engine.kernels import (PositionTables, decode_attention_reference, decode_attention_triton,
-                                      rotary_and_store_reference, rotary_and_store_triton)
+                                      prefix_groups, rotary_and_store_reference, rotary_and_store_triton)
 from evalsuite.engine.kv_cache import KVCache
 from evalsuite.engine.models import GenericAdapter
 from evalsuite.generation.sampling import choose_tokens
@@ -93,7 +93,8 @@ class DecodeRunner:
         spec, tables = self.spec, self.tables
         rotary_and_store = rotary_and_store_triton if self.use_triton else rotary_and_store_reference
         if self.use_triton:
-            attention = partial(decode_attention_triton, shared_prefix=self.shared_prefix)
+            groups = prefix_groups(p_slot, p_len, self.cache.prompt.shape[2]) if self.shared_prefix else None
+            attention = partial(decode_attention_triton, shared_prefix=self.shared_prefix, groups=groups)
         else:
             attention = decode_attention_reference
 
@@ -118,8 +119,10 @@ class DecodeRunner:
             logits[:, self.vocab_limit:] = float("-inf")
         next_tokens = choose_tokens(logits, st.seed[:batch], g_len.long(), self.params)
         st.tok[:batch].copy_(next_tokens)
-        # rows that already finished may run a step or two more before the host frees them: stay in the slot
-        st.gen_len[:batch].copy_(torch.clamp(g_len, max=self.cache.plan.gen_capacity - 1))
+        # rows that already finished may run a step or two more before the host frees them: stay in the slot;
+        # idle rows (empty prompt) stay at one key of the scratch slot instead of reading a growing one
+        advanced = torch.clamp(g_len, max=self.cache.plan.gen_capacity - 1)
+        st.gen_len[:batch].copy_(torch.where(st.p_len[:batch] > 0, advanced, 0))
 
     def _capture_all(self) -> None:
         torch.cuda.synchronize(self.device)

@@ -122,6 +122,11 @@ def choose_tokens(logits: torch.Tensor, seeds: torch.Tensor, step: int | torch.T
     """
     if params.greedy:
         return torch.argmax(logits, dim=-1)
+    if logits.is_cuda:  # one kernel instead of a sort and a dozen passes (same tokens: top_p_kernel.py)
+        from evalsuite.generation.top_p_kernel import fused_top_p_usable, sample_top_p
+
+        if fused_top_p_usable(logits, params.top_k if params.top_k and params.top_k < logits.shape[-1] else 0):
+            return sample_top_p(logits, seeds, step, params.temperature, params.top_p)
     filtered = filter_logits(logits, params)
     noise = uniform_noise(seeds, step, logits.shape[-1])
     gumbel = -torch.log(-torch.log(noise))

@@ -1,0 +1,167 @@
+"""The engine's decode attention kernel alone, on the GPT-J-6B shape: tuning sweep and achieved bandwidth.
+
+Rows, prompts and lengths as in the realistic sampling workload (bench_generate.py): prompt lengths of the
+HumanEval prompts, each row at a length-biased position of a gamma(2, 75) sample (cap 512), 255 rows spread
+over three prompts in flight; and batch 1 (a 130-token prompt, 40 generated). Each timed call reads a
+different layer's cache (several layers in rotation, each far larger than L2 at the large batch), inside
+one CUDA graph. Bandwidth counts the keys and values each call must read: the rows' own keys and values,
+and (per-row prompt path) the prompt's per row, or (shared-prompt path) the prompt's once per block of rows.
+
+    python benchmarks/bench_attention.py --out runs/attention [--shape mistral] [--full]   # GPU, ~1 minute
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import random
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from evalsuite.engine import kernels as K  # noqa: E402
+
+SHAPES = {"gptj": (16, 16, 256), "mistral": (32, 8, 128)}  # query heads, kv heads, head dim
+HEADS, HKV, D = SHAPES["gptj"]
+SPEC = K.AttentionSpec(HEADS, HKV, D, D ** -0.5, K.ROTARY_INTERLEAVED, 64)
+
+
+def set_shape(name: str) -> None:
+    global HEADS, HKV, D, SPEC
+    HEADS, HKV, D = SHAPES[name]
+    SPEC = K.AttentionSpec(HEADS, HKV, D, D ** -0.5, K.ROTARY_INTERLEAVED, 64)
+
+
+def workload(batch: int, seed: int = 0, prompt_lens=(130, 157, 98), gcap: int = 512, bs1_gen: int = 40):
+    rng = random.Random(seed)
+    if batch == 1:
+        return [0], [prompt_lens[0]], [bs1_gen + 1]
+    p_slot = [min(2, int(rng.random() * 3)) for _ in range(batch)]
+    g_len = []
+    for _ in range(batch):
+        length = max(1, min(gcap, round(rng.gammavariate(2.0, 75.0))))
+        g_len.append(rng.randint(1, length))
+    return p_slot, [prompt_lens[s] for s in p_slot], g_len
+
+
+def make_layers(n: int, slots_p: int, pcap: int, slots_g: int, gcap: int):
+    layers = []
+    for _ in range(n):
+        kp = torch.randn(slots_p, HKV, pcap, D, device="cuda", dtype=torch.bfloat16)
+        vp = torch.randn_like(kp)
+        kg = torch.randn(slots_g, HKV, gcap, D, device="cuda", dtype=torch.bfloat16)
+        vg = torch.randn_like(kg)
+        layers.append((kp, vp, kg, vg))
+    return layers
+
+
+def time_graph(fn, layers, reps: int = 20) -> float:
+    """Microseconds per call: one graph that calls fn once per layer, replayed; median over replays."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for layer in layers:
+            fn(*layer)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for layer in layers:
+            fn(*layer)
+    times = []
+    for _ in range(reps):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        graph.replay()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) * 1000 / len(layers))
+    del graph
+    return sorted(times)[len(times) // 2]
+
+
+def sweep(batch: int, shared: int, configs, n_layers: int, pcap: int, gcap: int, slots_g: int) -> dict:
+    p_slot, p_len, g_len = workload(batch, gcap=gcap)
+    i32 = dict(dtype=torch.int32, device="cuda")
+    p_slot_t, p_len_t = torch.tensor(p_slot, **i32), torch.tensor(p_len, **i32)
+    g_slot_t = torch.tensor(random.Random(1).sample(range(slots_g), batch), **i32)
+    g_len_t = torch.tensor(g_len, **i32)
+    q = torch.randn(batch, HEADS, D, device="cuda", dtype=torch.bfloat16)
+    layers = make_layers(n_layers, 3, pcap, slots_g, gcap)
+    tables = K.PositionTables()
+    groups = K.prefix_groups(p_slot_t, p_len_t, 3) if shared else None
+    per_token = 2 * HKV * D * 2
+    own = sum(g_len) * per_token
+    if shared:
+        rows_of = [p_slot.count(s) for s in range(3)]
+        prompt = sum(-(-r // 16) * p for r, p in zip(rows_of, (130, 157, 98)) if r) * per_token
+    else:
+        prompt = sum(p_len) * per_token
+    result = {"batch": batch, "shared_prefix": shared, "mean_gen_len": sum(g_len) / batch,
+              "bytes_per_call": own + prompt, "configs": []}
+    ref = None
+    for block_n, warps, stages, split in configs:
+        def fn(kp, vp, kg, vg):
+            return K.decode_attention_triton(q, kp, vp, kg, vg, p_slot_t, p_len_t, g_slot_t, g_len_t, SPEC, tables,
+                                             shared_prefix=shared, groups=groups, split=split, block_n=block_n,
+                                             num_warps=warps, num_stages=stages)
+        entry = {"block_n": block_n, "num_warps": warps, "num_stages": stages, "split": split}
+        try:
+            out = fn(*layers[0]).float()
+            if ref is None:
+                ref = K.decode_attention_reference(q, *layers[0], p_slot_t, p_len_t, g_slot_t, g_len_t, SPEC,
+                                                   tables).float()
+            entry["max_err"] = float((out - ref).abs().max())
+            us = time_graph(fn, layers)
+            entry["us"] = round(us, 2)
+            entry["tb_per_s"] = round(result["bytes_per_call"] / (us * 1e-6) / 1e12, 3)
+        except Exception as exc:  # a config that does not compile or fit: record and go on
+            entry["error"] = f"{type(exc).__name__}: {exc}"[:200]
+        result["configs"].append(entry)
+        print(json.dumps(entry), flush=True)
+    del layers
+    torch.cuda.empty_cache()
+    return result
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", default=os.environ.get("OUT", "runs/attention"))
+    ap.add_argument("--shape", choices=sorted(SHAPES), default="gptj")
+    ap.add_argument("--full", action="store_true", help="the whole tuning grid (~2 minutes a shape)")
+    args = ap.parse_args(argv)
+    set_shape(args.shape)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    results = []
+    if args.full:
+        big = list(itertools.product((16, 32, 64), (2, 4, 8), (1, 2, 3), (1, 2)))
+        small = list(itertools.product((16, 32, 64), (2, 4), (2,), (1, 2, 4, 8, 16)))
+        mid = list(itertools.product((32,), (2, 4), (2,), (1, 2, 4, 8)))
+    else:
+        big = list(itertools.product((16, 32, 64), (2, 4), (2,), (1,)))
+        small = list(itertools.product((32, 64), (2, 4), (2,), (4, 8, 16)))
+        mid = list(itertools.product((32, 64), (2, 4), (2,), (1, 2, 4, 8)))
+    none = (None, None, 2, None)  # the defaults (what the engine runs)
+    if HKV == HEADS:
+        results.append(sweep(255, 200, [none] + big, 4, 400, 512, 256))
+    results.append(sweep(255, 0, [none] + big, 4, 400, 512, 256))
+    for batch in (16, 32, 64, 128):
+        results.append(sweep(batch, 0, [none] + mid, 8, 400, 512, 256))
+    results.append(sweep(1, 0, [none] + small, 28, 160, 64, 4))
+    (out / f"attention_sweep_{args.shape}.json").write_text(json.dumps(results, indent=1))
+    for r in results:
+        ok = [c for c in r["configs"] if "us" in c]
+        best = min(ok, key=lambda c: c["us"]) if ok else None
+        default = next((c for c in ok if c["split"] is None), None)
+        print(f"batch {r['batch']} shared {r['shared_prefix']}: default {default and default['us']} us "
+              f"({default and default['tb_per_s']} TB/s); best {best}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
