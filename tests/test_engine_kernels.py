@@ -86,13 +86,18 @@ def test_rotary_and_store_is_bit_identical_to_the_reference(case):
 @pytest.mark.parametrize("window", WINDOWS)
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_decode_attention_matches_the_reference(case, window, shared_prefix):
+    _check_decode_attention(case, window, shared_prefix=shared_prefix)
+
+
+def _check_decode_attention(case: str, window: int, **options) -> None:
+    """The Triton decode attention (with ``options``) against the torch reference on one case."""
     spec, dtype = CASES[case]
     tables = _tables(spec, dtype)
     q, _, _, kp, vp, kg, vg, p_slot, p_len, g_slot, g_write = _inputs(spec, dtype)
     g_len = g_write + 1
     want = K.decode_attention_reference(q, kp, vp, kg, vg, p_slot, p_len, g_slot, g_len, spec, tables, window)
     got = K.decode_attention_triton(q, kp, vp, kg, vg, p_slot, p_len, g_slot, g_len, spec, tables, window,
-                                    shared_prefix=shared_prefix)
+                                    **options)
     tol = 1e-5 if dtype == torch.float32 else 2e-2
     torch.testing.assert_close(got.float(), want.float(), rtol=tol, atol=tol)
 
@@ -103,12 +108,4 @@ def test_decode_attention_matches_the_reference(case, window, shared_prefix):
 @pytest.mark.parametrize("case", ["gptj-like", "bloom-alibi", "gqa-group-3-fp32"])
 def test_decode_attention_split_over_keys_matches_the_reference(case, window, shared_prefix, split):
     """Each row's keys cut into parts (more programs at small batches), merged by a second kernel."""
-    spec, dtype = CASES[case]
-    tables = _tables(spec, dtype)
-    q, _, _, kp, vp, kg, vg, p_slot, p_len, g_slot, g_write = _inputs(spec, dtype)
-    g_len = g_write + 1
-    want = K.decode_attention_reference(q, kp, vp, kg, vg, p_slot, p_len, g_slot, g_len, spec, tables, window)
-    got = K.decode_attention_triton(q, kp, vp, kg, vg, p_slot, p_len, g_slot, g_len, spec, tables, window,
-                                    shared_prefix=shared_prefix, split=split, block_n=16)
-    tol = 1e-5 if dtype == torch.float32 else 2e-2
-    torch.testing.assert_close(got.float(), want.float(), rtol=tol, atol=tol)
+    _check_decode_attention(case, window, shared_prefix=shared_prefix, split=split, block_n=16)
