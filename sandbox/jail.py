@@ -85,9 +85,9 @@ def cache_root() -> Path:
 def _files_fingerprint(paths: list[str], dynload: str) -> str:
     """Size and modification time of every bound file, the loader's cache and each extension module: any
     change (an upgraded library, a new module) makes a cached list of the jail's files stale."""
+    modules = sorted(str(p) for p in Path(dynload).glob("*.so")) if dynload else []
     entries = []
-    for path in [*paths, "/etc/ld.so.cache", *sorted(str(p) for p in Path(dynload).glob("*.so"))] if dynload \
-            else [*paths, "/etc/ld.so.cache"]:
+    for path in [*paths, "/etc/ld.so.cache", *modules]:
         try:
             info = os.stat(path)
             entries.append((path, info.st_size, info.st_mtime_ns))

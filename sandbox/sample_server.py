@@ -52,9 +52,10 @@ _ = (List[int], List[str], List[float], List[Any], List[List[int]], List[Tuple[i
      Dict[Any, Any], Set[int], Union[int, float], Union[int, str], Callable[[int], int], Iterable[int],
      Iterator[int], list[int], dict[str, int], tuple[int, ...])
 """
-CLONE_NEWPID = 0x20000000
-MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_REC, MS_PRIVATE = 0x2, 0x4, 0x8, 0x20, 0x4000, 0x40000
-MNT_DETACH = 0x2
+# The per-sample calls' arguments come from the seccomp module, whose filter lets exactly these through.
+CLONE_NEWPID, MNT_DETACH = seccomp.CLONE_NEWPID, seccomp.MNT_DETACH
+MS_NOSUID, MS_NODEV = seccomp.MS_NOSUID, seccomp.MS_NODEV
+MS_NOEXEC, MS_REMOUNT, MS_REC, MS_PRIVATE = 0x8, 0x20, 0x4000, 0x40000
 PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 4, 36, 38
 LINUX_CAPABILITY_VERSION_3 = 0x20080522
 
@@ -98,7 +99,10 @@ class Libc:
         # A new PID namespace can be asked for only while children would still go to our own: point them back
         # there (the last sample's namespace is gone with its init), then ask for a new one.
         self._check(self.lib.setns(self.own_pid_namespace, CLONE_NEWPID), "setns")
-        self._check(self.lib.unshare(CLONE_NEWPID), "unshare")
+        self.unshare(CLONE_NEWPID)
+
+    def unshare(self, flags: int) -> None:
+        self._check(self.lib.unshare(flags), "unshare")
 
     def hide_other_processes(self, gid: int) -> bool:
         """Remount the jail's /proc so that a sample sees only its own processes (``gid`` still sees all)."""
@@ -418,7 +422,7 @@ def probe(config: dict[str, Any]) -> int:
                 handle.write("ok")
             if server.flavor != "none":  # what the server may do, a sample may not (no capabilities)
                 libc = server.libc
-                for attempt in (lambda: libc.mount_tmp(1), lambda: libc._check(libc.lib.unshare(CLONE_NEWPID), "")):
+                for attempt in (lambda: libc.mount_tmp(1), lambda: libc.unshare(CLONE_NEWPID)):
                     try:
                         attempt()
                     except OSError:

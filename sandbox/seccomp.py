@@ -4,15 +4,18 @@ What it closes: kernel keyrings (``add_key``/``keyctl``/``request_key`` would ca
 the next: keyrings are kept per uid, beyond a process's life), new namespaces (``unshare``, ``setns``,
 ``clone`` with namespace flags: a user namespace would hand the sample capabilities again), mounts,
 ``ptrace`` and cross-process memory access, and the kernel interfaces most used to attack the kernel
-itself (``bpf``, ``perf_event_open``, ``userfaultfd``, ``io_uring``, modules, ``kexec``). ``clone3`` answers
-ENOSYS, so the C library falls back to ``clone``, whose flags the filter can read.
+itself (``bpf``, ``perf_event_open``, ``userfaultfd``, ``io_uring``, modules, ``kexec``), SysV IPC and POSIX
+message queues (state that would outlive a sample in the jail's IPC namespace), and ``open``/``openat`` with
+``O_TMPFILE`` (EOPNOTSUPP: an unnamed file would take an inode of ``/tmp`` unseen, see
+``SampleServer.prepare_tmp``). ``clone3`` and ``openat2`` answer ENOSYS, so the C library and Python fall
+back to ``clone`` and ``openat``, whose flags the filter can read.
 
 It is installed once, in the sample server, and every sample inherits it (a filter survives fork and exec
 and cannot be removed): attaching a filter in each sample cost ~0.3 ms of CPU per sample (the kernel
 converts and compiles the program every time). So the filter lets through exactly the four calls the
 server makes for each sample, with the exact arguments it uses -- ``mount`` with ``MS_NOSUID|MS_NODEV`` (the
-sample's tmpfs), ``umount2`` with ``MNT_DETACH``, ``setns`` into a PID namespace and ``unshare`` of a new IPC
-and PID namespace -- and nothing else of the namespace and mount families. Each of the four needs
+sample's tmpfs), ``umount2`` with ``MNT_DETACH``, ``setns`` into a PID namespace and ``unshare`` of a new PID
+namespace -- and nothing else of the namespace and mount families. Each of the four needs
 ``CAP_SYS_ADMIN``, which no sample holds (samples drop every capability, under ``no_new_privs``), and the one
 way to gain it, a user namespace, stays refused in every form.
 
