@@ -172,7 +172,7 @@ def test_unknown_model_without_config_is_a_clear_error():
 def test_free_memory_respects_an_enforced_gpu_cap(free, total, allocated, reserved, fraction, expected):
     """Batch sizing and the engine's KV cache read this; mem_get_info alone ignores --gpu-memory and would
     size a 16 GiB-capped run for the whole 80 GiB card."""
-    from evalsuite.generation.batching import capped_free_bytes
+    from evalsuite.devices import capped_free_bytes
 
     assert capped_free_bytes(free, total, allocated, reserved, fraction) == expected
 

@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from evalsuite.generation import GenerationOptions, load_generator
-from evalsuite.generation.batching import allocatable_bytes
+from evalsuite.devices import allocatable_bytes
 from evalsuite.planner.capacity import GiB, enforce_gpu_cap
 from evalsuite.records import GenerationRequest, SamplingParams
 

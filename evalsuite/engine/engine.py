@@ -26,7 +26,7 @@ from evalsuite.engine.models import GenericAdapter, layout_for
 from evalsuite.engine.runner import DecodeRunner
 from evalsuite.engine.scheduler import Decode, FinishRule, PromptJob, RowTable, SampleJob, waiting_queue
 from evalsuite.errors import EvalsuiteError
-from evalsuite.generation.batching import allocatable_bytes
+from evalsuite.devices import allocatable_bytes
 from evalsuite.generation.sampling import choose_tokens, row_seeds
 from evalsuite.records import Completion, GenerationRequest, SamplingParams
 

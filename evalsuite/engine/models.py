@@ -143,6 +143,9 @@ def _rope_types(config) -> set[str]:
     return types or {"default"}
 
 
+FUSE_MARGIN_BYTES = 64 * 2**20  # allocator rounding and the kernels' scratch while a block is fused
+
+
 @dataclass
 class FusedLinear:
     """Linear modules of one block that read the same input, as one weight [sum of outputs, in] (and bias);
@@ -227,16 +230,45 @@ class GenericAdapter:
         self.embed_multiplier = cfg.hidden_size ** 0.5 if lay.embed_scale and not hasattr(embed, "embed_scale") \
             else None
         self.fuse = fuse and bool(lay.fused)
+        self.fuse_skipped: str | None = None  # why the projections run unfused, where fusing was asked for
         self._fused: list[FusedLinear] = []
         self._activation = None
         if self.fuse:
             self._fuse_all()
-            if lay.mlp_steps is not None:
-                self._activation = fused_activation(_get(_get(self.blocks[0], lay.mlp), lay.mlp_steps[1]))
+        if self.fuse and lay.mlp_steps is not None:
+            self._activation = fused_activation(_get(_get(self.blocks[0], lay.mlp), lay.mlp_steps[1]))
 
     def _fuse_all(self) -> None:
-        self._fused = [FusedLinear.of(tuple(_get(block, path) for path in self.layout.fused))
-                       for block in self.blocks]
+        """Fuse block by block, handing each block's replaced weights back to the device before the next, so
+        set-up needs one block's fused weights beyond the model, not all of them: GPT-J-6B in fp16 under a
+        16 GiB cap had no room for the whole transient copy (6 GiB). Where even one block's copy does not fit,
+        the projections stay unfused (slower, same tokens) and ``fuse_skipped`` says why."""
+        groups = [tuple(_get(block, path) for path in self.layout.fused) for block in self.blocks]
+        device = groups[0][0].weight.device
+        need = max(sum(m.weight.numel() + (m.bias.numel() if m.bias is not None else 0) for m in group)
+                   for group in groups) * groups[0][0].weight.element_size()
+        if device.type == "cuda":
+            from evalsuite.devices import allocatable_bytes
+
+            torch.cuda.empty_cache()
+            room = allocatable_bytes(device)
+            if room < need + FUSE_MARGIN_BYTES:
+                return self._skip_fusing(f"no room to fuse the projections: one block's fused weights take "
+                                         f"{need / 2**20:.0f} MiB, {room / 2**20:.0f} MiB allocatable")
+        self._fused = []
+        try:
+            for group in groups:
+                self._fused.append(FusedLinear.of(group))
+                if device.type == "cuda":
+                    torch.cuda.empty_cache()
+        except torch.OutOfMemoryError:
+            torch.cuda.empty_cache()
+            self._skip_fusing(f"out of memory fusing block {len(self._fused)} of {len(groups)}")
+
+    def _skip_fusing(self, reason: str) -> None:
+        """Run every projection as the model's own module. Blocks fused so far keep their weights as views into
+        the fused tensors, which the modules read as usual."""
+        self.fuse, self._fused, self.fuse_skipped = False, [], reason
 
     # --------------------------------------------------------------------------------- what it covers
     @staticmethod
@@ -307,9 +339,12 @@ class GenericAdapter:
         """One :class:`PositionTables` per layer (layers of one type share the object)."""
         positions = self.layout.positions
         if positions == "gptj_buffer":
-            # GPT-J keeps sin|cos per position in a buffer and casts it to the key dtype before use.
-            sincos = _get(self.blocks[0], self.layout.attn).embed_positions[:max_positions].to(device=device,
-                                                                                                dtype=dtype)
+            # GPT-J keeps sin|cos per position in a buffer and casts it to the key dtype before use: on each
+            # attention module up to transformers 5.2x, on one rotary module of the backbone after.
+            owner = _get(self.blocks[0], self.layout.attn)
+            if not hasattr(owner, "embed_positions"):
+                owner = self.backbone.rotary_emb
+            sincos = owner.embed_positions[:max_positions].to(device=device, dtype=dtype)
             sin, cos = torch.split(sincos, sincos.shape[-1] // 2, dim=-1)
             table = PositionTables(cos=torch.repeat_interleave(cos, 2, dim=-1).contiguous(),
                                    sin=torch.repeat_interleave(sin, 2, dim=-1).contiguous())

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
+from evalsuite.devices import allocatable_bytes
 from evalsuite.records import GenerationRequest, SamplingParams
 
 CPU_BATCH_SIZE = 16  # CPU throughput is flat past small batches; memory is not the limit there
@@ -76,26 +77,6 @@ def auto_batch_size(config: Any, device: Any, dtype_bytes: int, longest_prompt: 
         free_bytes = allocatable_bytes(device)
     per_row = bytes_per_row(config, dtype_bytes, longest_prompt + max_new_tokens)
     return max(1, min(MAX_BATCH_SIZE, int(free_bytes * MEMORY_HEADROOM) // max(per_row, 1)))
-
-
-def allocatable_bytes(device: Any) -> int:
-    """Bytes PyTorch may still allocate on ``device``: the GPU's free memory plus what its allocator holds
-    unused, and no more than an enforced ``--gpu-memory`` cap (``set_per_process_memory_fraction``) leaves,
-    which ``mem_get_info`` alone does not see."""
-    import torch
-
-    free, total = torch.cuda.mem_get_info(device)
-    allocated, reserved = torch.cuda.memory_allocated(device), torch.cuda.memory_reserved(device)
-    fraction = torch.cuda.get_per_process_memory_fraction(device)
-    return capped_free_bytes(free, total, allocated, reserved, fraction)
-
-
-def capped_free_bytes(free: int, total: int, allocated: int, reserved: int, fraction: float) -> int:
-    """Free device memory as the allocator sees it (see :func:`allocatable_bytes`)."""
-    available = free + (reserved - allocated)
-    if fraction < 1.0:
-        available = min(available, int(fraction * total) - allocated)
-    return max(0, available)
 
 
 def _first_int(obj: Any, *names: str) -> int | None:

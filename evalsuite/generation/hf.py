@@ -17,6 +17,7 @@ from typing import Any, Iterator, Sequence
 import torch
 from transformers import GenerationConfig, LogitsProcessorList, StoppingCriteriaList
 
+from evalsuite.devices import free_accelerator_memory
 from evalsuite.errors import EvalsuiteError
 from evalsuite.generation.base import GenerationOptions, Generator
 from evalsuite.generation.batching import Row, auto_batch_size, make_rows
@@ -73,7 +74,7 @@ class HFGenerator(Generator):
                 completions = run_batch(batch, params)
             except torch.OutOfMemoryError:
                 pending.extendleft(reversed(batch))
-                _free_accelerator_memory()
+                free_accelerator_memory()
                 if size == 1:
                     raise EvalsuiteError(f"model {self.loaded.spec.name!r} runs out of memory even at batch size "
                                          "1; use a smaller --max-new-tokens or a loading plan that offloads") \
@@ -134,7 +135,7 @@ class HFGenerator(Generator):
     def close(self) -> None:
         self.model = None
         self.loaded.model = None
-        _free_accelerator_memory()
+        free_accelerator_memory()
 
     # -- internals ---------------------------------------------------------------------------------
     def _fast_engine(self) -> Any | None:
@@ -217,11 +218,3 @@ def _non_neutral(generation_config: Any) -> dict[str, Any]:
                "no_repeat_ngram_size", "min_length", "min_new_tokens", "length_penalty")
     current = generation_config.to_dict()
     return {k: current[k] for k in watched if k in current and current[k] != defaults.get(k)}
-
-
-def _free_accelerator_memory() -> None:
-    import gc
-
-    gc.collect()
-    if torch.cuda.is_available():
-        torch.cuda.empty_cache()

@@ -172,7 +172,7 @@ def load_model(spec: ModelSpec, options: GenerationOptions) -> LoadedModel:
             model, plan = load_planned(spec.location, spec, options, batch_size=options.batch_size)
         except (OSError, ValueError) as exc:
             raise _load_error(spec, "weights", exc) from exc
-        device = torch.device("cpu") if plan.strategy == "cpu" else torch.device("cuda", _plan_gpu(plan))
+        device = torch.device("cpu") if plan.strategy == "cpu" else torch.device("cuda", plan.main_gpu)
         return LoadedModel(model=model, tokenizer=tokenizer, spec=spec, device=device, dtype=plan.dtype,
                            revision=revision_of(spec, config),
                            placement={"strategy": plan.strategy, "plan": plan.to_json()},
@@ -189,12 +189,6 @@ def load_model(spec: ModelSpec, options: GenerationOptions) -> LoadedModel:
         placement["gguf_file"] = spec.gguf_file
     return LoadedModel(model=model, tokenizer=tokenizer, spec=spec, device=device, dtype=dtype,
                        revision=revision_of(spec, config), placement=placement)
-
-
-def _plan_gpu(plan: Any) -> int:
-    """The GPU that receives the inputs: the one holding the embeddings (the planner's main GPU)."""
-    gpus = plan.capacity.gpus
-    return gpus.index(max(gpus)) if gpus else 0
 
 
 def model_context_length(config: Any) -> int | None:

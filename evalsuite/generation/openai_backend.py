@@ -206,7 +206,7 @@ class OpenAIGenerator(Generator):
 
     def request_body(self, job: Job, params: SamplingParams) -> dict[str, Any]:
         from evalsuite.generation.prompting import server_messages
-        from evalsuite.generation.sampling import row_seed
+        from evalsuite.generation.seeding import row_seed
 
         if job.request.prompt_style == "instruct":
             asked: dict[str, Any] = {"messages": server_messages(job.request.prompt)}

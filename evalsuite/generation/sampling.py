@@ -8,24 +8,17 @@ draws from its own hash-derived noise (Gumbel-max trick: ``argmax(logits/T + Gum
 
 from __future__ import annotations
 
-import hashlib
 from typing import Sequence
 
 import torch
 
+from evalsuite.generation.seeding import row_seed
 from evalsuite.records import SamplingParams
 
-_MASK62 = (1 << 62) - 1
 # splitmix64 constants, as signed int64 (torch has no uint64 arithmetic); multiplication wraps mod 2^64.
 _GOLDEN = -7046029254386353131  # 0x9E3779B97F4A7C15
 _MIX1 = -4658895280553007687  # 0xBF58476D1CE4E5B9
 _MIX2 = -7723592293110705685  # 0x94D049BB133111EB
-
-
-def row_seed(seed: int, task_id: str, sample_index: int) -> int:
-    """A stable 62-bit seed for one sample (independent of Python's hash randomisation)."""
-    digest = hashlib.blake2b(f"{seed}\x1f{task_id}\x1f{sample_index}".encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "little") & _MASK62
 
 
 def row_seeds(seed: int, task_id: str, sample_indices: Sequence[int], device=None) -> torch.Tensor:

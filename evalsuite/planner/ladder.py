@@ -144,6 +144,12 @@ class Plan:
     notes: list[str] = field(default_factory=list)
 
     @property
+    def main_gpu(self) -> int:
+        """The GPU that receives the inputs and holds the embeddings: the largest one."""
+        gpus = self.capacity.gpus
+        return gpus.index(max(gpus)) if gpus else 0
+
+    @property
     def relative_speed(self) -> float:
         return self.gpu_step_s / self.est_step_s if self.est_step_s else 0.0
 
@@ -299,10 +305,11 @@ class _Ladder:
         if weight_bytes > room:
             raise _NoFit(f"{format_bytes(weight_bytes)} of {dtype} weights > {format_bytes(room)} free on one GPU "
                          f"({format_bytes(max(self.cap.gpus))} - {format_bytes(self.budget.total)} budget)")
-        index = self.cap.gpus.index(max(self.cap.gpus))
-        return self._plan(name, dtype, weight_bytes,
-                          {f"cuda:{index}": f"all {self.shape.num_blocks} blocks, {format_bytes(weight_bytes)}"},
-                          step, device_map={"": index})
+        plan = self._plan(name, dtype, weight_bytes, {}, step)
+        index = plan.main_gpu
+        plan.device_map_summary = {f"cuda:{index}": f"all {self.shape.num_blocks} blocks, {format_bytes(weight_bytes)}"}
+        plan.device_map = {"": index}
+        return plan
 
     # -- rungs ---------------------------------------------------------------------------------------
     def gpu(self) -> Plan:

@@ -8,13 +8,13 @@ when a load still runs out of memory the planner steps one rung down and says so
 from __future__ import annotations
 
 import dataclasses
-import gc
 import importlib.util
 import os
 import socket
 from pathlib import Path
 from typing import Any
 
+from evalsuite.devices import free_accelerator_memory, is_out_of_memory
 from evalsuite.errors import EvalsuiteError
 from evalsuite.planner import ladder as L
 from evalsuite.planner.capacity import Capacity, detect_capacity, enforce_gpu_cap
@@ -42,23 +42,6 @@ def half_dtype(options: Any, spec: Any = None) -> str:
     if torch.cuda.is_available() and not torch.cuda.is_bf16_supported():
         return "float16"
     return "bfloat16"
-
-
-def _is_oom(exc: BaseException) -> bool:
-    import torch
-
-    if isinstance(exc, torch.OutOfMemoryError):
-        return True
-    text = str(exc)
-    return isinstance(exc, RuntimeError) and ("out of memory" in text or "CUBLAS_STATUS_ALLOC_FAILED" in text)
-
-
-def _free_memory() -> None:
-    import torch
-
-    gc.collect()
-    if torch.cuda.is_available():
-        torch.cuda.empty_cache()
 
 
 def load_planned(model_path_or_id: str, spec: Any, options: Any, *, batch_size: int | None = None,
@@ -90,9 +73,9 @@ def load_planned(model_path_or_id: str, spec: Any, options: Any, *, batch_size: 
             model = _load(source.model_id, plan, request, source.trust_remote_code)
             return model, plan
         except Exception as exc:  # noqa: BLE001 - only out-of-memory is handled, the rest re-raised
-            if not _is_oom(exc):
+            if not is_out_of_memory(exc):
                 raise
-            _free_memory()
+            free_accelerator_memory()
             why = f"ran out of GPU memory while loading ({str(exc).splitlines()[0][:160]})"
             if plan.forced:
                 raise EvalsuiteError(f"{plan.model}: forced strategy {plan.strategy} {why}; "
@@ -111,16 +94,12 @@ def _load(model_id: str, plan: Plan, request: PlanRequest, trust_remote_code: bo
     return model
 
 
-def _gpu_index(plan: Plan) -> int:
-    return plan.capacity.gpus.index(max(plan.capacity.gpus)) if plan.capacity.gpus else 0
-
-
 def transformers_kwargs(plan: Plan, request: PlanRequest) -> dict[str, Any]:
     """from_pretrained keyword arguments for the plain-transformers strategies (gpu, multi-gpu, offload, cpu)."""
     kwargs: dict[str, Any] = {"dtype": _torch_dtype(plan.dtype if plan.dtype in ("bfloat16", "float16", "float32")
                                                     else request.half_dtype)}
     if plan.strategy == L.GPU:
-        kwargs["device_map"] = {"": _gpu_index(plan)}
+        kwargs["device_map"] = {"": plan.main_gpu}
     elif plan.strategy in (L.MULTI_GPU, L.CPU_OFFLOAD):
         device_map = plan.device_map
         if device_map is None:  # forced although it does not fit: let accelerate place what it can
@@ -162,7 +141,7 @@ def _load_bitsandbytes(model_id: str, plan: Plan, request: PlanRequest, trust_re
         quantization = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4",
                                           bnb_4bit_compute_dtype=compute)
     return AutoModelForCausalLM.from_pretrained(model_id, quantization_config=quantization, dtype=compute,
-                                                device_map={"": _gpu_index(plan)},
+                                                device_map={"": plan.main_gpu},
                                                 trust_remote_code=trust_remote_code)
 
 

@@ -1,0 +1,109 @@
+"""Devices: what a ``--device`` value means, and how much memory PyTorch may still take on a GPU.
+
+One home for these facts: the loader, the planner, the plain-generate batcher and the engine all size
+themselves from :func:`allocatable_bytes`, and every ``--device`` value is checked by :func:`parse_device`
+before any model loads. Importing this module does not import torch; the functions that need it do.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import re
+from typing import Any
+
+from evalsuite.errors import EvalsuiteError
+
+_DEVICE = re.compile(r"^(cpu|cuda(?::(\d+))?)$")
+
+
+def parse_device(value: str | None) -> str | None:
+    """``--device``: ``cpu``, ``cuda`` or ``cuda:N``, normalised; anything else is one clear error. Whether
+    the GPU exists is checked by :func:`check_device_present` (that needs torch)."""
+    if value is None:
+        return None
+    text = value.strip().lower()
+    if not _DEVICE.match(text):
+        raise EvalsuiteError(f"--device {value!r} is not a device: use cpu, cuda or cuda:N (N = the GPU's index)")
+    return text
+
+
+def check_device_present(value: str | None) -> None:
+    """Refuse a CUDA device this machine does not have, before any model loads."""
+    if value is None or not value.startswith("cuda"):
+        return
+    import torch
+
+    if not torch.cuda.is_available():
+        raise EvalsuiteError(f"--device {value}: this machine has no CUDA GPU visible to PyTorch (use --device cpu)")
+    index = int(value.split(":")[1]) if ":" in value else 0
+    if index >= torch.cuda.device_count():
+        raise EvalsuiteError(f"--device {value}: this machine has {torch.cuda.device_count()} GPU(s), "
+                             f"cuda:0 to cuda:{torch.cuda.device_count() - 1}")
+
+
+def cuda_index(device: Any) -> int:
+    """The GPU index of ``device`` (a torch.device, ``"cuda"``, ``"cuda:N"`` or an int); ``cuda`` without an
+    index means the current GPU, as PyTorch itself reads it."""
+    import torch
+
+    if isinstance(device, int):
+        return device
+    device = torch.device(device)
+    return device.index if device.index is not None else torch.cuda.current_device()
+
+
+def allocatable_bytes(device: Any) -> int:
+    """Bytes PyTorch may still allocate on ``device``: the GPU's free memory plus what its allocator holds
+    unused, and no more than an enforced ``--gpu-memory`` cap (``set_per_process_memory_fraction``) leaves,
+    which ``mem_get_info`` alone does not see."""
+    import torch
+
+    index = cuda_index(device)
+    free, total = torch.cuda.mem_get_info(index)
+    allocated, reserved = torch.cuda.memory_allocated(index), torch.cuda.memory_reserved(index)
+    fraction = torch.cuda.get_per_process_memory_fraction(index)
+    return capped_free_bytes(free, total, allocated, reserved, fraction)
+
+
+def capped_free_bytes(free: int, total: int, allocated: int, reserved: int, fraction: float) -> int:
+    """Free device memory as the allocator sees it (see :func:`allocatable_bytes`)."""
+    available = free + (reserved - allocated)
+    if fraction < 1.0:
+        available = min(available, int(fraction * total) - allocated)
+    return max(0, available)
+
+
+def free_accelerator_memory() -> None:
+    """Drop unreachable tensors and hand the allocator's unused blocks back to the GPU."""
+    gc.collect()
+    import torch
+
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
+def is_out_of_memory(exc: BaseException) -> bool:
+    """An allocation failure, whichever library raised it (cuBLAS reports its own in a RuntimeError)."""
+    import torch
+
+    if isinstance(exc, torch.OutOfMemoryError):
+        return True
+    text = str(exc)
+    return isinstance(exc, RuntimeError) and ("out of memory" in text or "CUBLAS_STATUS_ALLOC_FAILED" in text)
+
+
+def use_expandable_segments() -> None:
+    """Let freed GPU memory be handed back page by page (PyTorch's expandable segments) unless the user set
+    the allocator up themselves. Why: transformers carves a model's weights out of one large block; the
+    engine's set-up replaces some of them, and without expandable segments the freed holes stay reserved
+    and count against a ``--gpu-memory`` cap (GPT-J-6B fp16 under 16 GiB: 4.6 GiB of holes, then
+    out-of-memory). Must run before the first CUDA allocation to cover the weights."""
+    if "expandable_segments" in os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""):
+        return
+    import torch
+
+    try:
+        torch.cuda.memory._set_allocator_settings("expandable_segments:True")
+    except (AttributeError, RuntimeError):  # an older torch, or an allocator that has no such setting
+        pass
