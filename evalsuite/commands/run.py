@@ -12,6 +12,7 @@ from pathlib import Path
 from evalsuite.commands.common import (add_execution_args, add_fail_under_argument, add_task_source_args,
                                        execution_options, load_registry, parse_ks, split_names, timeout_policy)
 from evalsuite import preflight
+from evalsuite.devices import check_device_present, parse_device
 from evalsuite.errors import EvalsuiteError, ThresholdNotMet
 
 SAMPLING_DEFAULTS = {"n": 1, "temperature": 0.0, "top_p": 1.0, "top_k": 0, "max_new_tokens": 512}
@@ -69,8 +70,10 @@ def add_parser(subparsers) -> None:
     model.add_argument("--spread", default="problems", choices=["problems", "models"],
                        help="under torchrun: shard each model's problems over the ranks (default), or give "
                             "each rank whole models (several models that each fit one GPU, at once)")
-    model.add_argument("--engine", default="auto", choices=["auto", "transformers"],
-                       help="auto: the fast engine where it applies; transformers: plain generate")
+    model.add_argument("--engine", default="auto", choices=["auto", "transformers", "evalsuite"],
+                       help="auto (default): evalsuite's engine where it applies (CUDA, a covered family), else "
+                            "plain transformers generate; transformers: always plain generate; evalsuite: the "
+                            "engine wherever it can run, the CPU included (slow there: for checks)")
 
     execution = parser.add_argument_group("execution")
     add_execution_args(execution)
@@ -152,7 +155,7 @@ def main(args: argparse.Namespace) -> int:
     protocol = protocol_from_args(args)
     warn_partial(tasks, args.limit)
     generation = GenerationOptions(
-        backend=args.backend, device=args.device, dtype=None if args.dtype in (None, "auto") else args.dtype,
+        backend=args.backend, device=parse_device(args.device), dtype=None if args.dtype in (None, "auto") else args.dtype,
         batch_size=args.batch_size, base_url=args.base_url, api_key_env=args.api_key_env,
         concurrency=args.concurrency, max_retries=args.max_retries, request_timeout_s=args.request_timeout,
         trust_remote_code=args.trust_remote_code, strategy=args.strategy, gpu_memory=args.gpu_memory,
@@ -229,6 +232,7 @@ def check_gpu_only_options(options) -> None:
     if not torch.cuda.is_available():
         flag = "--gpu-memory" if options.gpu_memory else f"--device {options.device}"
         raise EvalsuiteError(f"{flag} needs a CUDA GPU, and none is visible on this machine")
+    check_device_present(options.device)
 
 
 __all__ = ["add_parser", "main", "ThresholdNotMet"]

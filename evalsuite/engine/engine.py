@@ -31,6 +31,7 @@ from evalsuite.generation.sampling import choose_tokens, row_seeds
 from evalsuite.records import Completion, GenerationRequest, SamplingParams
 
 _DTYPES = (torch.float32, torch.bfloat16, torch.float16)
+WORKSPACE_MARGIN_BYTES = 384 * 2**20  # cuBLAS workspaces, Triton's scratch, allocator rounding
 
 
 @dataclass(frozen=True)
@@ -119,6 +120,8 @@ class Engine:
         self.vocab_limit = vocab_limit if vocab_limit is not None and vocab_limit < rows else None
         self.context_length = context_length or self.adapter.max_positions
         self.stats = EngineStats()
+        self.fault = InjectedFault.from_environment()
+        self.fault.at_setup()
 
     # ----------------------------------------------------------------------------------------- public
     def generate(self, requests: Sequence[GenerationRequest], params: SamplingParams, *,
@@ -138,6 +141,7 @@ class Engine:
                 raise EvalsuiteError("the sampling engine needs prompt token ids or a tokenizer")
             prompt_ids = [self.tokenizer(r.prompt).input_ids for r in requests]
         requests = list(requests)
+        self.stats = EngineStats()
         fan_out: dict[str, tuple[int, ...]] = {}
         if params.greedy and forced_lengths is None:  # every sample of a prompt is the same text: decode it once
             fan_out = {r.task_id: r.sample_indices for r in requests if len(r.sample_indices) > 1}
@@ -150,7 +154,9 @@ class Engine:
 
     def describe(self) -> dict[str, Any]:
         return {"engine": "evalsuite", "family": self.adapter.family,
-                "attention": "triton" if self.use_triton else "torch", "cuda_graphs": self.use_graphs}
+                "attention": "triton" if self.use_triton else "torch", "cuda_graphs": self.use_graphs,
+                "fused_projections": self.adapter.fuse, "fuse_skipped": self.adapter.fuse_skipped,
+                "rows": self.stats.rows, "cache_gib": round(self.stats.cache_gib, 3)}
 
     # ------------------------------------------------------------------------------------------ setup
     def _jobs(self, requests, prompt_ids, params, forced_lengths) -> list[PromptJob]:
@@ -187,17 +193,37 @@ class Engine:
         per_prompt = max(len(p.samples) for p in prompts)
         per_token = kv_bytes_per_token(spec, self.adapter.num_layers, self.dtype)
         max_rows = min(self.options.max_rows, samples)
-        if self.device.type == "cuda":
-            torch.cuda.empty_cache()
-            free = allocatable_bytes(self.device)  # within an enforced --gpu-memory cap
-            vocab = self.model.config.vocab_size
-            workspace = max_rows * vocab * 48 + max_rows * 64 * self.model.config.hidden_size + GiB
-            budget = int(free * self.options.memory_fraction) - workspace
-        else:
-            budget = 1 << 62
-        return plan_cache(budget_bytes=budget, bytes_per_token=per_token, prompt_capacity=prompt_capacity,
+        if self.device.type != "cuda":
+            return plan_cache(budget_bytes=1 << 62, bytes_per_token=per_token, prompt_capacity=prompt_capacity,
+                              gen_capacity=gen_capacity, num_prompts=len(prompts), samples_per_prompt=per_prompt,
+                              max_rows=max_rows)
+        torch.cuda.empty_cache()
+        free = allocatable_bytes(self.device)  # within an enforced --gpu-memory cap
+        budget = int(free * self.options.memory_fraction) - self.workspace_bytes(max_rows, prompt_capacity)
+        plan = plan_cache(budget_bytes=budget, bytes_per_token=per_token, prompt_capacity=prompt_capacity,
                           gen_capacity=gen_capacity, num_prompts=len(prompts), samples_per_prompt=per_prompt,
                           max_rows=max_rows)
+        if plan.total_bytes > budget:  # not even one row fits: say so now, not at the first step
+            raise torch.OutOfMemoryError(
+                f"the engine's KV cache needs {plan.total_bytes / GiB:.2f} GiB at {plan.gen_slots} row(s); "
+                f"{max(budget, 0) / GiB:.2f} GiB of {free / GiB:.2f} GiB allocatable is left after the "
+                f"{max_rows}-row workspace")
+        return plan
+
+    def workspace_bytes(self, rows: int, prompt_length: int) -> int:
+        """Device memory the engine needs beside its KV cache: per row, the logits and the sampler's float32
+        scratch over the vocabulary and the step's activations (held by the CUDA graphs' pool); once, the
+        prefill of the longest prompt through the model's own forward (eager attention scores in float32)
+        and a margin for cuBLAS workspaces and allocator rounding."""
+        config = self.model.config
+        spec = self.adapter.spec
+        hidden = config.hidden_size
+        intermediate = getattr(config, "intermediate_size", None) or getattr(config, "n_inner", None) or 4 * hidden
+        item = self.dtype.itemsize
+        per_row = config.vocab_size * 48 + 64 * hidden
+        prefill = (prompt_length * (4 * hidden + 2 * intermediate) * item
+                   + spec.num_heads * prompt_length * prompt_length * 4 + config.vocab_size * 4)
+        return rows * per_row + prefill + WORKSPACE_MARGIN_BYTES
 
     # ------------------------------------------------------------------------------------------- loop
     def _generate(self, requests, prompt_ids, params, ignore_eos, forced_lengths) -> Iterator[Completion]:
@@ -265,6 +291,7 @@ class _Loop:
         self.turn = 0
         self.pending: deque[_Launched] = deque()
         self.finished: list[Completion] = []
+        self.yielded = 0
         self.to_reset: set[int] = set()
 
     def run(self) -> Iterator[Completion]:
@@ -282,8 +309,11 @@ class _Loop:
                         self.pending and self._done(self.pending[0])):
                     self._read(self.pending.popleft())
             if self.finished:
-                yield from self.finished
-                self.finished = []
+                finished, self.finished = self.finished, []
+                for completion in finished:
+                    yield completion
+                    self.yielded += 1
+                    self.engine.fault.after_completions(self.yielded)
         while self.pending:
             self._read(self.pending.popleft())
         yield from self.finished
@@ -329,6 +359,7 @@ class _Loop:
         host = self.ring[self.turn]
         self.turn = (self.turn + 1) % len(self.ring)
         host[:batch].copy_(runner.state.tok[:batch], non_blocking=self.cuda)
+        self.engine.fault.at_step(self.engine.stats.steps)
         runner.step(batch)
         event = None
         if self.cuda:
@@ -363,6 +394,45 @@ class _Loop:
             self.prompt_slots.give(prompt.slot)
             prompt.slot = -1
         self.finished.append(self.rule.completion(job))
+
+
+@dataclass
+class InjectedFault:
+    """A test hook: ``EVALSUITE_ENGINE_FAULT`` makes the engine fail as a real failure would, so the fallback
+    (evalsuite/engine/hf_bridge.py) is tested end to end on the CPU path. ``setup``: at set-up;
+    ``step:N``: a RuntimeError at decode step N; ``after:K``: a RuntimeError once K completions are out;
+    ``oom:N``: out of memory at step N, once per engine (the retry with fewer rows then runs clean)."""
+
+    kind: str = ""
+    step: int = -1
+    fired: bool = False
+
+    @classmethod
+    def from_environment(cls) -> "InjectedFault":
+        import os
+
+        value = os.environ.get("EVALSUITE_ENGINE_FAULT", "")
+        kind, _, step = value.partition(":")
+        if kind not in ("", "setup", "step", "oom", "after") or (kind != "setup" and kind and not step.isdigit()):
+            raise EvalsuiteError(f"EVALSUITE_ENGINE_FAULT={value!r}: use setup, step:N, after:K or oom:N")
+        return cls(kind, int(step) if step else -1)
+
+    def at_setup(self) -> None:
+        if self.kind == "setup":
+            raise RuntimeError("injected engine fault at set-up (EVALSUITE_ENGINE_FAULT=setup)")
+
+    def at_step(self, step: int) -> None:
+        if self.kind == "after" or step != self.step or self.fired:
+            return
+        if self.kind == "oom":
+            self.fired = True
+            raise torch.OutOfMemoryError(f"injected out of memory at decode step {step} (EVALSUITE_ENGINE_FAULT)")
+        if self.kind == "step":
+            raise RuntimeError(f"injected engine fault at decode step {step} (EVALSUITE_ENGINE_FAULT)")
+
+    def after_completions(self, count: int) -> None:
+        if self.kind == "after" and count >= self.step:
+            raise RuntimeError(f"injected engine fault after {count} completions (EVALSUITE_ENGINE_FAULT)")
 
 
 def _quantized(model) -> bool:

@@ -33,7 +33,7 @@ class GenerationOptions:
     gpu_memory: str | None = None  # memory planner: cap per GPU, e.g. "16GiB"
     cpu_memory: str | None = None
     offload_dir: str | None = None
-    engine: str = "auto"  # "auto": fast engine where it applies; "transformers": plain generate
+    engine: str = "auto"  # "auto": fast engine where it applies; "transformers": plain generate; "evalsuite": the engine, CPU included
     max_new_tokens: int | None = None  # memory planner: tokens per sequence the KV cache must hold past the prompt
     max_retries: int = 6  # openai backend: retries of a request answered 429/5xx or not answered at all
     request_timeout_s: float = 600.0  # openai backend: seconds one HTTP request may take

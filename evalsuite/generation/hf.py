@@ -55,10 +55,12 @@ class HFGenerator(Generator):
 
     # -- the contract ----------------------------------------------------------------------------------
     def generate(self, requests: Sequence[GenerationRequest], params: SamplingParams) -> Iterator[Completion]:
-        engine = self._fast_engine()
-        if engine is not None:
-            yield from engine.generate(requests, params)
-            return
+        bridge = self._fast_engine()
+        if bridge is not None:
+            requests = yield from bridge.generate(requests, params)  # what the engine could not finish
+            if bridge.failure is not None:  # plain generate makes the rest of this run
+                self._engine_bridge, self._engine_fallback = None, bridge.failure
+                self._engine_retries = bridge.retries
         rows = make_rows(requests, params, self.codec.encode_request)
         if not rows:
             return
@@ -101,6 +103,8 @@ class HFGenerator(Generator):
             "engine": self._engine_description(),
             # why plain generate ran instead of the fast engine (set by evalsuite.engine.hf_bridge.engine_for)
             "engine_fallback": getattr(self, "_engine_fallback", None),
+            # out-of-memory retries of the engine with fewer rows, in order (evalsuite.engine.hf_bridge)
+            "engine_retries": self._engine_retry_log(),
             "batch_size": self.batch_size if self.batch_size is not None else "auto",
             "oom_halvings": self.oom_halvings,
             "trust_remote_code": bool(self.options.trust_remote_code or spec.trust_remote_code),
@@ -127,6 +131,10 @@ class HFGenerator(Generator):
         return {"revision": self.loaded.revision, "tokenizer_policy": self.codec.policy(),
                 "engine": "evalsuite" if self._fast_engine() is not None else "transformers",
                 "versions": {"torch": torch.__version__, "transformers": transformers.__version__}}
+
+    def _engine_retry_log(self) -> list[str]:
+        bridge = getattr(self, "_engine_bridge", None)
+        return list(bridge.retries) if bridge is not None else list(getattr(self, "_engine_retries", []))
 
     def _engine_description(self) -> Any:
         bridge = getattr(self, "_engine_bridge", None)  # set by evalsuite.engine.hf_bridge.engine_for

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evalsuite.devices import check_device_present, cuda_index, parse_device, use_expandable_segments
 from evalsuite.errors import EvalsuiteError
 from evalsuite.generation.base import GenerationOptions
 from evalsuite.generation.fingerprint import WEIGHT_SUFFIXES, local_fingerprint
@@ -29,11 +30,13 @@ class LoadedModel:
 
 
 def pick_device(options: GenerationOptions):
+    """The device named by ``--device`` (checked, with a GPU index: ``cuda`` means the current GPU), else
+    the first GPU, else the CPU."""
     import torch
 
-    if options.device:
-        return torch.device(options.device)
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    name = parse_device(options.device) or ("cuda" if torch.cuda.is_available() else "cpu")
+    check_device_present(name)
+    return torch.device("cuda", cuda_index(name)) if name.startswith("cuda") else torch.device("cpu")
 
 
 def pick_dtype(spec: ModelSpec, options: GenerationOptions, device, config_dtype: Any) -> str:
@@ -163,6 +166,8 @@ def load_model(spec: ModelSpec, options: GenerationOptions) -> LoadedModel:
                              "--gpu-memory, --cpu-memory and --offload-dir do not apply")
     config, tokenizer, spec = load_config_and_tokenizer(spec, trust)
     device = pick_device(options)
+    if device.type == "cuda":
+        use_expandable_segments()
     dtype = pick_dtype(spec, options, device, config_dtype(config))
     if not spec.gguf_file and (device.type == "cuda" or planned):
         # The memory planner places the model (one GPU, several, 8/4-bit, offload, CPU) and records why.
