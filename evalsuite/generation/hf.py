@@ -105,6 +105,7 @@ class HFGenerator(Generator):
             "engine_fallback": getattr(self, "_engine_fallback", None),
             # out-of-memory retries of the engine with fewer rows, in order (evalsuite.engine.hf_bridge)
             "engine_retries": self._engine_retry_log(),
+            "gpu_peak_reserved_gib": _peak_reserved_gib(self.loaded.device),
             "batch_size": self.batch_size if self.batch_size is not None else "auto",
             "oom_halvings": self.oom_halvings,
             "trust_remote_code": bool(self.options.trust_remote_code or spec.trust_remote_code),
@@ -226,3 +227,12 @@ def _non_neutral(generation_config: Any) -> dict[str, Any]:
                "no_repeat_ngram_size", "min_length", "min_new_tokens", "length_penalty")
     current = generation_config.to_dict()
     return {k: current[k] for k in watched if k in current and current[k] != defaults.get(k)}
+
+
+def _peak_reserved_gib(device: Any) -> float | None:
+    """The most GPU memory this process's allocator held at once (weights, cache, workspaces): what a
+    ``--gpu-memory`` cap bounds."""
+    if getattr(device, "type", None) != "cuda":
+        return None
+    return round(torch.cuda.max_memory_reserved(device) / 2**30, 3)
+

@@ -301,11 +301,16 @@ class _Ladder:
             raise _NoFit(f"{strategy.package} is not installed (pip install 'evalsuite[{strategy.extra}]')")
 
     def _single_gpu(self, name: str, dtype: str, weight_bytes: int, step: float) -> Plan:
-        room = self._room(max(self.cap.gpus))
+        engine = engine_workspace_bytes(self.shape, self.budget.batch_size) if name == GPU else 0
+        room = self._room(max(self.cap.gpus)) - engine
         if weight_bytes > room:
             raise _NoFit(f"{format_bytes(weight_bytes)} of {dtype} weights > {format_bytes(room)} free on one GPU "
-                         f"({format_bytes(max(self.cap.gpus))} - {format_bytes(self.budget.total)} budget)")
+                         f"({format_bytes(max(self.cap.gpus))} - {format_bytes(self.budget.total + engine)} budget"
+                         + (f", the sampling engine's workspace included" if engine else "") + ")")
         plan = self._plan(name, dtype, weight_bytes, {}, step)
+        if engine:
+            plan.notes.append(f"the budget includes the sampling engine's workspace ({format_bytes(engine)} at "
+                              f"batch {self.budget.batch_size}: logits and sampler scratch per row, prefill, margin)")
         index = plan.main_gpu
         plan.device_map_summary = {f"cuda:{index}": f"all {self.shape.num_blocks} blocks, {format_bytes(weight_bytes)}"}
         plan.device_map = {"": index}
@@ -490,6 +495,22 @@ def _device_name(device: Any) -> str:
 
 class _NoFit(Exception):
     pass
+
+
+ENGINE_MARGIN_BYTES = 384 * 2**20  # the engine's own margin (evalsuite/engine/engine.py WORKSPACE_MARGIN_BYTES)
+
+
+def engine_workspace_bytes(shape: ModelShape, batch: int) -> int:
+    """What the sampling engine needs beside weights and KV cache on a whole-GPU plan, for a family it covers
+    (0 otherwise): per row the float32 logits and sampler scratch over the vocabulary, plus its margin. The
+    prefill's activations are already in the runtime budget."""
+    try:
+        from evalsuite.engine.models import LAYOUTS
+    except ImportError:  # no torch: nothing runs on a GPU anyway
+        return 0
+    if shape.model_type not in LAYOUTS:
+        return 0
+    return batch * (shape.vocab_size * 48 + 64 * shape.hidden_size) + ENGINE_MARGIN_BYTES
 
 
 def _attempt(ladder: _Ladder, name: str) -> Plan:
