@@ -103,7 +103,10 @@ def use_expandable_segments() -> None:
         return
     import torch
 
+    setting = getattr(torch._C, "_accelerator_setAllocatorSettings", None)  # torch >= 2.10; older: cuda.memory's
+    setting = setting or getattr(torch.cuda.memory, "_set_allocator_settings", None)
     try:
-        torch.cuda.memory._set_allocator_settings("expandable_segments:True")
-    except (AttributeError, RuntimeError):  # an older torch, or an allocator that has no such setting
+        if setting is not None:
+            setting("expandable_segments:True")
+    except RuntimeError:  # an allocator without that setting: fusing then relies on the room check alone
         pass

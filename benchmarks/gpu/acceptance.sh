@@ -31,3 +31,9 @@ export PYTHONPATH=/tmp/site:$PWD PY
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null
 $PY -c "import torch, transformers; print('torch', torch.__version__, 'transformers', transformers.__version__)"
 $PY benchmarks/gpu/acceptance.py 2>&1 | tee "$OUT/acceptance.log"
+status=${PIPESTATUS[0]}
+# at most 8 files come back from a lent machine: the records and the throughput JSON travel as archives
+for d in records bench_generate; do
+  [ -d "$OUT/$d" ] && tar czf "$OUT/$d.tgz" -C "$OUT" "$d" && rm -rf "${OUT:?}/$d"
+done
+exit "$status"

@@ -31,7 +31,12 @@ from evalsuite.generation.sampling import choose_tokens, row_seeds
 from evalsuite.records import Completion, GenerationRequest, SamplingParams
 
 _DTYPES = (torch.float32, torch.bfloat16, torch.float16)
-WORKSPACE_MARGIN_BYTES = 384 * 2**20  # cuBLAS workspaces, Triton's scratch, allocator rounding
+
+
+def workspace_margin_bytes(weight_bytes: int) -> int:
+    """cuBLAS workspaces, Triton's scratch and allocator rounding: 64 MiB, plus a thirty-second of the weights
+    up to 320 MiB more (larger models take larger matrix-product workspaces and rounding)."""
+    return 64 * 2**20 + min(320 * 2**20, weight_bytes // 32)
 
 
 @dataclass(frozen=True)
@@ -223,7 +228,8 @@ class Engine:
         per_row = config.vocab_size * 48 + 64 * hidden
         prefill = (prompt_length * (4 * hidden + 2 * intermediate) * item
                    + spec.num_heads * prompt_length * prompt_length * 4 + config.vocab_size * 4)
-        return rows * per_row + prefill + WORKSPACE_MARGIN_BYTES
+        weights = sum(p.numel() * p.element_size() for p in self.model.parameters())
+        return rows * per_row + prefill + workspace_margin_bytes(weights)
 
     # ------------------------------------------------------------------------------------------- loop
     def _generate(self, requests, prompt_ids, params, ignore_eos, forced_lengths) -> Iterator[Completion]:

@@ -137,6 +137,9 @@ def fallback_reason(generator: Any, engine_cls) -> str | None:
     if strategy not in WHOLE_MODEL_PLACEMENTS:
         # ZeRO-partitioned, kernel-injected, quantized or offloaded: the loader's runtime decodes
         return f"placement {strategy!r} does not hold whole weights on one device"
+    plan = generator.loaded.placement.get("plan") or {}
+    if plan.get("engine_room") is False and choice != "evalsuite":
+        return "the loading plan leaves no room for the engine's workspace beside the weights (see the plan's notes)"
     if generator.model.device.type != "cuda" and choice != "evalsuite":
         return f"the engine runs on CUDA; the model is on {generator.model.device.type}"
     return engine_cls.unsupported_reason(generator.model)

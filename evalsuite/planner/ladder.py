@@ -140,6 +140,7 @@ class Plan:
     device_map: dict[str, Any] | None = None
     offload_to: str | None = None  # "cpu" or "disk"/"nvme" for offloading strategies
     batch_limit: int | None = None  # widest batch the loaded model may generate (a runtime's own limit)
+    engine_room: bool = True  # whether the sampling engine's workspace fits beside weights and cache
     rejected: list[Rejection] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -177,7 +178,7 @@ class Plan:
             "num_params": self.shape.num_params, "bytes_per_precision": self.shape.bytes_per_precision(),
             "shape": self.shape.to_json(), "budget": self.budget.to_json(), "capacity": self.capacity.to_json(),
             "device_map_summary": self.device_map_summary, "device_map": self.device_map,
-            "offload_to": self.offload_to, "batch_limit": self.batch_limit, "est_step_s": _finite(self.est_step_s),
+            "offload_to": self.offload_to, "batch_limit": self.batch_limit, "engine_room": self.engine_room, "est_step_s": _finite(self.est_step_s),
             "est_ms_per_token": _finite(self.est_ms_per_token), "relative_speed": _finite(self.relative_speed),
             "speed_class": self.speed_class if self.fits else None, "config_origin": self.config_origin,
             "no_split_module_classes": list(self.no_split_module_classes),
@@ -301,16 +302,20 @@ class _Ladder:
             raise _NoFit(f"{strategy.package} is not installed (pip install 'evalsuite[{strategy.extra}]')")
 
     def _single_gpu(self, name: str, dtype: str, weight_bytes: int, step: float) -> Plan:
-        engine = engine_workspace_bytes(self.shape, self.budget.batch_size) if name == GPU else 0
-        room = self._room(max(self.cap.gpus)) - engine
+        room = self._room(max(self.cap.gpus))
         if weight_bytes > room:
             raise _NoFit(f"{format_bytes(weight_bytes)} of {dtype} weights > {format_bytes(room)} free on one GPU "
-                         f"({format_bytes(max(self.cap.gpus))} - {format_bytes(self.budget.total + engine)} budget"
-                         + (f", the sampling engine's workspace included" if engine else "") + ")")
+                         f"({format_bytes(max(self.cap.gpus))} - {format_bytes(self.budget.total)} budget)")
         plan = self._plan(name, dtype, weight_bytes, {}, step)
-        if engine:
-            plan.notes.append(f"the budget includes the sampling engine's workspace ({format_bytes(engine)} at "
-                              f"batch {self.budget.batch_size}: logits and sampler scratch per row, prefill, margin)")
+        engine = engine_workspace_bytes(self.shape, self.budget.batch_size, weight_bytes) if name == GPU else 0
+        if engine and weight_bytes > room - engine:
+            plan.engine_room = False
+            plan.notes.append(f"no room for the sampling engine's workspace ({format_bytes(engine)} at batch "
+                              f"{self.budget.batch_size}, {format_bytes(room - weight_bytes)} left): plain "
+                              "transformers generate decodes")
+        elif engine:
+            plan.notes.append(f"the budget leaves room for the sampling engine's workspace ({format_bytes(engine)} "
+                              f"at batch {self.budget.batch_size})")
         index = plan.main_gpu
         plan.device_map_summary = {f"cuda:{index}": f"all {self.shape.num_blocks} blocks, {format_bytes(weight_bytes)}"}
         plan.device_map = {"": index}
@@ -497,20 +502,19 @@ class _NoFit(Exception):
     pass
 
 
-ENGINE_MARGIN_BYTES = 384 * 2**20  # the engine's own margin (evalsuite/engine/engine.py WORKSPACE_MARGIN_BYTES)
-
-
-def engine_workspace_bytes(shape: ModelShape, batch: int) -> int:
+def engine_workspace_bytes(shape: ModelShape, batch: int, weight_bytes: int) -> int:
     """What the sampling engine needs beside weights and KV cache on a whole-GPU plan, for a family it covers
-    (0 otherwise): per row the float32 logits and sampler scratch over the vocabulary, plus its margin. The
-    prefill's activations are already in the runtime budget."""
+    (0 otherwise): per row the float32 logits and sampler scratch over the vocabulary, plus its margin
+    (evalsuite/engine/engine.py ``Engine.workspace_bytes``). The prefill's activations are already in the
+    runtime budget."""
     try:
+        from evalsuite.engine.engine import workspace_margin_bytes
         from evalsuite.engine.models import LAYOUTS
     except ImportError:  # no torch: nothing runs on a GPU anyway
         return 0
     if shape.model_type not in LAYOUTS:
         return 0
-    return batch * (shape.vocab_size * 48 + 64 * shape.hidden_size) + ENGINE_MARGIN_BYTES
+    return batch * (shape.vocab_size * 48 + 64 * shape.hidden_size) + workspace_margin_bytes(weight_bytes)
 
 
 def _attempt(ladder: _Ladder, name: str) -> Plan:
