@@ -355,3 +355,17 @@ def test_prompt_style_and_stripping_are_keyed_and_labelled(tmp_path: Path):
     labels = display_labels(kept)
     assert labels[instruct.key].endswith("(instruct)") and labels[stripped.key].endswith("(stripped prompt)")
     assert labels[base.key] == base.model
+
+
+def test_a_run_in_the_checkout_leaves_no_tracked_leaderboard_to_rewrite():
+    """`evalsuite run` in the repository root writes leaderboard/ there: git ignores it, and the committed
+    example lives in docs/, so a run never rewrites a tracked file (issue 23)."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+    if not (root / ".git").exists():
+        pytest.skip("not a git checkout")
+    tracked = subprocess.run(["git", "ls-files", "leaderboard"], cwd=root, capture_output=True, text=True)
+    ignored = subprocess.run(["git", "check-ignore", "-q", "leaderboard/leaderboard.json"], cwd=root)
+    assert tracked.stdout == "" and ignored.returncode == 0
+    assert (root / "docs" / "example-leaderboard" / "leaderboard.json").is_file()
