@@ -4,7 +4,9 @@ line, not after hours of generation (issue 14).
 * the sandbox: can samples be isolated here (bubblewrap present and able to build the jail)?
 * the output folders: can the run folder and the leaderboard folder be created and written?
 * sizes: ``--gpu-memory``/``--cpu-memory`` parse (with a unit);
-* ``--fail-under``: every gated metric is one the run reports.
+* ``--fail-under``: every gated metric is one the run reports;
+* every other value a run would otherwise ignore or trip over later: counts that must be positive, a
+  ``--strategy`` the planner knows, ``--top-k``/``--top-p`` in range (issue 23).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from evalsuite.errors import EvalsuiteError
 
@@ -61,3 +63,26 @@ def check_fail_under(thresholds: Mapping[str, float] | None, ks: Sequence[int]) 
         names = ", ".join(sorted(reported, key=lambda n: int(n[5:])))
         raise EvalsuiteError(f"--fail-under {', '.join(missing)}: this run reports only {names} (--k); "
                              "add the k to --k (with --n at least that large) or gate on a reported metric")
+
+
+def check_generation_options(options: Any, sampling: Any) -> None:
+    """Values of ``run``'s flags that would be ignored (with the reference model, or on the CPU) or fail only
+    after the model loads: each is one line now. ``options`` is a GenerationOptions, ``sampling`` the
+    SamplingParams."""
+    positive = {"--batch-size": options.batch_size, "--threads": options.threads,
+                "--concurrency": options.concurrency, "--n": sampling.n, "--max-new-tokens": sampling.max_new_tokens}
+    for flag, value in positive.items():
+        if value is not None and value < 1:
+            raise EvalsuiteError(f"{flag} must be at least 1, got {value}")
+    if options.max_retries < 0 or options.request_timeout_s <= 0:
+        raise EvalsuiteError("--max-retries must be >= 0 and --request-timeout > 0")
+    if sampling.top_k < 0:
+        raise EvalsuiteError(f"--top-k must be >= 0 (0: no top-k), got {sampling.top_k}")
+    if not 0 < sampling.top_p <= 1 or sampling.temperature < 0:
+        raise EvalsuiteError("--temperature must be >= 0 and --top-p in (0, 1]")
+    if options.strategy is not None:
+        from evalsuite.planner.ladder import STRATEGIES
+
+        if options.strategy not in STRATEGIES:
+            raise EvalsuiteError(f"--strategy {options.strategy!r} is not one of: {', '.join(STRATEGIES)}")
+

@@ -9,6 +9,7 @@ since the start (``smoothing=0``), not a moving average over the last, instantan
 from __future__ import annotations
 
 import sys
+import time
 
 from tqdm import tqdm
 
@@ -16,3 +17,63 @@ from tqdm import tqdm
 def progress_bar(total: int, desc: str, unit: str, enabled: bool = True) -> tqdm:
     return tqdm(total=total, desc=desc, unit=unit, disable=not enabled, file=sys.stderr, dynamic_ncols=True,
                 smoothing=0, mininterval=0, miniters=1)
+
+
+class TokenProgress:
+    """The generation bar in tokens as well as completions: a CPU run whose first completion takes minutes
+    still shows, within seconds, the tokens decoded, the rate and an ETA (issue 23: a bar stuck at 0/5 for
+    15 minutes). Backends that see tokens as they are decoded call :meth:`on_tokens`; for the others the
+    completions' own token counts are used."""
+
+    REFRESH_S = 1.0
+
+    def __init__(self, bar: tqdm, total: int, max_new_tokens: int):
+        self.bar, self.total, self.max_new_tokens = bar, total, max_new_tokens
+        self.started = time.perf_counter()
+        self.streamed = 0  # tokens reported by the backend while decoding (running rows included)
+        self.finished_tokens = 0  # tokens of the completions made so far
+        self.completions = 0
+        self._shown = 0.0
+
+    def on_tokens(self, count: int) -> None:
+        self.streamed += count
+        self._refresh()
+
+    def on_completion(self, num_tokens: int) -> None:
+        self.completions += 1
+        self.finished_tokens += num_tokens
+        self.bar.update(1)
+        self._refresh(force=True)
+
+    @property
+    def tokens(self) -> int:
+        return max(self.streamed, self.finished_tokens)
+
+    def rate(self) -> float:
+        return self.tokens / max(time.perf_counter() - self.started, 1e-9)
+
+    def eta_s(self) -> float | None:
+        """Seconds left: the tokens still expected (the mean completion so far, or half the token limit before
+        any is done) over the rate so far."""
+        rate = self.rate()
+        if rate <= 0:
+            return None
+        mean = self.finished_tokens / self.completions if self.completions else self.max_new_tokens / 2
+        return max(0.0, self.total * mean - self.tokens) / rate
+
+    def _refresh(self, force: bool = False) -> None:
+        now = time.perf_counter()
+        if not force and now - self._shown < self.REFRESH_S:
+            return
+        self._shown = now
+        eta = self.eta_s()
+        left = "" if eta is None else f", ETA ~{_duration(eta)}"
+        self.bar.set_postfix_str(f"{self.tokens:,} tok, {self.rate():,.1f} tok/s{left}", refresh=True)
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"

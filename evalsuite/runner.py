@@ -27,7 +27,7 @@ from evalsuite.generation.extraction import extract_program
 from evalsuite.generation.prompting import (INSTRUCT_STOP_SEQUENCES, INSTRUCTION_PREFIX, RESPONSE_PREFIX,
                                             PromptDecision, PromptProtocol, base_prompt, completion_for_original)
 from evalsuite.jsonl import JsonlAppender, atomic_write_json, atomic_write_jsonl
-from evalsuite.progress import progress_bar
+from evalsuite.progress import TokenProgress, progress_bar
 from evalsuite.reporting.run_page import PAGE_FILE, RunHeader, sample_views, write_run_page
 from evalsuite.records import GenerationRequest, SamplingParams, SampleResult
 from evalsuite.resume import RecordedModel, finished_record, request_key as make_request_key
@@ -242,11 +242,12 @@ def generate_missing(generator: Generator, task: Task, problems: Sequence[Proble
         return 0, 0.0
     by_id = {p.task_id: p for p in problems}
     generated, tokens = 0, 0
-    start = time.perf_counter()
     with JsonlAppender(run_dir.path / out_name) as out, \
             progress_bar(total=total, desc=f"generate {label}", unit="completion", enabled=show_progress) as bar:
         if done:
             bar.write(f"resuming {run_dir.path}: {len(done)} completions kept, {total} to generate")
+        progress = TokenProgress(bar, total, sampling.max_new_tokens)
+        generator.token_listener = progress.on_tokens
         for completion in generator.generate(requests, sampling):
             expected = (completion.task_id, completion.sample_index)
             if completion.task_id not in by_id or expected in done:
@@ -260,10 +261,8 @@ def generate_missing(generator: Generator, task: Task, problems: Sequence[Proble
             out.write(row)
             generated += 1
             tokens += completion.num_tokens
-            elapsed = max(time.perf_counter() - start, 1e-9)
-            bar.update(1)
-            if tokens:
-                bar.set_postfix_str(f"{tokens / elapsed:,.0f} tok/s", refresh=False)
+            progress.on_completion(completion.num_tokens)
+        generator.token_listener = None
     if generated != total:
         raise EvalsuiteError(f"backend produced {generated} of {total} completions")
     return generated, float(tokens)

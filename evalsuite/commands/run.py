@@ -62,6 +62,8 @@ def add_parser(subparsers) -> None:
     model.add_argument("--device", help="cpu, cuda, cuda:1 (default: cuda when available)")
     model.add_argument("--dtype", choices=["auto", "float32", "bfloat16", "float16"])
     model.add_argument("--batch-size", type=int, help="default: chosen from free memory")
+    model.add_argument("--threads", type=int, help="CPU threads for generation (default: the cores not busy when "
+                                                   "the run starts, at least 1; recorded)")
     model.add_argument("--trust-remote-code", action="store_true")
     model.add_argument("--strategy", help="force a loading strategy (see `evalsuite plan`)")
     model.add_argument("--gpu-memory", help="cap per GPU, e.g. 16GiB (emulates a smaller card)")
@@ -159,13 +161,14 @@ def main(args: argparse.Namespace) -> int:
         batch_size=args.batch_size, base_url=args.base_url, api_key_env=args.api_key_env,
         concurrency=args.concurrency, max_retries=args.max_retries, request_timeout_s=args.request_timeout,
         trust_remote_code=args.trust_remote_code, strategy=args.strategy, gpu_memory=args.gpu_memory,
-        cpu_memory=args.cpu_memory, offload_dir=args.offload_dir, engine=args.engine,
+        cpu_memory=args.cpu_memory, offload_dir=args.offload_dir, engine=args.engine, threads=args.threads,
         max_new_tokens=sampling.max_new_tokens)
     models = split_names(args.models)
     names = display_names(models, args.name)
     execution = execution_options(args)
     # Everything that can fail without the model fails here, before any model loads (see evalsuite.preflight).
     preflight.check_sizes({"--gpu-memory": args.gpu_memory, "--cpu-memory": args.cpu_memory})
+    preflight.check_generation_options(generation, sampling)
     preflight.check_fail_under(thresholds, ks)
     if thresholds and args.no_leaderboard:
         raise EvalsuiteError("--fail-under needs the leaderboard; drop --no-leaderboard")

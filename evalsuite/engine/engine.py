@@ -125,6 +125,7 @@ class Engine:
         self.vocab_limit = vocab_limit if vocab_limit is not None and vocab_limit < rows else None
         self.context_length = context_length or self.adapter.max_positions
         self.stats = EngineStats()
+        self.token_listener: Callable[[int], None] | None = None  # told how many tokens each read-back brought
         self.fault = InjectedFault.from_environment()
         self.fault.at_setup()
 
@@ -382,6 +383,7 @@ class _Loop:
         tokens = launched.tokens[:launched.batch].tolist()
         rule = self.rule
         stats = self.engine.stats
+        before = stats.tokens
         for job, token in zip(launched.samples, tokens):
             if job is None or job.finish is not None:
                 continue
@@ -389,6 +391,8 @@ class _Loop:
             stats.tokens += 1
             if rule.after_token(job):
                 self._finish(job)
+        if self.engine.token_listener is not None and stats.tokens > before:
+            self.engine.token_listener(stats.tokens - before)
 
     def _finish(self, job: SampleJob) -> None:
         row = self.rows.release(job)

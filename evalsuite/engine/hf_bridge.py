@@ -106,7 +106,7 @@ WHOLE_MODEL_PLACEMENTS = (None, "single-device", "gpu")  # placements whose modu
 def engine_for(generator: Any) -> HFEngineBridge | None:
     """The engine for this generator, built once; None where plain ``generate`` must run: the user chose
     ``--engine transformers``, the model is not one the engine covers (architecture, quantized or
-    offloaded weights, a device without CUDA... see ``Engine.unsupported_reason``), its set-up failed, or it
+    offloaded weights... see ``Engine.unsupported_reason``), its set-up failed, or it
     failed earlier in this run. Why it does not run is kept in ``generator._engine_fallback`` (one line,
     written into the run record)."""
     from evalsuite.engine import Engine
@@ -140,6 +140,4 @@ def fallback_reason(generator: Any, engine_cls) -> str | None:
     plan = generator.loaded.placement.get("plan") or {}
     if plan.get("engine_room") is False and choice != "evalsuite":
         return "the loading plan leaves no room for the engine's workspace beside the weights (see the plan's notes)"
-    if generator.model.device.type != "cuda" and choice != "evalsuite":
-        return f"the engine runs on CUDA; the model is on {generator.model.device.type}"
     return engine_cls.unsupported_reason(generator.model)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 from evalsuite.records import Completion, GenerationRequest, SamplingParams
 
@@ -33,6 +33,7 @@ class GenerationOptions:
     gpu_memory: str | None = None  # memory planner: cap per GPU, e.g. "16GiB"
     cpu_memory: str | None = None
     offload_dir: str | None = None
+    threads: int | None = None  # CPU generation threads; None: the cores not busy at start (devices.py)
     engine: str = "auto"  # "auto": fast engine where it applies; "transformers": plain generate; "evalsuite": the engine, CPU included
     max_new_tokens: int | None = None  # memory planner: tokens per sequence the KV cache must hold past the prompt
     max_retries: int = 6  # openai backend: retries of a request answered 429/5xx or not answered at all
@@ -47,6 +48,11 @@ class GenerationOptions:
 
 class Generator(ABC):
     """A loaded model that turns prompts into completions."""
+
+    # Set by the runner around ``generate``: called with the number of tokens just decoded (running samples
+    # included), so progress moves before the first completion is out. Backends that cannot see tokens as
+    # they are decoded leave it alone.
+    token_listener: Callable[[int], None] | None = None
 
     @abstractmethod
     def generate(self, requests: Sequence[GenerationRequest], params: SamplingParams) -> Iterator[Completion]:

@@ -57,6 +57,7 @@ class HFGenerator(Generator):
     def generate(self, requests: Sequence[GenerationRequest], params: SamplingParams) -> Iterator[Completion]:
         bridge = self._fast_engine()
         if bridge is not None:
+            bridge.engine.token_listener = self.token_listener
             requests = yield from bridge.generate(requests, params)  # what the engine could not finish
             if bridge.failure is not None:  # plain generate makes the rest of this run
                 self._engine_bridge, self._engine_fallback = None, bridge.failure
@@ -106,6 +107,7 @@ class HFGenerator(Generator):
             # out-of-memory retries of the engine with fewer rows, in order (evalsuite.engine.hf_bridge)
             "engine_retries": self._engine_retry_log(),
             "gpu_peak_reserved_gib": _peak_reserved_gib(self.loaded.device),
+            "cpu_threads": torch.get_num_threads() if self.loaded.device.type == "cpu" else None,
             "batch_size": self.batch_size if self.batch_size is not None else "auto",
             "oom_halvings": self.oom_halvings,
             "trust_remote_code": bool(self.options.trust_remote_code or spec.trust_remote_code),
@@ -195,7 +197,8 @@ class HFGenerator(Generator):
             seeds = torch.cat([row_seeds(params.seed, row.request.task_id, row.sample_indices) for row in batch])
             processors.append(SeededSampler(seeds.to(device), params, prompt_length=length))
         tracker = StopTracker(self.codec, [row.prompt_ids for row in batch],
-                              [row.request.stop_sequences for row in batch], prompt_length=length)
+                              [row.request.stop_sequences for row in batch], prompt_length=length,
+                              on_tokens=self.token_listener)
         with torch.inference_mode():
             output = self.model.generate(input_ids=input_ids.to(device), attention_mask=attention_mask.to(device),
                                          generation_config=self._generation_config(max_new),

@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evalsuite.devices import check_device_present, cuda_index, parse_device, use_expandable_segments
+from evalsuite.devices import (check_device_present, cuda_index, parse_device, set_cpu_threads,
+                               use_expandable_segments)
 from evalsuite.errors import EvalsuiteError
 from evalsuite.generation.base import GenerationOptions
 from evalsuite.generation.fingerprint import WEIGHT_SUFFIXES, local_fingerprint
@@ -168,6 +169,8 @@ def load_model(spec: ModelSpec, options: GenerationOptions) -> LoadedModel:
     device = pick_device(options)
     if device.type == "cuda":
         use_expandable_segments()
+    else:
+        set_cpu_threads(options.threads)
     dtype = pick_dtype(spec, options, device, config_dtype(config))
     if not spec.gguf_file and (device.type == "cuda" or planned):
         # The memory planner places the model (one GPU, several, 8/4-bit, offload, CPU) and records why.

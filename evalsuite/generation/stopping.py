@@ -8,7 +8,7 @@ of a finished row, which may equal real tokens) ever leaks into it.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Sequence
 
 import torch
 from transformers import LogitsProcessor, StoppingCriteria
@@ -22,8 +22,11 @@ class StopTracker(StoppingCriteria):
     """Per-row stop detection; ``ended_at[row]`` is the number of generated tokens kept for it."""
 
     def __init__(self, codec: PromptCodec, prompt_ids: Sequence[Sequence[int]],
-                 stop_sequences: Sequence[Sequence[str]], prompt_length: int):
+                 stop_sequences: Sequence[Sequence[str]], prompt_length: int,
+                 on_tokens: Callable[[int], None] | None = None):
+        """``on_tokens(n)``: told after each step how many rows were still decoding (progress in tokens)."""
         self.codec = codec
+        self.on_tokens = on_tokens
         self.prompt_ids = [list(ids) for ids in prompt_ids]
         self.stops = [tuple(s for s in stops if s) for stops in stop_sequences]
         self.prompt_length = prompt_length
@@ -39,6 +42,8 @@ class StopTracker(StoppingCriteria):
 
     def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor, **kwargs) -> torch.Tensor:
         total = input_ids.shape[1] - self.prompt_length
+        if self.on_tokens is not None:
+            self.on_tokens(sum(ended is None for ended in self.ended_at))
         if total > 0:
             tail = input_ids[:, -min(total, self.window):].tolist()
             for row, ids in enumerate(tail):
