@@ -275,7 +275,7 @@ def _next_message(fd: int, buffer: bytearray) -> bytes | None:
 def serve_calls(fd: int, source: str, namespace: dict[str, Any]) -> None:
     """Run the candidate's module, report it ready, then answer calls until the checker hangs up."""
     try:
-        exec(compile(source, "<candidate>", "exec"), namespace)
+        exec(compile(source, "<candidate>", "exec", dont_inherit=True), namespace)
     except BaseException as exc:
         name, exact = builtin_class_of(exc)
         _write_all(fd, ("load_error", name, exact, _message_of(exc)))

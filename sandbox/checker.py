@@ -72,9 +72,9 @@ def compile_prelude(prelude: str, key: str) -> Any:
     if not prelude.strip():
         return None
     try:
-        return compile(prelude, f"<prompt {key}>", "exec")
+        return compile(prelude, f"<prompt {key}>", "exec", dont_inherit=True)
     except SyntaxError:
-        return compile(prelude.rstrip() + "\n    pass\n", f"<prompt {key}>", "exec")
+        return compile(prelude.rstrip() + "\n    pass\n", f"<prompt {key}>", "exec", dont_inherit=True)
 
 
 class Checker:
@@ -96,8 +96,8 @@ class Checker:
         entry_point = job.get("entry_point") or entry_point_of(job["check"])
         try:
             problem = CompiledProblem(digest, compile_prelude(job.get("prelude", ""), key),
-                                      compile(job["test"], f"<test {key}>", "exec"),
-                                      compile(job["check"], f"<check {key}>", "exec"), entry_point, "")
+                                      compile(job["test"], f"<test {key}>", "exec", dont_inherit=True),
+                                      compile(job["check"], f"<check {key}>", "exec", dont_inherit=True), entry_point, "")
         except (SyntaxError, ValueError, RecursionError):
             problem = CompiledProblem(digest, None, None, None, entry_point, "test code does not compile")
         if not entry_point and not problem.error:

