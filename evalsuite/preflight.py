@@ -6,7 +6,9 @@ line, not after hours of generation (issue 14).
 * sizes: ``--gpu-memory``/``--cpu-memory`` parse (with a unit);
 * ``--fail-under``: every gated metric is one the run reports;
 * every other value a run would otherwise ignore or trip over later: counts that must be positive, a
-  ``--strategy`` the planner knows, ``--top-k``/``--top-p`` in range (issue 23).
+  ``--strategy`` the planner knows, ``--top-k``/``--top-p`` in range (issue 23);
+* model files: a ``.gguf`` named on the command line exists and is whole (a truncated download is one line,
+  not a traceback from transformers' reader).
 """
 
 from __future__ import annotations
@@ -80,9 +82,24 @@ def check_generation_options(options: Any, sampling: Any) -> None:
         raise EvalsuiteError(f"--top-k must be >= 0 (0: no top-k), got {sampling.top_k}")
     if not 0 < sampling.top_p <= 1 or sampling.temperature < 0:
         raise EvalsuiteError("--temperature must be >= 0 and --top-p in (0, 1]")
+    if options.base_url and options.backend in ("hf", "reference"):
+        raise EvalsuiteError(f"--base-url is for --backend openai (or auto); --backend {options.backend} would "
+                             "ignore it")
     if options.strategy is not None:
         from evalsuite.planner.ladder import STRATEGIES
 
         if options.strategy not in STRATEGIES:
             raise EvalsuiteError(f"--strategy {options.strategy!r} is not one of: {', '.join(STRATEGIES)}")
 
+
+def check_model_files(names: Sequence[str]) -> None:
+    """Every ``.gguf`` among ``names`` exists and is a complete GGUF file (see generation/gguf_check.py)."""
+    from evalsuite.generation.gguf_check import check_gguf_file
+
+    for name in names:
+        path = Path(name).expanduser()
+        if path.suffix.lower() != ".gguf":
+            continue
+        if not path.is_file():
+            raise EvalsuiteError(f"{name}: no such GGUF file")
+        check_gguf_file(path)

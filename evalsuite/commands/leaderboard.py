@@ -21,7 +21,7 @@ def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
         "leaderboard", help="print the leaderboard and render leaderboard/index.html",
         description="Print the leaderboard, render a static HTML page, and optionally fail under a threshold.")
-    parser.add_argument("--dir", default="leaderboard", type=Path, metavar="DIR",
+    parser.add_argument("--leaderboard-dir", "--dir", dest="dir", default="leaderboard", type=Path, metavar="DIR",
                         help=f"folder holding {LEADERBOARD_FILE}; {HTML_FILE} is written there (default: leaderboard)")
     parser.add_argument("--model", action="append", default=None, metavar="NAME",
                         help="only show and gate this model (display name or model id; repeatable)")

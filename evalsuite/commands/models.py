@@ -15,8 +15,9 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--device", help="as `run --device` (default: cuda when available)")
     parser.add_argument("--dtype", choices=["auto", "float32", "bfloat16", "float16"], help="as `run --dtype`")
     parser.add_argument("--prompt-style", default="auto", choices=["auto", "base", "instruct"],
-                        help="as `run --prompt-style`")
-    parser.add_argument("--trust-remote-code", action="store_true")
+                        help="as `run --prompt-style` (default: auto)")
+    parser.add_argument("--trust-remote-code", action="store_true",
+                        help="run the model repository's own Python code (off by default)")
     parser.set_defaults(handler=main)
 
 
@@ -83,6 +84,9 @@ def main(args: argparse.Namespace) -> int:
 
     if not args.name:
         return _list(list_models(), args.json)
+    from evalsuite import preflight
+
+    preflight.check_model_files([args.name])
     spec = resolve_model(args.name)
     if spec.source in ("alias", "hub") and not _cached(spec.location):
         code = _list([spec], args.json)

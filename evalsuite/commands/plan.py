@@ -33,11 +33,13 @@ def add_parser(subparsers) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    from evalsuite import preflight
     from evalsuite.commands.common import split_names
     from evalsuite.planner import detect_capacity, plan_model
 
     if args.batch_size < 1 or args.prompt_len < 1 or args.max_new_tokens < 1:
         raise EvalsuiteError("--batch-size, --prompt-len and --max-new-tokens must be positive")
+    preflight.check_model_files(split_names(args.models))
     capacity = detect_capacity(args.gpu_memory, args.cpu_memory, args.offload_dir, num_gpus=args.gpus)
     refused = 0
     plans = []

@@ -29,7 +29,8 @@ def add_parser(subparsers) -> None:
                            "(default: reference, the canonical solutions)")
     what.add_argument("--name", help="display name on the leaderboard and pages (comma-separated, one per model; "
                                       "default: the alias or hub id, or a local checkpoint's folder name)")
-    what.add_argument("--tasks", default="humaneval", help="comma-separated task names (see `evalsuite tasks`)")
+    what.add_argument("--tasks", default="humaneval",
+                      help="comma-separated task names (see `evalsuite tasks`; default: humaneval)")
     what.add_argument("--limit", type=int, help="only the first N problems of each task: a smoke test, labelled "
                                                  "partial, that never replaces a full run on the leaderboard")
     add_task_source_args(what)
@@ -45,26 +46,35 @@ def add_parser(subparsers) -> None:
     sampling.add_argument("--n", type=int, help="samples per problem (default 1)")
     sampling.add_argument("--k", help="pass@k values to report, e.g. 1,10,100 (default: those <= n of 1,10,100)")
     sampling.add_argument("--temperature", type=float, help="0 means greedy (default 0)")
-    sampling.add_argument("--top-p", type=float)
-    sampling.add_argument("--top-k", type=int)
-    sampling.add_argument("--max-new-tokens", type=int)
-    sampling.add_argument("--seed", type=int, default=0)
+    sampling.add_argument("--top-p", type=float, help="nucleus sampling: keep the smallest set of tokens whose "
+                                                      "probability reaches P, 0 < P <= 1 (default 1.0: off)")
+    sampling.add_argument("--top-k", type=int, help="sample among the K most likely tokens (default 0: off)")
+    sampling.add_argument("--max-new-tokens", type=int, help="tokens generated per completion at most (default 512)")
+    sampling.add_argument("--seed", type=int, default=0, help="sampling seed; each sample's stream is derived from it, "
+                                                              "the problem and the sample index (default 0)")
 
     model = parser.add_argument_group("model loading")
-    model.add_argument("--backend", default="auto", choices=["auto", "hf", "openai", "reference"])
+    model.add_argument("--backend", default="auto", choices=["auto", "hf", "openai", "reference"],
+                       help="hf: load the model here with transformers; openai: ask the OpenAI-compatible server at "
+                            "--base-url; reference: the canonical solutions; auto (default): reference for "
+                            "'reference', openai when --base-url is given, else hf")
     model.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1")
     model.add_argument("--api-key-env", default="OPENAI_API_KEY",
-                       help="environment variable holding the API key (the key is never recorded)")
+                       help="environment variable holding the API key (the key is never recorded; default: "
+                            "OPENAI_API_KEY)")
     model.add_argument("--concurrency", type=int, default=8, help="openai backend: requests in flight (default 8)")
     model.add_argument("--max-retries", type=int, default=6,
                        help="openai backend: retries on 429/5xx, with exponential backoff (default 6)")
-    model.add_argument("--request-timeout", type=float, default=600.0, help="openai backend: seconds per request")
+    model.add_argument("--request-timeout", type=float, default=600.0, help="openai backend: seconds per request (default 600)")
     model.add_argument("--device", help="cpu, cuda, cuda:1 (default: cuda when available)")
-    model.add_argument("--dtype", choices=["auto", "float32", "bfloat16", "float16"])
+    model.add_argument("--dtype", choices=["auto", "float32", "bfloat16", "float16"],
+                       help="weights' dtype (default auto: float32 on CPU; on GPU the registry's, else the "
+                            "checkpoint's, else bfloat16)")
     model.add_argument("--batch-size", type=int, help="default: chosen from free memory")
     model.add_argument("--threads", type=int, help="CPU threads for generation (default: the cores not busy when "
                                                    "the run starts, at least 1; recorded)")
-    model.add_argument("--trust-remote-code", action="store_true")
+    model.add_argument("--trust-remote-code", action="store_true",
+                       help="run the model repository's own Python code (needed by some hub models; off by default)")
     model.add_argument("--strategy", help="force a loading strategy (see `evalsuite plan`)")
     model.add_argument("--gpu-memory", help="cap per GPU, e.g. 16GiB (emulates a smaller card)")
     model.add_argument("--cpu-memory", help="cap on CPU memory for offload, e.g. 100GiB")
@@ -82,7 +92,8 @@ def add_parser(subparsers) -> None:
 
     output = parser.add_argument_group("output")
     output.add_argument("--output", default="runs", help="folder for run directories (default: runs/)")
-    output.add_argument("--leaderboard-dir", default="leaderboard", help="default: leaderboard/")
+    output.add_argument("--leaderboard-dir", "--leaderboard", dest="leaderboard_dir", default="leaderboard",
+                        metavar="DIR", help="folder of the leaderboard this run is added to (default: leaderboard/)")
     output.add_argument("--no-leaderboard", action="store_true", help="do not update the leaderboard")
     add_fail_under_argument(output)
     output.add_argument("--quiet", "-q", action="store_true", help="no progress bars (for CI logs)")
@@ -169,6 +180,7 @@ def main(args: argparse.Namespace) -> int:
     # Everything that can fail without the model fails here, before any model loads (see evalsuite.preflight).
     preflight.check_sizes({"--gpu-memory": args.gpu_memory, "--cpu-memory": args.cpu_memory})
     preflight.check_generation_options(generation, sampling)
+    preflight.check_model_files(models)
     preflight.check_fail_under(thresholds, ks)
     if thresholds and args.no_leaderboard:
         raise EvalsuiteError("--fail-under needs the leaderboard; drop --no-leaderboard")

@@ -13,7 +13,8 @@ BACKENDS = ("auto", "hf", "openai", "reference")
 
 
 def load_generator(model: str, options: GenerationOptions) -> Generator:
-    """Load ``model`` with the backend ``options.backend`` names ("auto": reference for "reference", else hf).
+    """Load ``model`` with the backend ``options.backend`` names ("auto": reference for "reference", openai
+    where ``--base-url`` is given, else hf).
 
     An unknown name fails here with one clear line (not an alias, not a local directory, not a hub id).
     """
@@ -24,7 +25,7 @@ def load_generator(model: str, options: GenerationOptions) -> Generator:
         from evalsuite.generation.reference import ReferenceGenerator
 
         return ReferenceGenerator()
-    if backend == "openai":
+    if backend == "openai" or (backend == "auto" and options.base_url):
         from evalsuite.generation.openai_backend import OpenAIGenerator
 
         return OpenAIGenerator.connect(model, options)

@@ -133,6 +133,9 @@ def detect_capacity(gpu_memory: str | int | None = None, cpu_memory: str | int |
         notes.append(f"planned for {num_gpus} GPU(s) of {format_bytes(cap)} (not detected)")
     else:
         free, total, names = _detect_gpus()
+        if cap and not free:
+            raise EvalsuiteError("--gpu-memory caps this machine's GPUs and it has none; to plan for another "
+                                 "machine, add --gpus N (N GPUs of that size)")
         gpus = [min(f, cap) if cap else f for f in free]
         if cap:
             for index, (f, t) in enumerate(zip(free, total)):

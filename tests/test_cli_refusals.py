@@ -1,0 +1,119 @@
+"""Values the CLI used to accept and ignore, or that ended in a traceback (issue 23): each is now one line on
+stderr and exit 2, before any model loads and before any output folder is made."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from evalsuite.cli import main
+
+
+@pytest.fixture()
+def no_model_loads(tmp_path, monkeypatch):
+    """Run in an empty folder; any attempt to load a model (generator, config or tokenizer) fails the test."""
+    monkeypatch.chdir(tmp_path)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a model was loaded before the bad value was refused")
+
+    import evalsuite.generation as generation
+
+    monkeypatch.setattr(generation, "load_generator", refuse)
+    try:
+        import transformers
+    except ImportError:
+        return tmp_path
+    monkeypatch.setattr(transformers.AutoConfig, "from_pretrained", refuse)
+    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", refuse)
+    return tmp_path
+
+
+def truncated_gguf(whole_file: Path, folder: Path, keep_bytes: int) -> Path:
+    """A real checkpoint cut short, as an interrupted download leaves it (``keep_bytes`` < 0: from the end)."""
+    whole = whole_file.read_bytes()
+    path = folder / "cut.gguf"
+    path.write_bytes(whole[:keep_bytes])
+    return path
+
+
+def assert_one_line_refusal(capsys, argv: list[str], message: str, folder: Path) -> None:
+    assert main(argv) == 2
+    lines = [line for line in capsys.readouterr().err.strip().splitlines() if not line.startswith("warning: ")]
+    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], lines
+    assert not (folder / "runs").exists() and not (folder / "leaderboard").exists()
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["run", "--device", "banana"], "--device 'banana' is not a device"),
+    (["run", "--strategy", "nosuch"], "--strategy 'nosuch' is not one of"),
+    (["run", "--batch-size", "0"], "--batch-size must be at least 1, got 0"),
+    (["run", "--top-k", "-5"], "--top-k must be >= 0"),
+    (["run", "--top-p", "1.5"], "--top-p in (0, 1]"),
+    (["run", "--threads", "0"], "--threads must be at least 1"),
+    (["run", "--max-new-tokens", "0"], "--max-new-tokens must be at least 1"),
+    (["run", "--concurrency", "0", "--backend", "openai", "--base-url", "http://127.0.0.1:9/v1"],
+     "--concurrency must be at least 1"),
+    (["run", "--backend", "hf", "--base-url", "http://127.0.0.1:9/v1"], "--base-url is for --backend openai"),
+    (["run", "--models", "no-such.gguf"], "no such GGUF file"),
+])
+def test_run_refuses_what_it_would_ignore(no_model_loads, capsys, argv, message):
+    assert_one_line_refusal(capsys, [*argv, "--quiet"], message, no_model_loads)
+
+
+def test_plan_refuses_a_gpu_cap_without_a_gpu(no_model_loads, capsys):
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU: the cap applies to it")
+    assert_one_line_refusal(capsys, ["plan", "--models", "gpt-j-6b", "--gpu-memory", "16GiB"], "add --gpus N",
+                            no_model_loads)
+
+
+@pytest.mark.parametrize("keep", [3, 100_000, -1_000_000])
+@pytest.mark.parametrize("command", [["plan", "--models"], ["models"], ["run", "--quiet", "--models"]])
+def test_a_truncated_gguf_is_one_line_everywhere(no_model_loads, smollm2_path, capsys, command, keep):
+    path = truncated_gguf(smollm2_path, no_model_loads, keep)
+    assert_one_line_refusal(capsys, [*command, str(path)], f"{path}: not a complete GGUF file", no_model_loads)
+
+
+def test_a_gguf_with_a_bad_device_is_one_line(no_model_loads, smollm2_path, capsys):
+    assert_one_line_refusal(capsys, ["run", "--quiet", "--models", str(smollm2_path), "--device", "banana"],
+                            "--device 'banana' is not a device", no_model_loads)
+
+
+def test_the_whole_real_ggufs_pass_the_check(smollm2_path, gemma_path):
+    from evalsuite.generation.gguf_check import check_gguf_file
+
+    check_gguf_file(smollm2_path)
+    check_gguf_file(gemma_path)
+
+
+def test_one_name_per_idea_old_names_kept(tmp_path, capsys):
+    """evaluate takes --tasks like run (--task still works); the leaderboard folder is --leaderboard-dir in
+    run, evaluate and leaderboard (old names --leaderboard and --dir still work)."""
+    from evalsuite.cli import build_parser
+
+    parser = build_parser()
+    for argv in (["evaluate", "s.jsonl", "-o", "x", "--tasks", "humaneval", "--leaderboard-dir", "b"],
+                 ["evaluate", "s.jsonl", "-o", "x", "--task", "humaneval", "--leaderboard", "b"]):
+        args = parser.parse_args(argv)
+        assert (args.task, args.leaderboard) == ("humaneval", "b")
+    assert parser.parse_args(["run", "--leaderboard-dir", "b"]).leaderboard_dir == "b"
+    assert str(parser.parse_args(["leaderboard", "--leaderboard-dir", "b"]).dir) == "b"
+    assert str(parser.parse_args(["leaderboard", "--dir", "b"]).dir) == "b"
+
+
+def test_every_flag_has_help_and_its_default(capsys):
+    """Each option of every command explains itself; those with a default say it (store_true flags are off)."""
+    from evalsuite.cli import build_parser
+
+    commands = build_parser()._subparsers._group_actions[0].choices  # argparse keeps subparsers here
+    assert {"run", "evaluate", "leaderboard", "plan", "models"} <= set(commands)
+    for name, command in commands.items():
+        for action in command._actions:
+            if not action.option_strings or action.dest == "help":
+                continue
+            assert action.help, f"{name} {action.option_strings[0]} has no help"
+            if action.default not in (None, False):
+                assert "default" in action.help, f"{name} {action.option_strings[0]} does not show its default"
