@@ -18,10 +18,11 @@ from pathlib import Path
 
 import pytest
 
+import real_models  # noqa: F401  (tests/real_models.py, cached before benchmarks/ and its real_models.py join the path)
 from sandbox import detect_isolation
 
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
-sys.path.insert(0, str(BENCHMARKS))
+sys.path.append(str(BENCHMARKS))
 
 pytestmark = [pytest.mark.skipif(detect_isolation() == "none", reason="needs bubblewrap"), pytest.mark.slow]
 
