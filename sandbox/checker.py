@@ -211,7 +211,7 @@ def run_test(problem: CompiledProblem, channel_fd: int, deadline: float) -> dict
     signal.setitimer(signal.ITIMER_REAL, max(deadline + GRACE_S - time.monotonic(), 0.001))
     try:
         client.wait_ready()
-        namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins}
+        namespace: dict[str, Any] = {"__builtins__": builtins.__dict__}  # as exec(program, {}): no __name__
         if problem.prelude is not None:
             try:
                 exec(problem.prelude, namespace)
