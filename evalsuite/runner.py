@@ -24,6 +24,7 @@ from evalsuite.errors import EvalsuiteError
 from evalsuite.execution import ExecutionOptions
 from evalsuite.generation.base import GenerationOptions, Generator
 from evalsuite.generation.extraction import extract_program
+from evalsuite.invocations import Invocation, earlier_invocations, totals as invocation_totals
 from evalsuite.generation.prompting import (INSTRUCT_STOP_SEQUENCES, INSTRUCTION_PREFIX, RESPONSE_PREFIX,
                                             PromptDecision, PromptProtocol, base_prompt, completion_for_original)
 from evalsuite.jsonl import JsonlAppender, atomic_write_json, atomic_write_jsonl
@@ -222,11 +223,12 @@ class Asking:
 def generate_missing(generator: Generator, task: Task, problems: Sequence[Problem], stops: Sequence[str],
                      sampling: SamplingParams, run_dir: RunDir, label: str, show_progress: bool,
                      valid_ids: set[str], out_name: str = "completions.jsonl", asking: Asking = Asking(),
-                     invocation_id: str | None = None) -> tuple[int, float]:
+                     invocation_id: str | None = None, tally: Invocation | None = None) -> tuple[int, float]:
     """Generate every completion of ``problems`` not yet saved, appending each to ``out_name`` as it arrives.
 
     ``valid_ids`` are all of the run's problem ids (other ranks' shards included), for validating saved files.
-    Every row names the ``invocation_id`` that made it. Returns (completions generated now, tokens generated now).
+    Every row names the ``invocation_id`` that made it. Returns (completions generated now, tokens generated now);
+    ``tally`` counts them as they arrive, so an interrupted invocation can still say what it made.
     """
     done = run_dir.existing_completions(valid_ids, sampling.n)
     requests = []
@@ -261,6 +263,8 @@ def generate_missing(generator: Generator, task: Task, problems: Sequence[Proble
             out.write(row)
             generated += 1
             tokens += completion.num_tokens
+            if tally is not None:
+                tally.completions_generated, tally.tokens_generated = generated, tokens
             progress.on_completion(completion.num_tokens)
         generator.token_listener = None
     if generated != total:
@@ -318,6 +322,8 @@ def run_one(generator: Generator, model_name: str, model_id: str, model_stops: S
     run_dir.check_identity(identity)
     run_dir.path.mkdir(parents=True, exist_ok=True)
     invocation_id = uuid.uuid4().hex
+    invocation = Invocation(invocation_id, _now(), load_s=round(load_seconds, 3))
+    history = earlier_invocations(_read_record(run_dir), _saved_rows(run_dir, valid_ids, config.sampling.n))
     record: dict[str, Any] = {
         "schema": RUN_RECORD_SCHEMA,
         "run_id": run_dir.run_id,
@@ -341,6 +347,7 @@ def run_one(generator: Generator, model_name: str, model_id: str, model_stops: S
         "generation_options": config.generation.to_dict(),
         "distributed": placement or {"world_size": ctx.world_size},
         "environment": {"versions": package_versions(), "hardware": hardware(), "evalsuite": __version__},
+        "invocations": [*history, invocation.to_json()],
     }
     if ctx.is_main:
         atomic_write_json(run_dir.record, record)
@@ -348,9 +355,18 @@ def run_one(generator: Generator, model_name: str, model_id: str, model_stops: S
     my_problems = ctx.shard(problems)
 
     started = time.perf_counter()
-    generated, tokens = generate_missing(generator, task, my_problems, stops, config.sampling, run_dir, label,
-                                         config.show_progress and ctx.is_main, valid_ids, ctx.completions_name(),
-                                         asking=asking, invocation_id=invocation_id)
+    try:
+        generated, tokens = generate_missing(generator, task, my_problems, stops, config.sampling, run_dir, label,
+                                             config.show_progress and ctx.is_main, valid_ids,
+                                             ctx.completions_name(), asking=asking, invocation_id=invocation_id,
+                                             tally=invocation)
+    except BaseException as exc:  # Ctrl-C or a failure: the record says what this invocation made first
+        invocation.status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
+        invocation.finished_at, invocation.generate_s = _now(), round(time.perf_counter() - started, 3)
+        if ctx.is_main:
+            record["invocations"] = [*history, invocation.to_json()]
+            atomic_write_json(run_dir.record, record)
+        raise
     generate_seconds = time.perf_counter() - started
 
     samples = load_completions(run_dir, my_problems, config.sampling.n, valid_ids)
@@ -382,6 +398,11 @@ def run_one(generator: Generator, model_name: str, model_id: str, model_stops: S
                     "sandbox_mode": execution_info.get("mode")})
     atomic_write_json(run_dir.summary, summary)
     score_seconds = time.perf_counter() - started
+    invocation.status, invocation.finished_at = "complete", _now()
+    invocation.completions_generated, invocation.tokens_generated = generated, int(tokens)
+    invocation.generate_s = round(generate_seconds, 3)
+    invocations = [*history, invocation.to_json()]
+    overall = invocation_totals(invocations)
 
     record.update({
         "status": "complete",
@@ -389,12 +410,18 @@ def run_one(generator: Generator, model_name: str, model_id: str, model_stops: S
         # Described again now: some choices (the engine that ran, batch halvings) are made while generating.
         "model": {"requested": requested, "display_name": model_name, "id": model_id, **generator.describe()},
         "execution": execution_info,
-        "timings_s": {"load": round(load_seconds, 3), "generate": round(generate_seconds, 3),
-                      "execute": round(execute_seconds, 3), "score": round(score_seconds, 3)},
+        # generate: every invocation's generation time together (a resume with nothing left to generate keeps
+        # the real figure); generate_now: this invocation's alone.
+        "timings_s": {"load": round(load_seconds, 3), "generate": overall["generate_s"],
+                      "generate_now": round(generate_seconds, 3), "execute": round(execute_seconds, 3),
+                      "score": round(score_seconds, 3)},
         "generation_stats": {"completions_generated_now": generated,
                              "completions_resumed": len(results) - generated,
                              "tokens_generated_now": int(tokens),
-                             "tokens_per_s": round(tokens / generate_seconds, 2) if tokens and generate_seconds else None},
+                             "completions_generated_total": overall["completions_generated"],
+                             "tokens_generated_total": overall["tokens_generated"],
+                             "tokens_per_s": overall["tokens_per_s"]},
+        "invocations": invocations,
         "summary": {key: summary[key] for key in summary if key != "per_problem"},
         "per_problem": per_problem_results(results),
     })
@@ -557,3 +584,15 @@ def print_results_table(outcomes: Sequence[RunOutcome], ks: Sequence[int], strea
     print("  ".join(h.ljust(w) for h, w in zip(header, widths)), file=stream)
     for row in rows:
         print("  ".join(c.ljust(w) for c, w in zip(row, widths)), file=stream)
+
+
+def _read_record(run_dir: RunDir) -> dict[str, Any] | None:
+    """The record an earlier invocation left in this run directory (None for a new run)."""
+    try:
+        return json.loads(run_dir.record.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _saved_rows(run_dir: RunDir, valid_ids: set[str], n: int) -> list[dict[str, Any]]:
+    return list(run_dir.existing_completions(valid_ids, n).values()) if run_dir.path.exists() else []

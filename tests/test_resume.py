@@ -135,6 +135,42 @@ def test_kill_9_then_rerun_gives_the_same_records(tiny_model_dir, tmp_path, clea
     record = next((tmp_path / "killed").glob("*/record.json")).read_text()
     assert f'"completions_resumed": {saved}' in record
     assert records(tmp_path / "killed") == clean_records
+    # the killed invocation could not write its own entry: the rerun lists it, counted from its saved rows
+    killed, rerun_entry = json.loads(record)["invocations"]
+    assert (killed["status"], killed["completions_generated"], killed["generate_s"]) == ("interrupted", saved, None)
+    assert rerun_entry["status"] == "complete" and rerun_entry["completions_generated"] == 6 * 4 - saved
+
+
+def test_ctrl_c_keeps_the_work_and_the_record_keeps_every_invocation(tiny_model_dir, tmp_path):
+    """Ctrl-C mid-generation: the record lists the interrupted invocation with what it made and how long it
+    took; the rerun generates only the rest; a third run with nothing left keeps the real generation time."""
+    model = tiny_model_dir("gpt2")
+    output = tmp_path / "runs"
+    args = run_args(model, output) + ["--batch-size", "2"]
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    victim = subprocess.Popen([sys.executable, "-m", "evalsuite", *args], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    wait_for_lines("*/completions.jsonl", output, files=1, minimum=2, proc=victim)
+    victim.send_signal(signal.SIGINT)
+    _, err = victim.communicate(timeout=60)
+    assert victim.returncode != 0 and "Traceback" not in err, err
+    (run_dir,) = output.iterdir()
+    saved = sum(1 for _ in read_jsonl(run_dir / "completions.jsonl", tolerate_torn_tail=True))
+    (interrupted,) = json.loads((run_dir / "record.json").read_text())["invocations"]
+    assert interrupted["status"] == "interrupted" and interrupted["completions_generated"] >= saved - 1
+    assert interrupted["generate_s"] > 0
+
+    assert single(args).returncode == 0
+    assert single(args).returncode == 0  # nothing left to generate
+    record = json.loads((run_dir / "record.json").read_text())
+    first, second, third = record["invocations"]
+    assert [e["status"] for e in record["invocations"]] == ["interrupted", "complete", "complete"]
+    assert first["completions_generated"] + second["completions_generated"] == 6 * 4
+    assert third["completions_generated"] == 0 and record["generation_stats"]["completions_generated_now"] == 0
+    stats = record["generation_stats"]
+    assert stats["completions_generated_total"] == 6 * 4 and stats["tokens_per_s"] is not None
+    assert record["timings_s"]["generate"] == pytest.approx(first["generate_s"] + second["generate_s"], abs=0.01)
+    assert record["timings_s"]["generate_now"] < record["timings_s"]["generate"]
 
 
 def test_spread_models_puts_each_model_on_its_own_rank(tiny_model_dir, tmp_path, clean_records):
