@@ -117,3 +117,22 @@ def test_every_flag_has_help_and_its_default(capsys):
             assert action.help, f"{name} {action.option_strings[0]} has no help"
             if action.default not in (None, False):
                 assert "default" in action.help, f"{name} {action.option_strings[0]} does not show its default"
+
+
+def test_evaluate_asks_for_the_temperature_before_running_any_sample(tmp_path, capsys, monkeypatch):
+    """Several samples per problem for the leaderboard, no --temperature: refused before the sandbox runs."""
+    import json
+
+    import evalsuite.timeouts as timeouts
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the samples ran before the missing temperature was refused")
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(timeouts, "execute_with_timeouts", refuse)
+    samples = tmp_path / "samples.jsonl"
+    samples.write_text("".join(json.dumps({"task_id": f"HumanEval/{i}", "completion": "    pass\n"}) + "\n"
+                               for i in range(3) for _ in range(2)))
+    assert_one_line_refusal(capsys, ["evaluate", str(samples), "-o", "out", "--leaderboard-dir", "board"],
+                            "pass --temperature", tmp_path)
+    assert not (tmp_path / "out").exists() and not (tmp_path / "board").exists()

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from evalsuite.commands.common import (add_execution_args, add_task_source_args, execution_options,
                                        load_registry, parse_ks, timeout_policy)
+from evalsuite.errors import EvalsuiteError
 from evalsuite.runner import SolutionTask
 
 
@@ -100,10 +101,12 @@ def main(args: argparse.Namespace) -> int:
     task = load_registry(args).get(args.task)
     problems = task.problems()
     samples = read_samples(args.samples, {p.task_id for p in problems}, task.name)
+    if args.leaderboard:
+        _check_leaderboard_settings(samples, args)  # before the samples run, not after
     # after the input is known good (a bad file writes nothing), before the samples run
     preflight.check_writable_dir(args.output, "--output")
     if args.leaderboard:
-        preflight.check_writable_dir(args.leaderboard, "--leaderboard")
+        preflight.check_writable_dir(args.leaderboard, "--leaderboard-dir")
     kind = samples[0]["kind"]
     missing = missing_problems(problems, samples)
     if missing:
@@ -174,20 +177,28 @@ def _write_page(output: Path, name: str, task, executed, problems: list, samples
     return write_run_page(output, header, summary, views, prompts)
 
 
-def _add_to_leaderboard(directory: Path, name: str, task, problems: list, samples: list[dict], summary: dict,
-                        missing: list[str], page: Path, args: argparse.Namespace) -> None:
+def _samples_per_problem(samples: list[dict]) -> int:
     from collections import Counter
 
-    from evalsuite.environment import hardware, hardware_summary
-    from evalsuite.errors import EvalsuiteError
-    from evalsuite.reporting.leaderboard import entry_from_run, update_leaderboard
+    return min(Counter(sample["task_id"] for sample in samples).values())
 
-    per_problem = Counter(sample["task_id"] for sample in samples)
-    n = min(per_problem.values())
-    temperature = args.temperature if args.temperature is not None else 0.0
+
+def _check_leaderboard_settings(samples: list[dict], args: argparse.Namespace) -> None:
+    """A leaderboard entry of sampled completions needs the temperature they were made at; evaluate cannot see
+    it, so it is asked for before any sample runs."""
+    n = _samples_per_problem(samples)
     if n > 1 and args.temperature is None:
         raise EvalsuiteError(f"{args.samples} has {n}+ samples per problem: pass --temperature (the one they were "
-                             "sampled at) for the leaderboard entry; results.jsonl and summary.json are written")
+                             "sampled at) for the leaderboard entry; nothing was run")
+
+
+def _add_to_leaderboard(directory: Path, name: str, task, problems: list, samples: list[dict], summary: dict,
+                        missing: list[str], page: Path, args: argparse.Namespace) -> None:
+    from evalsuite.environment import hardware, hardware_summary
+    from evalsuite.reporting.leaderboard import entry_from_run, update_leaderboard
+
+    n = _samples_per_problem(samples)
+    temperature = args.temperature if args.temperature is not None else 0.0
     entry = entry_from_run({
         "model": name, "model_id": str(Path(args.samples).resolve()), "task": task.name,
         "dataset_sha256": task.dataset_sha256, "prompt_template": task.prompt_template,
