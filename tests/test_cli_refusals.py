@@ -136,3 +136,13 @@ def test_evaluate_asks_for_the_temperature_before_running_any_sample(tmp_path, c
     assert_one_line_refusal(capsys, ["evaluate", str(samples), "-o", "out", "--leaderboard-dir", "board"],
                             "pass --temperature", tmp_path)
     assert not (tmp_path / "out").exists() and not (tmp_path / "board").exists()
+
+
+def test_a_task_spec_without_its_data_is_refused_before_any_folder_is_made(no_model_loads, capsys):
+    import shutil
+
+    spec = Path(__file__).parent / "data" / "declarative" / "task_wordbench.yaml"
+    (no_model_loads / "specs").mkdir()
+    shutil.copy(spec, no_model_loads / "specs" / spec.name)  # the spec alone: its wordbench.jsonl is missing
+    assert_one_line_refusal(capsys, ["run", "--quiet", "--task-dir", "specs", "--tasks", "wordbench"],
+                            "wordbench.jsonl: no such file or folder", no_model_loads)

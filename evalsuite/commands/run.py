@@ -164,6 +164,8 @@ def main(args: argparse.Namespace) -> int:
         quiet_libraries()
     registry = load_registry(args)
     tasks = [registry.get(name) for name in split_names(args.tasks)]
+    for task in tasks:
+        task.problems()  # a task's data that cannot be read fails now, before any folder is made (cached)
     sampling, ks = sampling_from_args(args)
     protocol = protocol_from_args(args)
     warn_partial(tasks, args.limit)
