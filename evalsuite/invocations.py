@@ -24,6 +24,7 @@ class Invocation:
     tokens_generated: int = 0
     generate_s: float | None = 0.0  # None: unknown (the invocation was killed before it could say)
     load_s: float | None = None
+    warning: str | None = None  # e.g. decoding far below the expected rate (evalsuite.progress)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -26,9 +26,13 @@ class TokenProgress:
     completions' own token counts are used."""
 
     REFRESH_S = 1.0
+    SLOW_AFTER_S = 20.0  # judge the rate only once it means something
+    SLOW_FACTOR = 4.0  # the speed model is rough (~2-3x): warn only well below it
 
-    def __init__(self, bar: tqdm, total: int, max_new_tokens: int):
+    def __init__(self, bar: tqdm, total: int, max_new_tokens: int, expected_tokens_per_s: float | None = None):
         self.bar, self.total, self.max_new_tokens = bar, total, max_new_tokens
+        self.expected = expected_tokens_per_s
+        self.slow_warning: str | None = None  # said once, and kept for the run record
         self.started = time.perf_counter()
         self.streamed = 0  # tokens reported by the backend while decoding (running rows included)
         self.finished_tokens = 0  # tokens of the completions made so far
@@ -69,6 +73,31 @@ class TokenProgress:
         eta = self.eta_s()
         left = "" if eta is None else f", ETA ~{_duration(eta)}"
         self.bar.set_postfix_str(f"{self.tokens:,} tok, {self.rate():,.1f} tok/s{left}", refresh=True)
+        self._check_slow(now)
+
+    def _check_slow(self, now: float) -> None:
+        if self.slow_warning or not self.expected or now - self.started < self.SLOW_AFTER_S:
+            return
+        rate = self.rate()
+        if rate * self.SLOW_FACTOR >= self.expected:
+            return
+        self.slow_warning = slow_rate_warning(rate, self.expected)
+        self.bar.write(f"warning: {self.slow_warning}", file=sys.stderr)
+
+
+def slow_rate_warning(rate: float, expected: float) -> str:
+    """Why a CPU run may decode far below the expected rate: the usual cause is cores other jobs keep busy,
+    which stalls every step of torch's threads (issue 23: 0.84 tokens/s where ~40 were expected)."""
+    import os
+
+    import torch
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    threads = torch.get_num_threads()
+    return (f"decoding at {rate:,.2f} tokens/s, {expected / max(rate, 1e-9):.0f}x below the ~{expected:,.0f} "
+            f"expected for this model on {threads} CPU thread(s); likely cause: other processes keep the cores "
+            f"busy (load average {load:.1f} on {cores} cores); try --threads 1, or a quieter machine")
 
 
 def _duration(seconds: float) -> str:

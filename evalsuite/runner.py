@@ -248,7 +248,7 @@ def generate_missing(generator: Generator, task: Task, problems: Sequence[Proble
             progress_bar(total=total, desc=f"generate {label}", unit="completion", enabled=show_progress) as bar:
         if done:
             bar.write(f"resuming {run_dir.path}: {len(done)} completions kept, {total} to generate")
-        progress = TokenProgress(bar, total, sampling.max_new_tokens)
+        progress = TokenProgress(bar, total, sampling.max_new_tokens, generator.expected_tokens_per_s())
         generator.token_listener = progress.on_tokens
         for completion in generator.generate(requests, sampling):
             expected = (completion.task_id, completion.sample_index)
@@ -266,6 +266,8 @@ def generate_missing(generator: Generator, task: Task, problems: Sequence[Proble
             if tally is not None:
                 tally.completions_generated, tally.tokens_generated = generated, tokens
             progress.on_completion(completion.num_tokens)
+            if tally is not None and progress.slow_warning:
+                tally.warning = progress.slow_warning
         generator.token_listener = None
     if generated != total:
         raise EvalsuiteError(f"backend produced {generated} of {total} completions")

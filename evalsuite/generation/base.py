@@ -54,6 +54,11 @@ class Generator(ABC):
     # they are decoded leave it alone.
     token_listener: Callable[[int], None] | None = None
 
+    def expected_tokens_per_s(self) -> float | None:
+        """A rough floor on the decoding rate here (batch 1, the planner's speed model), for the warning when
+        a run is far slower than it should be; None where the backend cannot say (a server, the reference)."""
+        return None
+
     @abstractmethod
     def generate(self, requests: Sequence[GenerationRequest], params: SamplingParams) -> Iterator[Completion]:
         """Yield one Completion per (request, sample_index), in any order, as each becomes final.

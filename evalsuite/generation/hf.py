@@ -117,6 +117,17 @@ class HFGenerator(Generator):
             "ignored_generation_config": self.ignored_generation_config,
         }
 
+    def expected_tokens_per_s(self) -> float | None:
+        if self.loaded.device.type != "cpu":
+            return None
+        from evalsuite.planner.ladder import SPEED
+
+        params = list(self.model.parameters())
+        weight_bytes = sum(p.numel() * p.element_size() for p in params)
+        layers = int(getattr(self.model.config, "num_hidden_layers", 0) or getattr(self.model.config, "n_layer", 0) or 1)
+        step = SPEED.cpu_step(weight_bytes, sum(p.numel() for p in params), layers, 1, torch.get_num_threads())
+        return 1.0 / step
+
     def weights_identity(self) -> str | None:
         return self.loaded.dtype
 

@@ -93,6 +93,13 @@ class SpeedModel:
     # batch 32 (generated in chunks of 4, its kernels fail at 8) vs ~1.4
     ds_inference_factor: tuple[float, float] = (0.3, 2.1)
 
+    def cpu_step(self, weight_bytes: int, num_params: int, num_layers: int, batch: int, cores: int) -> float:
+        """Seconds per decoding step on ``cores`` CPU cores: weight streaming, arithmetic or per-layer overhead,
+        whichever bounds it (also the yardstick of the slow-run warning, evalsuite.progress)."""
+        bytes_s = weight_bytes / (self.cpu_bytes_per_s_per_core * cores)
+        compute_s = 2 * num_params * batch / (self.cpu_flops_per_core * cores)
+        return max(bytes_s, compute_s, num_layers * self.cpu_layer_step_s)
+
     def gpu_step(self, shape: ModelShape, weight_bytes: int) -> float:
         return max(shape.num_layers * self.layer_step_s, weight_bytes / self.hbm_bytes_per_s)
 
@@ -422,11 +429,9 @@ class _Ladder:
         dtype, weight_bytes = ("float32", fp32) if fp32 <= cpu_room else ("bfloat16", self.half_bytes)
         speed = self.r.speed
         cores = self.cap.cpu_cores or speed.cpu_default_cores
-        bytes_per_s = speed.cpu_bytes_per_s_per_core * cores
-        compute_s = 2 * self.shape.num_params * self.budget.batch_size / (speed.cpu_flops_per_core * cores)
-        overhead_s = self.shape.num_layers * speed.cpu_layer_step_s
         if weight_bytes <= cpu_room:
-            step = max(weight_bytes / bytes_per_s, compute_s, overhead_s)
+            step = speed.cpu_step(weight_bytes, self.shape.num_params, self.shape.num_layers,
+                                  self.budget.batch_size, cores)
             return self._plan(CPU, dtype, weight_bytes, {"cpu": format_bytes(weight_bytes)}, step,
                               device_map={"": "cpu"})
         disk_room = int((self.cap.disk or 0) * 0.95)
@@ -439,7 +444,8 @@ class _Ladder:
         device_map, summary = self._device_map({"cpu": max(cpu_room, 0), "disk": disk_room})
         on_disk = self._placed_bytes(device_map).get("disk", 0) if device_map else weight_bytes - cpu_room
         summary = summary or {"cpu": format_bytes(weight_bytes - on_disk), "disk": format_bytes(on_disk)}
-        step = max(weight_bytes / bytes_per_s, compute_s, overhead_s) + on_disk / speed.disk_bytes_per_s
+        step = speed.cpu_step(weight_bytes, self.shape.num_params, self.shape.num_layers, self.budget.batch_size,
+                              cores) + on_disk / speed.disk_bytes_per_s
         return self._plan(CPU, dtype, weight_bytes, summary, step, device_map=device_map, offload_to="disk")
 
     def ds_inference(self) -> Plan:
