@@ -128,6 +128,8 @@ def _reference_decode(data: bytes) -> object:
             if tag == b"i" and not 0 < size <= wire.DEFAULT_LIMITS.max_int_bytes:
                 raise wire.WireError("bad integer size")
             raw = take(size)
+            if tag == b"i" and size != (int.from_bytes(raw, "big", signed=True).bit_length() + 8) // 8:
+                raise wire.WireError("non-canonical integer")
             return (int.from_bytes(raw, "big", signed=True) if tag == b"i"
                     else str(raw, "utf-8", "surrogatepass") if tag == b"s" else raw)
         if tag in (b"l", b"t", b"S", b"Z", b"d"):
@@ -139,14 +141,20 @@ def _reference_decode(data: bytes) -> object:
             if tag == b"d":
                 pairs = [(value(depth + 1), value(depth + 1)) for _ in range(count)]
                 try:
-                    return dict(pairs)
+                    built = dict(pairs)
                 except TypeError:
                     raise wire.WireError("unhashable") from None
+                if len(built) != len(pairs):
+                    raise wire.WireError("duplicate")
+                return built
             items = [value(depth + 1) for _ in range(count)]
             try:
-                return {b"l": list, b"t": tuple, b"S": set, b"Z": frozenset}[tag](items)
+                built = {b"l": list, b"t": tuple, b"S": set, b"Z": frozenset}[tag](items)
             except TypeError:
                 raise wire.WireError("unhashable") from None
+            if len(built) != len(items):
+                raise wire.WireError("duplicate")
+            return built
         raise wire.WireError("tag")
 
     try:
