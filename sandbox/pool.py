@@ -36,6 +36,7 @@ PIPELINE_DEPTH = 2
 GRACE_S = 10.0  # beyond the sample timeout, before the harness gives up on a worker
 SERVER_MEMORY_MB = 64  # the sample server's own share of its worker's cgroup
 SERVER_PROCESSES = 8  # bwrap, its init, the sample server
+CHECKER_MEMORY_MB = 2048  # the checker's address space (sandbox.checker.limit_memory)
 
 
 @dataclass(frozen=True)
@@ -146,7 +147,8 @@ class Worker:
                                            stderr=self.stderr, start_new_session=True, close_fds=True,
                                            pass_fds=(server_end.fileno(),), env=dict(ENVIRONMENT))
             checker_config = {"control_fd": checker_end.fileno(), "timeout_s": self.limits.timeout_s,
-                              "seed": self.seed}  # the tests' random seed, this run's (see Checker.seed_for)
+                              "seed": self.seed,  # the tests' random seed, this run's (see Checker.seed_for)
+                              "memory_mb": CHECKER_MEMORY_MB}
             self.checker = subprocess.Popen(
                 [sys.executable, "-I", "-B", str(CHECKER_PATH), json.dumps(checker_config)],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr, start_new_session=True,
