@@ -268,7 +268,8 @@ def test_the_sandboxs_own_statuses_and_plain_reasons_cannot_be_forged():
     for name in EXIT_70:
         outcome = outcomes[name]
         assert not outcome.passed and outcome.reason != SETUP_FAILED, (name, outcome)
-    assert outcomes["exit_70_in_call"].reason == "exited before the test finished"
+    assert outcomes["exit_70_in_call"].reason in ("exited before the test finished",  # or the server's kill won
+                                                  "killed by SIGKILL (memory or process limit?)")
     assert outcomes["sys_exit_70"].reason == "SystemExit"
     for name in FORGED:
         outcome = outcomes[name]
