@@ -121,7 +121,7 @@ def _run_all(body: list[ast.stmt], statements: list[ast.stmt]) -> list[ast.stmt]
         if isinstance(stmt, _UNWRAPPED):
             out.append(stmt)
             continue
-        if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While, ast.If)):
+        if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith)):
             stmt.body = _run_all(stmt.body, statements)
             stmt.orelse = _run_all(stmt.orelse, statements)
         statements.append(stmt)
@@ -147,11 +147,11 @@ def run_all_statements(test_source: str, check_source: str, filename: str) -> tu
 
 
 def statement_texts(source: str, statements: list[ast.stmt]) -> tuple[str, ...]:
-    """Each wrapped statement's source, on one line (its header only, for a loop or an ``if``)."""
+    """Each wrapped statement's source, on one line (its first line only for a loop, ``if`` or ``with``)."""
     lines = source.splitlines()
     texts = []
     for stmt in statements:
-        if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While, ast.If)):
+        if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith)):
             text = lines[stmt.lineno - 1] if 0 < stmt.lineno <= len(lines) else ""
         else:
             text = ast.get_source_segment(source, stmt) or ""

