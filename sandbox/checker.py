@@ -121,7 +121,7 @@ def _run_all(body: list[ast.stmt], statements: list[ast.stmt]) -> list[ast.stmt]
         if isinstance(stmt, _UNWRAPPED):
             out.append(stmt)
             continue
-        if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith)):
+        if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While, ast.If)):
             stmt.body = _run_all(stmt.body, statements)
             stmt.orelse = _run_all(stmt.orelse, statements)
         statements.append(stmt)
@@ -181,7 +181,8 @@ class Checker:
             problem = CompiledProblem(digest, compile_prelude(job.get("prelude", ""), key), test,
                                       compile(job["check"], f"<check {key}>", "exec", dont_inherit=True), entry_point, "",
                                       statement_texts(job["test"], statements))
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
+        except Exception:  # SyntaxError, ValueError (null bytes), RecursionError, MemoryError: trusted code that
+            # cannot run is reported, never a reason for the checker to die
             problem = CompiledProblem(digest, None, None, None, entry_point, "test code does not compile")
         if not entry_point and not problem.error:
             problem.error = "test code does not compile"
