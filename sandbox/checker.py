@@ -454,6 +454,8 @@ def limit_memory(megabytes: int) -> None:
 
 def main(argv: list[str]) -> int:
     config = json.loads(argv[1])
+    for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):  # a test importing NumPy must not
+        os.environ.setdefault(name, "1")  # reserve a thread stack per core against the address-space limit
     limit_memory(int(config.get("memory_mb", DEFAULT_MEMORY_MB)))
     in_fd, out_fd = os.dup(0), os.dup(1)
     null = os.open(os.devnull, os.O_RDWR)
