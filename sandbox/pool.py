@@ -68,7 +68,7 @@ class Outcome:
     sample_error: str = ""  # the candidate's own exception text (truncated): the sample's output, not a verdict
     # The checker's account of the first failure: "statement" (the test's source), and where the candidate was
     # called in it, "call" (arguments) and "returned" (its value, or "raised <class>"); each at most 200 characters.
-    detail: Mapping[str, str] = field(default_factory=dict)
+    detail: Mapping[str, str] = field(default_factory=dict, hash=False)
 
     @property
     def passed(self) -> bool:
