@@ -39,7 +39,7 @@ else:  # imported by a server run as a script, with this folder on sys.path
 _U32 = struct.Struct(">I")
 MAX_MESSAGE_TEXT = 500  # characters of a candidate's exception message kept as its own output
 # Why the honest sample end refuses a value (wire.NotPlain kinds); any other kind is forged.
-NOT_PLAIN_KINDS = frozenset({"unsupported type", "too deep", "cyclic"})
+NOT_PLAIN_KINDS = frozenset({"unsupported type", "too deep", "cyclic", "colliding hashes"})
 TOO_LARGE = "too large"
 
 # Imported once by the sample server, so that no sample pays for them. Not ``random`` (nor ``statistics``,

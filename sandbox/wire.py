@@ -115,6 +115,10 @@ def _encode(value: Any, out: bytearray, depth: int, active: set[int], limits: Wi
         budget[0] -= container_cost(kind, len(items))
         if budget[0] < 0:
             raise NotPlain("too large")
+        if kind is not list and kind is not tuple and len(items) > limits.max_same_hash:
+            keys = [key for key, _ in items] if kind is dict else items
+            if max(collections.Counter(map(hash, keys)).values()) > limits.max_same_hash:
+                raise NotPlain("colliding hashes")  # the decoder would refuse it (see _hashable)
         if kind is dict:
             out += b"d" + _U32.pack(len(items))
             for key, item in items:

@@ -321,10 +321,16 @@ def test_the_sandboxs_own_statuses_and_plain_reasons_cannot_be_forged():
 
 
 @needs_isolation
-def test_an_honest_large_value_is_too_large_not_tampering():
-    candidate = ra.ADD_PROMPT + "    return [None] * (17 << 20) if a == 1 else a + b\n"
-    outcome = run([add_job(0, candidate)], timeout_s=5.0)[0]
-    assert (outcome.reason, outcome.flags) == ("return value too large", ())
+def test_what_the_honest_end_sends_is_never_called_tampering():
+    """The honest encoder refuses, with its own reason, what the decoder would refuse: a value too large or too
+    costly to build, a set of colliding hashes."""
+    large = ra.ADD_PROMPT + "    return [None] * (17 << 20) if a == 1 else a + b\n"
+    costly = ra.ADD_PROMPT + "    return [set() for _ in range(700_000)] if a == 1 else a + b\n"
+    colliding = ra.ADD_PROMPT + "    return {k * (2**61 - 1) for k in range(1, 100)} if a == 1 else a + b\n"
+    outcomes = run([add_job(0, large), add_job(1, costly), add_job(2, colliding)], timeout_s=5.0)
+    assert (outcomes[0].reason, outcomes[0].flags) == ("return value too large", ())
+    assert (outcomes[1].reason, outcomes[1].flags) == ("return value too large", ())
+    assert (outcomes[2].reason, outcomes[2].flags) == ("non-plain value", ("non_plain_value",))
 
 
 # -- the checker's memory -------------------------------------------------------------------------------

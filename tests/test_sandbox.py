@@ -391,10 +391,14 @@ def test_a_checkout_under_tmp_works(tmp_path):
 def test_wire_refuses_hash_flooding_but_not_ordinary_sets():
     """Members crafted to share one hash make a set quadratic to build and compare; honest data never does."""
     flood = frozenset(k * (2**61 - 1) for k in range(1, 2000))  # every member hashes to 0
+    forger = wire.WireLimits(max_same_hash=1 << 30)  # the honest encoder refuses them too (NotPlain)
     with pytest.raises(wire.WireError, match="colliding"):
-        wire.decode(wire.encode(flood))
+        wire.decode(wire.encode(flood, forger))
     with pytest.raises(wire.WireError, match="colliding"):
-        wire.decode(wire.encode({k * (2**61 - 1): 0 for k in range(1, 2000)}))
+        wire.decode(wire.encode({k * (2**61 - 1): 0 for k in range(1, 2000)}, forger))
+    for value in (flood, {k * (2**61 - 1): 0 for k in range(1, 2000)}):
+        with pytest.raises(wire.NotPlain, match="colliding"):
+            wire.encode(value)
     ordinary = {i: str(i) for i in range(50_000)}
     assert wire.decode(wire.encode(ordinary)) == ordinary
 
