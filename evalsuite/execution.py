@@ -79,7 +79,7 @@ def execute_samples(task: Task, samples: Sequence[Mapping[str, Any]], options: E
         results.append(SampleResult(task_id=sample["task_id"], completion_id=int(sample["completion_id"]),
                                     passed=outcome.passed, result=result_text(outcome.status, outcome.reason),
                                     duration_s=outcome.duration_s, flags=outcome.flags,
-                                    sample_error=outcome.sample_error))
+                                    sample_error=outcome.sample_error, failure_detail=dict(outcome.detail)))
     info.update({
         "versions": package_versions(),
         "detections": dict(sorted(flags.items())),

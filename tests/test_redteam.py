@@ -48,9 +48,11 @@ EXPECTED_FLAGS.update({name: "channel_tampered" for name in (
     "wire_truncated", "wire_unknown_tag", "wire_trailing_bytes", "wire_deep_nesting", "wire_unhashable_set_member",
     "wire_unhashable_dict_key", "wire_huge_int", "wire_count_lies", "wire_bad_utf8", "wire_list_not_tuple",
     "wire_bool_seq", "wire_wrong_arity", "wire_zero_length_frame", "wire_raise_unknown_class",
-    "wire_raise_bad_types", "patch_encoder_garbage", "call_back_into_channel")})
+    "wire_raise_bad_types", "patch_encoder_garbage", "call_back_into_channel",
+    # the honest end answers ("not_plain", seq, "too large") instead: an oversized frame is forged (issue 20)
+    "wire_declared_17mib", "wire_real_16mib_plus")})
 EXPECTED_REASONS = {
-    "wire_declared_17mib": "return value too large", "wire_real_16mib_plus": "return value too large",
+    "wire_declared_17mib": "channel tampered", "wire_real_16mib_plus": "channel tampered",
     "system_exit_import": "SystemExit", "system_exit_call": "SystemExit",
     "keyboard_interrupt_call": "KeyboardInterrupt", "generator_exit_call": "GeneratorExit",
     "custom_assertionerror": "exception", "exception_str_passed": "exception",
@@ -222,7 +224,8 @@ def test_attack_fails_cleanly(batch, planted, name):
         assert EXPECTED_FLAGS[name] in outcome.flags, (name, outcome)
     if name in EXPECTED_REASONS:
         assert outcome.reason == EXPECTED_REASONS[name], (name, outcome)
-    if name in ("os_exit_0_import", "os_exit_0_call", "close_all_fds_then_exit0"):  # exit races the server's kill
+    # exit races the server's kill; after set-up, exit 70 is the candidate's own exit (issue 20), not the sandbox's
+    if name in ("os_exit_0_import", "os_exit_0_call", "close_all_fds_then_exit0", "os_exit_70_setup_failed"):
         assert outcome.reason in ("exited before the test finished", "killed by SIGKILL (memory or process limit?)")
 
 

@@ -60,6 +60,23 @@ def test_click_through_to_a_failing_samples_error_message(board: Path, browser: 
                       ".map(d => d.id)") == ["s-HumanEval/2-0"]
 
 
+def test_a_failed_samples_page_shows_where_it_failed(board: Path, browser: Browser):
+    """The trusted checker's failure detail (issue 23): the assertion, the call's arguments, what came back."""
+    browser.set_width(1400)
+    browser.open((board / "../runs/tiny/report.html").resolve().as_uri())
+    browser.wait_for("document.body.dataset.ready")
+    browser.click("#filters button[data-filter='failed']")
+    browser.click("details.sample[id='s-HumanEval/0-0'] summary")  # "return None": a wrong answer
+    detail = browser.js("document.getElementById('s-HumanEval/0-0').querySelector('dl.failure-detail').innerText")
+    assert "assert candidate([1.0, 2.0, 3.9, 4.0, 5.0, 2.2], 0.3) == True" in detail
+    assert "has_close_elements([1.0, 2.0, 3.9, 4.0, 5.0, 2.2], 0.3)" in detail
+    assert "None" in detail
+    browser.click("details.sample[id='s-HumanEval/1-0'] summary")  # raises
+    raised = browser.js("document.getElementById('s-HumanEval/1-0').querySelector('dl.failure-detail').innerText")
+    assert "separate_paren_groups(" in raised and "raised ValueError" in raised
+    assert browser.js("document.querySelectorAll('img').length") == 0
+
+
 def test_side_by_side_names_problems_one_model_solves(board: Path, browser: Browser):
     browser.set_width(1400)
     browser.open((board / "index.html").as_uri())

@@ -128,6 +128,8 @@ def _reference_decode(data: bytes) -> object:
             if tag == b"i" and not 0 < size <= wire.DEFAULT_LIMITS.max_int_bytes:
                 raise wire.WireError("bad integer size")
             raw = take(size)
+            if tag == b"i" and size != (int.from_bytes(raw, "big", signed=True).bit_length() + 8) // 8:
+                raise wire.WireError("non-canonical integer")
             return (int.from_bytes(raw, "big", signed=True) if tag == b"i"
                     else str(raw, "utf-8", "surrogatepass") if tag == b"s" else raw)
         if tag in (b"l", b"t", b"S", b"Z", b"d"):
@@ -139,14 +141,20 @@ def _reference_decode(data: bytes) -> object:
             if tag == b"d":
                 pairs = [(value(depth + 1), value(depth + 1)) for _ in range(count)]
                 try:
-                    return dict(pairs)
+                    built = dict(pairs)
                 except TypeError:
                     raise wire.WireError("unhashable") from None
+                if len(built) != len(pairs):
+                    raise wire.WireError("duplicate")
+                return built
             items = [value(depth + 1) for _ in range(count)]
             try:
-                return {b"l": list, b"t": tuple, b"S": set, b"Z": frozenset}[tag](items)
+                built = {b"l": list, b"t": tuple, b"S": set, b"Z": frozenset}[tag](items)
             except TypeError:
                 raise wire.WireError("unhashable") from None
+            if len(built) != len(items):
+                raise wire.WireError("duplicate")
+            return built
         raise wire.WireError("tag")
 
     try:
@@ -383,10 +391,14 @@ def test_a_checkout_under_tmp_works(tmp_path):
 def test_wire_refuses_hash_flooding_but_not_ordinary_sets():
     """Members crafted to share one hash make a set quadratic to build and compare; honest data never does."""
     flood = frozenset(k * (2**61 - 1) for k in range(1, 2000))  # every member hashes to 0
+    forger = wire.WireLimits(max_same_hash=1 << 30)  # the honest encoder refuses them too (NotPlain)
     with pytest.raises(wire.WireError, match="colliding"):
-        wire.decode(wire.encode(flood))
+        wire.decode(wire.encode(flood, forger))
     with pytest.raises(wire.WireError, match="colliding"):
-        wire.decode(wire.encode({k * (2**61 - 1): 0 for k in range(1, 2000)}))
+        wire.decode(wire.encode({k * (2**61 - 1): 0 for k in range(1, 2000)}, forger))
+    for value in (flood, {k * (2**61 - 1): 0 for k in range(1, 2000)}):
+        with pytest.raises(wire.NotPlain, match="colliding"):
+            wire.encode(value)
     ordinary = {i: str(i) for i in range(50_000)}
     assert wire.decode(wire.encode(ordinary)) == ordinary
 

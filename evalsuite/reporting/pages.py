@@ -82,10 +82,10 @@ def _table(entries: Sequence[LeaderboardEntry], ks: list[int]) -> str:
         settings = f"{describe_settings(entry.settings)}; key {entry.settings_key}"
         problems = (f'{entry.n_problems}/{entry.settings["problem_set"]["of"]}' if is_partial(entry)
                     else str(entry.n_problems))
-        cells += [f'<td class="num" data-label="n" data-sort="{entry.n}" title="{_e(settings)}">{entry.n}</td>',
-                  f'<td class="num" data-label="T" data-sort="{entry.temperature}" title="{_e(settings)}">'
+        cells += [f'<td class="num" data-label="n" data-sort="{_e(entry.n)}" title="{_e(settings)}">{_e(entry.n)}</td>',
+                  f'<td class="num" data-label="T" data-sort="{_e(entry.temperature)}" title="{_e(settings)}">'
                   f'{entry.temperature:g}</td>',
-                  f'<td class="num" data-label="Problems" data-sort="{entry.n_problems}">{_e(problems)}</td>',
+                  f'<td class="num" data-label="Problems" data-sort="{_e(entry.n_problems)}">{_e(problems)}</td>',
                   f'<td class="date" data-label="Date" data-sort="{_e(entry.date)}" title="{_e(entry.date)}">{_e(entry.date[:10])}</td>',
                   f'<td class="run" data-label="Run" data-sort="{_e(entry.run_id)}" title="run {_e(entry.run_id)} on '
                   f'{_e(entry.hardware)}, evalsuite {_e(entry.evalsuite_version)}"><code>{_e(entry.run_id)}</code>'

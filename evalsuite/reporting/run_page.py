@@ -38,6 +38,25 @@ class SampleView:
     program: str = ""  # what the sandbox ran
     finish_reason: str = ""
     num_tokens: int | None = None
+    # The trusted checker's account of the first failure: statement, call, returned (see sandbox.pool.Outcome)
+    failure_detail: Mapping[str, str] = field(default_factory=dict)
+
+
+DETAIL_FIELDS = (("statement", "failed statement"), ("call", "call"), ("returned", "returned"))
+MAX_DETAIL_CHARS = 400  # each field of a failure detail, as shown (the checker writes at most 200)
+
+
+def _count(value: Any) -> int | None:
+    """A count from a samples or results file (``num_tokens``): a non-negative int, or nothing. A hand-written
+    file may hold any JSON there; it is shown only when it is a number."""
+    return value if type(value) is int and value >= 0 else None
+
+
+def _detail(value: Any) -> dict[str, str]:
+    """A results file's ``failure_detail``: only the known fields, as text."""
+    if not isinstance(value, Mapping):
+        return {}
+    return {key: str(value[key])[:MAX_DETAIL_CHARS] for key, _ in DETAIL_FIELDS if key in value and value[key] is not None}
 
 
 @dataclass(frozen=True)
@@ -68,7 +87,8 @@ def sample_views(completions: Iterable[Mapping[str, Any]], results: Iterable[Map
             result=str(result.get("result", "")), duration_s=float(result.get("duration_s", 0.0)),
             flags=tuple(result.get("flags", ())), sample_error=str(result.get("sample_error", "")),
             raw=str(row.get("raw_completion", completion)), program=program_of(result["task_id"], completion),
-            finish_reason=str(row.get("finish_reason", "")), num_tokens=row.get("num_tokens")))
+            finish_reason=str(row.get("finish_reason", "")), num_tokens=_count(row.get("num_tokens")),
+            failure_detail=_detail(result.get("failure_detail"))))
     return views
 
 
@@ -103,10 +123,10 @@ def _stats(summary: Mapping[str, Any], n_flagged: int) -> str:
     for name, reason in summary.get("not_computable", {}).items():
         cards.append(f'<div class="card stat"><div class="what">{_e(name)}</div><div class="big">—</div>'
                      f'<div class="sub">{_e(reason)}</div></div>')
-    verdicts = (f'<div class="card stat"><div class="what">samples</div><div class="big">{summary["n_samples"]}</div>'
-                f'<div class="sub"><span class="verdict passed">{summary["n_passed"]} passed</span> · '
-                f'<span class="verdict failed">{summary["n_failed"]} failed</span> · '
-                f'<span class="verdict timed">{summary["n_timed_out"]} timed out</span>'
+    verdicts = (f'<div class="card stat"><div class="what">samples</div><div class="big">{_e(summary["n_samples"])}</div>'
+                f'<div class="sub"><span class="verdict passed">{_e(summary["n_passed"])} passed</span> · '
+                f'<span class="verdict failed">{_e(summary["n_failed"])} failed</span> · '
+                f'<span class="verdict timed">{_e(summary["n_timed_out"])} timed out</span>'
                 + (f' · <span class="flag">{n_flagged} flagged</span>' if n_flagged else "") + '</div></div>')
     return f'<div class="stats">{"".join(cards)}{verdicts}</div>'
 
@@ -181,11 +201,18 @@ def _sample(sample: SampleView, prompt: str) -> str:
     status_cls = {"passed": "passed", "failed": "failed", "timed out": "timed"}.get(sample.status, "failed")
     flags = "".join(f' <span class="flag">⚑ {_e(flag)}</span>' for flag in sample.flags)
     error = sample.sample_error
-    tokens = f" · {sample.num_tokens} tokens" if sample.num_tokens else ""
+    count = _count(sample.num_tokens)
+    tokens = f" · {_e(count)} tokens" if count else ""
     finish = f" · ended by {_e(sample.finish_reason)}" if sample.finish_reason else ""
     body = [f'<dl class="kv"><dt>verdict</dt><dd class="sample-verdict">{_e(sample.result)}</dd>'
             f'<dt>duration</dt><dd>{sample.duration_s:.3f} s</dd>'
             + (f'<dt>flags</dt><dd>{_e(", ".join(sample.flags))}</dd>' if sample.flags else "") + '</dl>']
+    detail = _detail(sample.failure_detail)
+    if detail:
+        rows = "".join(f'<dt>{_e(label)}</dt><dd><code class="detail-{_e(key)}">{_e(detail[key])}</code></dd>'
+                       for key, label in DETAIL_FIELDS if key in detail)
+        body.append(f'<div><h4>Where it failed (the trusted checker\'s account)</h4><dl class="kv failure-detail">'
+                    f'{rows}</dl></div>')
     if error:
         body.append(f'<div><h4>Error message (the sample\'s own text)</h4><pre class="sample-error">{_e(_clip(error))}'
                     '</pre></div>')
@@ -194,7 +221,7 @@ def _sample(sample: SampleView, prompt: str) -> str:
     body.append(f'<details><summary class="sub">Prompt</summary><pre class="prompt">{_e(_clip(prompt))}</pre></details>')
     return (f'<details class="sample" data-status="{_e(sample.status)}" data-flagged="{"1" if sample.flags else "0"}" '
             f'data-problem="{_e(sample.task_id)}" id="{_e(f"s-{sample.task_id}-{sample.completion_id}")}">'
-            f'<summary><span class="id">{_e(sample.task_id)} #{sample.completion_id}</span>'
+            f'<summary><span class="id">{_e(sample.task_id)} #{_e(sample.completion_id)}</span>'
             f'<span class="verdict {status_cls}">{_e(sample.status)}</span>'
             f'<span class="sub">{_e(sample.result if sample.status != "passed" else "")}</span>'
             f'<span class="sub">{sample.duration_s:.2f} s</span>{flags}</summary>'
