@@ -5,7 +5,8 @@ Each keyword argument is the command's flag of the same name (``max_new_tokens=2
 256``; a list is comma-joined; ``True`` switches a flag on), parsed by the command's own argparse parser and
 run by the command's own code, so the API and the CLI cannot drift apart. Errors are raised as
 :class:`evalsuite.errors.EvalsuiteError` (the one line the CLI would print). A ``fail_under`` gate is reported
-in ``result.fail_under``, not raised.
+in ``result.fail_under``, not raised. Nothing is printed on stdout: progress and the tables a person reads go
+to stderr (``quiet=True``: only warnings).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import argparse
 import contextlib
 import io
 import os
+import sys
 from typing import Any, Iterable
 
 from evalsuite.errors import EvalsuiteError
@@ -60,15 +62,19 @@ def command_argv(command: str, positional: Iterable[Any] = (), **options: Any) -
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:
+    """The command's own parser; as with ``--json``, the tables a person reads go to stderr (none with
+    ``quiet=True``), and nothing is printed on stdout."""
     from evalsuite.cli import build_parser
 
     errors = io.StringIO()
     try:
         with contextlib.redirect_stderr(errors):
-            return build_parser().parse_args(argv)
+            args = build_parser().parse_args(argv)
     except SystemExit:
         message = errors.getvalue().strip().splitlines()
         raise EvalsuiteError(message[-1] if message else f"invalid arguments: {argv}") from None
+    args.json = True
+    return args
 
 
 def run(models: str | Iterable[str] = "reference", tasks: str | Iterable[str] = "humaneval", **options: Any):
@@ -83,7 +89,8 @@ def run(models: str | Iterable[str] = "reference", tasks: str | Iterable[str] = 
 
     argv = command_argv("run", models=models, tasks=tasks, **options)
     args = _parse(argv)
-    result = run_command.execute(args, argv=["evalsuite", *argv])
+    with contextlib.redirect_stdout(sys.stderr):
+        result = run_command.execute(args, argv=["evalsuite", *argv])
     if result is None:  # a worker rank under torchrun: rank 0 has the result
         from evalsuite.results import RunResult
 
@@ -97,7 +104,9 @@ def evaluate(samples: str | os.PathLike, *, output: str | os.PathLike, task: str
     from evalsuite.commands import evaluate as evaluate_command
 
     argv = command_argv("evaluate", [samples], output=output, task=task, **options)
-    return evaluate_command.execute(_parse(argv))
+    args = _parse(argv)
+    with contextlib.redirect_stdout(sys.stderr):
+        return evaluate_command.execute(args)
 
 
 __all__ = ["run", "evaluate", "command_argv"]
