@@ -55,6 +55,7 @@ class ModelSpec:
     trust_remote_code: bool = False
     notes: str = ""
     reason: str = ""  # why an alias overrides the tokenizer's BOS behaviour, with its source
+    revision: str | None = None  # hub models: the branch, tag or commit to load (--revision); None: the default
 
     @property
     def gguf_file(self) -> str | None:
@@ -199,13 +200,30 @@ def looks_like_hub_id(name: str) -> bool:
     return bool(_HUB_ID.match(name)) and ".." not in name
 
 
-def resolve_model(name: str, registry: Registry | None = None, backend: str = "auto") -> ModelSpec:
+def resolve_model(name: str, registry: Registry | None = None, backend: str = "auto",
+                  revision: str | None = None) -> ModelSpec:
     """Turn what the user typed into a :class:`ModelSpec` (see the module docstring for the order).
 
     ``reference`` is the built-in model. With ``backend="openai"`` the name is whatever the server calls
     its model: it never fails, and picks up a registry entry's fixes (extra stop sequences) when the name
-    is an alias or a registered hub id.
+    is an alias or a registered hub id. ``revision`` (``--revision``: a branch, tag or commit of a hub
+    model) is refused, in one line, for anything that is not a hub model (alias or hub id).
     """
+    spec = _resolve(name, registry, backend)
+    if revision is None:
+        return spec
+    revision = str(revision).strip()
+    if not revision:
+        raise EvalsuiteError("--revision expects a branch, tag or commit of a hub model, got ''")
+    if spec.source not in ("alias", "hub"):
+        what = {"builtin": "the built-in reference model", "server": "a model served over --backend openai",
+                "local": "a local GGUF file" if spec.gguf_file else "a local folder"}[spec.source]
+        raise EvalsuiteError(f"--revision {revision}: {name} is {what}, which has no hub revisions; "
+                             "--revision applies to hub models (aliases and hub ids) only")
+    return replace(spec, revision=revision)
+
+
+def _resolve(name: str, registry: Registry | None, backend: str) -> ModelSpec:
     registry = registry or load_registry()
     if name == "reference" and backend in ("auto", "reference"):
         return ModelSpec(name=name, source="builtin", location="reference")

@@ -156,8 +156,12 @@ def prompt_settings(decision: PromptDecision, protocol: PromptProtocol, stops: S
 
 def run_identity(model_id: str, task: Task, problems: Sequence[Problem], stops: Sequence[str],
                  sampling: SamplingParams, weights: str | None = None,
-                 prompt: dict[str, Any] | None = None, model: dict[str, Any] | None = None) -> dict[str, Any]:
+                 prompt: dict[str, Any] | None = None, model: dict[str, Any] | None = None,
+                 revision: str | None = None) -> dict[str, Any]:
     """Everything that determines the completions; its hash names the run directory.
+
+    ``revision`` is the hub revision asked for with ``--revision`` (a branch or tag may move; what it
+    resolved to is the loaded model's ``revision`` in ``model``), so another revision is another run.
 
     ``weights`` is the precision the model was loaded in, where the backend has one (bf16 and nf4 samples
     of one checkpoint are different runs). ``prompt`` is how the model was asked (style, stripping, chat
@@ -172,6 +176,8 @@ def run_identity(model_id: str, task: Task, problems: Sequence[Problem], stops: 
         "stop_sequences": list(stops),
         "sampling": sampling.to_dict(),
     }
+    if revision is not None:
+        identity["revision"] = revision
     if weights is not None:
         identity["weights"] = weights
     if prompt is not None:
@@ -301,7 +307,7 @@ def per_problem_results(results: Sequence[SampleResult]) -> dict[str, dict[str, 
 def run_one(generator: Generator, model_name: str, model_id: str, model_stops: Sequence[str], task: Task,
             config: RunConfig, load_seconds: float, ctx: DistContext = DistContext(),
             placement: dict[str, Any] | None = None, display_name: str | None = None,
-            request_key: str | None = None) -> RunOutcome | None:
+            request_key: str | None = None, revision: str | None = None) -> RunOutcome | None:
     """One (model, task) run. Under data parallelism every rank calls this; rank 0 returns the outcome.
 
     ``model_name`` is the model as the user gave it, ``display_name`` what the views call it (default: the
@@ -319,7 +325,7 @@ def run_one(generator: Generator, model_name: str, model_id: str, model_stops: S
         stops = stop_sequences_for(task, model_stops)
     prompt = prompt_settings(decision, config.prompt, stops)
     identity = run_identity(model_id, task, problems, stops, config.sampling, generator.weights_identity(),
-                            prompt=prompt, model=generator.identity())
+                            prompt=prompt, model=generator.identity(), revision=revision)
     run_dir = RunDir.for_run(config.output_dir, model_name, task.name, run_key(identity))
     run_dir.check_identity(identity)
     run_dir.path.mkdir(parents=True, exist_ok=True)
@@ -494,7 +500,9 @@ def run_evaluation(config: RunConfig) -> list[RunOutcome] | None:
     validate_config(config)
     if config.spread not in ("problems", "models"):
         raise EvalsuiteError(f"--spread must be 'problems' or 'models', got {config.spread!r}")
-    specs = [resolve_model(name, backend=config.generation.backend) for name in config.models]
+    # --revision is refused here, in one line, for a local folder, GGUF file or the reference model
+    specs = [resolve_model(name, backend=config.generation.backend, revision=config.generation.revision)
+             for name in config.models]
     for task in config.tasks:
         select_problems(task, config.limit)  # load and validate every dataset before loading any model
     ctx = context_from_env()
@@ -524,7 +532,8 @@ def run_evaluation(config: RunConfig) -> list[RunOutcome] | None:
                 for task in config.tasks:
                     acting = generator or RecordedModel(recorded[task.name])
                     outcome = run_one(acting, name, model_id, model_stops, task, config, load_seconds,
-                                      run_ctx, placement, display_name=display, request_key=keys[task.name])
+                                      run_ctx, placement, display_name=display, request_key=keys[task.name],
+                                      revision=spec.revision)
                     if outcome is not None:
                         outcomes.append(outcome)
             finally:
@@ -551,9 +560,12 @@ def _finished_runs(config: RunConfig, display: str, keys: Mapping[str, str | Non
 
 def display_name(name: str, spec: Any, names: Mapping[str, str]) -> str:
     """What every view calls the model: ``--name`` when given; a local checkpoint's folder (or GGUF file)
-    name, so ``./ckpt`` and ``/abs/ckpt`` are one model; otherwise the name as given (alias, hub id)."""
+    name, so ``./ckpt`` and ``/abs/ckpt`` are one model; otherwise the name as given (alias, hub id), with
+    ``@REVISION`` when ``--revision`` was given (another revision is another leaderboard row)."""
     if names.get(name):
         return names[name]
+    if getattr(spec, "revision", None):
+        return f"{name}@{spec.revision}"
     if getattr(spec, "source", None) == "local":
         location = Path(spec.location)
         return location.stem if location.suffix == ".gguf" else location.name

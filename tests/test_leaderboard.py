@@ -369,3 +369,24 @@ def test_a_run_in_the_checkout_leaves_no_tracked_leaderboard_to_rewrite():
     ignored = subprocess.run(["git", "check-ignore", "-q", "leaderboard/leaderboard.json"], cwd=root)
     assert tracked.stdout == "" and ignored.returncode == 0
     assert (root / "docs" / "example-leaderboard" / "leaderboard.json").is_file()
+
+
+def test_terminal_table_shows_whole_names_so_partial_and_full_never_look_alike(tmp_path: Path, capsys, monkeypatch):
+    """Names were cut at 16 characters: `acme-research/ti…` for both a partial and a full run (issue 23)."""
+    from evalsuite.commands.leaderboard import format_table
+
+    monkeypatch.setenv("COLUMNS", "80")  # a narrow terminal no longer cuts anything
+    long_name = "acme-research/tiny-coder-1.3b-instruct-v2"
+    subset = {"n_problems": 5, "of": 164, "ids_sha256": "a" * 64}
+    entries = update_leaderboard(tmp_path, [make_entry(model=long_name, run_id="full"),
+                                            make_entry(model=long_name, run_id="partial", problem_set=subset),
+                                            make_entry(model=long_name + "-other", run_id="other")], render_html=False)
+    assert cli_main(["leaderboard", "--dir", str(tmp_path), "--no-html"]) == 0
+    rows = capsys.readouterr().out.splitlines()[2:]
+    names = sorted(row.split("  ")[0].strip() for row in rows)
+    assert names == [long_name, f"{long_name} (partial 5/164)", f"{long_name}-other"]
+    assert not any("…" in row for row in rows)
+    # an explicit cap cuts the name with a visible marker, never the label that sets the row apart
+    capped = format_table(entries, max_name=24).splitlines()[2:]
+    assert any(row.startswith("acme-re… (partial 5/164)  ") for row in capped)
+    assert all("…" in row for row in capped)

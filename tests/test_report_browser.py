@@ -92,3 +92,65 @@ def test_no_sideways_scrolling_on_a_phone(board: Path, browser: Browser, width: 
     browser.set_width(width)
     browser.open((board / page).resolve().as_uri())
     assert browser.js("document.documentElement.scrollWidth") <= width
+
+
+# -- issue 23: five pass@k columns and long names on a laptop screen ---------------------------------------
+
+WIDE_KS = (1, 5, 10, 20, 100)
+WIDE_NAMES = (LONG_NAME, "bigcode/starcoder2-15b-instruct-v0.1-preview-with-an-unusually-long-suffix",
+              "Qwen/Qwen2.5-Coder-32B-Instruct-AWQ-4bit-group-size-128_calibrated_on_the_stack", "tiny")
+
+
+@pytest.fixture(scope="module")
+def wide_board(tmp_path_factory) -> Path:
+    """A leaderboard whose entries have pass@1, 5, 10, 20 and 100 (n=100), long names, one partial run."""
+    from evalsuite.records import SampleResult, SamplingParams
+    from evalsuite.reporting.leaderboard import entry_from_run, update_leaderboard
+    from evalsuite.scoring import score
+
+    folder = tmp_path_factory.mktemp("wide") / "leaderboard"
+    entries = []
+    for index, name in enumerate(WIDE_NAMES + (WIDE_NAMES[1],)):
+        passes = [(7 * index + 13 * problem) % 101 for problem in range(6)]
+        results = [SampleResult(f"humaneval/{p}", j, j < c, "passed" if j < c else "failed: x", 0.01)
+                   for p, c in enumerate(passes) for j in range(100)]
+        partial = index == len(WIDE_NAMES)
+        entries.append(entry_from_run({
+            "model": name, "model_id": f"/models/{name}", "task": "humaneval", "dataset_sha256": "ab" * 32,
+            "prompt_template": "{prompt}", "sampling": SamplingParams(n=100, temperature=0.8),
+            "score": score(results, list(WIDE_KS), bootstrap=100), "run_id": f"{index}-" + "f" * 40,
+            "hardware": "1x NVIDIA H100 80GB HBM3", "run_page": f"runs/{index}/report.html",
+            "problem_set": {"n_problems": 6, "of": 164, "ids_sha256": "c" * 64} if partial else None}))
+    update_leaderboard(folder, entries)
+    return folder
+
+
+@pytest.mark.parametrize("width", [1024, 1400])
+def test_five_pass_at_k_columns_and_long_names_never_scroll_the_page(wide_board: Path, browser: Browser, width: int):
+    browser.set_width(width)
+    browser.open((wide_board / "index.html").as_uri())
+    heads = browser.js("Array.from(document.querySelectorAll('#board thead th')).map(th => th.textContent)")
+    assert [h for h in heads if h.startswith("pass@")] == [f"pass@{k}" for k in WIDE_KS]
+    assert browser.js("document.documentElement.scrollWidth <= document.documentElement.clientWidth")
+    # Names stay readable: a model column of a decent width, each name in a few lines, broken at its
+    # separators (never three lines of five characters), and the partial badge in view.
+    names = browser.js("Array.from(document.querySelectorAll('#board a.run-link')).map(a => {"
+                       " var lines = Array.from(a.getClientRects()).map(r => r.width);"
+                       " return [a.textContent, lines.length, lines, a.closest('td').getBoundingClientRect().width]; })")
+    assert sorted({name for name, *_ in names}) == sorted(WIDE_NAMES)
+    for name, _, widths, column in names:
+        assert column >= 200, (name, column)
+        assert len(widths) <= 4, (name, widths)
+        assert len(widths) == 1 or sum(widths) / len(widths) >= 120, (name, widths)
+    badge = browser.js("(function(){ var b = document.querySelector('#board .badge.partial').getBoundingClientRect();"
+                       " return [b.left, b.right, document.documentElement.clientWidth]; })()")
+    assert 0 <= badge[0] and badge[1] <= badge[2]
+    # every pass@k is readable, in the table or by scrolling the table's own box, never the page
+    cells = browser.js("(function(){ var wrap = document.querySelector('.table-wrap');"
+                       " return [wrap.scrollWidth, wrap.clientWidth, getComputedStyle(wrap).overflowX]; })()")
+    assert cells[0] <= cells[1] or cells[2] in ("auto", "scroll")
+    # scrolled sideways inside its box, the table keeps the model column in place
+    moved = browser.js("(function(){ var wrap = document.querySelector('.table-wrap'); wrap.scrollLeft = 10000;"
+                       " var name = document.querySelector('#board td.first').getBoundingClientRect().left;"
+                       " var left = wrap.getBoundingClientRect().left; wrap.scrollLeft = 0; return name - left; })()")
+    assert 0 <= moved <= 2

@@ -16,6 +16,7 @@ from pathlib import Path
 from evalsuite.commands.common import (add_execution_args, add_task_source_args, execution_options,
                                        load_registry, parse_ks, timeout_policy)
 from evalsuite.errors import EvalsuiteError
+from evalsuite.commands.json_output import add_json_argument, print_json, stdout_to_stderr
 from evalsuite.runner import SolutionTask
 
 
@@ -33,6 +34,7 @@ def add_parser(subparsers) -> None:
     add_execution_args(parser)
     parser.add_argument("--output", "-o", required=True, metavar="DIR", help="directory for results.jsonl and summary.json")
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    add_json_argument(parser)
     board = parser.add_argument_group("leaderboard")
     board.add_argument("--leaderboard-dir", "--leaderboard", dest="leaderboard", nargs="?", const="leaderboard",
                        default=None, metavar="DIR",
@@ -88,7 +90,19 @@ def missing_problems(problems: list, samples: list[dict]) -> list[str]:
 
 
 def main(args: argparse.Namespace) -> int:
+    json_out = getattr(args, "json", False)
+    with stdout_to_stderr(json_out):
+        result = execute(args)
+    if json_out:
+        print_json(result.to_json())
+    return 0
+
+
+def execute(args: argparse.Namespace):
+    """Everything ``evaluate`` does but the exit status: a :class:`evalsuite.results.RunResult` with one score
+    (command "evaluate"). :func:`evalsuite.evaluate` calls this too."""
     from evalsuite import preflight
+    from evalsuite.results import RunResult, score_from_summary
     from evalsuite.jsonl import atomic_write_json, atomic_write_jsonl, sha256_file
     from evalsuite.samples import read_samples
     from evalsuite.scoring import score
@@ -136,11 +150,20 @@ def main(args: argparse.Namespace) -> int:
     atomic_write_jsonl(output / "results.jsonl", (r.to_json() for r in results))
     atomic_write_json(output / "summary.json", summary)
     page = _write_page(output, name, task, executed, problems, samples, results, summary, missing, args)
-    print_summary(summary, ks)
-    print(f"wrote {output / 'results.jsonl'}, {output / 'summary.json'} and {page}")
+    if not (getattr(args, "json", False) and args.quiet):
+        print_summary(summary, ks)
+        print(f"wrote {output / 'results.jsonl'}, {output / 'summary.json'} and {page}")
     if args.leaderboard:
         _add_to_leaderboard(Path(args.leaderboard), name, task, problems, samples, summary, missing, page, args)
-    return 0
+    from collections import Counter
+
+    per_problem = Counter(sample["task_id"] for sample in samples)
+    scored = score_from_summary(summary, model=name, model_id=str(Path(args.samples).resolve()), task=task.name,
+                                n=min(per_problem.values()), n_problems_in_task=len(problems),
+                                run_id=output.resolve().name, run_dir=output, summary_path=output / "summary.json",
+                                report=page)
+    return RunResult(scores=[scored], ks=list(ks), command="evaluate",
+                     leaderboard=Path(args.leaderboard) / "leaderboard.json" if args.leaderboard else None)
 
 
 def _problem_set(problems: list, missing: list[str]) -> dict | None:

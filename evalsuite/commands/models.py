@@ -18,6 +18,8 @@ def add_parser(subparsers) -> None:
                         help="as `run --prompt-style` (default: auto)")
     parser.add_argument("--trust-remote-code", action="store_true",
                         help="run the model repository's own Python code (off by default)")
+    parser.add_argument("--revision", help="with NAME, a hub model: the branch, tag or commit to read (refused for "
+                                          "local folders and GGUF files)")
     parser.set_defaults(handler=main)
 
 
@@ -71,24 +73,27 @@ def _show(settings: dict) -> None:
         print(f"{label.ljust(width)}  {value}")
 
 
-def _cached(hub_id: str) -> bool:
+def _cached(hub_id: str, revision: str | None = None) -> bool:
     try:
         from huggingface_hub import try_to_load_from_cache
     except ImportError:
         return False
-    return isinstance(try_to_load_from_cache(hub_id, "config.json"), str)
+    return isinstance(try_to_load_from_cache(hub_id, "config.json", revision=revision), str)
 
 
 def main(args: argparse.Namespace) -> int:
+    from evalsuite.errors import EvalsuiteError
     from evalsuite.registry import list_models, resolve_model
 
     if not args.name:
+        if args.revision is not None:
+            raise EvalsuiteError("--revision needs a model: evalsuite models NAME --revision REV")
         return _list(list_models(), args.json)
     from evalsuite import preflight
 
     preflight.check_model_files([args.name])
-    spec = resolve_model(args.name)
-    if spec.source in ("alias", "hub") and not _cached(spec.location):
+    spec = resolve_model(args.name, revision=args.revision)
+    if spec.source in ("alias", "hub") and not _cached(spec.location, spec.revision):
         code = _list([spec], args.json)
         if not args.json:
             print(f"{spec.location} is not in the local Hugging Face cache: pad, BOS, EOS and prompt style are read "

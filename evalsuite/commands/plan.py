@@ -28,6 +28,8 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--max-new-tokens", type=int, default=512, help="new tokens budgeted (default 512)")
     parser.add_argument("--dtype", choices=["bfloat16", "float16"], help="half precision (default bf16; fp16 "
                                                                         "on GPUs without bf16)")
+    parser.add_argument("--revision", help="hub models: the branch, tag or commit whose config to plan for "
+                                          "(refused for local folders and GGUF files)")
     parser.add_argument("--json", action="store_true", help="print the plans as JSON")
     parser.set_defaults(handler=main)
 
@@ -40,13 +42,18 @@ def main(args: argparse.Namespace) -> int:
     if args.batch_size < 1 or args.prompt_len < 1 or args.max_new_tokens < 1:
         raise EvalsuiteError("--batch-size, --prompt-len and --max-new-tokens must be positive")
     preflight.check_model_files(split_names(args.models))
+    specs = {}
+    if args.revision is not None:  # refused in one line for anything but a hub model, before any planning
+        from evalsuite.registry import resolve_model
+
+        specs = {name: resolve_model(name, revision=args.revision) for name in split_names(args.models)}
     capacity = detect_capacity(args.gpu_memory, args.cpu_memory, args.offload_dir, num_gpus=args.gpus)
     refused = 0
     plans = []
     for name in split_names(args.models):
         started = time.perf_counter()
         try:
-            plan, _ = plan_model(name, capacity, strategy=args.strategy, batch_size=args.batch_size,
+            plan, _ = plan_model(name, capacity, spec=specs.get(name), strategy=args.strategy, batch_size=args.batch_size,
                                  seq_len=args.prompt_len + args.max_new_tokens, prompt_len=args.prompt_len,
                                  half_dtype=args.dtype or "bfloat16")
         except EvalsuiteError as exc:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from evalsuite.commands.common import (add_execution_args, add_fail_under_argument, add_task_source_args,
                                        execution_options, load_registry, parse_ks, split_names, timeout_policy)
+from evalsuite.commands.json_output import add_json_argument, print_json, stdout_to_stderr
 from evalsuite import preflight
 from evalsuite.devices import check_device_present, parse_device
 from evalsuite.errors import EvalsuiteError, ThresholdNotMet
@@ -75,6 +76,9 @@ def add_parser(subparsers) -> None:
                                                    "the run starts, at least 1; recorded)")
     model.add_argument("--trust-remote-code", action="store_true",
                        help="run the model repository's own Python code (needed by some hub models; off by default)")
+    model.add_argument("--revision", help="hub models: the branch, tag or commit to load (default: the default "
+                                          "branch); recorded in the run's identity; refused for local folders, "
+                                          "GGUF files and the reference model")
     model.add_argument("--strategy", help="force a loading strategy (see `evalsuite plan`)")
     model.add_argument("--gpu-memory", help="cap per GPU, e.g. 16GiB (emulates a smaller card)")
     model.add_argument("--cpu-memory", help="cap on CPU memory for offload, e.g. 100GiB")
@@ -97,6 +101,7 @@ def add_parser(subparsers) -> None:
     output.add_argument("--no-leaderboard", action="store_true", help="do not update the leaderboard")
     add_fail_under_argument(output)
     output.add_argument("--quiet", "-q", action="store_true", help="no progress bars (for CI logs)")
+    add_json_argument(output)
     parser.set_defaults(handler=main)
 
 
@@ -156,10 +161,31 @@ def warn_partial(tasks, limit: int | None, stream=None) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    json_out = getattr(args, "json", False)
+    with stdout_to_stderr(json_out):
+        result = execute(args)
+    if result is None:  # a data-parallel worker rank (rank 0 reports), or a rank given no model
+        return 0
+    if json_out:
+        print_json(result.to_json())
+    if result.fail_under is not None:
+        # Gate on this run's own entries: an old, better entry must not hide today's regression.
+        from evalsuite.reporting.leaderboard import enforce_fail_under
+
+        enforce_fail_under(result.entries, result.fail_under.thresholds)
+    return 0
+
+
+def execute(args: argparse.Namespace, argv: list[str] | None = None):
+    """Everything ``run`` does but the exit status: a :class:`evalsuite.results.RunResult` (None on a worker
+    rank). The table goes to stdout (stderr with ``--json``, nothing with ``--json --quiet``); the
+    ``--fail-under`` gate is checked, not enforced. :func:`evalsuite.run` calls this too."""
     from evalsuite.generation.base import GenerationOptions
+    from evalsuite.results import FailUnder, RunResult, score_from_outcome
     from evalsuite.runner import RunConfig, print_results_table, run_evaluation
 
     thresholds = args.fail_under
+    json_out = getattr(args, "json", False)
     if args.quiet:
         quiet_libraries()
     registry = load_registry(args)
@@ -175,7 +201,7 @@ def main(args: argparse.Namespace) -> int:
         concurrency=args.concurrency, max_retries=args.max_retries, request_timeout_s=args.request_timeout,
         trust_remote_code=args.trust_remote_code, strategy=args.strategy, gpu_memory=args.gpu_memory,
         cpu_memory=args.cpu_memory, offload_dir=args.offload_dir, engine=args.engine, threads=args.threads,
-        max_new_tokens=sampling.max_new_tokens)
+        max_new_tokens=sampling.max_new_tokens, revision=args.revision)
     models = split_names(args.models)
     names = display_names(models, args.name)
     execution = execution_options(args)
@@ -193,25 +219,28 @@ def main(args: argparse.Namespace) -> int:
     preflight.check_sandbox(args.allow_unsandboxed)
     config = RunConfig(models=models, tasks=tasks, sampling=sampling, ks=ks, limit=args.limit,
                        output_dir=Path(args.output), generation=generation, execution=execution,
-                       timeouts=timeout_policy(args), show_progress=not args.quiet, argv=sys.argv,
+                       timeouts=timeout_policy(args), show_progress=not args.quiet,
+                       argv=sys.argv if argv is None else argv,
                        spread=args.spread, prompt=protocol, names=names,
                        leaderboard_dir=None if args.no_leaderboard else Path(args.leaderboard_dir))
     outcomes = run_evaluation(config)
     if not outcomes:  # a data-parallel worker rank (rank 0 reports), or a rank given no model
-        return 0
-    print_results_table(outcomes, ks)
+        return None
+    if not (json_out and args.quiet):
+        print_results_table(outcomes, ks)
+    result = RunResult(scores=[score_from_outcome(outcome) for outcome in outcomes], ks=list(ks))
     if args.no_leaderboard:
-        return 0
-    from evalsuite.reporting.leaderboard import enforce_fail_under, entry_from_run, update_leaderboard
+        return result
+    from evalsuite.reporting.leaderboard import check_fail_under, entry_from_run, update_leaderboard
 
     new_entries = [entry_from_run(outcome.leaderboard_summary()) for outcome in outcomes]
     update_leaderboard(Path(args.leaderboard_dir), new_entries)
     if not args.quiet:
         print(f"leaderboard: {Path(args.leaderboard_dir) / 'leaderboard.json'} (page: index.html; each run's page: "
               "report.html in its folder)")
-    # Gate on this run's own entries: an old, better entry must not hide today's regression.
-    enforce_fail_under(new_entries, thresholds)
-    return 0
+    gate = FailUnder(dict(thresholds), check_fail_under(new_entries, thresholds)) if thresholds else None
+    return RunResult(scores=result.scores, ks=result.ks, leaderboard=Path(args.leaderboard_dir) / "leaderboard.json",
+                     fail_under=gate, entries=new_entries)
 
 
 def quiet_libraries() -> None:

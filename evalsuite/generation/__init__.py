@@ -31,7 +31,7 @@ def load_generator(model: str, options: GenerationOptions) -> Generator:
         return OpenAIGenerator.connect(model, options)
     from evalsuite.registry import resolve_model
 
-    spec = resolve_model(model)  # raises the clear error before torch is even imported
+    spec = resolve_model(model, revision=options.revision)  # raises the clear error before torch is imported
     try:
         from evalsuite.generation.hf import HFGenerator
     except ImportError as exc:

@@ -41,6 +41,7 @@ class GenerationOptions:
     # openai backend: samples asked for in one request (its `n`). 1 gives every sample its own seed, so a
     # resumed run reproduces it on servers that honour `seed`; larger values share the prompt's prefill.
     samples_per_request: int = 1
+    revision: str | None = None  # hub models: branch, tag or commit to load (--revision); None: the default branch
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

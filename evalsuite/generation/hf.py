@@ -98,6 +98,7 @@ class HFGenerator(Generator):
             "source": spec.source,
             "family": spec.family,
             "revision": self.loaded.revision,
+            "requested_revision": spec.revision,  # --revision (branch, tag or commit), None: the default branch
             "dtype": self.loaded.dtype,
             "device": str(self.loaded.device),
             "placement": self.loaded.placement,

@@ -75,10 +75,11 @@ def revision_of(spec: ModelSpec, config: Any) -> str | None:
 
 def pretrained_args(spec: ModelSpec) -> tuple[str, dict[str, Any]]:
     """What ``from_pretrained`` takes for ``spec``: a GGUF file loads from its folder with ``gguf_file``
-    (transformers dequantizes it to float; needs the ``gguf`` package)."""
+    (transformers dequantizes it to float; needs the ``gguf`` package); a hub model at ``--revision`` gets
+    ``revision``."""
     if spec.gguf_file:
         return str(Path(spec.location).parent), {"gguf_file": spec.gguf_file}
-    return spec.location, {}
+    return spec.location, ({"revision": spec.revision} if spec.revision else {})
 
 
 def load_config_and_tokenizer(spec: ModelSpec, trust: bool) -> tuple[Any, Any, ModelSpec]:
@@ -111,7 +112,7 @@ def generation_config_of(spec: ModelSpec, config: Any) -> Any | None:
     location, extra = pretrained_args(spec)
     if not spec.gguf_file:
         try:
-            return GenerationConfig.from_pretrained(location)
+            return GenerationConfig.from_pretrained(location, **extra)
         except (OSError, ValueError):
             pass
     try:
@@ -139,7 +140,7 @@ def check_hub_reachable(spec: ModelSpec) -> None:
 
     from huggingface_hub import constants, try_to_load_from_cache
 
-    if isinstance(try_to_load_from_cache(spec.location, "config.json"), str):
+    if isinstance(try_to_load_from_cache(spec.location, "config.json", revision=spec.revision), str):
         return
     what = (f"model {spec.name!r} is not an alias in configs/models.yaml, not a local directory, and "
             f"{spec.location!r} is not in the Hugging Face cache")
@@ -177,7 +178,7 @@ def load_model(spec: ModelSpec, options: GenerationOptions) -> LoadedModel:
         from evalsuite.planner import load_planned
 
         try:
-            model, plan = load_planned(spec.location, spec, options, batch_size=options.batch_size)
+            model, plan = load_planned(spec.location, spec, options, batch_size=options.batch_size)  # spec.revision
         except (OSError, ValueError) as exc:
             raise _load_error(spec, "weights", exc) from exc
         device = torch.device("cpu") if plan.strategy == "cpu" else torch.device("cuda", plan.main_gpu)

@@ -70,7 +70,7 @@ def load_planned(model_path_or_id: str, spec: Any, options: Any, *, batch_size: 
         plan.notes.extend(enforce_gpu_cap(capacity.gpu_cap))
     while True:
         try:
-            model = _load(source.model_id, plan, request, source.trust_remote_code)
+            model = _load(source.model_id, plan, request, source.trust_remote_code, source.revision)
             return model, plan
         except Exception as exc:  # noqa: BLE001 - only out-of-memory is handled, the rest re-raised
             if not is_out_of_memory(exc):
@@ -83,13 +83,15 @@ def load_planned(model_path_or_id: str, spec: Any, options: Any, *, batch_size: 
             plan = step_down(plan, request, why)
 
 
-def _load(model_id: str, plan: Plan, request: PlanRequest, trust_remote_code: bool) -> Any:
+def _load(model_id: str, plan: Plan, request: PlanRequest, trust_remote_code: bool,
+          revision: str | None = None) -> Any:
     loader = {
         L.GPU: _load_transformers, L.MULTI_GPU: _load_transformers, L.CPU_OFFLOAD: _load_transformers,
         L.CPU: _load_transformers, L.INT8: _load_bitsandbytes, L.NF4: _load_bitsandbytes,
         L.ZERO_INFERENCE: _load_zero_inference, L.DS_INFERENCE: _load_ds_inference,
     }[plan.strategy]
-    model = loader(model_id, plan, request, trust_remote_code)
+    # --revision reaches every strategy's from_pretrained (they all take transformers' hub arguments)
+    model = loader(model_id, plan, request, trust_remote_code, **({"revision": revision} if revision else {}))
     model.eval()
     return model
 
@@ -122,14 +124,16 @@ def transformers_kwargs(plan: Plan, request: PlanRequest) -> dict[str, Any]:
     return kwargs
 
 
-def _load_transformers(model_id: str, plan: Plan, request: PlanRequest, trust_remote_code: bool) -> Any:
+def _load_transformers(model_id: str, plan: Plan, request: PlanRequest, trust_remote_code: bool,
+                       **hub: Any) -> Any:
     from transformers import AutoModelForCausalLM
 
     return AutoModelForCausalLM.from_pretrained(model_id, trust_remote_code=trust_remote_code,
-                                                **transformers_kwargs(plan, request))
+                                                **transformers_kwargs(plan, request), **hub)
 
 
-def _load_bitsandbytes(model_id: str, plan: Plan, request: PlanRequest, trust_remote_code: bool) -> Any:
+def _load_bitsandbytes(model_id: str, plan: Plan, request: PlanRequest, trust_remote_code: bool,
+                       **hub: Any) -> Any:
     if importlib.util.find_spec("bitsandbytes") is None:
         raise EvalsuiteError(f"strategy {plan.strategy} needs bitsandbytes: pip install 'evalsuite[quant]'")
     from transformers import AutoModelForCausalLM, BitsAndBytesConfig
@@ -142,7 +146,7 @@ def _load_bitsandbytes(model_id: str, plan: Plan, request: PlanRequest, trust_re
                                           bnb_4bit_compute_dtype=compute)
     return AutoModelForCausalLM.from_pretrained(model_id, quantization_config=quantization, dtype=compute,
                                                 device_map={"": plan.main_gpu},
-                                                trust_remote_code=trust_remote_code)
+                                                trust_remote_code=trust_remote_code, **hub)
 
 
 # -- DeepSpeed ------------------------------------------------------------------------------------------
@@ -207,7 +211,8 @@ def zero_inference_config(plan: Plan, hidden_size: int) -> dict[str, Any]:
     }
 
 
-def _load_zero_inference(model_id: str, plan: Plan, request: PlanRequest, trust_remote_code: bool) -> Any:
+def _load_zero_inference(model_id: str, plan: Plan, request: PlanRequest, trust_remote_code: bool,
+                         **hub: Any) -> Any:
     deepspeed = _import_deepspeed(plan)
     from transformers import AutoModelForCausalLM
     from transformers.integrations.deepspeed import HfDeepSpeedConfig
@@ -219,7 +224,7 @@ def _load_zero_inference(model_id: str, plan: Plan, request: PlanRequest, trust_
     config = zero_inference_config(plan, plan.shape.hidden_size)
     keep_alive = HfDeepSpeedConfig(config)  # must exist while from_pretrained runs: it switches on zero.Init
     model = AutoModelForCausalLM.from_pretrained(model_id, dtype=_torch_dtype(plan.dtype),
-                                                 trust_remote_code=trust_remote_code)
+                                                 trust_remote_code=trust_remote_code, **hub)
     engine = deepspeed.initialize(model=model, config_params=config)[0]
     engine.module.eval()
     engine.module._evalsuite_ds_config = keep_alive
@@ -229,7 +234,8 @@ def _load_zero_inference(model_id: str, plan: Plan, request: PlanRequest, trust_
 DS_INFERENCE_MAX_BATCH = 4  # kernel injection failed at batch 8 (CUBLAS_STATUS_EXECUTION_FAILED) on an H100
 
 
-def _load_ds_inference(model_id: str, plan: Plan, request: PlanRequest, trust_remote_code: bool) -> Any:
+def _load_ds_inference(model_id: str, plan: Plan, request: PlanRequest, trust_remote_code: bool,
+                       **hub: Any) -> Any:
     deepspeed = _import_deepspeed(plan)
     import torch
     from transformers import AutoModelForCausalLM
@@ -242,7 +248,7 @@ def _load_ds_inference(model_id: str, plan: Plan, request: PlanRequest, trust_re
     # still exist, which on the GPU needs twice the model (it ran out of memory under a 16 GiB cap on an
     # H100); from the host, DeepSpeed moves the injected model onto the GPU once.
     model = AutoModelForCausalLM.from_pretrained(model_id, dtype=torch.float16,
-                                                 trust_remote_code=trust_remote_code)
+                                                 trust_remote_code=trust_remote_code, **hub)
     engine = deepspeed.init_inference(model, tensor_parallel={"tp_size": 1},  # one GPU per process (ladder.py)
                                       dtype=torch.float16, replace_with_kernel_inject=True,
                                       max_out_tokens=plan.budget.seq_len)

@@ -25,6 +25,7 @@ class ModelSource:
     config_origin: str  # where the config came from, printed by `plan`
     no_split_module_classes: tuple[str, ...]
     trust_remote_code: bool = False
+    revision: str | None = None  # hub models: the branch, tag or commit to load (--revision)
 
 
 def _registry_entry(name: str, spec: Any | None) -> tuple[str | None, tuple[str, ...], bool]:
@@ -98,11 +99,13 @@ def _config_from_dict(data: dict[str, Any]) -> Any:
     return AutoConfig.for_model(values.pop("model_type"), **values)
 
 
-def _cached_hub_config(hub_id: str, trust_remote_code: bool) -> Any | None:
+def _cached_hub_config(hub_id: str, trust_remote_code: bool, revision: str | None = None) -> Any | None:
     try:
         from transformers import AutoConfig
 
-        return AutoConfig.from_pretrained(hub_id, local_files_only=True, trust_remote_code=trust_remote_code)
+        extra = {"revision": revision} if revision else {}
+        return AutoConfig.from_pretrained(hub_id, local_files_only=True, trust_remote_code=trust_remote_code,
+                                          **extra)
     except Exception:  # not cached, or no network: the bundled copy answers instead
         return None
 
@@ -126,8 +129,9 @@ def resolve_source(name: str, spec: Any | None = None) -> ModelSource:
         return ModelSource(name, str(path), path, config, "local GGUF file", family_no_split(config.model_type),
                            trust)
     model_id = hub_id or name
-    config = _cached_hub_config(model_id, trust)
-    origin = "hub cache"
+    revision = getattr(spec, "revision", None)
+    config = _cached_hub_config(model_id, trust, revision)
+    origin = "hub cache" + (f" (revision {revision})" if revision else "")
     if config is None:
         alias = name
         bundled = bundled_config_path(alias) or bundled_config_path(model_id.split("/")[-1].lower())
@@ -139,4 +143,4 @@ def resolve_source(name: str, spec: Any | None = None) -> ModelSource:
         config = _config_from_dict(json.loads(bundled.read_text()))
         origin = f"bundled config ({bundled.name})"
     classes = classes or family_no_split(config.model_type)
-    return ModelSource(name, model_id, None, config, origin, classes, trust)
+    return ModelSource(name, model_id, None, config, origin, classes, trust, revision)

@@ -91,21 +91,27 @@ border:1px solid currentColor;white-space:nowrap;vertical-align:1px;margin-left:
 .wilson{font-size:10.5px;font-weight:600;color:var(--accent);margin-left:3px}
 code,pre{font:12px/1.5 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
 code{color:var(--muted)}
-/* leaderboard table: a table on wide screens, one card per row on phones */
-.table-wrap{background:var(--card);border:1px solid var(--line);border-radius:10px;box-shadow:0 1px 2px rgba(0,0,0,.04)}
-table.board{border-collapse:collapse;width:100%}
+/* leaderboard table: a table on wide screens, one card per row on phones. Many pass@k columns scroll inside
+   the table's own box (the model column stays put), never the page; names wrap at their separators. */
+.table-wrap{background:var(--card);border:1px solid var(--line);border-radius:10px;box-shadow:0 1px 2px rgba(0,0,0,.04);
+overflow-x:auto}
+table.board{border-collapse:separate;border-spacing:0;width:100%}
 .board th{background:var(--head);text-align:left;font-weight:600;font-size:11.5px;white-space:nowrap;
-text-transform:uppercase;letter-spacing:.03em;color:var(--muted);padding:10px 12px;border-bottom:1px solid var(--line);
+text-transform:uppercase;letter-spacing:.03em;color:var(--muted);padding:10px 10px;border-bottom:1px solid var(--line);
 cursor:pointer;user-select:none}
 .board th:hover,.board th:focus{color:var(--text);outline:none}
-.board th::after{content:"↕";opacity:.35;margin-left:6px;font-size:11px}
+.board th::after{content:"↕";opacity:.35;margin-left:4px;font-size:11px}
 .board th[aria-sort=ascending]::after{content:"▲";opacity:1;color:var(--accent)}
 .board th[aria-sort=descending]::after{content:"▼";opacity:1;color:var(--accent)}
-.board td{padding:9px 12px;border-bottom:1px solid var(--line);vertical-align:middle}
+.board td{padding:9px 10px;border-bottom:1px solid var(--line);vertical-align:middle}
 .board tbody tr:last-child td{border-bottom:0}
-.board tbody tr:hover{background:var(--hover)}
+.board tbody tr:hover,.board tbody tr:hover td.first{background:var(--hover)}
+.board th:first-child,.board td.first{position:sticky;left:0;z-index:1;border-right:1px solid var(--line)}
+.board td.first{background:var(--card)}
+.board th:first-child{z-index:2}
 .board .num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
-.model{font-weight:600;min-width:12em}
+.model{font-weight:600;min-width:15em;max-width:24em;overflow-wrap:break-word}
+.board td.first .sub{max-width:24em}
 .model a{color:inherit;text-decoration:none;border-bottom:1px solid var(--line)}
 .model a:hover{color:var(--accent);border-color:var(--accent)}
 .task{display:inline-block;padding:1px 8px;border-radius:999px;background:var(--head);border:1px solid var(--line);
@@ -114,7 +120,8 @@ font-size:12px;white-space:nowrap}
 .ci{display:block;font-size:11px;color:var(--muted)}
 .missing{color:var(--muted)}
 .board td.date{white-space:nowrap}
-td.run code{display:block;max-width:16em;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
+td.run code{display:block;max-width:9em;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
+td.run .sub{min-width:8em}
 @media (max-width:760px){
  header{padding:16px 14px 4px} main{padding:0 14px 24px} footer{padding:0 14px 24px}
  .table-wrap{background:none;border:0;box-shadow:none}
@@ -123,8 +130,11 @@ td.run code{display:block;max-width:16em;overflow:hidden;text-overflow:ellipsis;
  .board tr{background:var(--card);border:1px solid var(--line);border-radius:10px;margin:0 0 10px;padding:6px 0}
  .board td{border:0;padding:4px 12px;display:flex;justify-content:space-between;gap:12px;text-align:right}
  .board td::before{content:attr(data-label);color:var(--muted);font-size:12px;text-align:left;flex:none}
- .board td.first{display:block;text-align:left}
+ .board td.first{display:block;text-align:left;position:static;border-right:0;background:none}
  .board td.first::before{content:none}
+ .board tbody tr:hover td.first{background:none}
+ .board td.first .sub{max-width:none}
+ .model{max-width:none}
  .board .num{text-align:right}
  .model{min-width:0}
  .ci{display:inline;margin-left:6px}

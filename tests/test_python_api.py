@@ -1,0 +1,89 @@
+"""The Python API (issue 23): ``evalsuite.run`` / ``evalsuite.evaluate`` return typed results through the CLI's
+own code; the README's example is run as written; ``import evalsuite`` stays cheap."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import evalsuite
+from evalsuite.errors import EvalsuiteError
+from evalsuite.results import PassAtK, RunResult, TaskScore, validate_output
+from sandbox import detect_isolation
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+needs_sandbox = pytest.mark.skipif(detect_isolation() == "none", reason="needs bubblewrap")
+
+
+def readme_python_example() -> str:
+    """The ```python block of the README's "Python API" section."""
+    text = README.read_text(encoding="utf-8")
+    section = text[text.index("## Scripts and CI: `--json` and the Python API"):]
+    section = section[:section.index("\n## ", 1)]
+    (block,) = re.findall(r"```python\n(.*?)```", section, flags=re.S)
+    return block
+
+
+@needs_sandbox
+def test_the_readme_example_runs_as_written(tmp_path: Path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    exec(compile(readme_python_example(), "README.md", "exec"), {})
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].startswith("1.0 (0.43") and out.splitlines()[0].endswith(" True")
+    assert (tmp_path / "rescored" / "summary.json").is_file()
+    assert len(list((tmp_path / "runs").iterdir())) == 1
+
+
+@needs_sandbox
+def test_run_returns_typed_scores_and_prints_nothing_on_stdout(tmp_path: Path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    result = evalsuite.run(models=["reference"], tasks=["humaneval", "example"], limit=2, quiet=True,
+                           output=tmp_path / "out", leaderboard_dir="board", fail_under={"pass@1": 0.5})
+    assert capsys.readouterr().out == ""
+    assert isinstance(result, RunResult) and result.ks == [1]
+    assert [(s.model, s.task) for s in result.scores] == [("reference", "humaneval"), ("reference", "example")]
+    score = result.score("reference", "humaneval")
+    assert isinstance(score, TaskScore) and isinstance(score.pass_at[1], PassAtK)
+    assert score.pass_at[1].value == 1.0 and score.pass_at[1].ci_method == "wilson"
+    assert score.partial and (score.n_problems, score.n_problems_in_task) == (2, 164)
+    assert score.record == score.run_dir / "record.json" and score.record.is_file()
+    assert score.run_dir.parent == tmp_path / "out"
+    record = json.loads(score.record.read_text())
+    assert record["argv"][:2] == ["evalsuite", "run"]  # the command the call stands for, in the record
+    assert result.leaderboard == Path("board") / "leaderboard.json" and result.leaderboard.is_file()
+    assert result.fail_under.met and result.fail_under.thresholds == {"pass@1": 0.5}
+    validate_output(result.to_json())  # to_json() is what --json prints
+
+
+@needs_sandbox
+def test_evaluate_and_run_agree_with_the_cli(tmp_path: Path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    cli = subprocess.run([sys.executable, "-m", "evalsuite", "run", "--limit", "2", "--json", "--quiet",
+                          "--no-leaderboard"], capture_output=True, text=True, check=True)
+    api = evalsuite.run(limit=2, quiet=True, no_leaderboard=True).to_json()
+    assert api == {**json.loads(cli.stdout), "results": [{**json.loads(cli.stdout)["results"][0], "generated_now": 0}]}
+    scored = evalsuite.evaluate(Path(api["results"][0]["run_dir"]) / "completions.jsonl", output="scored", k=[1],
+                                quiet=True)
+    assert scored.to_json()["command"] == "evaluate" and scored.scores[0]["pass@1"] == 1.0
+    assert scored.scores[0].record is None and scored.scores[0].summary == Path("scored") / "summary.json"
+
+
+def test_bad_arguments_raise_like_the_cli_says(tmp_path: Path):
+    with pytest.raises(TypeError, match="unexpected keyword argument 'nonsense'"):
+        evalsuite.run(nonsense=1)
+    with pytest.raises(EvalsuiteError, match="invalid choice"):
+        evalsuite.run(prompt_style="chatty")
+    with pytest.raises(EvalsuiteError, match="unknown task 'nope'"):
+        evalsuite.run(tasks=["nope"], output=tmp_path / "runs", no_leaderboard=True)
+
+
+def test_import_evalsuite_stays_cheap():
+    code = ("import sys, evalsuite; evalsuite.RunResult; evalsuite.TaskScore; "
+            "print(sorted(m for m in ('torch', 'transformers', 'datasets', 'numpy') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
