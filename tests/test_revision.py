@@ -122,7 +122,7 @@ def test_plan_and_models_take_the_revision(monkeypatch, capsys):
                                            for kind in ("folder", "gguf", "reference")
                                            if (command, kind) != ("plan", "reference")])  # plan has no reference
 def test_a_revision_without_a_hub_model_is_one_line_before_any_model_loads(command, kind, tiny_model_dir, tmp_path,
-                                                                          monkeypatch, capsys):
+                                                                          monkeypatch, capsys, request):
     import evalsuite.generation
 
     def no_loading(*args, **kwargs):
@@ -132,7 +132,7 @@ def test_a_revision_without_a_hub_model_is_one_line_before_any_model_loads(comma
     model = {"folder": str(tiny_model_dir("gpt2")), "reference": "reference"}.get(kind)
     if kind == "gguf":
         model = str(tmp_path / "model.gguf")
-        Path(model).write_bytes(b"GGUF")  # never read: refused first
+        Path(model).write_bytes(request.getfixturevalue("smollm2_path").read_bytes())  # a whole, real GGUF
     argv = {"run": ["run", "--models", model, "--output", str(tmp_path / "runs"), "--no-leaderboard"],
             "plan": ["plan", "--models", model], "models": ["models", model]}[command]
     assert main([*argv, "--revision", "main"]) == 2
