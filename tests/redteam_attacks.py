@@ -11,6 +11,31 @@ from __future__ import annotations
 
 import textwrap
 
+# The sample process applies the peers' reliability_guard (sandbox/channel.py: os.fork, os.kill, os.chdir...
+# set to None) for verdict parity, not for safety: any candidate can undo it, as this prefix does. Attacks
+# run with it so that each one tests the jail, not the guard.
+UNGUARD = (
+    "import builtins as _gb, importlib as _gi, os as _go, posix as _gp, sys as _gs\n"
+    "for _gn in dir(_gp):\n"
+    "    if getattr(_go, _gn, 0) is None:\n"
+    "        setattr(_go, _gn, getattr(_gp, _gn))\n"
+    "for _gm in ('ipdb', 'joblib', 'resource', 'psutil', 'tkinter'):\n"
+    "    if _gs.modules.get(_gm, 0) is None:\n"
+    "        del _gs.modules[_gm]\n"
+    "for _gm in ('shutil', 'subprocess'):\n"
+    "    _gi.reload(_gi.import_module(_gm))\n"
+    "_gb.exit = _gb.quit = _gs.exit\n"
+    "del _gb, _gi, _go, _gp, _gs\n"
+)
+
+
+def unguarded(candidate: str) -> str:
+    """``candidate`` with the peers' guard undone first (a leading ``from __future__`` line stays first)."""
+    if candidate.lstrip().startswith("from __future__"):
+        return candidate
+    return UNGUARD + candidate
+
+
 # -- problems -------------------------------------------------------------------------------------------
 ADD_PROMPT = "import math\n\n\ndef add(a, b):\n"
 ADD_TEST = textwrap.dedent("""

@@ -135,7 +135,7 @@ READERS = [n for n in CROSS_NAMES if "reader" in n or "learning_oracle" in n]
 
 def _job(job_id: int, problem: str, candidate: str) -> Job:
     prelude, test, check, _ = ra.PROBLEMS[problem]
-    return Job(job_id, f"redteam/{problem}", candidate, test, check, prelude=prelude)
+    return Job(job_id, f"redteam/{problem}", ra.unguarded(candidate), test, check, prelude=prelude)
 
 
 def _host_daemons() -> list[int]:

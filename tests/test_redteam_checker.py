@@ -257,7 +257,7 @@ def test_the_tests_random_state_is_fresh_for_every_sample():
 # -- class 4: the sandbox's own statuses, and frames the honest end never sends ------------------------------
 def add_job(job_id: int, candidate: str) -> Job:
     prelude, test, check, _ = ra.PROBLEMS["add"]
-    return Job(job_id, "redteam/add", candidate, test, check, prelude=prelude)
+    return Job(job_id, "redteam/add", ra.unguarded(candidate), test, check, prelude=prelude)
 
 
 EXIT_70 = {

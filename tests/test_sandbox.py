@@ -14,6 +14,7 @@ import time
 
 import pytest
 
+from redteam_attacks import unguarded
 from sandbox import Executor, Job, SandboxUnavailable, UnsandboxedWarning, detect_isolation, wire
 from sandbox.checker import compile_prelude, entry_point_of
 from sandbox.jail import JAIL_CODE_DIR, bwrap_prefix, interpreter_files
@@ -25,7 +26,8 @@ TEST = "def check(candidate):\n    assert candidate(1, 2) == 3\n"
 
 
 def job(job_id: int, body: str, test: str = TEST, key: str = "t/add", **extra) -> Job:
-    return Job(job_id, key, PROMPT + body, test, "check(add)", **extra)
+    # attacks and probes undo the peers' guard first (see tests/redteam_attacks.py): they test the jail
+    return Job(job_id, key, unguarded(PROMPT + body), test, "check(add)", **extra)
 
 
 def run_jobs(jobs: list[Job], **options) -> dict[int, object]:
