@@ -13,25 +13,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from evalsuite.scoring.passk import PassAtK  # one type for pass@k everywhere: scores, API results, --json
+
 OUTPUT_SCHEMA_VERSION = "1.0"
 OUTPUT_SCHEMA_PATH = Path(__file__).parent / "reporting" / "cli_output.schema.json"
-
-
-@dataclass(frozen=True)
-class PassAtK:
-    """One pass@k: the estimate and its 95% interval over problems (``ci_method``: "bootstrap" or "wilson")."""
-
-    k: int
-    value: float
-    ci_low: float
-    ci_high: float
-    ci_method: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"value": self.value, "ci95": [self.ci_low, self.ci_high]}
-        if self.ci_method:
-            out["ci_method"] = self.ci_method
-        return out
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ below avoids the huge binomials, as in the paper.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from evalsuite.errors import EvalsuiteError
 
@@ -31,14 +31,20 @@ def pass_at_k(n: int, c: int, k: int) -> float:
 
 @dataclass(frozen=True)
 class PassAtK:
+    """One pass@k: the estimate and its 95% interval over problems. Also what the Python API and ``--json``
+    return (evalsuite.results)."""
+
     k: int
     value: float
     ci_low: float
     ci_high: float
-    ci_method: str = "bootstrap"  # or "wilson", where every problem has the same value (see intervals.py)
+    ci_method: str | None = "bootstrap"  # or "wilson", where every problem has the same value (intervals.py)
 
-    def to_json(self) -> dict[str, float]:
-        return {"value": self.value, "ci95": [self.ci_low, self.ci_high]}
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"value": self.value, "ci95": [self.ci_low, self.ci_high]}
+        if self.ci_method:
+            out["ci_method"] = self.ci_method
+        return out
 
 
 def computable_ks(ks: Sequence[int], counts: Mapping[str, tuple[int, int]]) -> tuple[list[int], dict[int, str]]:
