@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import os
 import textwrap
-from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
@@ -381,18 +380,7 @@ def test_replies_built_to_be_expensive_cannot_fill_the_checkers_memory(monkeypat
 
 
 # -- class 4: what the run page shows of a samples file -------------------------------------------------------
-class Tags(HTMLParser):
-    def __init__(self, page: str):
-        super().__init__()
-        self.tags: list[tuple[str, dict]] = []
-        self.text: list[str] = []
-        self.feed(page)
-
-    def handle_starttag(self, tag, attrs):
-        self.tags.append((tag, dict(attrs)))
-
-    def handle_data(self, data):
-        self.text.append(data)
+from test_report_pages import Tags  # noqa: E402  (every start tag a browser's parser would see)
 
 
 @needs_isolation
