@@ -4,7 +4,8 @@ The jail is an **allow-list**: an empty root on which only these are mounted, re
 
 * the Python interpreter, its standard library (with ``site-packages``/``dist-packages`` hidden under
   empty tmpfs) and the shared libraries they load (found with ``ldd``), plus ``/etc/ld.so.cache``;
-* evalsuite's own ``sandbox/`` code, at :data:`JAIL_CODE_DIR`;
+* evalsuite's own ``sandbox/`` code, **copied** (not bound) into the jail's root at :data:`JAIL_CODE_DIR`, so
+  that no mount in ``/proc/self/mountinfo`` names the checkout's path;
 * a private ``/proc`` (own PID namespace) and a minimal ``/dev`` (null, zero, full, random, urandom);
 * an empty ``/tmp`` mount point, on which every sample gets a fresh tmpfs of its own.
 
@@ -60,11 +61,30 @@ class Jail:
     flavor: str  # what the sample server is told: "ns-root", "ns-user" or "none"
     detail: str  # one line for the run record
 
-    def command(self, config: dict) -> list[str]:
+    def command(self, config: dict, code_fds: dict[str, int] | None = None) -> list[str]:
+        """The command line; ``code_fds`` (from :func:`open_code_files`) must be passed to the process."""
         if self.mode == "bwrap":
             server = [jail_interpreter(), "-I", "-S", "-B", f"{JAIL_CODE_DIR}/sample_server.py", json.dumps(config)]
-            return bwrap_prefix(as_root=self.flavor == "ns-root") + server
+            return bwrap_prefix(as_root=self.flavor == "ns-root", code_fds=code_fds) + server
         return [jail_interpreter(), "-I", "-S", "-B", str(SANDBOX_DIR / "sample_server.py"), json.dumps(config)]
+
+
+def open_code_files() -> dict[str, int]:
+    """sandbox/*.py, each opened for bubblewrap to copy into the jail (``--file``): the caller passes the fds to
+    bubblewrap and closes them after. Copied, not bound: a bind mount's source path (the checkout's) would
+    show in the jail's ``/proc/self/mountinfo``."""
+    fds = {}
+    for path in sorted(SANDBOX_DIR.glob("*.py")):
+        fds[path.name] = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    return fds
+
+
+def close_code_files(fds: dict[str, int]) -> None:
+    for fd in fds.values():
+        try:
+            os.close(fd)
+        except OSError:
+            pass
 
 
 @functools.lru_cache(maxsize=None)
@@ -178,7 +198,7 @@ def shared_libraries() -> set[str]:
     return {p for p in found if os.path.exists(p)}
 
 
-def bwrap_prefix(as_root: bool) -> list[str]:
+def bwrap_prefix(as_root: bool, code_fds: dict[str, int] | None = None) -> list[str]:
     bwrap = shutil.which("bwrap") or "bwrap"
     args = [bwrap, "--die-with-parent", "--new-session",
             "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
@@ -202,7 +222,10 @@ def bwrap_prefix(as_root: bool) -> list[str]:
         args += ["--ro-bind", path, path]
     for directory in hidden:
         args += ["--size", str(1 << 16), "--tmpfs", directory, "--remount-ro", directory]
-    args += ["--ro-bind", str(SANDBOX_DIR), JAIL_CODE_DIR, "--remount-ro", "/"]
+    args += ["--perms", "0755", "--dir", JAIL_CODE_DIR]
+    for name, fd in sorted((code_fds if code_fds is not None else {"sample_server.py": -1}).items()):
+        args += ["--perms", "0444", "--file", str(fd), f"{JAIL_CODE_DIR}/{name}"]
+    args += ["--remount-ro", "/"]
     args += ["--cap-drop", "ALL"]
     for capability in (ROOT_CAPABILITIES if as_root else USER_CAPABILITIES):
         args += ["--cap-add", capability]
@@ -219,10 +242,10 @@ def probe_config(flavor: str) -> dict:
             "host_pidns": os.readlink("/proc/self/ns/pid"), "control_fd": -1}
 
 
-def _probe(command: list[str]) -> tuple[bool, str]:
+def _probe(command: list[str], pass_fds: tuple[int, ...] = ()) -> tuple[bool, str]:
     try:
         proc = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, timeout=PROBE_TIMEOUT_S,
-                              env=ENVIRONMENT)
+                              env=ENVIRONMENT, pass_fds=pass_fds)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return False, f"{type(exc).__name__}: {exc}"
     if proc.returncode == 0 and proc.stdout.strip() == b"ok":
@@ -238,9 +261,14 @@ def find_jail() -> tuple[Jail | None, str]:
         return None, "bubblewrap is not installed (apt-get install bubblewrap)"
     as_root = os.geteuid() == 0
     flavor = "ns-root" if as_root else "ns-user"
-    command = bwrap_prefix(as_root) + [jail_interpreter(), "-I", "-S", "-B", f"{JAIL_CODE_DIR}/sample_server.py",
-                                       "--probe", json.dumps(probe_config(flavor))]
-    ok, why = _probe(command)
+    code_fds = open_code_files()
+    try:
+        command = bwrap_prefix(as_root, code_fds) + [jail_interpreter(), "-I", "-S", "-B",
+                                                     f"{JAIL_CODE_DIR}/sample_server.py", "--probe",
+                                                     json.dumps(probe_config(flavor))]
+        ok, why = _probe(command, tuple(code_fds.values()))
+    finally:
+        close_code_files(code_fds)
     if not ok:
         return None, f"bubblewrap cannot build the jail here: {why}"
     detail = ("bubblewrap allow-list jail as root: samples run under a private uid without capabilities" if as_root

@@ -28,7 +28,8 @@ from typing import Iterable, Iterator
 
 from sandbox import cgroups
 from sandbox.framing import ChannelClosed, FrameReader, write_frame
-from sandbox.jail import ENVIRONMENT, SAMPLE_UID_BASE, Jail, SandboxUnavailable, find_jail, unsandboxed_jail
+from sandbox.jail import (ENVIRONMENT, SAMPLE_UID_BASE, Jail, SandboxUnavailable, close_code_files, find_jail,
+                          open_code_files, unsandboxed_jail)
 
 CHECKER_PATH = Path(__file__).resolve().parent / "checker.py"
 STARTUP_TIMEOUT_S = 60.0
@@ -135,19 +136,21 @@ class Worker:
         self.stderr.seek(0)
         self.stderr.truncate()
         checker_end, server_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        code_fds = open_code_files() if self.jail.mode == "bwrap" else {}
         try:
             server_command = cgroups.join_command(
-                self.cgroup, self.jail.command(self._server_config(server_end.fileno())))
+                self.cgroup, self.jail.command(self._server_config(server_end.fileno()), code_fds))
             # Neither process inherits the harness's environment: no token or API key reaches them.
             self.server = subprocess.Popen(server_command, stdin=subprocess.DEVNULL, stdout=self.stderr,
                                            stderr=self.stderr, start_new_session=True, close_fds=True,
-                                           pass_fds=(server_end.fileno(),), env=dict(ENVIRONMENT))
+                                           pass_fds=(server_end.fileno(), *code_fds.values()), env=dict(ENVIRONMENT))
             checker_config = {"control_fd": checker_end.fileno(), "timeout_s": self.limits.timeout_s}
             self.checker = subprocess.Popen(
                 [sys.executable, "-I", "-B", str(CHECKER_PATH), json.dumps(checker_config)],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr, start_new_session=True,
                 close_fds=True, pass_fds=(checker_end.fileno(),), bufsize=0, env=dict(ENVIRONMENT))
         finally:
+            close_code_files(code_fds)
             checker_end.close()
             server_end.close()
         self.reader = FrameReader(self.checker.stdout.fileno(), binary=True)  # the checker is trusted

@@ -104,9 +104,11 @@ class Libc:
     def unshare(self, flags: int) -> None:
         self._check(self.lib.unshare(flags), "unshare")
 
-    def hide_other_processes(self, gid: int) -> bool:
-        """Remount the jail's /proc so that a sample sees only its own processes (``gid`` still sees all)."""
-        options = f"hidepid=2,gid={gid}".encode()
+    def hide_other_processes(self, gid: int | None) -> bool:
+        """Remount the jail's /proc with processes only (``subset=pid``: no /proc/stat, loadavg, meminfo, sys,
+        ...: host-wide counters a sample could write and the next one read) and, given ``gid``, so that a sample
+        sees only its own processes (``gid`` still sees all)."""
+        options = (f"hidepid=2,gid={gid},subset=pid" if gid is not None else "subset=pid").encode()
         flags = MS_REMOUNT | MS_NOSUID | MS_NODEV | MS_NOEXEC
         return self.lib.mount(b"proc", b"/proc", b"proc", flags, options) == 0
 
@@ -149,8 +151,8 @@ class SampleServer:
             self.libc.prctl(PR_SET_CHILD_SUBREAPER, 1)  # orphans come back to us, to be killed
         else:
             self.libc.make_mounts_private()  # a sample's tmpfs never propagates anywhere
-            if self.config.get("child_uid") is not None:  # samples under their own uid: hide the server from them
-                self.libc.hide_other_processes(os.getgid())
+            # Samples under their own uid: hide the server from them. Either way, /proc shows processes only.
+            self.libc.hide_other_processes(os.getgid() if self.config.get("child_uid") is not None else None)
             self.seccomp.install()  # after the set-up mounts above; every sample inherits it
         # Limits the server can hold itself are set once here; its samples inherit them.
         for which, value in ((resource.RLIMIT_FSIZE, self.config["fsize_mb"] << 20),
