@@ -29,7 +29,7 @@ from typing import Iterable, Iterator
 from sandbox import cgroups
 from sandbox.framing import ChannelClosed, FrameReader, write_frame
 from sandbox.jail import (ENVIRONMENT, SAMPLE_UID_BASE, Jail, SandboxUnavailable, close_code_files, find_jail,
-                          open_code_files, unsandboxed_jail)
+                          open_code_files, unsandboxed_jail, warm_page_cache)
 
 CHECKER_PATH = Path(__file__).resolve().parent / "checker.py"
 STARTUP_TIMEOUT_S = 60.0
@@ -243,6 +243,7 @@ class Executor:
         self.allow_unsandboxed = allow_unsandboxed
         self.isolation = isolation
         self.jail: Jail | None = None
+        self.warmed: tuple[int, int] = (0, 0)  # (files, bytes read) by warm_page_cache
         self._pool: list[Worker] = []
 
     @property
@@ -285,6 +286,8 @@ class Executor:
 
     def __enter__(self) -> "Executor":
         self.jail = self._choose_jail()
+        if self.jail.mode == "bwrap":  # every page a sample can read, cached before any worker starts (see there)
+            self.warmed = warm_page_cache()
         cpus = self._worker_cpus()
         self._pool = [Worker(i, self.jail, self.limits, cpus[i % len(cpus)] if cpus else None)
                       for i in range(self.workers)]
