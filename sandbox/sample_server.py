@@ -112,6 +112,10 @@ class Libc:
         flags = MS_REMOUNT | MS_NOSUID | MS_NODEV | MS_NOEXEC
         return self.lib.mount(b"proc", b"/proc", b"proc", flags, options) == 0
 
+    def drop_proc(self) -> None:
+        """Detach the jail's /proc (and the mounts under it) for good."""
+        self._check(self.lib.umount2(b"/proc", MNT_DETACH), "umount /proc")
+
     def drop_tmp(self) -> None:
         """Detach the sample's tmpfs; the kernel frees it, whatever is in it, once no process holds it."""
         self._check(self.lib.umount2(b"/tmp", MNT_DETACH), "umount /tmp")
@@ -151,8 +155,14 @@ class SampleServer:
             self.libc.prctl(PR_SET_CHILD_SUBREAPER, 1)  # orphans come back to us, to be killed
         else:
             self.libc.make_mounts_private()  # a sample's tmpfs never propagates anywhere
-            # Samples under their own uid: hide the server from them. Either way, /proc shows processes only.
-            self.libc.hide_other_processes(os.getgid() if self.config.get("child_uid") is not None else None)
+            if self.config.get("child_uid") is not None and self.seccomp.available:
+                # Past this point the server needs no /proc (its own fds are open already; kill_namespace
+                # needs none when every sample is its PID namespace's init): samples get none at all. No
+                # host path (mountinfo), no counters, and no new /proc inode per lookup, which would let a
+                # sample move the kernel's shared inode counter (get_next_ino) for the next one to read.
+                self.libc.drop_proc()
+            else:  # /proc with processes only (and, where samples have a uid of their own, only theirs)
+                self.libc.hide_other_processes(os.getgid() if self.config.get("child_uid") is not None else None)
             self.seccomp.install()  # after the set-up mounts above; every sample inherits it
         # Limits the server can hold itself are set once here; its samples inherit them.
         for which, value in ((resource.RLIMIT_FSIZE, self.config["fsize_mb"] << 20),
@@ -409,13 +419,13 @@ def probe(config: dict[str, Any]) -> int:
     server.config, server.flavor, server.pid, server.libc = config, config["flavor"], os.getpid(), Libc()
     server.seccomp = seccomp.SeccompFilter()
     server.check_namespace()
+    read_end, write_end = os.pipe()  # before the filter, which refuses pipes
     if server.flavor != "none":
         server.libc.prctl(PR_SET_NO_NEW_PRIVS, 1)
         server.libc.make_mounts_private()
         server.seccomp.install()
         server.libc.mount_tmp(config["scratch_mb"])
         server.libc.new_pid_namespace()
-    read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:
         try:

@@ -51,7 +51,9 @@ ARCHITECTURES: dict[str, tuple[int, dict[str, int]]] = {
         "mincore": 27, "cachestat": 451, "fadvise64": 221, "readahead": 187, "process_madvise": 440,
         "preadv2": 327, "pwritev2": 328, "madvise": 28, "fcntl": 72, "sched_setaffinity": 203,
         "sched_setscheduler": 144, "sched_setparam": 142, "sched_setattr": 314, "setpriority": 141,
-        "ioprio_set": 251, "pidfd_open": 434, "migrate_pages": 256, "move_pages": 279}),
+        "ioprio_set": 251, "pidfd_open": 434, "migrate_pages": 256, "move_pages": 279, "pipe": 22, "pipe2": 293,
+        "memfd_create": 319, "memfd_secret": 447, "io_setup": 206, "sysinfo": 99, "statx": 332,
+        "statmount": 457, "listmount": 458}),
     "aarch64": (0xC00000B7, {
         "clone": 220, "clone3": 435, "unshare": 97, "setns": 268, "mount": 40, "umount2": 39, "pivot_root": 41,
         "chroot": 51, "ptrace": 117, "add_key": 217, "request_key": 218, "keyctl": 219, "bpf": 280,
@@ -69,7 +71,9 @@ ARCHITECTURES: dict[str, tuple[int, dict[str, int]]] = {
         "accept4": 242, "mincore": 232, "cachestat": 451, "fadvise64": 223, "readahead": 213,
         "process_madvise": 440, "preadv2": 286, "pwritev2": 287, "madvise": 233, "fcntl": 25,
         "sched_setaffinity": 122, "sched_setscheduler": 119, "sched_setparam": 118, "sched_setattr": 274,
-        "setpriority": 140, "ioprio_set": 30, "pidfd_open": 434, "migrate_pages": 238, "move_pages": 239}),
+        "setpriority": 140, "ioprio_set": 30, "pidfd_open": 434, "migrate_pages": 238, "move_pages": 239,
+        "pipe2": 59, "memfd_create": 279, "memfd_secret": 447, "io_setup": 0, "sysinfo": 179, "statx": 291,
+        "statmount": 457, "listmount": 458}),
 }
 # clone() flags that make a namespace (linux/sched.h).
 CLONE_NEWIPC, CLONE_NEWPID = 0x08000000, 0x20000000
@@ -100,7 +104,8 @@ F_SETPIPE_SZ = 1031  # a pipe up to 1 MiB: refused, pipes keep the default 64 Ki
 # Calls allowed only when one argument is zero (argument index, errno): reads and writes that ask not to wait
 # for the page cache (RWF_NOWAIT) tell which pages of a file are cached.
 ZERO_ARGUMENT = {"preadv2": 5, "pwritev2": 5}
-NOT_IMPLEMENTED = ("clone3", "openat2")  # ENOSYS: the C library and Python fall back to calls the filter can read
+NOT_IMPLEMENTED = ("clone3", "openat2", "statx")  # statx: also the only way to a file's mount id (the C library
+# falls back to fstatat, which has none): the id of /tmp would tell whether the last sample left a trace there  # ENOSYS: the C library and Python fall back to calls the filter can read
 _OFFSET_NR, _OFFSET_ARCH, _OFFSET_ARG0 = 0, 4, 16  # struct seccomp_data; arg0's low 32 bits (little endian)
 _ARG_SIZE = 8
 PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
