@@ -271,7 +271,8 @@ def shared_libraries() -> set[str]:
 def bwrap_prefix(as_root: bool, code_fds: dict[str, int] | None = None) -> list[str]:
     bwrap = shutil.which("bwrap") or "bwrap"
     args = [bwrap, "--die-with-parent", "--new-session",
-            "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
+            "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+            "--hostname", "sandbox"]  # not the host's name
     if not as_root:
         # No --disable-userns: it nests a second user namespace, in which the sample server could no longer make
         # each sample's mount and PID namespaces. Samples cannot make user namespaces anyway: seccomp refuses it.

@@ -453,6 +453,9 @@ def probe(config: dict[str, Any]) -> int:
 
 def main(argv: list[str]) -> int:
     config = json.loads(argv[-1])
+    del sys.argv[1:]  # samples are forks of the server: leave them nothing of its command line
+    if hasattr(sys, "orig_argv"):
+        del sys.orig_argv[1:]
     if argv[1] == "--probe":
         return probe(config)
     null = os.open(os.devnull, os.O_RDWR)
