@@ -452,6 +452,7 @@ def probe(config: dict[str, Any]) -> int:
 
 
 def main(argv: list[str]) -> int:
+    argv = list(argv)
     config = json.loads(argv[-1])
     del sys.argv[1:]  # samples are forks of the server: leave them nothing of its command line
     if hasattr(sys, "orig_argv"):
