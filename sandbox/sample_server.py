@@ -55,7 +55,7 @@ _ = (List[int], List[str], List[float], List[Any], List[List[int]], List[Tuple[i
 # The per-sample calls' arguments come from the seccomp module, whose filter lets exactly these through.
 CLONE_NEWPID, MNT_DETACH = seccomp.CLONE_NEWPID, seccomp.MNT_DETACH
 MS_NOSUID, MS_NODEV = seccomp.MS_NOSUID, seccomp.MS_NODEV
-MS_NOEXEC, MS_REMOUNT, MS_REC, MS_PRIVATE = 0x8, 0x20, 0x4000, 0x40000
+MS_RDONLY, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 0x1, 0x8, 0x20, 0x1000, 0x4000, 0x40000
 PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 4, 36, 38
 LINUX_CAPABILITY_VERSION_3 = 0x20080522
 
@@ -112,6 +112,14 @@ class Libc:
         flags = MS_REMOUNT | MS_NOSUID | MS_NODEV | MS_NOEXEC
         return self.lib.mount(b"proc", b"/proc", b"proc", flags, options) == 0
 
+    def devices_read_only(self) -> None:
+        """Remount the device nodes bound into /dev read-only: they stay usable (a device node is written
+        through its driver, whatever the mount says), but their times can no longer be set to "now" by any
+        sample allowed to write them (utime(NULL)), on the host's devtmpfs, for the next sample to read."""
+        for name in os.listdir("/dev"):
+            path = f"/dev/{name}".encode()
+            self.lib.mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID, None)
+
     def drop_proc(self) -> None:
         """Detach the jail's /proc (and the mounts under it) for good."""
         self._check(self.lib.umount2(b"/proc", MNT_DETACH), "umount /proc")
@@ -155,6 +163,7 @@ class SampleServer:
             self.libc.prctl(PR_SET_CHILD_SUBREAPER, 1)  # orphans come back to us, to be killed
         else:
             self.libc.make_mounts_private()  # a sample's tmpfs never propagates anywhere
+            self.libc.devices_read_only()
             if self.config.get("child_uid") is not None and self.seccomp.available:
                 # Past this point the server needs no /proc (its own fds are open already; kill_namespace
                 # needs none when every sample is its PID namespace's init): samples get none at all. No
