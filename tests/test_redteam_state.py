@@ -406,75 +406,73 @@ def test_the_shared_inode_counter_carries_no_bit(pairs):
 # call i the sample stores s + 10**i (if this answer is wrong, the next sample tries the next digit here); call
 # i + 1 arriving means answer i was right. Each carrier below provides load() -> int | None and store(int).
 LEARNER_BODY = """
-    s = load()
-    s = 0 if s is None or not 0 <= s < 1000 else s
+    g = globals()
+    if "_state" not in g:  # read once per sample, at its first call
+        s = load()
+        g["_state"] = 0 if s is None or not 0 <= s < 1000 else s
+    s = g["_state"]
     digits = (s % 10, s // 10 % 10, s // 100 % 10)
     store(s + 10 ** i if s + 10 ** i < 1000 else 0)
     return digits[i]
 """
-PAGE_CARRIER = TARGET + LIBC + """
-    import mmap
+PAGE_CARRIER = """
+    import mmap, os, time
     BITS = 10
-    def _resident(fd, page):
+    # One small, rarely used stdlib file per bit (a page-cache folio can span many pages of one file).
+    _DIR = os.path.join(os.path.dirname(os.__file__), "encodings")
+    FILES = [os.path.join(_DIR, name) for name in sorted(os.listdir(_DIR)) if name.startswith("cp")][:BITS]
+    def _resident(path):
+        fd = os.open(path, os.O_RDONLY)
         try:
-            return os.preadv(fd, [bytearray(1)], page * 4096 * 4, os.RWF_NOWAIT) > 0
+            return os.preadv(fd, [bytearray(1)], 0, os.RWF_NOWAIT) > 0
         except BlockingIOError:
             return False
         except OSError:
             pass
         m = mmap.mmap(fd, 0, prot=mmap.PROT_READ)
         start = time.perf_counter()
-        m[page * 4096 * 4]
+        m[0]
         return time.perf_counter() - start < 20e-6
     def load():
-        fd = os.open(TARGET, os.O_RDONLY)
-        return sum(_resident(fd, k) << k for k in range(BITS))
+        return sum(_resident(path) << k for k, path in enumerate(FILES))
     def store(value):
-        fd = os.open(TARGET, os.O_RDONLY)
-        for k in range(BITS):
-            offset = k * 4096 * 4
+        for k, path in enumerate(FILES):
+            fd = os.open(path, os.O_RDONLY)
             if value >> k & 1:
-                os.pread(fd, 1, offset)
-            else:
-                try:
-                    os.posix_fadvise(fd, offset, 4096, os.POSIX_FADV_DONTNEED)
-                except OSError:
-                    m = mmap.mmap(fd, 0, prot=mmap.PROT_READ)
-                    try:
-                        m.madvise(21, offset, 4096)  # MADV_PAGEOUT
-                    except OSError:
-                        pass
-    import time
-""" + SEP
-TIME_WAIT_CARRIER = """
-    import socket
-    BASE = 47100
-    def load():
-        value = 0
-        for k in range(10):
+                os.pread(fd, 1 << 16, 0)
+                continue
             try:
-                s = socket.socket()
-                s.bind(("127.0.0.1", BASE + k))
-                s.close()
-            except PermissionError:
-                return None
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
             except OSError:
-                value |= 1 << k
-        return value
+                try:
+                    mmap.mmap(fd, 0, prot=mmap.PROT_READ).madvise(21)  # MADV_PAGEOUT
+                except OSError:
+                    pass
+""" + SEP
+TCP_COUNTER_CARRIER = """
+    import socket
+    def _opens():
+        try:
+            lines = open("/proc/self/net/snmp").read().splitlines()
+        except OSError:
+            return None
+        tcp = [line.split() for line in lines if line.startswith("Tcp:")]
+        return int(tcp[1][tcp[0].index("ActiveOpens")])
+    def load():
+        value = _opens()
+        return None if value is None else value % 1000
     def store(value):
+        now = _opens()
         try:
             server = socket.socket()
+            server.bind(("127.0.0.1", 0))
+            server.listen(64)
         except OSError:
             return
-        server.bind(("127.0.0.1", 0))
-        server.listen(16)
-        for k in range(10):
-            if value >> k & 1:
-                c = socket.socket()
-                c.bind(("127.0.0.1", BASE + k))
-                c.connect(server.getsockname())
-                server.accept()[0].close()
-                c.close()
+        for _ in range((value - now) % 1000 if now is not None else 0):
+            c = socket.create_connection(server.getsockname())
+            server.accept()[0].close()
+            c.close()
 """ + SEP
 INODE_CARRIER = INODE_BURN + """
     def load():
@@ -534,7 +532,7 @@ SYSINFO_CARRIER = LIBC + """
         while time.monotonic() < end:
             pass
 """ + SEP
-LEARNERS = {"pagecache": PAGE_CARRIER, "tcp_time_wait": TIME_WAIT_CARRIER, "inode_counter": INODE_CARRIER,
+LEARNERS = {"pagecache": PAGE_CARRIER, "tcp_counters": TCP_COUNTER_CARRIER, "inode_counter": INODE_CARRIER,
             "abstract_socket": ABSTRACT_CARRIER, "server_priority": NICE_CARRIER, "load_average": SYSINFO_CARRIER}
 LEARNER_RUNS = 20
 
@@ -784,10 +782,11 @@ def test_page_cache_timing_carries_no_more_than_documented():
     with Executor(workers=1, timeout_s=TIMEOUT_S, memory_mb=MEMORY_MB) as executor:
         outcomes = {o.job_id: o for o in executor.run(jobs)}
     worst = [float(outcomes[2 * k + 1].sample_error.split(":", 1)[1]) for k in range(TIMING_PAIRS)]
-    threshold = statistics.median(worst)
-    decoded = [int(w > threshold) for w in worst]
-    accuracy = max(sum(d == b for d, b in zip(decoded, bits)), sum(d != b for d, b in zip(decoded, bits)))
-    accuracy /= TIMING_PAIRS
+    accuracy = 0.0
+    for threshold in (statistics.median(worst), 50e-6):  # a cached page reads in ~10 us, one from disk in >100 us
+        decoded = [int(w > threshold) for w in worst]
+        right = sum(d == b for d, b in zip(decoded, bits))
+        accuracy = max(accuracy, right / TIMING_PAIRS, (TIMING_PAIRS - right) / TIMING_PAIRS)
     print(f"page-cache timing: worst read per sample {min(worst) * 1e6:.0f}-{max(worst) * 1e6:.0f} us, "
           f"decoded {accuracy:.0%} of {TIMING_PAIRS} bits")
     assert accuracy <= DOCUMENTED_TIMING_ACCURACY, (accuracy, list(zip(bits, worst)))
