@@ -572,6 +572,7 @@ CPU_ATTACKS = {
             pass
         for _ in range(15):
             if os.fork() == 0:
+                os.setsid()  # a session, and so a scheduler autogroup, of its own: fairness is per group
                 while True:
                     pass
         while True:
@@ -590,6 +591,7 @@ CPU_ATTACKS = {
                 pass
         for _ in range(15):
             if os.fork() == 0:
+                os.setsid()  # a session, and so a scheduler autogroup, of its own: fairness is per group
                 while True:
                     pass
         while True:
@@ -654,18 +656,23 @@ MEMORY_ATTACKS = {
 }
 
 
+DENIAL_ROUNDS = 2
+
+
 @pytest.fixture(scope="module")
 def denial():
     jobs, names = [], {}
     attacks = {**CPU_ATTACKS, **MEMORY_ATTACKS}
-    for round_ in range(3):
+    # Attackers run for 4 s; an honest sample (~0.25 s of CPU) has 1.5 s: sharing its CPU with 15 spinners for
+    # its whole run (what an attacker that undid its pinning did to the other worker) times it out.
+    for round_ in range(DENIAL_ROUNDS):
         for name, code in attacks.items():
             names[len(jobs)] = name
             jobs.append(Job(len(jobs), f"attack/{name}", HONEST_PROMPT + textwrap.indent(ra._dedent(code), "    "),
-                            HONEST_TEST, "check(work)", timeout_s=1.5))
+                            HONEST_TEST, "check(work)", timeout_s=4.0))
             for _ in range(3):
                 names[len(jobs)] = "honest"
-                jobs.append(Job(len(jobs), "honest/work", HONEST, HONEST_TEST, "check(work)", timeout_s=3.0))
+                jobs.append(Job(len(jobs), "honest/work", HONEST, HONEST_TEST, "check(work)", timeout_s=1.5))
     started = time.monotonic()
     with Executor(workers=2, timeout_s=3.0, memory_mb=MEMORY_MB, nproc=32) as executor:
         outcomes = {o.job_id: o for o in executor.run(jobs)}
@@ -677,12 +684,14 @@ def denial():
 def test_honest_samples_keep_their_verdicts_beside_cpu_and_memory_attackers(denial):
     honest = [o for name, o in denial["outcomes"] if name == "honest"]
     attacks = [(name, o) for name, o in denial["outcomes"] if name != "honest"]
-    assert len(honest) == 3 * 3 * (len(CPU_ATTACKS) + len(MEMORY_ATTACKS))
+    assert len(honest) == 3 * DENIAL_ROUNDS * (len(CPU_ATTACKS) + len(MEMORY_ATTACKS))
     bad = [(o.status, o.reason, round(o.duration_s, 2)) for o in honest if not o.passed]
     assert not bad, f"honest samples lost their verdict: {bad}"
     assert all(not o.passed for _, o in attacks)
     durations = [o.duration_s for o in honest]
-    assert max(durations) < 3.0, durations
+    print(f"honest beside attackers: {len(honest)} samples, {min(durations):.2f}-{max(durations):.2f} s; attackers: "
+          + ", ".join(f"{name} {o.status} {o.reason}" for name, o in attacks[:len(CPU_ATTACKS) + len(MEMORY_ATTACKS)]))
+    assert max(durations) < 1.5, durations
 
 
 # -- class 5: host information --------------------------------------------------------------------------
