@@ -10,6 +10,17 @@ message queues (state that would outlive a sample in the jail's IPC namespace), 
 ``SampleServer.prepare_tmp``). ``clone3`` and ``openat2`` answer ENOSYS, so the C library and Python fall
 back to ``clone`` and ``openat``, whose flags the filter can read.
 
+Kernel state that the samples of a worker (or of all workers) share, which one sample could write and the next
+read (docs/sandbox.md, "Kernel state that samples share"): sockets of every kind (the jail's network namespace
+keeps connections, counters and abstract names across samples), pipes, memfds, aio contexts, pidfds
+(``pidfd_open``, ``clone(CLONE_PIDFD)``) -- each new one takes a number from a host-wide inode counter a later
+sample can read --, the page cache's probes and evictions (``mincore``, ``cachestat``, ``fadvise64``,
+``readahead``, ``process_madvise``, ``preadv2``/``pwritev2`` with flags, ``madvise`` outside advice about the
+caller's own memory), ``statx`` (ENOSYS: the mount id of ``/tmp`` would tell whether the last sample left a trace
+there; the C library falls back to ``fstatat``), ``statmount``/``listmount``, ``sysinfo`` (host load and memory).
+Other workers' verdicts: ``sched_setaffinity`` and the other scheduler and priority calls (a sample would undo its
+worker's pinning), ``fcntl(F_SETPIPE_SZ)``.
+
 It is installed once, in the sample server, and every sample inherits it (a filter survives fork and exec
 and cannot be removed): attaching a filter in each sample cost ~0.3 ms of CPU per sample (the kernel
 converts and compiles the program every time). So the filter lets through exactly the four calls the
