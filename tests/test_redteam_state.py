@@ -243,6 +243,24 @@ FACILITIES: list[tuple[str, str, str]] = [
         info = os.stat("/tmp")
         raise ValueError(repr((mnt, info.st_dev, info.st_ino, info.st_nlink, sorted(os.listdir("/tmp")))))
         """),
+    ("tmp_pinned_through_the_channel", """
+        import os, socket, stat, array
+        if x:  # a trace in /tmp, and the old tmpfs kept alive in flight to the checker: a new one gets a new device
+            open("/tmp/mark", "w").close()
+            fd = os.open("/tmp", os.O_RDONLY)
+            for ch in range(3, 64):
+                try:
+                    if stat.S_ISSOCK(os.fstat(ch).st_mode):
+                        socket.socket(fileno=ch).sendmsg(
+                            [b"\\0"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [fd]))])
+                except OSError:
+                    pass
+        return 0
+        """, """
+        import os
+        info, space = os.stat("/tmp"), os.statvfs("/tmp")
+        raise ValueError(repr((info.st_dev, info.st_ino, space.f_fsid, space.f_ffree)))
+        """),
     ("scheduler_and_priority", LIBC + """
         import os
         if x:
