@@ -17,7 +17,10 @@ keeps connections, counters and abstract names across samples), pipes, memfds, a
 sample can read --, the page cache's probes and evictions (``mincore``, ``cachestat``, ``fadvise64``,
 ``readahead``, ``process_madvise``, ``preadv2``/``pwritev2`` with flags, ``madvise`` outside advice about the
 caller's own memory), ``statx`` (ENOSYS: the mount id of ``/tmp`` would tell whether the last sample left a trace
-there; the C library falls back to ``fstatat``), ``statmount``/``listmount``, ``sysinfo`` (host load and memory).
+there; the C library falls back to ``fstatat``), ``statmount``/``listmount``, ``statfs``/``fstatfs`` (a
+new tmpfs has a random ``f_fsid``: a sample that leaves a trace in ``/tmp`` would re-roll it for the next one, which a
+learner can use as "keep the last guess" or "draw a new one"; ``ustat``, which the server uses for free blocks
+and inodes, has no fsid), ``sysinfo`` (host load and memory).
 Other workers' verdicts: ``sched_setaffinity`` and the other scheduler and priority calls (a sample would undo its
 worker's pinning), ``fcntl(F_SETPIPE_SZ)``.
 
@@ -64,7 +67,7 @@ ARCHITECTURES: dict[str, tuple[int, dict[str, int]]] = {
         "sched_setscheduler": 144, "sched_setparam": 142, "sched_setattr": 314, "setpriority": 141,
         "ioprio_set": 251, "pidfd_open": 434, "migrate_pages": 256, "move_pages": 279, "pipe": 22, "pipe2": 293,
         "memfd_create": 319, "memfd_secret": 447, "io_setup": 206, "sysinfo": 99, "statx": 332,
-        "statmount": 457, "listmount": 458}),
+        "statmount": 457, "listmount": 458, "statfs": 137, "fstatfs": 138}),
     "aarch64": (0xC00000B7, {
         "clone": 220, "clone3": 435, "unshare": 97, "setns": 268, "mount": 40, "umount2": 39, "pivot_root": 41,
         "chroot": 51, "ptrace": 117, "add_key": 217, "request_key": 218, "keyctl": 219, "bpf": 280,
@@ -84,7 +87,7 @@ ARCHITECTURES: dict[str, tuple[int, dict[str, int]]] = {
         "sched_setaffinity": 122, "sched_setscheduler": 119, "sched_setparam": 118, "sched_setattr": 274,
         "setpriority": 140, "ioprio_set": 30, "pidfd_open": 434, "migrate_pages": 238, "move_pages": 239,
         "pipe2": 59, "memfd_create": 279, "memfd_secret": 447, "io_setup": 0, "sysinfo": 179, "statx": 291,
-        "statmount": 457, "listmount": 458}),
+        "statmount": 457, "listmount": 458, "statfs": 43, "fstatfs": 44}),
 }
 # clone() flags that make a namespace (linux/sched.h).
 CLONE_NEWIPC, CLONE_NEWPID = 0x08000000, 0x20000000

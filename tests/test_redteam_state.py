@@ -258,8 +258,13 @@ FACILITIES: list[tuple[str, str, str]] = [
         return 0
         """, """
         import os
-        info, space = os.stat("/tmp"), os.statvfs("/tmp")
-        raise ValueError(repr((info.st_dev, info.st_ino, space.f_fsid, space.f_ffree)))
+        info = os.stat("/tmp")
+        try:
+            space = os.statvfs("/tmp")  # a new tmpfs has a random fsid
+            fsid = (space.f_fsid, space.f_ffree, space.f_bfree)
+        except OSError as exc:
+            fsid = exc.errno
+        raise ValueError(repr((info.st_dev, info.st_ino, fsid)))
         """),
     ("scheduler_and_priority", LIBC + """
         import os
