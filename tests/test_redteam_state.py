@@ -251,7 +251,7 @@ FACILITIES: list[tuple[str, str, str]] = [
             for ch in range(3, 64):
                 try:
                     if stat.S_ISSOCK(os.fstat(ch).st_mode):
-                        socket.socket(fileno=ch).sendmsg(
+                        socket.socket(fileno=os.dup(ch)).sendmsg(
                             [b"\\0"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [fd]))])
                 except OSError:
                     pass
@@ -265,6 +265,29 @@ FACILITIES: list[tuple[str, str, str]] = [
         except OSError as exc:
             fsid = exc.errno
         raise ValueError(repr((info.st_dev, info.st_ino, fsid)))
+        """),
+    ("file_lock_through_the_channel", """
+        import os, socket, stat, array, fcntl
+        if x:  # a lock on a file every sample can open, its descriptor in flight to the checker
+            fd = os.open("/evalsuite-sandbox/wire.py", os.O_RDONLY)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            for ch in range(3, 64):
+                try:
+                    if stat.S_ISSOCK(os.fstat(ch).st_mode):
+                        socket.socket(fileno=os.dup(ch)).sendmsg(
+                            [b"\\0"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [fd]))])
+                except OSError:
+                    pass
+        return 0
+        """, """
+        import os, fcntl
+        fd = os.open("/evalsuite-sandbox/wire.py", os.O_RDONLY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            obs = "free"
+        except OSError as exc:
+            obs = exc.errno
+        raise ValueError(repr(obs))
         """),
     ("scheduler_and_priority", LIBC + """
         import os
