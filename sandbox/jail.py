@@ -185,8 +185,7 @@ def warm_page_cache() -> tuple[int, int]:
     Which pages of a readable file are cached is state that every sample shares, across runs: one sample
     evicts or loads a page, a later one probes it. The seccomp filter refuses the calls that probe (mincore,
     cachestat, RWF_NOWAIT) or evict (fadvise, madvise COLD/PAGEOUT, ...); with every page resident, what is
-    left to a sample (the time a read takes, /proc/self/smaps after MAP_POPULATE|MAP_NONBLOCK) reads the same
-    all-ones for every sample. Returns (files, bytes read): files already fully cached are only checked
+    left to a sample (the time a read or a page fault takes) reads the same all-ones for every sample. Returns (files, bytes read): files already fully cached are only checked
     (``cachestat``, ~2 us each), not read."""
     libc = ctypes.CDLL(None, use_errno=True)
     number = CACHESTAT.get(platform.machine())
@@ -194,7 +193,7 @@ def warm_page_cache() -> tuple[int, int]:
     files = read = 0
     for path in jail_readable_files():
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)  # a bound library path may be a link: the jail sees its target
         except OSError:
             continue
         try:
