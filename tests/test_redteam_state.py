@@ -395,6 +395,13 @@ def observe_job(job_id: int, code: str) -> Job:
     return Job(job_id, "state/observe", code, "def check(candidate):\n    candidate(0)\n", "check(f)")
 
 
+def balanced_bits(rng: random.Random, count: int) -> list[int]:
+    """As many ones as zeros, in random order: a constant guess decodes exactly half."""
+    bits = [k % 2 for k in range(count)]
+    rng.shuffle(bits)
+    return bits
+
+
 def bits_carried(bits: list[int], observations: list[str]) -> int:
     """Pairs decoded right by the best map from observation to bit, beyond what a constant guess gets."""
     votes: dict[str, list[int]] = {}
@@ -818,33 +825,31 @@ TIMING_READER = fn(TARGET + """
     import time
     fd = os.open(TARGET, os.O_RDONLY)
     size = os.fstat(fd).st_size
-    worst = 0.0
+    slow = 0  # reads that went to the disk (a cached page reads in ~10 us; preemption makes one or two slow)
     for page in range(0, size, 4096):
         start = time.perf_counter()
         os.pread(fd, 1, page)
-        worst = max(worst, time.perf_counter() - start)
-    raise ValueError(repr(worst))
+        slow += time.perf_counter() - start > 50e-6
+    raise ValueError(repr(slow))
 """)
 
 
 def test_page_cache_timing_carries_no_more_than_documented():
     rng = random.Random(7)
-    bits = [rng.randrange(2) for _ in range(TIMING_PAIRS)]
+    bits = balanced_bits(rng, TIMING_PAIRS)
     jobs = []
     for bit in bits:
         jobs.append(bit_job(len(jobs), TIMING_WRITER, bit))
         jobs.append(observe_job(len(jobs), TIMING_READER))
     with Executor(workers=1, timeout_s=TIMEOUT_S, memory_mb=MEMORY_MB) as executor:
         outcomes = {o.job_id: o for o in executor.run(jobs)}
-    worst = [float(outcomes[2 * k + 1].sample_error.split(":", 1)[1]) for k in range(TIMING_PAIRS)]
-    accuracy = 0.0
-    for threshold in (statistics.median(worst), 50e-6):  # a cached page reads in ~10 us, one from disk in >100 us
-        decoded = [int(w > threshold) for w in worst]
-        right = sum(d == b for d, b in zip(decoded, bits))
-        accuracy = max(accuracy, right / TIMING_PAIRS, (TIMING_PAIRS - right) / TIMING_PAIRS)
-    print(f"page-cache timing: worst read per sample {min(worst) * 1e6:.0f}-{max(worst) * 1e6:.0f} us, "
-          f"decoded {accuracy:.0%} of {TIMING_PAIRS} bits")
-    assert accuracy <= DOCUMENTED_TIMING_ACCURACY, (accuracy, list(zip(bits, worst)))
+    slow = [int(outcomes[2 * k + 1].sample_error.split(":", 1)[1]) for k in range(TIMING_PAIRS)]
+    decoded = [int(count >= 3) for count in slow]  # an evicted file: a slow read at least per readahead window
+    right = sum(d == b for d, b in zip(decoded, bits))
+    accuracy = max(right, TIMING_PAIRS - right) / TIMING_PAIRS
+    print(f"page-cache timing: {min(slow)}-{max(slow)} slow reads per sample, decoded {accuracy:.0%} of "
+          f"{TIMING_PAIRS} bits")
+    assert accuracy <= DOCUMENTED_TIMING_ACCURACY, (accuracy, list(zip(bits, slow)))
 
 
 def test_attack_count_per_class():
@@ -878,7 +883,7 @@ def clock_reader(period: float) -> str:
 def measure_clock_channel(period: float = CLOCK_PERIOD_S, pairs: int = CLOCK_PAIRS) -> float:
     """The share of bits the best fixed decoding gets right (0.5: nothing carried, 1.0: a bit per pair)."""
     rng = random.Random(11)
-    bits = [rng.randrange(2) for _ in range(pairs)]
+    bits = balanced_bits(rng, pairs)
     jobs = []
     for bit in bits:
         jobs.append(bit_job(len(jobs), clock_writer(period), bit))
@@ -938,7 +943,7 @@ DENTRY_READER = fn("""
 def measure_dentry_channel(pairs: int = DENTRY_PAIRS) -> float:
     rng = random.Random(5)
     run = rng.randrange(1 << 30)  # fresh names in every measurement
-    bits = [rng.randrange(2) for _ in range(pairs)]
+    bits = balanced_bits(rng, pairs)
     jobs = []
     for k, bit in enumerate(bits):
         pair = run + k
