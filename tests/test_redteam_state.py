@@ -726,6 +726,9 @@ def denial():
             for _ in range(3):
                 names[len(jobs)] = "honest"
                 jobs.append(Job(len(jobs), "honest/work", HONEST, HONEST_TEST, "check(work)", timeout_s=1.5))
+            for key, (prelude, test, check, correct) in ra.PROBLEMS.items():  # the canonical solutions too
+                names[len(jobs)] = "canonical"
+                jobs.append(Job(len(jobs), f"redteam/{key}", correct, test, check, prelude=prelude, timeout_s=1.5))
     started = time.monotonic()
     with Executor(workers=2, timeout_s=3.0, memory_mb=MEMORY_MB, nproc=32) as executor:
         outcomes = {o.job_id: o for o in executor.run(jobs)}
@@ -735,8 +738,11 @@ def denial():
 
 
 def test_honest_samples_keep_their_verdicts_beside_cpu_and_memory_attackers(denial):
+    canonical = [o for name, o in denial["outcomes"] if name == "canonical"]
+    assert len(canonical) == len(ra.PROBLEMS) * DENIAL_ROUNDS * (len(CPU_ATTACKS) + len(MEMORY_ATTACKS))
+    assert all(o.passed for o in canonical), [(o.status, o.reason) for o in canonical if not o.passed]
     honest = [o for name, o in denial["outcomes"] if name == "honest"]
-    attacks = [(name, o) for name, o in denial["outcomes"] if name != "honest"]
+    attacks = [(name, o) for name, o in denial["outcomes"] if name not in ("honest", "canonical")]
     assert len(honest) == 3 * DENIAL_ROUNDS * (len(CPU_ATTACKS) + len(MEMORY_ATTACKS))
     bad = [(o.status, o.reason, round(o.duration_s, 2)) for o in honest if not o.passed]
     assert not bad, f"honest samples lost their verdict: {bad}"
