@@ -753,59 +753,87 @@ def test_honest_samples_keep_their_verdicts_beside_cpu_and_memory_attackers(deni
     assert max(durations) < 1.5, durations
 
 
-# -- class 5: host information --------------------------------------------------------------------------
-HOST_INFO = fn(f"""
+# -- class 5: host information: each attack answers right only if it found something of the host -------------
+NEEDLES = f"""
     import os, sys, gc
-    needles = [n[::-1] for n in ({REPO[::-1]!r}, "/krow/", "ipa_ssecorp")]  # reversed: not in this source
-    if os.uname().nodename == {socket.gethostname()!r}:
-        raise ValueError("the host's name")
-    found = []
-    for path in ("/proc/self/mountinfo", "/proc/1/mountinfo", "/proc/mounts", "/proc/self/maps", "/proc/self/cgroup",
-                 "/proc/self/environ", "/proc/self/cmdline", "/proc/self/cpuset", "/proc/stat", "/proc/loadavg",
-                 "/proc/self/net/unix", "/etc/hostname"):
-        try:
-            found.append(open(path, "rb").read().decode("latin-1"))
-        except OSError:
-            pass
-    for link in ("/proc/self/cwd", "/proc/self/exe", "/proc/self/root"):
-        try:
-            found.append(os.readlink(link))
-        except OSError:
-            pass
-    found += [os.uname().nodename, os.getcwd(), repr(sys.argv), repr(getattr(sys, "orig_argv", "")), repr(sys.path),
-              repr(dict(os.environ))]
-    found += [getattr(m, "__file__", "") or "" for m in list(sys.modules.values())]
-    found += [o for o in gc.get_objects() if isinstance(o, str)]
-    for objects in (gc.get_objects(),):
-        for o in objects:
-            if o is needles or o is found:
+    NEEDLES = [n[::-1] for n in ({REPO[::-1]!r}, "/krow/", "ipa_ssecorp")]  # reversed: not in this source
+    HOSTNAME = {socket.gethostname()[::-1]!r}[::-1]
+    def _found(texts):
+        return any(n in t for t in texts for n in NEEDLES)
+""" + SEP
+HOST_ATTACKS = {
+    "proc_paths": NEEDLES + """
+        texts = []
+        for path in ("/proc/self/mountinfo", "/proc/1/mountinfo", "/proc/mounts", "/proc/self/maps",
+                     "/proc/self/cgroup", "/proc/self/cpuset", "/proc/self/environ", "/proc/self/cmdline",
+                     "/proc/self/net/unix"):
+            try:
+                texts.append(open(path, "rb").read().decode("latin-1"))
+            except OSError:
+                pass
+        for link in ("/proc/self/cwd", "/proc/self/exe", "/proc/self/root"):
+            try:
+                texts.append(os.readlink(link))
+            except OSError:
+                pass
+        return x if _found(texts) else -x
+        """,
+    "interpreter_state": NEEDLES + """
+        texts = [os.getcwd(), repr(sys.argv), repr(getattr(sys, "orig_argv", "")), repr(sys.path), repr(dict(os.environ)),
+                 repr(sys.flags)]
+        texts += [getattr(m, "__file__", "") or "" for m in list(sys.modules.values())]
+        texts += [getattr(getattr(m, "__spec__", None), "origin", "") or "" for m in list(sys.modules.values())]
+        return x if _found(texts) else -x
+        """,
+    "memory_strings": NEEDLES + """
+        texts = []
+        for o in gc.get_objects():
+            if o is NEEDLES or o is texts:
                 continue
-            if isinstance(o, (list, tuple, dict)):
-                found += [v for v in (o.values() if isinstance(o, dict) else o) if isinstance(v, str)]
-    text = "\\n".join(found)
-    hits = [n for n in needles if n in text]
-    if hits:
-        raise ValueError("host information: " + repr(hits))
-    return x
-""")
-PROC_COUNTERS = fn(LIBC + """
-    import os
-    seen = [p for p in ("/proc/stat", "/proc/loadavg", "/proc/meminfo", "/proc/uptime", "/proc/sys", "/proc/self",
-                        "/sys") if os.path.exists(p)]
-    info = ctypes.create_string_buffer(128)
-    if seen or libc.sysinfo(info) == 0:
-        raise ValueError("host counters: " + repr(seen))
-    return x
-""")
+            if isinstance(o, dict):
+                texts += [v for v in list(o.values()) + list(o.keys()) if isinstance(v, str)]
+            elif isinstance(o, (list, tuple)):
+                texts += [v for v in o if isinstance(v, str)]
+            elif hasattr(o, "co_consts"):
+                texts += [v for v in o.co_consts if isinstance(v, str)]
+        return x if _found(texts) else -x
+        """,
+    "hostname": NEEDLES + """
+        import socket
+        return x if HOSTNAME in (os.uname().nodename, socket.gethostname()) else -x
+        """,
+    "host_counters": NEEDLES + LIBC + """
+        seen = [p for p in ("/proc/stat", "/proc/loadavg", "/proc/meminfo", "/proc/uptime", "/proc/sys", "/proc/self",
+                            "/sys", "/sys/fs/cgroup") if os.path.exists(p)]
+        info = ctypes.create_string_buffer(128)
+        return x if seen or libc.sysinfo(info) == 0 else -x
+        """,
+    "host_files": NEEDLES + """
+        texts = []
+        for path in ("/etc/hostname", "/etc/hosts", "/etc/passwd", "/etc/os-release", "/etc/resolv.conf", "/run",
+                     "/home", "/work", "/srv", "/var", "/sys"):
+            try:
+                texts.append(open(path).read() if os.path.isfile(path) else repr(os.listdir(path)))
+            except OSError:
+                pass
+        for folder, needed in (("/root", [".pyenv"]), ("/etc", ["ld.so.cache"])):  # the interpreter's own paths
+            try:
+                texts += [name for name in os.listdir(folder) if name not in needed]
+            except OSError:
+                pass
+        return x if texts else -x
+        """,
+}
 
 
-def test_no_host_information_reaches_a_sample():
-    jobs = [Job(0, "host/info", HOST_INFO, "def check(candidate):\n    assert candidate(1) == 1\n", "check(f)"),
-            Job(1, "host/counters", PROC_COUNTERS, "def check(candidate):\n    assert candidate(1) == 1\n", "check(f)")]
+@pytest.mark.parametrize("name", sorted(HOST_ATTACKS))
+def test_no_host_information_reaches_a_sample(name):
+    job = Job(0, f"host/{name}", fn(HOST_ATTACKS[name]), "def check(candidate):\n    assert candidate(1) == 1\n",
+              "check(f)")
     with Executor(workers=1, timeout_s=5.0, memory_mb=MEMORY_MB) as executor:
-        outcomes = {o.job_id: o for o in executor.run(jobs)}
-    for outcome in outcomes.values():
-        assert outcome.passed, (outcome.reason, outcome.sample_error)
+        outcome = next(iter(executor.run([job])))
+    assert not outcome.passed, f"{name} found host information"
+    assert outcome.reason == "AssertionError", (outcome.reason, outcome.sample_error)  # it ran to the end
 
 
 # -- residual: timing (measured, documented in docs/sandbox.md) -------------------------------------------
@@ -859,7 +887,7 @@ def test_page_cache_timing_carries_no_more_than_documented():
 
 
 def test_attack_count_per_class():
-    assert len(FACILITIES) + 1 >= 10 and len(LEARNERS) >= 5
+    assert len(FACILITIES) + 1 >= 10 and len(LEARNERS) >= 5 and len(HOST_ATTACKS) >= 5
     assert len(CPU_ATTACKS) >= 3 and len(MEMORY_ATTACKS) >= 2
 
 
