@@ -7,6 +7,13 @@ limit (swap included) and a process limit, so what the samples of one worker hol
 Modes, best first, recorded in the run record: ``cgroup2`` (``memory.max``, ``memory.swap.max``,
 ``pids.max`` in a child of our own cgroup), ``cgroup1`` (the ``memory`` and ``pids`` hierarchies),
 ``rlimits`` (no cgroup can be made here: per-process rlimits and a process cap only).
+
+CPU: where the ``cpu`` controller is there (v2 ``cpu.max``, v1 ``cpu.cfs_quota_us``), a worker's jail may use
+one CPU's worth of time at most, however many processes a sample forks and wherever they run: a sample that
+undid its pinning could otherwise take other workers' CPUs and time their honest samples out (the seccomp
+filter also refuses ``sched_setaffinity``, ``sched_setscheduler``, ``setpriority`` and the like, so a
+pinning holds even where no controller is). Kernel memory: socket buffers are charged to a v1 memory cgroup
+only once ``memory.kmem.tcp.limit_in_bytes`` is set, so it is (samples cannot make sockets anyway: seccomp).
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ class WorkerCgroup:
 
     mode: str  # "cgroup2" or "cgroup1"
     directories: list[Path] = field(default_factory=list)
+    cpu_limited: bool = False  # a CPU quota (one CPU) holds for the whole jail
 
     @property
     def procs_files(self) -> list[str]:
@@ -61,6 +69,9 @@ def _write(path: Path, value: str) -> None:
         handle.write(value)
 
 
+CPU_PERIOD_US = 100_000
+
+
 def _make_v2(name: str, memory_bytes: int, pids: int, own: str) -> WorkerCgroup | None:
     if not (CGROUP_ROOT / "cgroup.controllers").exists():
         return None
@@ -69,6 +80,11 @@ def _make_v2(name: str, memory_bytes: int, pids: int, own: str) -> WorkerCgroup 
         enabled = (parent / "cgroup.subtree_control").read_text().split()
         if not {"memory", "pids"} <= set(enabled):
             _write(parent / "cgroup.subtree_control", "+memory +pids")
+        if "cpu" not in enabled:
+            try:
+                _write(parent / "cgroup.subtree_control", "+cpu")
+            except OSError:
+                pass
         directory = parent / name
         directory.mkdir()
     except OSError:
@@ -82,6 +98,11 @@ def _make_v2(name: str, memory_bytes: int, pids: int, own: str) -> WorkerCgroup 
     except OSError:
         group.remove()
         return None
+    try:
+        _write(directory / "cpu.max", f"{CPU_PERIOD_US} {CPU_PERIOD_US}")
+        group.cpu_limited = True
+    except OSError:
+        pass
     return group
 
 
@@ -105,6 +126,21 @@ def _make_v1(name: str, memory_bytes: int, pids: int, own: dict[str, str]) -> Wo
     except OSError:
         group.remove()
         return None
+    try:  # socket buffers are charged to a v1 memory cgroup only once this is set
+        _write(memory / "memory.kmem.tcp.limit_in_bytes", str(memory_bytes))
+    except OSError:
+        pass
+    cpu_root = CGROUP_ROOT / "cpu"
+    if (cpu_root / "cpu.cfs_quota_us").exists():
+        cpu = cpu_root / own.get("cpu", "/").lstrip("/") / name
+        try:
+            cpu.mkdir()
+            group.directories.append(cpu)
+            _write(cpu / "cpu.cfs_period_us", str(CPU_PERIOD_US))
+            _write(cpu / "cpu.cfs_quota_us", str(CPU_PERIOD_US))
+            group.cpu_limited = True
+        except OSError:
+            pass
     return group
 
 

@@ -28,7 +28,8 @@ from typing import Iterable, Iterator, Mapping
 
 from sandbox import cgroups
 from sandbox.framing import ChannelClosed, FrameReader, write_frame
-from sandbox.jail import ENVIRONMENT, SAMPLE_UID_BASE, Jail, SandboxUnavailable, find_jail, unsandboxed_jail
+from sandbox.jail import (ENVIRONMENT, SAMPLE_UID_BASE, Jail, SandboxUnavailable, close_code_files, find_jail,
+                          open_code_files, unsandboxed_jail, warm_page_cache)
 
 CHECKER_PATH = Path(__file__).resolve().parent / "checker.py"
 STARTUP_TIMEOUT_S = 60.0
@@ -139,13 +140,14 @@ class Worker:
         self.stderr.seek(0)
         self.stderr.truncate()
         checker_end, server_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        code_fds = open_code_files() if self.jail.mode == "bwrap" else {}
         try:
             server_command = cgroups.join_command(
-                self.cgroup, self.jail.command(self._server_config(server_end.fileno())))
+                self.cgroup, self.jail.command(self._server_config(server_end.fileno()), code_fds))
             # Neither process inherits the harness's environment: no token or API key reaches them.
             self.server = subprocess.Popen(server_command, stdin=subprocess.DEVNULL, stdout=self.stderr,
                                            stderr=self.stderr, start_new_session=True, close_fds=True,
-                                           pass_fds=(server_end.fileno(),), env=dict(ENVIRONMENT))
+                                           pass_fds=(server_end.fileno(), *code_fds.values()), env=dict(ENVIRONMENT))
             checker_config = {"control_fd": checker_end.fileno(), "timeout_s": self.limits.timeout_s,
                               "seed": self.seed,  # the tests' random seed, this run's (see Checker.seed_for)
                               "memory_mb": CHECKER_MEMORY_MB}
@@ -154,6 +156,7 @@ class Worker:
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr, start_new_session=True,
                 close_fds=True, pass_fds=(checker_end.fileno(),), bufsize=0, env=dict(ENVIRONMENT))
         finally:
+            close_code_files(code_fds)
             checker_end.close()
             server_end.close()
         self.reader = FrameReader(self.checker.stdout.fileno(), binary=True)  # the checker is trusted
@@ -246,6 +249,7 @@ class Executor:
         self.allow_unsandboxed = allow_unsandboxed
         self.isolation = isolation
         self.jail: Jail | None = None
+        self.warmed: tuple[int, int] = (0, 0)  # (files, bytes read) by warm_page_cache
         self._pool: list[Worker] = []
 
     @property
@@ -288,6 +292,8 @@ class Executor:
 
     def __enter__(self) -> "Executor":
         self.jail = self._choose_jail()
+        if self.jail.mode == "bwrap":  # every page a sample can read, cached before any worker starts (see there)
+            self.warmed = warm_page_cache()
         cpus = self._worker_cpus()
         seed = os.urandom(16).hex()  # one per run: every worker's tests draw the same inputs, no sample knows them
         self._pool = [Worker(i, self.jail, self.limits, cpus[i % len(cpus)] if cpus else None, seed)

@@ -27,6 +27,7 @@ import gc
 import json
 import math
 import os
+import platform
 import resource
 import signal
 import socket
@@ -56,9 +57,10 @@ _ = (List[int], List[str], List[float], List[Any], List[List[int]], List[Tuple[i
 # The per-sample calls' arguments come from the seccomp module, whose filter lets exactly these through.
 CLONE_NEWPID, MNT_DETACH = seccomp.CLONE_NEWPID, seccomp.MNT_DETACH
 MS_NOSUID, MS_NODEV = seccomp.MS_NOSUID, seccomp.MS_NODEV
-MS_NOEXEC, MS_REMOUNT, MS_REC, MS_PRIVATE = 0x8, 0x20, 0x4000, 0x40000
+MS_RDONLY, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 0x1, 0x8, 0x20, 0x1000, 0x4000, 0x40000
 PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 4, 36, 38
 LINUX_CAPABILITY_VERSION_3 = 0x20080522
+USTAT = 136  # x86-64
 
 
 class _CapHeader(ctypes.Structure):
@@ -105,11 +107,37 @@ class Libc:
     def unshare(self, flags: int) -> None:
         self._check(self.lib.unshare(flags), "unshare")
 
-    def hide_other_processes(self, gid: int) -> bool:
-        """Remount the jail's /proc so that a sample sees only its own processes (``gid`` still sees all)."""
-        options = f"hidepid=2,gid={gid}".encode()
+    def hide_other_processes(self, gid: int | None) -> bool:
+        """Remount the jail's /proc with processes only (``subset=pid``: no /proc/stat, loadavg, meminfo, sys,
+        ...: host-wide counters a sample could write and the next one read) and, given ``gid``, so that a sample
+        sees only its own processes (``gid`` still sees all)."""
+        options = (f"hidepid=2,gid={gid},subset=pid" if gid is not None else "subset=pid").encode()
         flags = MS_REMOUNT | MS_NOSUID | MS_NODEV | MS_NOEXEC
         return self.lib.mount(b"proc", b"/proc", b"proc", flags, options) == 0
+
+    def devices_read_only(self) -> None:
+        """Remount the device nodes bound into /dev read-only: they stay usable (a device node is written
+        through its driver, whatever the mount says), but their times can no longer be set to "now" by any
+        sample allowed to write them (utime(NULL)), on the host's devtmpfs, for the next sample to read."""
+        for name in os.listdir("/dev"):
+            path = f"/dev/{name}".encode()
+            self.lib.mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID, None)
+
+    def free_space(self, device: int) -> tuple[int, int] | None:
+        """(free blocks, free inodes) of a mounted file system, through ``ustat`` (x86-64): ``statfs`` is refused
+        by the seccomp filter (a new tmpfs has a random fsid). None where there is no ``ustat``."""
+        if platform.machine() != "x86_64":
+            return None
+        major, minor = os.major(device), os.minor(device)
+        encoded = (minor & 0xFF) | (major << 8) | ((minor & ~0xFF) << 12)
+        buffer = (ctypes.c_long * 4)()  # struct ustat: int f_tfree; ino_t f_tinode; char f_fname[6], f_fpack[6]
+        if self.lib.syscall(USTAT, ctypes.c_uint(encoded), buffer) != 0:
+            return None
+        return ctypes.c_int.from_buffer(buffer).value, buffer[1]
+
+    def drop_proc(self) -> None:
+        """Detach the jail's /proc (and the mounts under it) for good."""
+        self._check(self.lib.umount2(b"/proc", MNT_DETACH), "umount /proc")
 
     def drop_tmp(self) -> None:
         """Detach the sample's tmpfs; the kernel frees it, whatever is in it, once no process holds it."""
@@ -150,8 +178,15 @@ class SampleServer:
             self.libc.prctl(PR_SET_CHILD_SUBREAPER, 1)  # orphans come back to us, to be killed
         else:
             self.libc.make_mounts_private()  # a sample's tmpfs never propagates anywhere
-            if self.config.get("child_uid") is not None:  # samples under their own uid: hide the server from them
-                self.libc.hide_other_processes(os.getgid())
+            self.libc.devices_read_only()
+            if self.config.get("child_uid") is not None and self.seccomp.available:
+                # Past this point the server needs no /proc (its own fds are open already; kill_namespace
+                # needs none when every sample is its PID namespace's init): samples get none at all. No
+                # host path (mountinfo), no counters, and no new /proc inode per lookup, which would let a
+                # sample move the kernel's shared inode counter (get_next_ino) for the next one to read.
+                self.libc.drop_proc()
+            else:  # /proc with processes only (and, where samples have a uid of their own, only theirs)
+                self.libc.hide_other_processes(os.getgid() if self.config.get("child_uid") is not None else None)
             self.seccomp.install()  # after the set-up mounts above; every sample inherits it
         # Limits the server can hold itself are set once here; its samples inherit them.
         for which, value in ((resource.RLIMIT_FSIZE, self.config["fsize_mb"] << 20),
@@ -188,11 +223,10 @@ class SampleServer:
         os.utime("/tmp", ns=(0, 0))
         self.clean_tmp = self._tmp_state() if self.config.get("child_uid") is not None else None
 
-    @staticmethod
-    def _tmp_state() -> tuple:
-        info, space = os.stat("/tmp"), os.statvfs("/tmp")
+    def _tmp_state(self) -> tuple:
+        info = os.stat("/tmp")
         return (info.st_atime_ns, info.st_mtime_ns, info.st_mode, info.st_uid, info.st_gid, info.st_nlink,
-                info.st_size, space.f_bfree, space.f_ffree, tuple(os.listxattr("/tmp")))
+                info.st_size, self.libc.free_space(info.st_dev), tuple(os.listxattr("/tmp")))
 
     def run_sample(self, job: dict[str, Any], channel_fd: int) -> None:
         if self.flavor != "none":
@@ -410,13 +444,13 @@ def probe(config: dict[str, Any]) -> int:
     server.config, server.flavor, server.pid, server.libc = config, config["flavor"], os.getpid(), Libc()
     server.seccomp = seccomp.SeccompFilter()
     server.check_namespace()
+    read_end, write_end = os.pipe()  # before the filter, which refuses pipes
     if server.flavor != "none":
         server.libc.prctl(PR_SET_NO_NEW_PRIVS, 1)
         server.libc.make_mounts_private()
         server.seccomp.install()
         server.libc.mount_tmp(config["scratch_mb"])
         server.libc.new_pid_namespace()
-    read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:
         try:
@@ -443,7 +477,11 @@ def probe(config: dict[str, Any]) -> int:
 
 
 def main(argv: list[str]) -> int:
+    argv = list(argv)
     config = json.loads(argv[-1])
+    del sys.argv[1:]  # samples are forks of the server: leave them nothing of its command line
+    if hasattr(sys, "orig_argv"):
+        del sys.orig_argv[1:]
     if argv[1] == "--probe":
         return probe(config)
     null = os.open(os.devnull, os.O_RDWR)

@@ -10,6 +10,20 @@ message queues (state that would outlive a sample in the jail's IPC namespace), 
 ``SampleServer.prepare_tmp``). ``clone3`` and ``openat2`` answer ENOSYS, so the C library and Python fall
 back to ``clone`` and ``openat``, whose flags the filter can read.
 
+Kernel state that the samples of a worker (or of all workers) share, which one sample could write and the next
+read (docs/sandbox.md, "Kernel state that samples share"): sockets of every kind (the jail's network namespace
+keeps connections, counters and abstract names across samples), pipes, memfds, aio contexts, pidfds
+(``pidfd_open``, ``clone(CLONE_PIDFD)``) -- each new one takes a number from a host-wide inode counter a later
+sample can read --, the page cache's probes and evictions (``mincore``, ``cachestat``, ``fadvise64``,
+``readahead``, ``process_madvise``, ``preadv2``/``pwritev2`` with flags, ``madvise`` outside advice about the
+caller's own memory), ``statx`` (ENOSYS: the mount id of ``/tmp`` would tell whether the last sample left a trace
+there; the C library falls back to ``fstatat``), ``statmount``/``listmount``, ``statfs``/``fstatfs`` (a
+new tmpfs has a random ``f_fsid``: a sample that leaves a trace in ``/tmp`` would re-roll it for the next one, which a
+learner can use as "keep the last guess" or "draw a new one"; ``ustat``, which the server uses for free blocks
+and inodes, has no fsid), ``sysinfo`` (host load and memory).
+Other workers' verdicts: ``sched_setaffinity`` and the other scheduler and priority calls (a sample would undo its
+worker's pinning), ``fcntl(F_SETPIPE_SZ)``.
+
 It is installed once, in the sample server, and every sample inherits it (a filter survives fork and exec
 and cannot be removed): attaching a filter in each sample cost ~0.3 ms of CPU per sample (the kernel
 converts and compiles the program every time). So the filter lets through exactly the four calls the
@@ -45,7 +59,15 @@ ARCHITECTURES: dict[str, tuple[int, dict[str, int]]] = {
         "fanotify_init": 300, "shmget": 29, "shmat": 30, "shmctl": 31, "shmdt": 67, "semget": 64, "semop": 65,
         "semctl": 66, "semtimedop": 220, "msgget": 68, "msgsnd": 69, "msgrcv": 70, "msgctl": 71, "mq_open": 240,
         "mq_unlink": 241, "mq_timedsend": 242, "mq_timedreceive": 243, "mq_notify": 244, "mq_getsetattr": 245,
-        "open": 2, "openat": 257, "openat2": 437}),
+        "open": 2, "openat": 257, "openat2": 437,
+        # Cross-sample state and other workers' verdicts (see the module's docstring):
+        "socket": 41, "socketpair": 53, "connect": 42, "accept": 43, "bind": 49, "listen": 50, "accept4": 288,
+        "mincore": 27, "cachestat": 451, "fadvise64": 221, "readahead": 187, "process_madvise": 440,
+        "preadv2": 327, "pwritev2": 328, "madvise": 28, "fcntl": 72, "sched_setaffinity": 203,
+        "sched_setscheduler": 144, "sched_setparam": 142, "sched_setattr": 314, "setpriority": 141,
+        "ioprio_set": 251, "pidfd_open": 434, "migrate_pages": 256, "move_pages": 279, "pipe": 22, "pipe2": 293,
+        "memfd_create": 319, "memfd_secret": 447, "io_setup": 206, "sysinfo": 99, "statx": 332,
+        "statmount": 457, "listmount": 458, "statfs": 137, "fstatfs": 138}),
     "aarch64": (0xC00000B7, {
         "clone": 220, "clone3": 435, "unshare": 97, "setns": 268, "mount": 40, "umount2": 39, "pivot_root": 41,
         "chroot": 51, "ptrace": 117, "add_key": 217, "request_key": 218, "keyctl": 219, "bpf": 280,
@@ -58,11 +80,19 @@ ARCHITECTURES: dict[str, tuple[int, dict[str, int]]] = {
         "vhangup": 58, "lookup_dcookie": 18, "fanotify_init": 262, "mq_open": 180, "mq_unlink": 181,
         "mq_timedsend": 182, "mq_timedreceive": 183, "mq_notify": 184, "mq_getsetattr": 185, "msgget": 186,
         "msgctl": 187, "msgrcv": 188, "msgsnd": 189, "semget": 190, "semctl": 191, "semtimedop": 192, "semop": 193,
-        "shmget": 194, "shmctl": 195, "shmat": 196, "shmdt": 197, "openat": 56, "openat2": 437}),
+        "shmget": 194, "shmctl": 195, "shmat": 196, "shmdt": 197, "openat": 56, "openat2": 437,
+        "socket": 198, "socketpair": 199, "bind": 200, "listen": 201, "accept": 202, "connect": 203,
+        "accept4": 242, "mincore": 232, "cachestat": 451, "fadvise64": 223, "readahead": 213,
+        "process_madvise": 440, "preadv2": 286, "pwritev2": 287, "madvise": 233, "fcntl": 25,
+        "sched_setaffinity": 122, "sched_setscheduler": 119, "sched_setparam": 118, "sched_setattr": 274,
+        "setpriority": 140, "ioprio_set": 30, "pidfd_open": 434, "migrate_pages": 238, "move_pages": 239,
+        "pipe2": 59, "memfd_create": 279, "memfd_secret": 447, "io_setup": 0, "sysinfo": 179, "statx": 291,
+        "statmount": 457, "listmount": 458, "statfs": 43, "fstatfs": 44}),
 }
 # clone() flags that make a namespace (linux/sched.h).
 CLONE_NEWIPC, CLONE_NEWPID = 0x08000000, 0x20000000
 CLONE_NAMESPACE_FLAGS = 0x02000000 | 0x04000000 | CLONE_NEWIPC | 0x10000000 | CLONE_NEWPID | 0x40000000 | 0x00020000
+CLONE_PIDFD = 0x1000  # a pidfd's inode number is a host-wide count of processes made (pidfs): refused with them
 MS_NOSUID, MS_NODEV, MNT_DETACH = 0x2, 0x4, 0x2
 # The sample server's own calls, let through with exactly these arguments (argument index, value): see above.
 SERVER_CALLS: dict[str, tuple[int, int]] = {
@@ -78,7 +108,18 @@ _RET_ALLOW, _RET_KILL, _RET_ERRNO = 0x7FFF0000, 0x80000000, 0x00050000
 _EPERM, _ENOSYS, _EOPNOTSUPP = 1, 38, 95
 O_TMPFILE_BIT = 0o20000000  # __O_TMPFILE (x86-64 and the generic table alike)
 OPEN_FLAGS_ARGUMENT = {"open": 1, "openat": 2}  # where the flags are; openat2 passes them in a struct: ENOSYS
-NOT_IMPLEMENTED = ("clone3", "openat2")  # ENOSYS: the C library and Python fall back to calls the filter can read
+# madvise: only advice about the caller's own memory. Refused: WILLNEED (3, reads a file into the page cache),
+# REMOVE (9), MERGEABLE/UNMERGEABLE (12/13, KSM: merging is visible through timing across processes), COLD and
+# PAGEOUT (20/21: evict a file's pages from the host's page cache), POPULATE_READ/WRITE (22/23), DONTNEED_LOCKED
+# (24), COLLAPSE (25), HWPOISON/SOFT_OFFLINE (100/101), GUARD_INSTALL/REMOVE (102/103), anything new.
+MADVISE_ALLOWED = (0, 1, 2, 4, 8, 10, 11, 14, 15, 16, 17, 18, 19)  # NORMAL RANDOM SEQUENTIAL DONTNEED FREE DONTFORK
+# DOFORK HUGEPAGE NOHUGEPAGE DONTDUMP DODUMP WIPEONFORK KEEPONFORK: glibc's malloc and CPython use 4 and 8.
+F_SETPIPE_SZ = 1031  # a pipe up to 1 MiB: refused, pipes keep the default 64 KiB
+# Calls allowed only when one argument is zero (argument index, errno): reads and writes that ask not to wait
+# for the page cache (RWF_NOWAIT) tell which pages of a file are cached.
+ZERO_ARGUMENT = {"preadv2": 5, "pwritev2": 5}
+NOT_IMPLEMENTED = ("clone3", "openat2", "statx")  # statx: also the only way to a file's mount id (the C library
+# falls back to fstatat, which has none): the id of /tmp would tell whether the last sample left a trace there  # ENOSYS: the C library and Python fall back to calls the filter can read
 _OFFSET_NR, _OFFSET_ARCH, _OFFSET_ARG0 = 0, 4, 16  # struct seccomp_data; arg0's low 32 bits (little endian)
 _ARG_SIZE = 8
 PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
@@ -102,7 +143,7 @@ def build_program(machine: str | None = None) -> list[tuple[int, int, int, int]]
     if arch is None:
         return None
     audit_arch, numbers = arch
-    special = {"clone", *NOT_IMPLEMENTED, *SERVER_CALLS, *OPEN_FLAGS_ARGUMENT}
+    special = {"clone", *NOT_IMPLEMENTED, *SERVER_CALLS, *OPEN_FLAGS_ARGUMENT, *ZERO_ARGUMENT, "madvise", "fcntl"}
     refused = sorted(number for name, number in numbers.items() if name not in special)
     exact_argument: list[tuple] = []  # one block per server call: allowed only with its exact argument
     for name, (index, value) in SERVER_CALLS.items():
@@ -120,6 +161,20 @@ def build_program(machine: str | None = None) -> list[tuple[int, int, int, int]]
                 (name, _LD_W_ABS, _OFFSET_ARG0 + _ARG_SIZE * index),
                 (None, _JSET_K, O_TMPFILE_BIT, "eopnotsupp", "allow"),
             ]
+    checked: list[tuple] = []  # madvise's advice from a list; fcntl without F_SETPIPE_SZ; RWF flags none
+    for name, index in ZERO_ARGUMENT.items():
+        low = _OFFSET_ARG0 + _ARG_SIZE * index
+        checked += [
+            (name, _LD_W_ABS, low),
+            (None, _JEQ_K, 0, "next", "eopnotsupp"),
+            (None, _LD_W_ABS, low + 4),
+            (None, _JEQ_K, 0, "allow", "eopnotsupp"),
+        ]
+    checked += [("madvise", _LD_W_ABS, _OFFSET_ARG0 + _ARG_SIZE * 2)]
+    checked += [(None, _JEQ_K, advice, "allow", "next") for advice in MADVISE_ALLOWED]
+    checked += [(None, _RET_K, _RET_ERRNO | _EPERM)]
+    checked += [("fcntl", _LD_W_ABS, _OFFSET_ARG0 + _ARG_SIZE * 1),
+                (None, _JEQ_K, F_SETPIPE_SZ, "deny", "allow")]
     source: list[tuple] = [
         (None, _LD_W_ABS, _OFFSET_ARCH),
         (None, _JEQ_K, audit_arch, "next", "kill"),  # another ABI's numbers mean other calls: refuse
@@ -129,11 +184,13 @@ def build_program(machine: str | None = None) -> list[tuple[int, int, int, int]]
         (None, _JEQ_K, numbers["clone"], "clone", "next"),
         *[(None, _JEQ_K, numbers[name], name, "next") for name in SERVER_CALLS],
         *[(None, _JEQ_K, numbers[name], name, "next") for name in OPEN_FLAGS_ARGUMENT if name in numbers],
+        *[(None, _JEQ_K, numbers[name], name, "next") for name in (*ZERO_ARGUMENT, "madvise", "fcntl")],
         *[(None, _JEQ_K, number, "deny", "next") for number in refused],
         (None, _RET_K, _RET_ALLOW),
         ("clone", _LD_W_ABS, _OFFSET_ARG0),
-        (None, _JSET_K, CLONE_NAMESPACE_FLAGS, "deny", "allow"),
-        *exact_argument,  # jumps go forward only: "allow" comes after these blocks
+        (None, _JSET_K, CLONE_NAMESPACE_FLAGS | CLONE_PIDFD, "deny", "allow"),
+        *exact_argument,
+        *checked,  # jumps go forward only: "allow" comes after these blocks
         *open_flags,
         ("allow", _RET_K, _RET_ALLOW),
         ("deny", _RET_K, _RET_ERRNO | _EPERM),
@@ -163,10 +220,12 @@ class SeccompFilter:
         program = build_program(machine)
         self.available = program is not None
         names = ARCHITECTURES[machine or platform.machine()][1] if self.available else {}
-        refused = len([n for n in names if n not in SERVER_CALLS and n not in OPEN_FLAGS_ARGUMENT and n != "clone"])
+        limited = {*SERVER_CALLS, *OPEN_FLAGS_ARGUMENT, *ZERO_ARGUMENT, "clone", "madvise", "fcntl"}
+        refused = len([n for n in names if n not in limited])
         self.description = (f"seccomp filter: {refused} system calls refused, {len(SERVER_CALLS)} more allowed "
-                            "only with the sample server's own arguments, clone without namespaces, open "
-                            "without O_TMPFILE" if self.available else
+                            "only with the sample server's own arguments, clone without namespaces or pidfd, open "
+                            "without O_TMPFILE, madvise with advice about own memory only, fcntl without "
+                            "F_SETPIPE_SZ, preadv2/pwritev2 without flags" if self.available else
                             f"no seccomp filter ({machine or platform.machine()} has no syscall table here)")
         if program is None:
             return

@@ -174,10 +174,10 @@ def secret_body(code: str) -> str:
 RAW = textwrap.dedent("""
     import os as _os, stat as _stat, struct as _struct
     def _chan():
-        for name in _os.listdir("/proc/self/fd"):
+        for fd in range(1024):  # samples have no /proc: try every descriptor
             try:
-                if _stat.S_ISSOCK(_os.fstat(int(name)).st_mode):
-                    return int(name)
+                if _stat.S_ISSOCK(_os.fstat(fd).st_mode):
+                    return fd
             except OSError:
                 pass
         return -1
@@ -693,7 +693,7 @@ def forged_verdicts(p) -> dict[str, str]:
             """),
         "shutdown_channel": body("""
             import os, socket, stat
-            for name in os.listdir("/proc/self/fd"):
+            for name in range(1024):  # no /proc in the jail: every descriptor
                 try:
                     socket.socket(fileno=int(name)).shutdown(socket.SHUT_RDWR)
                 except OSError:
@@ -990,7 +990,8 @@ def isolation(p) -> dict[str, str]:
         "prlimit_server": body("""
             import os, resource
             # Every other process it can name (its parent, anything in /proc, low pids): lower its limits.
-            targets = {os.getppid()} | {int(p) for p in os.listdir("/proc") if p.isdigit()} | set(range(1, 64))
+            listed = os.listdir("/proc") if os.path.isdir("/proc") else []
+            targets = {os.getppid()} | {int(p) for p in listed if p.isdigit()} | set(range(1, 64))
             hit = 0
             for pid in targets - {0, os.getpid()}:
                 try:
