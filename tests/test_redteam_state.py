@@ -30,7 +30,13 @@ from pathlib import Path
 import pytest
 
 import redteam_attacks as ra
-from sandbox import Executor, Job, detect_isolation
+from sandbox import Executor, detect_isolation
+from sandbox import Job as _Job
+
+
+def Job(job_id, key, source, *args, **kwargs):  # noqa: N802 - the sandbox's Job, with the peers' guard undone
+    """Every attack undoes the peers' reliability_guard first (tests/redteam_attacks.py): it tests the jail."""
+    return _Job(job_id, key, ra.unguarded(source), *args, **kwargs)
 
 pytestmark = pytest.mark.skipif(detect_isolation() == "none", reason="needs namespace isolation (bubblewrap)")
 
