@@ -93,8 +93,8 @@ def check_generation_options(options: Any, sampling: Any) -> None:
 
 
 def check_model_files(names: Sequence[str]) -> None:
-    """Every ``.gguf`` among ``names`` exists and is a complete GGUF file (see generation/gguf_check.py)."""
-    from evalsuite.generation.gguf_check import check_gguf_file
+    """Every ``.gguf`` among ``names`` exists and is a complete GGUF file (see generation/gguf_files.py)."""
+    from evalsuite.generation.gguf_files import check_gguf_file
 
     for name in names:
         path = Path(name).expanduser()

@@ -57,13 +57,20 @@ class TokenProgress:
         return self.tokens / max(time.perf_counter() - self.started, 1e-9)
 
     def eta_s(self) -> float | None:
-        """Seconds left: the tokens still expected (the mean completion so far, or half the token limit before
-        any is done) over the rate so far."""
+        """Seconds left: the tokens still expected over the rate so far. An unfinished completion is expected to
+        end as long as the finished ones on average (half the token limit before any is done), and longer than it
+        already is; short completions finish first, so the finished mean alone would say "0 s" too early."""
         rate = self.rate()
         if rate <= 0:
             return None
+        left = self.total - self.completions
+        if left <= 0:
+            return 0.0
+        running = max(self.tokens - self.finished_tokens, 0)  # tokens of completions not finished yet
+        so_far = running / left
         mean = self.finished_tokens / self.completions if self.completions else self.max_new_tokens / 2
-        return max(0.0, self.total * mean - self.tokens) / rate
+        expected = min(max(mean, so_far * 1.25, so_far + 16), self.max_new_tokens)
+        return max(left * expected - running, left) / rate
 
     def _refresh(self, force: bool = False) -> None:
         now = time.perf_counter()

@@ -83,7 +83,7 @@ def test_a_gguf_with_a_bad_device_is_one_line(no_model_loads, smollm2_path, caps
 
 
 def test_the_whole_real_ggufs_pass_the_check(smollm2_path, gemma_path):
-    from evalsuite.generation.gguf_check import check_gguf_file
+    from evalsuite.generation.gguf_files import check_gguf_file
 
     check_gguf_file(smollm2_path)
     check_gguf_file(gemma_path)

@@ -6,6 +6,7 @@ This is the single place that decides placement, so the memory planner can repla
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -157,6 +158,13 @@ def check_hub_reachable(spec: ModelSpec) -> None:
 
 def load_model(spec: ModelSpec, options: GenerationOptions) -> LoadedModel:
     """Load tokenizer and weights onto one device, with ``trust_remote_code`` only when opted in."""
+    from evalsuite.generation.gguf_files import gguf_parsed_once
+
+    with gguf_parsed_once() if spec.gguf_file else contextlib.nullcontext():
+        return _load_model(spec, options)
+
+
+def _load_model(spec: ModelSpec, options: GenerationOptions) -> LoadedModel:
     import torch
     from transformers import AutoModelForCausalLM
 

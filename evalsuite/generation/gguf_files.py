@@ -1,4 +1,6 @@
-"""Is a ``.gguf`` file whole? Checked before anything reads it, so a truncated or foreign file is one line
+"""GGUF files: checked whole before anything reads them, and parsed once per load.
+
+Is a ``.gguf`` file whole? Checked before anything reads it, so a truncated or foreign file is one line
 (exit 2), not a ``struct.error`` traceback from deep inside transformers' reader (issue 23).
 
 The walk reads the header, skips every metadata value without building it (a tokenizer's 50,000-string
@@ -8,9 +10,13 @@ tensor sizes use the ``gguf`` package's block table when it is installed (it is,
 
 from __future__ import annotations
 
+import functools
 import mmap
+import os
 import struct
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 from evalsuite.errors import EvalsuiteError
 
@@ -125,3 +131,34 @@ def _walk(data: mmap.mmap) -> None:
     data_start = -(-cursor.pos // alignment) * alignment
     if data_start + end > len(data):
         raise _Truncated(f"ends at byte {len(data):,}, but its tensors need {data_start + end:,}")
+
+
+@contextmanager
+def gguf_parsed_once() -> Iterator[None]:
+    """Within the block, each GGUF file is parsed once, not three times.
+
+    Why: transformers reads the whole file (metadata, the tokenizer's ~50,000-string vocabulary, tensor infos)
+    again for the config, the tokenizer and the weights, and builds gguf's tensor-name map for every module:
+    26 s of a 31 s SmolLM2-135M load on 2 cores, 105 s with both cores busy (issue 23). The ``gguf`` package's
+    reader is read-only, so one reader per path serves all three; the name map depends only on its arguments.
+    """
+    try:
+        import gguf
+    except ImportError:
+        yield
+        return
+    original_reader, original_name_map = gguf.GGUFReader, gguf.get_tensor_name_map
+    readers: dict[tuple[str, str], object] = {}
+
+    def shared_reader(path, mode: str = "r"):
+        key = (os.fspath(path), mode)
+        if key not in readers:
+            readers[key] = original_reader(path, mode)
+        return readers[key]
+
+    gguf.GGUFReader = shared_reader
+    gguf.get_tensor_name_map = functools.lru_cache(maxsize=None)(original_name_map)
+    try:
+        yield
+    finally:
+        gguf.GGUFReader, gguf.get_tensor_name_map = original_reader, original_name_map

@@ -1,0 +1,63 @@
+"""Progress a person can watch (issue 23): tokens, rate and ETA before the first completion is out, an ETA that
+does not say "0 s" while work is left, and one warning when decoding is far below the expected rate."""
+
+from __future__ import annotations
+
+import json
+from unittest import mock
+
+from tqdm import tqdm
+
+from evalsuite.cli import main
+from evalsuite.progress import TokenProgress
+
+
+def progress(total: int = 5, max_new_tokens: int = 512, expected: float | None = None) -> TokenProgress:
+    return TokenProgress(tqdm(total=total, disable=True), total, max_new_tokens, expected)
+
+
+def test_eta_before_any_completion_uses_half_the_token_limit():
+    tracker = progress()
+    with mock.patch.object(TokenProgress, "rate", lambda self: 2.0):
+        tracker.on_tokens(10)
+        assert tracker.eta_s() == (5 * 256 - 10) / 2.0
+
+
+def test_a_short_first_completion_does_not_make_the_eta_zero():
+    """5 rows decoding together: one finishes after 40 tokens while 120 more are spread over the other 4."""
+    tracker = progress()
+    with mock.patch.object(TokenProgress, "rate", lambda self: 1.4):
+        tracker.on_tokens(160)
+        tracker.on_completion(40)
+        eta = tracker.eta_s()
+    assert eta > 30  # the four others, each at least as long as it already is (old estimate: 0 s)
+    with mock.patch.object(TokenProgress, "rate", lambda self: 1.4):
+        for _ in range(4):
+            tracker.on_completion(30)
+        assert tracker.eta_s() == 0.0
+
+
+def test_one_warning_when_decoding_is_far_below_the_expected_rate(monkeypatch):
+    monkeypatch.setattr(TokenProgress, "SLOW_AFTER_S", 0.0)
+    slow = progress(expected=100.0)
+    with mock.patch.object(TokenProgress, "rate", lambda self: 5.0):
+        slow.on_tokens(5)
+        first = slow.slow_warning
+        slow.on_tokens(5)
+    assert first and "20x below" in first and "--threads" in first and slow.slow_warning == first
+    fine = progress(expected=10.0)
+    with mock.patch.object(TokenProgress, "rate", lambda self: 5.0):
+        fine.on_tokens(5)
+    assert fine.slow_warning is None  # within the speed model's slack
+
+
+def test_a_real_cpu_run_shows_rate_and_eta_and_records_threads(tiny_model_dir, tmp_path, capsys):
+    model = tiny_model_dir("llama")
+    assert main(["run", "--models", str(model), "--limit", "2", "--n", "2", "--temperature", "0.8",
+                 "--max-new-tokens", "24", "--device", "cpu", "--threads", "1", "--no-leaderboard",
+                 "--output", str(tmp_path)]) == 0
+    err = capsys.readouterr().err
+    assert "tok/s" in err and "ETA ~" in err
+    (record_path,) = tmp_path.glob("*/record.json")
+    record = json.loads(record_path.read_text())
+    assert record["model"]["cpu_threads"] == 1 and record["generation_options"]["threads"] == 1
