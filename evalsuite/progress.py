@@ -104,7 +104,8 @@ def slow_rate_warning(rate: float, expected: float) -> str:
     threads = torch.get_num_threads()
     return (f"decoding at {rate:,.2f} tokens/s, {expected / max(rate, 1e-9):.0f}x below the ~{expected:,.0f} "
             f"expected for this model on {threads} CPU thread(s); likely cause: other processes keep the cores "
-            f"busy (load average {load:.1f} on {cores} cores); try --threads 1, or a quieter machine")
+            f"busy (load average {load:.1f} on {cores} cores); "
+            + ("try --threads 1, or a quieter machine" if threads > 1 else "a quieter machine would help"))
 
 
 def _duration(seconds: float) -> str:
