@@ -147,6 +147,9 @@ def gguf_parsed_once() -> Iterator[None]:
     except ImportError:
         yield
         return
+    if getattr(gguf.GGUFReader, "evalsuite_shared", False):  # already inside such a block
+        yield
+        return
     original_reader, original_name_map = gguf.GGUFReader, gguf.get_tensor_name_map
     readers: dict[tuple[str, str], object] = {}
 
@@ -156,6 +159,7 @@ def gguf_parsed_once() -> Iterator[None]:
             readers[key] = original_reader(path, mode)
         return readers[key]
 
+    shared_reader.evalsuite_shared = True  # type: ignore[attr-defined]
     gguf.GGUFReader = shared_reader
     gguf.get_tensor_name_map = functools.lru_cache(maxsize=None)(original_name_map)
     try:

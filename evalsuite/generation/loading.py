@@ -85,8 +85,6 @@ def pretrained_args(spec: ModelSpec) -> tuple[str, dict[str, Any]]:
 
 def load_config_and_tokenizer(spec: ModelSpec, trust: bool) -> tuple[Any, Any, ModelSpec]:
     """Config and tokenizer (no weights), with the family's defaults filled in from the config."""
-    from transformers import AutoConfig, AutoTokenizer
-
     location, extra = pretrained_args(spec)
     if spec.gguf_file:
         try:
@@ -94,6 +92,16 @@ def load_config_and_tokenizer(spec: ModelSpec, trust: bool) -> tuple[Any, Any, M
         except ImportError:
             raise EvalsuiteError(f"{spec.location}: GGUF checkpoints need the 'gguf' package (pip install gguf)") \
                 from None
+        from evalsuite.generation.gguf_files import gguf_parsed_once
+
+        with gguf_parsed_once():
+            return _config_and_tokenizer(spec, trust, location, extra)
+    return _config_and_tokenizer(spec, trust, location, extra)
+
+
+def _config_and_tokenizer(spec: ModelSpec, trust: bool, location: str, extra: dict) -> tuple[Any, Any, ModelSpec]:
+    from transformers import AutoConfig, AutoTokenizer
+
     try:
         config = AutoConfig.from_pretrained(location, trust_remote_code=trust, **extra)
     except (OSError, ValueError) as exc:
