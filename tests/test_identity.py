@@ -62,8 +62,7 @@ def test_weights_or_tokenizer_changed_in_place_start_a_new_run(tiny_model_dir, t
     assert third["identity"]["checkpoint"]["revision"] != second["identity"]["checkpoint"]["revision"]
     for record in (first, second, third):
         policy = record["identity"]["checkpoint"]
-        # The engine runs on CPU too (GPT-2 is an architecture it covers): the identity names it.
-        assert policy["engine"] == "evalsuite" and {"torch", "transformers"} <= set(policy["versions"])
+        assert policy["engine"] == "transformers" and {"torch", "transformers"} <= set(policy["versions"])
 
 
 def test_every_completion_row_names_its_invocation(tiny_model_dir, tmp_path):

@@ -61,3 +61,38 @@ def test_a_real_cpu_run_shows_rate_and_eta_and_records_threads(tiny_model_dir, t
     (record_path,) = tmp_path.glob("*/record.json")
     record = json.loads(record_path.read_text())
     assert record["model"]["cpu_threads"] == 1 and record["generation_options"]["threads"] == 1
+
+
+def test_ctrl_c_inside_a_batch_keeps_the_rows_that_had_ended(tiny_model_dir):
+    """Plain generate decodes a whole batch in one call: a Ctrl-C in it must still keep the rows that had
+    ended (issue 23: 'Ctrl-C after 2 minutes kept nothing'), each equal to what an uninterrupted run makes."""
+    import pytest
+
+    from evalsuite.generation import GenerationOptions, load_generator
+    from evalsuite.records import GenerationRequest, SamplingParams
+
+    generator = load_generator(str(tiny_model_dir("gpt2")),
+                               GenerationOptions(device="cpu", batch_size=8, engine="transformers", threads=1))
+    stops = ("e", "a", "o", "i")  # letters a random model writes early: those rows end within a few steps
+    requests = [GenerationRequest(task_id=f"t/{i}", prompt=f"def f{i}():\n", sample_indices=(0,),
+                                  stop_sequences=(stops[i // 2],) if i % 2 == 0 else ()) for i in range(8)]
+    params = SamplingParams(max_new_tokens=48)
+    clean = {c.task_id: c for c in generator.generate(requests, params)}
+    ended_early = {c.task_id for c in clean.values() if c.finish_reason == "stop" and c.num_tokens < 30}
+    assert ended_early, "the stop letters should end some rows early"
+
+    steps = []
+
+    def interrupt_at_step_40(count: int) -> None:
+        steps.append(count)
+        if len(steps) == 40:
+            raise KeyboardInterrupt
+
+    generator.token_listener = interrupt_at_step_40
+    kept = []
+    with pytest.raises(KeyboardInterrupt):
+        for completion in generator.generate(requests, params):
+            kept.append(completion)
+    assert {c.task_id for c in kept} >= ended_early
+    assert all(c == clean[c.task_id] for c in kept)
+    assert len(kept) < len(requests)  # the rows still decoding were not made up

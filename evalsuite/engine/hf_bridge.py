@@ -106,7 +106,7 @@ WHOLE_MODEL_PLACEMENTS = (None, "single-device", "gpu")  # placements whose modu
 def engine_for(generator: Any) -> HFEngineBridge | None:
     """The engine for this generator, built once; None where plain ``generate`` must run: the user chose
     ``--engine transformers``, the model is not one the engine covers (architecture, quantized or
-    offloaded weights... see ``Engine.unsupported_reason``), its set-up failed, or it
+    offloaded weights, a device without CUDA... see ``Engine.unsupported_reason``), its set-up failed, or it
     failed earlier in this run. Why it does not run is kept in ``generator._engine_fallback`` (one line,
     written into the run record)."""
     from evalsuite.engine import Engine
@@ -140,4 +140,8 @@ def fallback_reason(generator: Any, engine_cls) -> str | None:
     plan = generator.loaded.placement.get("plan") or {}
     if plan.get("engine_room") is False and choice != "evalsuite":
         return "the loading plan leaves no room for the engine's workspace beside the weights (see the plan's notes)"
+    if generator.model.device.type != "cuda" and choice != "evalsuite":
+        # measured on 2 CPU cores, SmolLM2-135M greedy, 1 thread: plain generate 12.5-13.5 tokens/s, the engine
+        # 9.0-9.8 (docs/benchmarks.md); --engine evalsuite still runs it there
+        return f"the engine runs on CUDA by default; on {generator.model.device.type} plain generate is faster"
     return engine_cls.unsupported_reason(generator.model)

@@ -48,6 +48,7 @@ class HFGenerator(Generator):
         self.context_length = model_context_length(self.model.config)
         self.batch_size: int | None = options.batch_size
         self.oom_halvings = 0
+        self._ended_before_interrupt: list[Completion] = []  # set by _generate_batch on Ctrl-C
 
     @classmethod
     def load(cls, spec: ModelSpec, options: GenerationOptions) -> "HFGenerator":
@@ -75,6 +76,9 @@ class HFGenerator(Generator):
             batch = [pending.popleft() for _ in range(min(size, len(pending)))]
             try:
                 completions = run_batch(batch, params)
+            except KeyboardInterrupt:  # Ctrl-C: the rows of this batch that had already ended are kept
+                yield from self._ended_before_interrupt
+                raise
             except torch.OutOfMemoryError:
                 pending.extendleft(reversed(batch))
                 free_accelerator_memory()
@@ -211,16 +215,29 @@ class HFGenerator(Generator):
         tracker = StopTracker(self.codec, [row.prompt_ids for row in batch],
                               [row.request.stop_sequences for row in batch], prompt_length=length,
                               on_tokens=self.token_listener)
-        with torch.inference_mode():
-            output = self.model.generate(input_ids=input_ids.to(device), attention_mask=attention_mask.to(device),
-                                         generation_config=self._generation_config(max_new),
-                                         logits_processor=processors,
-                                         stopping_criteria=StoppingCriteriaList([tracker]))
+        try:
+            with torch.inference_mode():
+                output = self.model.generate(input_ids=input_ids.to(device), attention_mask=attention_mask.to(device),
+                                             generation_config=self._generation_config(max_new),
+                                             logits_processor=processors,
+                                             stopping_criteria=StoppingCriteriaList([tracker]))
+        except KeyboardInterrupt:
+            self._ended_before_interrupt = self._ended_rows(batch, tracker, length)
+            raise
         generated = output[:, length:].tolist()
         completions = []
         for i, row in enumerate(batch):
             completions.extend(self._completions(row, generated[i], tracker.ended_at[i], tracker.reason[i]))
         return completions
+
+    def _ended_rows(self, batch: list[Row], tracker: StopTracker, length: int) -> list[Completion]:
+        """The completions of the rows that had ended when generation was interrupted (a whole batch is one
+        ``generate`` call: without this, Ctrl-C would lose rows finished minutes ago)."""
+        if tracker.last_input_ids is None:
+            return []
+        generated = tracker.last_input_ids[:, length:].tolist()
+        return [completion for i, row in enumerate(batch) if tracker.ended_at[i] is not None
+                for completion in self._completions(row, generated[i], tracker.ended_at[i], tracker.reason[i])]
 
     def _completions(self, row: Row, generated: list[int], ended_at: int | None,
                      reason: str | None) -> list[Completion]:

@@ -34,6 +34,7 @@ class StopTracker(StoppingCriteria):
         self.window = longest + TAIL_MARGIN_TOKENS
         self.ended_at: list[int | None] = [None] * len(self.prompt_ids)
         self.reason: list[str | None] = [None] * len(self.prompt_ids)
+        self.last_input_ids: torch.Tensor | None = None  # the sequences so far: rows that ended survive a Ctrl-C
 
     def tail_text(self, row: int, generated: list[int], total: int) -> str:
         if total <= self.window:  # the whole continuation, as the completion will read
@@ -42,6 +43,7 @@ class StopTracker(StoppingCriteria):
 
     def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor, **kwargs) -> torch.Tensor:
         total = input_ids.shape[1] - self.prompt_length
+        self.last_input_ids = input_ids
         if self.on_tokens is not None:
             self.on_tokens(sum(ended is None for ended in self.ended_at))
         if total > 0:
