@@ -148,8 +148,11 @@ def test_ctrl_c_keeps_the_work_and_the_record_keeps_every_invocation(tiny_model_
     output = tmp_path / "runs"
     args = run_args(model, output) + ["--batch-size", "2"]
     env = dict(os.environ, OMP_NUM_THREADS="1")
+    # SIGINT back to its default in the child: a suite started in the background (nohup, &) passes it on
+    # ignored, and Python then never raises KeyboardInterrupt
     victim = subprocess.Popen([sys.executable, "-m", "evalsuite", *args], env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                              preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     wait_for_lines("*/completions.jsonl", output, files=1, minimum=2, proc=victim)
     victim.send_signal(signal.SIGINT)
     _, err = victim.communicate(timeout=60)
