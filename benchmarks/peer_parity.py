@@ -440,7 +440,7 @@ def part_bigcode(n: int, max_new_tokens: int, threads: int, work: Path) -> dict:
 
 # -- batch invariance -----------------------------------------------------------------------------------
 
-def part_batch(n: int, max_new_tokens: int, threads: int, work: Path, sizes=(1, 3, 8)) -> dict:
+def part_batch(n: int, max_new_tokens: int, threads: int, work: Path, sizes=(1, 3, 8)) -> dict:  # noqa: PLR0913
     report = {}
     for name, style in (("smollm2", "auto"), ("gemma", "base")):
         model = hf_folder(name)
