@@ -220,13 +220,17 @@ def part_evalplus(n: int, max_new_tokens: int, threads: int, work: Path, stop_re
     for d in docs:
         tid = d["task_id"]
         mine = ours["rows"][tid]
-        # EvalPlus's raw solution is the generated text cut at its first EOS string, tabs as 4 spaces
-        ours_cut = _cut(mine["raw_completion"], peer["eos"]).replace("\t", "    ")
+        # EvalPlus's raw solution is the generated text cut at its first EOS string, tabs as 4 spaces; both
+        # are compared cut at either side's stops (evalsuite stops at "\n```", EvalPlus one token later at
+        # "\n```\n"): the same tokens up to where the earlier rule stops
+        stops = list(peer["eos"]) + list(ours["record"]["task"]["stop_sequences"])
+        ours_cut = _cut(mine["raw_completion"], stops).replace("\t", "    ")
         rows.append({
             "task_id": tid,
             "prompt_tokens_equal": ours_ids[tid] == peer["prompt_ids"][tid],
             "prompt_tokens": [len(ours_ids[tid]), len(peer["prompt_ids"][tid])],
-            "raw_equal": ours_cut == peer["raw"][tid],
+            "raw_equal": ours_cut == _cut(peer["raw"][tid], stops),
+            "raw_exact": _cut(mine["raw_completion"], peer["eos"]).replace("\t", "    ") == peer["raw"][tid],
             "raw_same_tokens_until_a_stop": _prefix_related(mine["raw_completion"], peer["raw"][tid]),
             "program_equal": mine["completion"] == peer_programs[tid],
             "program_equal_to_evalplus_sanitize_of_our_raw": sanitize(_cut(mine["raw_completion"], peer["eos"])
@@ -450,8 +454,7 @@ def part_bigcode(n: int, max_new_tokens: int, threads: int, work: Path) -> dict:
                     "bigcode-evaluation-harness HumanEval protocol (commit 8fc5bae6, written out here), greedy",
                     rows, n, max_new_tokens, ours, peer["seconds"],
                     {"peer_stop_words": peer["stop_words"],
-                     "evalsuite_stop_sequences": ours["record"].get("stop_sequences")
-                     or ours["record"].get("task", {}).get("stop_sequences")})
+                     "evalsuite_stop_sequences": ours["record"]["task"]["stop_sequences"]})
 
 
 # -- batch invariance -----------------------------------------------------------------------------------
