@@ -15,7 +15,7 @@ import yaml
 from evalsuite.errors import EvalsuiteError
 
 SAMPLING_KEYS = {"n", "temperature", "top_p", "top_k", "max_new_tokens", "k"}
-PROMPT_KEYS = {"prompt_style", "strip_prompt"}
+PROMPT_KEYS = {"prompt_style", "strip_prompt", "stop_sequences"}  # stop_sequences: {task: [stops]}
 PRESET_KEYS = SAMPLING_KEYS | PROMPT_KEYS | {"description", "source"}
 
 

@@ -53,12 +53,24 @@ def request_key(spec: Any, task: Any, problem_ids: Sequence[str], config: Any) -
         "spec": {k: v for k, v in spec.to_dict().items() if k != "name"},  # ./ckpt and /abs/ckpt: one model "task": task.name,
         "dataset_sha256": task.dataset_sha256, "prompt_template": task.prompt_template,
         "problem_ids": list(problem_ids), "sampling": config.sampling.to_dict(),
-        "prompt": {"style": config.prompt.style, "strip_prompt": config.prompt.strip_prompt},
+        "prompt": _prompt_key(config.prompt, task.name),
         "generation": config.generation.to_dict(),
         "versions": {name: _version(name) for name in ("torch", "transformers", "accelerate", "gguf")},
         "gpus": {"visible": os.environ.get("CUDA_VISIBLE_DEVICES"), "present": os.path.exists("/dev/nvidiactl")},
     }
     return hashlib.sha256(json.dumps(blob, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _prompt_key(protocol: Any, task_name: str) -> dict[str, Any]:
+    """The prompt protocol's part of the key; stripping both ends and a preset's stop sequences (issue 21)
+    are only named where they apply, so the keys of other runs stay as they were."""
+    key: dict[str, Any] = {"style": protocol.style, "strip_prompt": protocol.strip_prompt}
+    if protocol.strip_prompt:
+        key["strip"] = "both ends"
+    stops = protocol.stops_for(task_name) if hasattr(protocol, "stops_for") else ()
+    if stops:
+        key["stops"] = list(stops)
+    return key
 
 
 def finished_record(output_dir: Path, display: str, task_name: str, key: str, n: int,

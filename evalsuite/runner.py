@@ -151,6 +151,8 @@ def prompt_settings(decision: PromptDecision, protocol: PromptProtocol, stops: S
                          "source": "EvalPlus 0.3.1: evalplus/codegen.py, evalplus/provider/utility.py"})
     else:
         settings["strip_prompt"] = protocol.strip_prompt
+        if protocol.strip_prompt:  # prompt.strip() since issue 21 (rstrip before): another run, never resumed
+            settings["strip"] = "both ends"
     return settings
 
 
@@ -322,7 +324,7 @@ def run_one(generator: Generator, model_name: str, model_id: str, model_stops: S
         stops = merge_stops(INSTRUCT_STOP_SEQUENCES if asking.opened_fence else (), model_stops)
     else:
         asking = Asking("base", strip_prompt=config.prompt.strip_prompt)
-        stops = stop_sequences_for(task, model_stops)
+        stops = merge_stops(stop_sequences_for(task, model_stops), config.prompt.stops_for(task.name))
     prompt = prompt_settings(decision, config.prompt, stops)
     identity = run_identity(model_id, task, problems, stops, config.sampling, generator.weights_identity(),
                             prompt=prompt, model=generator.identity(), revision=revision)

@@ -37,18 +37,23 @@ def test_keeps_imports_entry_point_and_what_it_reaches_only():
     kept = sanitize(PROGRAM, "solve")
     assert kept == ('import math\nfrom typing import List\nSCALE = 2\ndef helper(x):\n    return x * SCALE\n'
                     'def solve(xs: List[int]) -> int:\n    """Doc."""\n'
-                    '    return sum(helper(x) for x in xs) + math.floor(0.5)\n')
+                    '    return sum(helper(x) for x in xs) + math.floor(0.5)')
     namespace: dict = {}
     exec(kept, namespace)  # noqa: S102 - our own literal program
     assert namespace["solve"]([1, 2]) == 6
 
 
-def test_never_empties_valid_code_and_keeps_the_last_definition():
-    body_only = "    return sorted(xs)\n"
-    assert sanitize("x = 1\nprint(x)\n", "solve") == "x = 1\nprint(x)\n"  # no entry point: kept whole
-    assert extract_program(body_only, "solve", opened_fence=True).strip() == ""  # indented body cannot parse
+def test_evalplus_rules_first_definition_returning_functions_imports_first():
+    """EvalPlus 0.3.1's sanitize (issue 21): the first definition of a name wins, a function without a
+    ``return`` is no definition, imports come first, and without the entry point only imports remain."""
     twice = "def solve():\n    return 1\n\ndef solve():\n    return 2\n"
-    assert sanitize(twice, "solve") == "def solve():\n    return 2\n"
+    assert sanitize(twice, "solve") == "def solve():\n    return 1"
+    assert sanitize("def solve(a):\n    print(a)\n", "solve") == "def solve(a):\n    print(a)"  # nothing kept
+    assert sanitize("def solve():\n    return os.sep\nimport os\n", "solve") == "import os\ndef solve():\n    return os.sep"
+    assert sanitize("x = 1\nprint(x)\n", "solve") == "x = 1\nprint(x)"  # nothing reached: the code itself
+    assert sanitize("def f():\n    return 1  # tail\n", "f") == "def f():\n    return 1  # tail"
+    body_only = "    return sorted(xs)\n"
+    assert extract_program(body_only, "solve", opened_fence=True).strip() == body_only.strip()  # lines[0], as EvalPlus
 
 
 def test_truncated_answer_keeps_its_longest_parsable_part():
@@ -60,25 +65,39 @@ def test_truncated_answer_keeps_its_longest_parsable_part():
 def test_fenced_block_that_defines_the_entry_point_wins():
     answer = ("Sure! First a helper idea:\n```python\nx = 1\n```\nNow the solution:\n```python\n"
               "def solve(a):\n    return a + 1\n```\nUsage:\n```python\nprint(solve(1))\n```\nDone.")
-    assert extract_program(answer, "solve") == "def solve(a):\n    return a + 1\n"
+    assert extract_program(answer, "solve") == "def solve(a):\n    return a + 1"
 
 
 def test_opened_fence_of_the_response_prefix():
     raw = "def solve(a):\n    return a * 2\n```\n\nThis doubles a.\n```python\nprint(solve(2))\n```"
-    assert extract_program(raw, "solve", opened_fence=True) == "def solve(a):\n    return a * 2\n"
+    assert extract_program(raw, "solve", opened_fence=True) == "def solve(a):\n    return a * 2"
     unterminated = "import os\ndef solve(a):\n    return a * 2\n"
-    assert extract_program(unterminated, "solve", opened_fence=True) == unterminated
+    assert extract_program(unterminated, "solve", opened_fence=True) == unterminated.strip()
 
 
 def test_thinking_is_removed():
     answer = "<think>Maybe def solve(): return 0?\n```python\ndef solve():\n    return 0\n```</think>" \
              "```python\ndef solve():\n    return 42\n```"
-    assert extract_program(answer, "solve") == "def solve():\n    return 42\n"
+    assert extract_program(answer, "solve") == "def solve():\n    return 42"
     assert strip_thinking("plan...</think>answer") == "answer"
     assert strip_thinking("answer<think>never closed") == "answer"
 
 
 def test_plain_code_without_fences_is_sanitized():
     program = extract_program("def solve(n):\n    return n\n\nprint(solve(3))\n", "solve")
-    assert program == "def solve(n):\n    return n\n"
+    assert program == "def solve(n):\n    return n"
     ast.parse(program)
+
+
+def test_same_programs_as_evalplus_own_sanitize():
+    """Checked against the ``evalplus`` package's own tree-sitter sanitizer where it can be imported."""
+    import pytest
+
+    evalplus_sanitize = pytest.importorskip("evalplus.sanitize").sanitize
+    cases = [PROGRAM, "x = 1\nprint(x)\n", "def solve():\n    return 1\n\ndef solve():\n    return 2\n",
+             "def solve(xs):\n    return len(xs)\n\ndef other(y):\n    if y:\n        return [1,",
+             "def solve(a):\n    print(a)\n", "class A:\n    pass\ndef solve():\n    return A()\n",
+             "def solve():\n    return 1\n    # trailing\n\nx=1\n", "X = 1  # c\ndef solve():\n    return X\n",
+             "def solve(a):\n    return a\n```\n\nsome prose", "", "    return sorted(xs)\n"]
+    for code in cases:
+        assert sanitize(code, "solve") == evalplus_sanitize(code, "solve"), code

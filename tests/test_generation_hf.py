@@ -214,6 +214,10 @@ def test_strip_prompt_maps_completion_back():
     assert prompt + completion_for_original(prompt, seen, "\n    return x") == seen + "\n    return x"
     assert completion_for_original(prompt, seen, " pass") == " pass"  # could not be mapped: kept as written
     assert completion_for_original(prompt, prompt, "    return x") == "    return x"
+    # bigcode strips both ends (doc["prompt"].strip()); HumanEval prompts after the first start with "\n"
+    lead = "\n\n" + prompt
+    assert base_prompt(lead, strip=True) == seen
+    assert lead + completion_for_original(lead, seen, "\n    return x") == lead.rstrip() + "\n    return x"
 
 
 def test_greedy_samples_share_one_decode(tiny_model_dir):

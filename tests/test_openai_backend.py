@@ -272,4 +272,4 @@ def test_instruct_style_uses_chat_completions_with_the_evalplus_message():
     body = server.requests[0][1]
     assert body["messages"] == server_messages(request.prompt) and "prompt" not in body
     assert completion.raw_text.startswith("Sure:") and plain.text == "    return 0"
-    assert extract_program(completion.raw_text, "f") == "def f():\n    return 7\n"
+    assert extract_program(completion.raw_text, "f") == "def f():\n    return 7"

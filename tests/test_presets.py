@@ -34,3 +34,15 @@ def test_unknown_preset_lists_known_ones():
     with pytest.raises(EvalsuiteError, match="unknown preset 'nope'; known presets: .*codex-pass1"):
         sampling_from_args(args(preset="nope"))
     assert {p.name for p in list_presets()} >= {"codex-pass1", "codex-pass100", "greedy"}
+
+
+def test_bigcode_preset_carries_bigcode_stop_words_for_humaneval_only():
+    """bigcode_eval/tasks/humaneval.py's stop words (issue 21), added to HumanEval's own for base style."""
+    from evalsuite.commands.run import protocol_from_args
+
+    protocol = protocol_from_args(argparse.Namespace(preset="bigcode", prompt_style=None, strip_prompt=None))
+    assert protocol.strip_prompt and protocol.style == "base"
+    assert protocol.stops_for("humaneval") == ("\nclass", "\ndef", "\n#", "\n@", "\nprint", "\nif", "\n```",
+                                               "<file_sep>")
+    assert protocol.stops_for("mbpp") == ()
+    assert protocol_from_args(argparse.Namespace(preset="evalplus", prompt_style=None, strip_prompt=None)).task_stops == ()

@@ -2,14 +2,16 @@
 
 An instruct answer is prose around one or more fenced code blocks, sometimes after a ``<think>`` block.
 :func:`extract_program` removes reasoning, picks the code block that defines the entry point and
-sanitizes it, following EvalPlus's ``evalplus/sanitize.py`` (0.3.1) with Python's own ``ast`` instead of
-tree-sitter:
+sanitizes it exactly as EvalPlus 0.3.1's ``evalplus/sanitize.py::sanitize`` does, with Python's own ``ast``
+instead of tree-sitter (checked against the ``evalplus`` package in ``tests/test_extraction.py`` and on real
+answers in ``benchmarks/peer_parity.py``, issue 21):
 
-* the longest run of lines that parses is kept when the whole does not (an answer cut at max tokens);
-* of the top-level statements, imports are kept, and the functions, classes and assignments the entry
-  point reaches through the names it uses; test calls, prints and ``if __name__`` blocks are dropped;
-* a name defined twice keeps its last definition (what running the module would bind);
-* code that does not define the entry point is kept whole: the sanitizer never empties valid code.
+* the longest run of lines that parses is kept (an answer cut at max tokens), the first of equal runs;
+* of the top-level statements, every import is kept, then the classes, the functions that contain a
+  ``return`` and the single-name assignments that the entry point reaches through its identifiers; test
+  calls, prints, ``if __name__`` blocks and decorated definitions are dropped;
+* a name defined twice keeps its FIRST definition (EvalPlus's rule, not what running the module binds);
+* when nothing is kept (no entry point and no imports), the longest parsable run itself.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import re
 
 FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:\n[ \t]*```|\Z)", re.DOTALL)
 _PYTHON_TAGS = ("", "python", "py", "python3")
-MAX_SEARCH_LINES = 400  # the longest-parsable-span search is quadratic; answers past this are cut
+MAX_SEARCH_LINES = 400  # longer answers are cut here (768 tokens are far fewer lines); EvalPlus has no cap
 
 
 def strip_thinking(text: str) -> str:
@@ -55,82 +57,138 @@ def select_code(text: str, entry_point: str) -> str:
 
 
 def longest_parsable(code: str) -> str:
-    """``code`` when it parses; otherwise its longest run of lines (most non-blank lines) that does, ``""``
-    when none does. Runs start at unindented lines, as top-level code must."""
-    try:
-        ast.parse(code)
-        return code
-    except SyntaxError:
-        pass
+    """EvalPlus's ``code_extract``: the run of at least two lines with the most non-blank lines that parses,
+    the first such run when several tie (``lines[0]`` when none parses, as EvalPlus returns). The same
+    result as EvalPlus's quadratic search, found with far fewer parses: for each start, the longest end
+    that parses is found from the end down, then cut back to its last non-blank line."""
     lines = code.split("\n")[:MAX_SEARCH_LINES]
     weight = [0]
     for line in lines:
         weight.append(weight[-1] + (1 if line.strip() else 0))
     best, best_span = 0, (0, 0)
-    for start, line in enumerate(lines):
-        if not line.strip() or line[0].isspace():
-            continue
-        for end in range(len(lines), start, -1):
-            if weight[end] - weight[start] <= best:
+    for start in range(len(lines)):
+        if weight[len(lines)] - weight[start] <= best:
+            break  # no run from here on can beat the best: later starts only have fewer lines
+        for end in range(len(lines) - 1, start, -1):  # inclusive end, at least two lines (EvalPlus: j > i)
+            if weight[end + 1] - weight[start] <= best:
                 break
-            try:
-                ast.parse("\n".join(lines[start:end]))
-            except SyntaxError:
-                continue
-            best, best_span = weight[end] - weight[start], (start, end)
-            break
-    return "\n".join(lines[best_span[0]:best_span[1]])
+            if _parses("\n".join(lines[start:end + 1])):
+                count = weight[end + 1] - weight[start]
+                while end > start + 1 and weight[end] - weight[start] == count:
+                    end -= 1  # the first end with this count, as EvalPlus's ascending search keeps
+                best, best_span = count, (start, end)
+                break
+    return "\n".join(lines[best_span[0]:best_span[1] + 1])
 
 
-def _defined_name(node: ast.stmt) -> str | None:
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return node.name
-    if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-        return node.targets[0].id
-    if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-        return node.target.id
-    return None
+def _parses(code: str) -> bool:
+    try:
+        ast.parse(code)
+        return True
+    except (SyntaxError, MemoryError, ValueError):
+        return False
 
 
-def _used_names(node: ast.AST) -> set[str]:
-    names = set()
+def _has_return(node: ast.AST) -> bool:
+    return any(isinstance(child, ast.Return) for child in ast.walk(node))
+
+
+def _identifiers(node: ast.AST) -> set[str]:
+    """Every identifier in ``node``, as tree-sitter's ``identifier`` nodes that EvalPlus's ``get_deps``
+    collects: names, attribute names, parameters, keyword arguments, imported and defined names."""
+    names: set[str] = set()
     for child in ast.walk(node):
         if isinstance(child, ast.Name):
             names.add(child.id)
         elif isinstance(child, ast.Attribute):
             names.add(child.attr)
+        elif isinstance(child, ast.arg):
+            names.add(child.arg)
+        elif isinstance(child, ast.keyword) and child.arg:
+            names.add(child.arg)
+        elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(child.name)
+        elif isinstance(child, ast.alias):
+            names.update(part for part in child.name.split(".") if part != "*")
+            if child.asname:
+                names.add(child.asname)
+        elif isinstance(child, ast.ImportFrom) and child.module:
+            names.update(child.module.split("."))
+        elif isinstance(child, (ast.Global, ast.Nonlocal)):
+            names.update(child.names)
+        elif isinstance(child, ast.ExceptHandler) and child.name:
+            names.add(child.name)
     return names
 
 
 def sanitize(code: str, entry_point: str) -> str:
-    """Imports plus the definitions the entry point reaches (see the module docstring)."""
-    code = longest_parsable(code)
-    if not code.strip():
-        return code
-    module = ast.parse(code)
-    lines = code.split("\n")
+    """EvalPlus 0.3.1's ``evalplus/sanitize.py::sanitize``, with Python's ``ast`` for tree-sitter: of the
+    longest parsable run (:func:`longest_parsable`), every import, then the top-level classes, functions
+    that contain a ``return`` and single-name assignments the entry point reaches through its identifiers,
+    the first definition of a name winning (decorated definitions, expressions, ``if`` blocks are
+    dropped); imports first, then definitions in source order, joined by newlines and stripped. When
+    that is empty, the longest parsable run itself."""
+    extracted = longest_parsable(code)
+    kept = _target_code(extracted, entry_point).strip()
+    return kept if kept else extracted
+
+
+def _target_code(code: str, entry_point: str) -> str:
+    try:
+        module = ast.parse(code)
+    except (SyntaxError, MemoryError, ValueError):
+        return ""  # tree-sitter finds no definitions in a line that does not parse either
     imports: list[ast.stmt] = []
-    definitions: dict[str, ast.stmt] = {}
+    definitions: list[tuple[str | None, ast.AST]] = []
+    seen: set[str | None] = set()
     for node in module.body:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             imports.append(node)
-        elif (name := _defined_name(node)) is not None:
-            definitions[name] = node  # the last definition wins, as when the module runs
-    if entry_point not in definitions:
-        return code  # nothing to anchor on: never empty valid code
-    reached, queue = {entry_point}, [entry_point]
+            continue
+        if getattr(node, "decorator_list", None):
+            continue  # tree-sitter's decorated_definition: not a class or function node to EvalPlus
+        if isinstance(node, ast.ClassDef):
+            name, keep = node.name, True
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            name, keep = node.name, _has_return(node)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            target = node.targets[0] if isinstance(node, ast.Assign) else node.target
+            name, keep = (target.id if isinstance(target, ast.Name) else None), True
+        else:
+            continue
+        if keep and name not in seen:
+            definitions.append((name, node))
+            seen.add(name)
+    reached = {entry_point}
+    graph = {name: _identifiers(node) for name, node in definitions}
+    queue = [entry_point]
     while queue:
-        for name in _used_names(definitions[queue.pop()]):
-            if name in definitions and name not in reached:
+        for name in graph.get(queue.pop(0), ()):
+            if name not in reached:
                 reached.add(name)
                 queue.append(name)
-    kept = imports + [node for name, node in definitions.items() if name in reached]
-    kept.sort(key=lambda node: node.lineno)
-    pieces = []
-    for node in kept:
-        first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
-        pieces.append("\n".join(lines[first - 1:node.end_lineno]))
-    return "\n".join(pieces) + "\n"
+    pieces = [ast.get_source_segment(code, node) or "" for node in imports]
+    pieces += [_segment(code, node) for name, node in definitions if name in reached]
+    return "\n".join(pieces)
+
+
+def _segment(code: str, node: ast.AST) -> str:
+    """The node's source as tree-sitter spans it: a class or function block also holds the comments that
+    end its last line or follow it, indented, before the next statement."""
+    text = ast.get_source_segment(code, node) or ""
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return text
+    lines = code.split("\n")
+    last = lines[node.end_lineno - 1]
+    rest = last.encode()[node.end_col_offset:].decode(errors="replace")
+    extra = [rest.rstrip()] if rest.strip().startswith("#") else [""]
+    for line in lines[node.end_lineno:]:
+        if line.strip() and not (line[0].isspace() and line.strip().startswith("#")):
+            break
+        extra.append(line.rstrip())
+    while len(extra) > 1 and not extra[-1].strip():
+        extra.pop()
+    return text + ("\n".join(extra) if extra != [""] else "")
 
 
 def extract_program(answer: str, entry_point: str, opened_fence: bool = False) -> str:

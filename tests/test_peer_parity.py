@@ -1,0 +1,163 @@
+"""Issue 21 in CI: batch invariance on a real checkpoint and a small fixed slice of the peer comparison.
+
+The full comparison (40 problems per peer) is ``benchmarks/peer_parity.py`` (docs/benchmarks.md, "Parity
+with the peers' own pipelines (issue 21)"). Here:
+
+* greedy completions of SmolLM2-135M (float32, CPU) are the same at batch sizes 1 and 3 (mixed prompt
+  lengths, so left padding, position ids and attention masks are exercised), with ``--engine
+  transformers`` and with the default engine;
+* the protocol text evalsuite follows is the peers' own: lm-eval 0.4.13's ``humaneval.yaml`` (fetched from
+  PyPI like the evalplus wheel, tests/real_models.py) has evalsuite's prompt and stop sequences; the
+  ``bigcode`` preset has bigcode's stop words and ``prompt.strip()``;
+* where lm-eval is importable, its own ``HFLM.generate_until`` and evalsuite give the same completions
+  on two problems of gemma-3-270m; where EvalPlus's codegen can run (``stop_sequencer``), its codegen and
+  sanitizer give the same program as evalsuite on one SmolLM2 problem. Each skips cleanly otherwise.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from evalsuite.generation import GenerationOptions, load_generator
+from evalsuite.plugins import TaskRegistry
+from evalsuite.records import GenerationRequest, SamplingParams
+from evalsuite.task import DEFAULT_STOP_SEQUENCES
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def humaneval():
+    return TaskRegistry.discover([]).get("humaneval")
+
+
+def hf_folder(gguf: Path, out: Path) -> Path:
+    """The GGUF checkpoint as a float32 Hugging Face folder (what the peers load)."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    if (out / "model.safetensors").is_file():
+        return out
+    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    plain = AutoModelForCausalLM.from_config(model.config, dtype=torch.float32)
+    plain.load_state_dict(model.state_dict())
+    plain.generation_config = model.generation_config
+    plain.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    return out
+
+
+@pytest.mark.parametrize("engine", ["transformers", "auto"])
+def test_greedy_completions_do_not_depend_on_the_batch(smollm2_path, humaneval, engine):
+    problems = [humaneval.problems()[i] for i in (0, 2, 7)]  # 3 prompt lengths: padding in a batch of 3
+    requests = [GenerationRequest(p.task_id, p.prompt, (0,), stop_sequences=DEFAULT_STOP_SEQUENCES) for p in problems]
+    params = SamplingParams(max_new_tokens=12)
+    texts = {}
+    generator = load_generator(str(smollm2_path), GenerationOptions(device="cpu", engine=engine, batch_size=1))
+    try:
+        for size in (1, 3):
+            generator.batch_size = size
+            texts[size] = {c.task_id: c.raw_text for c in generator.generate(requests, params)}
+        used = generator.describe()["engine"]
+    finally:
+        generator.close()
+    assert texts[1] == texts[3] and len(texts[1]) == 3
+    assert any(text.strip() for text in texts[1].values())
+    if engine == "transformers":
+        assert used == "transformers"
+
+
+def test_lm_eval_task_yaml_is_evalsuites_protocol():
+    """lm-eval 0.4.13's humaneval task: the prompt is the problem's prompt as is, and ``until`` is the
+    Codex stop set evalsuite's HumanEval uses."""
+    import yaml
+
+    from real_models import Unavailable, fetch_wheel
+
+    try:
+        folder = fetch_wheel("lm-eval", "0.4.13")
+    except Unavailable as exc:
+        pytest.skip(str(exc))
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.add_constructor("!function", lambda loader, node: loader.construct_scalar(node))
+    config = yaml.load((folder / "lm_eval" / "tasks" / "humaneval" / "humaneval.yaml").read_text(), Loader=Loader)
+    assert config["doc_to_text"] == "{{prompt}}" and config["num_fewshot"] == 0
+    assert sorted(config["generation_kwargs"]["until"]) == sorted(DEFAULT_STOP_SEQUENCES)
+    assert config["generation_kwargs"]["do_sample"] is False
+    assert config["filter_list"][0]["filter"][0]["filter_fn"] == "utils.build_predictions"
+
+
+def test_bigcode_preset_is_bigcodes_protocol():
+    """bigcode_eval/tasks/humaneval.py: ``doc["prompt"].strip()`` and its stop words."""
+    from evalsuite.generation.prompting import base_prompt, completion_for_original
+    from evalsuite.presets import load_preset
+
+    preset = load_preset("bigcode")
+    assert preset.prompt["stop_sequences"]["humaneval"] == ["\nclass", "\ndef", "\n#", "\n@", "\nprint", "\nif",
+                                                            "\n```", "<file_sep>"]
+    prompt = TaskRegistry.discover([]).get("humaneval").problems()[2].prompt
+    assert prompt.startswith("\n") and base_prompt(prompt, True) == prompt.strip()
+    assert prompt + completion_for_original(prompt, prompt.strip(), "\n    return 1") == prompt.rstrip() + "\n    return 1"
+
+
+def test_lm_eval_generate_until_gives_evalsuites_completions(gemma_path, humaneval, tmp_path_factory):
+    if importlib.util.find_spec("lm_eval") is None or importlib.util.find_spec("accelerate") is None:
+        pytest.skip("lm-eval 0.4.13 (with accelerate) is not installed")
+    from lm_eval.api.instance import Instance
+    from lm_eval.models.huggingface import HFLM
+
+    folder = hf_folder(gemma_path, tmp_path_factory.mktemp("gemma-hf"))
+    problems = humaneval.problems()[:2]
+    gen_kwargs = {"until": list(DEFAULT_STOP_SEQUENCES), "max_gen_toks": 16, "do_sample": False}
+    lm = HFLM(pretrained=str(folder), dtype="float32", device="cpu", batch_size=1)
+    theirs = lm.generate_until([Instance("generate_until", {"prompt": p.prompt}, (p.prompt, dict(gen_kwargs)), 0)
+                                for p in problems], disable_tqdm=True)
+    del lm
+    generator = load_generator(str(folder), GenerationOptions(device="cpu"))
+    try:
+        ours = {c.task_id: c.text for c in generator.generate(
+            [GenerationRequest(p.task_id, p.prompt, (0,), stop_sequences=DEFAULT_STOP_SEQUENCES) for p in problems],
+            SamplingParams(max_new_tokens=16))}
+    finally:
+        generator.close()
+    assert [ours[p.task_id] for p in problems] == theirs
+
+
+def test_evalplus_codegen_and_sanitizer_give_evalsuites_program(smollm2_path, humaneval, tmp_path_factory):
+    for module in ("evalplus", "stop_sequencer", "tree_sitter", "tree_sitter_python", "accelerate"):
+        if importlib.util.find_spec(module) is None:
+            pytest.skip(f"{module} is not installed (EvalPlus's codegen needs it)")
+    from evalplus.provider.hf import HuggingFaceDecoder
+    from evalplus.sanitize import sanitize
+
+    from evalsuite.generation.extraction import extract_program
+    from evalsuite.generation.prompting import INSTRUCTION_PREFIX, RESPONSE_PREFIX, chat_prompt
+
+    folder = hf_folder(smollm2_path, tmp_path_factory.mktemp("smollm2-hf"))
+    problem = humaneval.problems()[0]
+    decoder = HuggingFaceDecoder(name=str(folder), dataset="humaneval", batch_size=1, temperature=0.0,
+                                 dtype="float32", instruction_prefix=INSTRUCTION_PREFIX,
+                                 response_prefix=RESPONSE_PREFIX)
+    decoder.max_new_tokens = 48
+    [impl] = decoder.codegen(problem.prompt.strip() + "\n", do_sample=False, num_samples=1)
+    del decoder
+    generator = load_generator(str(folder), GenerationOptions(device="cpu"))
+    try:
+        [completion] = generator.generate([GenerationRequest(problem.task_id, problem.prompt, (0,),
+                                                             stop_sequences=("\n```",), prompt_style="instruct")],
+                                          SamplingParams(max_new_tokens=48))
+        assert chat_prompt(generator.codec.tokenizer, problem.prompt)  # the same text EvalPlus builds (test_prompting)
+    finally:
+        generator.close()
+    assert impl.startswith(completion.text) or completion.text.startswith(impl)
+    assert extract_program(completion.text, problem.entry_point, opened_fence=True) == \
+        sanitize(impl, problem.entry_point)
