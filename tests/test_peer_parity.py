@@ -136,8 +136,11 @@ def test_evalplus_codegen_and_sanitizer_give_evalsuites_program(smollm2_path, hu
     for module in ("evalplus", "stop_sequencer", "tree_sitter", "tree_sitter_python", "accelerate"):
         if importlib.util.find_spec(module) is None:
             pytest.skip(f"{module} is not installed (EvalPlus's codegen needs it)")
-    from evalplus.provider.hf import HuggingFaceDecoder
-    from evalplus.sanitize import sanitize
+    try:  # evalplus's own imports pull in more of its dependencies (tempdir, appdirs, ...)
+        from evalplus.provider.hf import HuggingFaceDecoder
+        from evalplus.sanitize import sanitize
+    except ImportError as exc:
+        pytest.skip(f"EvalPlus's codegen cannot be imported here: {exc}")
 
     from evalsuite.generation.extraction import extract_program
     from evalsuite.generation.prompting import INSTRUCTION_PREFIX, RESPONSE_PREFIX, chat_prompt
