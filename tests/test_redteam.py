@@ -5,6 +5,14 @@ All of them run in one two-worker batch, each followed by a correct control of i
 survive every attack and still pass the controls. Samples that try to keep state from one sample to the
 next run back to back on a single worker. Planted secrets are random, so their text can only show up in
 an outcome if an attack READ it.
+
+Issue 20's classes, and where each is attacked: cross-sample state (network, page cache, file metadata, IPC,
+scheduler, kernel counters; writer/reader pairs and learners), denial of other verdicts (CPU and memory
+attackers beside honest samples) and host information in tests/test_redteam_state.py; oracles from the
+checker's behaviour (learners, random state), reporting integrity (forged frames, exit 70, samples-file
+fields on the page) and the checker's own memory in tests/test_redteam_checker.py; compilation as written in
+tests/test_sandbox.py and tests/test_parity_peers.py. Every attack in all of them undoes the peers'
+reliability_guard first (redteam_attacks.unguarded), so that it tests the jail.
 """
 
 from __future__ import annotations
