@@ -112,15 +112,24 @@ def use_expandable_segments() -> None:
         pass
 
 
+def usable_cores() -> int:
+    """The CPUs this process may run on (its affinity mask, which containers and pinning narrow)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def load_average() -> float:
+    """Runnable processes over the last minute (0 where the platform cannot say)."""
+    return os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+
+
 def choose_cpu_threads(requested: int | None = None) -> int:
     """Threads for CPU generation: ``--threads`` if given, else the cores not already busy when the run starts
     (at least one). Why: on 2 cores kept busy by other jobs, two torch threads took 1.1-2.7 s per decode step
     of a 135M model and one thread 0.23 s (issue 23): threads that wait for a busy core stall every step."""
     if requested is not None:
         return requested
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    busy = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
-    return max(1, min(cores, int(cores - busy + 0.5)))
+    cores = usable_cores()
+    return max(1, min(cores, int(cores - load_average() + 0.5)))
 
 
 def set_cpu_threads(requested: int | None = None) -> int:

@@ -11,7 +11,7 @@ carry its ``invocation_id``.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 
 @dataclass
@@ -30,9 +30,11 @@ class Invocation:
         return asdict(self)
 
 
-def earlier_invocations(previous: Mapping[str, Any] | None, rows: Iterable[Mapping[str, Any]]) -> list[dict]:
+def earlier_invocations(previous: Mapping[str, Any] | None,
+                        saved_rows: Callable[[], Iterable[Mapping[str, Any]]]) -> list[dict]:
     """The invocations an earlier record lists (records older than this list: one, rebuilt from its fields);
-    any still ``running`` was cut off, and is completed from the saved rows that carry its id."""
+    any still ``running`` was cut off, and is completed from the saved rows that carry its id (``saved_rows``
+    reads them, only then)."""
     if not previous:
         return []
     listed = [dict(entry) for entry in previous.get("invocations") or []]
@@ -49,7 +51,7 @@ def earlier_invocations(previous: Mapping[str, Any] | None, rows: Iterable[Mappi
         for entry in cut_off.values():
             entry.update(status="interrupted", completions_generated=0, tokens_generated=0,
                          generate_s=entry.get("generate_s") or None)
-        for row in rows:
+        for row in saved_rows():
             entry = cut_off.get(row.get("invocation_id"))
             if entry is not None:
                 entry["completions_generated"] += 1

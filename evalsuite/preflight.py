@@ -86,10 +86,9 @@ def check_generation_options(options: Any, sampling: Any) -> None:
         raise EvalsuiteError(f"--base-url is for --backend openai (or auto); --backend {options.backend} would "
                              "ignore it")
     if options.strategy is not None:
-        from evalsuite.planner.ladder import STRATEGIES
+        from evalsuite.planner.ladder import check_strategy
 
-        if options.strategy not in STRATEGIES:
-            raise EvalsuiteError(f"--strategy {options.strategy!r} is not one of: {', '.join(STRATEGIES)}")
+        check_strategy(options.strategy)
 
 
 def check_model_files(names: Sequence[str]) -> None:

@@ -95,13 +95,11 @@ class TokenProgress:
 def slow_rate_warning(rate: float, expected: float) -> str:
     """Why a CPU run may decode far below the expected rate: the usual cause is cores other jobs keep busy,
     which stalls every step of torch's threads (issue 23: 0.84 tokens/s where ~40 were expected)."""
-    import os
-
     import torch
 
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    threads = torch.get_num_threads()
+    from evalsuite.devices import load_average, usable_cores
+
+    cores, load, threads = usable_cores(), load_average(), torch.get_num_threads()
     return (f"decoding at {rate:,.2f} tokens/s, {expected / max(rate, 1e-9):.0f}x below the ~{expected:,.0f} "
             f"expected for this model on {threads} CPU thread(s); likely cause: other processes keep the cores "
             f"busy (load average {load:.1f} on {cores} cores); "

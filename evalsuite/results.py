@@ -8,12 +8,13 @@ covers ``evalsuite leaderboard --json``. Nothing here imports torch.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 from evalsuite.scoring.passk import PassAtK  # one type for pass@k everywhere: scores, API results, --json
+from evalsuite.scoring.score import Score
 
 OUTPUT_SCHEMA_VERSION = "1.0"
 OUTPUT_SCHEMA_PATH = Path(__file__).parent / "reporting" / "cli_output.schema.json"
@@ -91,7 +92,6 @@ class RunResult:
     leaderboard: Path | None = None  # leaderboard.json, when it was updated
     fail_under: FailUnder | None = None
     command: str = "run"
-    entries: list[Any] = field(default_factory=list, repr=False)  # the leaderboard entries added (not in JSON)
 
     def score(self, model: str, task: str) -> TaskScore:
         """The score of ``model`` (as given, or its display name) on ``task``."""
@@ -111,26 +111,16 @@ class RunResult:
 EvaluateResult = RunResult
 
 
-def _pass_at(summary: Mapping[str, Any]) -> tuple[dict[int, PassAtK], dict[int, str]]:
-    pass_at = {}
-    for name, (low, high) in summary.get("ci95", {}).items():
-        k = int(name.split("@", 1)[1])
-        pass_at[k] = PassAtK(k, float(summary[name]), float(low), float(high), summary.get("ci_method", {}).get(name))
-    not_computable = {int(name.split("@", 1)[1]): reason for name, reason in summary.get("not_computable", {}).items()}
-    return dict(sorted(pass_at.items())), not_computable
-
-
-def score_from_summary(summary: Mapping[str, Any], *, model: str, model_id: str, task: str, n: int,
-                       n_problems_in_task: int, run_id: str, run_dir: Path, summary_path: Path, report: Path,
-                       record: Path | None = None, generated_now: int | None = None) -> TaskScore:
-    """A :class:`TaskScore` from a summary.json (:meth:`evalsuite.scoring.Score.summary_json` plus counts)."""
-    pass_at, not_computable = _pass_at(summary)
-    n_problems = int(summary["n_problems"])
+def task_score(scored: Score, *, model: str, model_id: str, task: str, n: int, n_problems_in_task: int,
+               run_id: str, run_dir: Path, summary_path: Path, report: Path, record: Path | None = None,
+               generated_now: int | None = None) -> TaskScore:
+    """A :class:`TaskScore` from the run's :class:`~evalsuite.scoring.Score` and where its files are."""
+    n_problems = len(scored.per_problem)
     return TaskScore(model=model, model_id=model_id, task=task, n=int(n), n_problems=n_problems,
                      n_problems_in_task=int(n_problems_in_task), partial=n_problems < int(n_problems_in_task),
-                     pass_at=pass_at, not_computable=not_computable, n_samples=int(summary["n_samples"]),
-                     n_passed=int(summary["n_passed"]), n_failed=int(summary["n_failed"]),
-                     n_timed_out=int(summary["n_timed_out"]), run_id=run_id, run_dir=Path(run_dir),
+                     pass_at=dict(sorted(scored.pass_at.items())), not_computable=dict(sorted(scored.not_computable.items())),
+                     n_samples=scored.n_samples, n_passed=scored.n_passed, n_failed=scored.n_failed,
+                     n_timed_out=scored.n_timed_out, run_id=run_id, run_dir=Path(run_dir),
                      summary=Path(summary_path), report=Path(report), record=record, generated_now=generated_now)
 
 
@@ -139,12 +129,11 @@ def score_from_outcome(outcome: Any) -> TaskScore:
     record = outcome.record
     subset = record["task"].get("problem_set")
     run_dir = outcome.run_dir
-    summary = {**outcome.score.summary_json()}
     total = subset["of"] if subset else int(record["task"]["n_problems"])
-    return score_from_summary(summary, model=outcome.model, model_id=str(record["model"]["id"]), task=outcome.task,
-                              n=int(record["sampling"]["n"]), n_problems_in_task=total, run_id=run_dir.run_id,
-                              run_dir=run_dir.path, summary_path=run_dir.summary, report=run_dir.path / "report.html",
-                              record=run_dir.record, generated_now=outcome.generated_now)
+    return task_score(outcome.score, model=outcome.model, model_id=str(record["model"]["id"]), task=outcome.task,
+                      n=int(record["sampling"]["n"]), n_problems_in_task=total, run_id=run_dir.run_id,
+                      run_dir=run_dir.path, summary_path=run_dir.summary, report=run_dir.path / "report.html",
+                      record=run_dir.record, generated_now=outcome.generated_now)
 
 
 def leaderboard_json(path: Path, entries: Sequence[Any], html: Path | None,

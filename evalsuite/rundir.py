@@ -83,13 +83,16 @@ class RunDir:
                 done[key] = row
         return done
 
-    def check_identity(self, identity: dict[str, Any]) -> None:
-        """Refuse to resume a directory whose recorded settings differ (a hash collision or a hand edit)."""
+    def check_identity(self, identity: dict[str, Any]) -> dict[str, Any] | None:
+        """Refuse to resume a directory whose recorded settings differ (a hash collision or a hand edit); returns
+        the record an earlier invocation left (None for a new run)."""
         if not self.record.exists():
-            return
+            return None
         try:
-            recorded = json.loads(self.record.read_text(encoding="utf-8")).get("identity")
+            record = json.loads(self.record.read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError) as exc:
             raise EvalsuiteError(f"{self.record}: unreadable run record ({exc}); delete {self.path} to start over")
+        recorded = record.get("identity")
         if recorded is not None and recorded != identity:
             raise EvalsuiteError(f"{self.path} holds a run with other settings; delete it or choose another --output")
+        return record

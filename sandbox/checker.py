@@ -340,8 +340,6 @@ def run_test(problem: CompiledProblem, channel_fd: int, deadline: float, seed: b
     (:func:`run_all_statements`); the verdict is made at the end. A timer stops a test that runs past the
     deadline (plus a grace) on its own.
     """
-    import builtins
-
     client = channel.CallClient(channel_fd, deadline)
     status, reason, flags = "failed", "", []
     recorder = _Record(client)
@@ -350,7 +348,7 @@ def run_test(problem: CompiledProblem, channel_fd: int, deadline: float, seed: b
     signal.setitimer(signal.ITIMER_REAL, max(deadline + GRACE_S - time.monotonic(), 0.001))
     try:
         client.wait_ready()
-        namespace: dict[str, Any] = {"__builtins__": builtins.__dict__}  # as exec(program, {}): no __name__
+        namespace = channel.program_namespace()
         if problem.prelude is not None:
             try:
                 exec(problem.prelude, namespace)

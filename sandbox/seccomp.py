@@ -118,8 +118,9 @@ F_SETPIPE_SZ = 1031  # a pipe up to 1 MiB: refused, pipes keep the default 64 Ki
 # Calls allowed only when one argument is zero (argument index, errno): reads and writes that ask not to wait
 # for the page cache (RWF_NOWAIT) tell which pages of a file are cached.
 ZERO_ARGUMENT = {"preadv2": 5, "pwritev2": 5}
-NOT_IMPLEMENTED = ("clone3", "openat2", "statx")  # statx: also the only way to a file's mount id (the C library
-# falls back to fstatat, which has none): the id of /tmp would tell whether the last sample left a trace there  # ENOSYS: the C library and Python fall back to calls the filter can read
+# ENOSYS: the C library and Python fall back to calls the filter can read. statx is also the only way to a file's
+# mount id (fstatat, the fallback, has none): the id of /tmp would tell whether the last sample left a trace there.
+NOT_IMPLEMENTED = ("clone3", "openat2", "statx")
 _OFFSET_NR, _OFFSET_ARCH, _OFFSET_ARG0 = 0, 4, 16  # struct seccomp_data; arg0's low 32 bits (little endian)
 _ARG_SIZE = 8
 PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2

@@ -54,11 +54,23 @@ class OutOfMemory(WireError):
 
 
 class NotPlain(TypeError):
-    """A value of a type the channel does not carry. ``kind`` says why, in fixed words."""
+    """A value of a type the channel does not carry. ``kind`` says why, in fixed words (:data:`NOT_PLAIN_KINDS`,
+    or :data:`TOO_LARGE`): the only words the honest sample end ever sends; any other is forged."""
 
     def __init__(self, kind: str):
         super().__init__(kind)
         self.kind = kind
+
+
+TOO_LARGE = "too large"
+NOT_PLAIN_KINDS = frozenset({"unsupported type", "too deep", "cyclic", "colliding hashes"})
+
+
+def too_many_collisions(keys: list, limits: WireLimits) -> bool:
+    """More members sharing one hash than :attr:`WireLimits.max_same_hash`: values crafted to collide make
+    building and comparing the container quadratic. The encoder refuses what the decoder would."""
+    return len(keys) > limits.max_same_hash and \
+        max(collections.Counter(map(hash, keys)).values()) > limits.max_same_hash
 
 
 _SEQUENCE_TAGS = {list: b"l", tuple: b"t", set: b"S", frozenset: b"Z"}
@@ -78,7 +90,7 @@ def encode(value: Any, limits: WireLimits = DEFAULT_LIMITS) -> bytes:
     out = bytearray()
     _encode(value, out, 0, set(), limits, [limits.max_cost])
     if len(out) > limits.max_bytes:
-        raise NotPlain("too large")
+        raise NotPlain(TOO_LARGE)
     return bytes(out)
 
 
@@ -92,7 +104,7 @@ def _encode(value: Any, out: bytearray, depth: int, active: set[int], limits: Wi
     elif kind is int:
         size = (value.bit_length() + 8) // 8
         if size > limits.max_int_bytes:
-            raise NotPlain("too large")
+            raise NotPlain(TOO_LARGE)
         out += b"i" + _U32.pack(size) + value.to_bytes(size, "big", signed=True)
     elif kind is float:
         out += b"f" + _F64.pack(value)
@@ -109,16 +121,15 @@ def _encode(value: Any, out: bytearray, depth: int, active: set[int], limits: Wi
         if id(value) in active:
             raise NotPlain("cyclic")
         if len(out) > limits.max_bytes:
-            raise NotPlain("too large")
+            raise NotPlain(TOO_LARGE)
         active.add(id(value))
         items = list(dict.items(value)) if kind is dict else list(value)  # C views: no method of theirs runs
         budget[0] -= container_cost(kind, len(items))
         if budget[0] < 0:
-            raise NotPlain("too large")
-        if kind is not list and kind is not tuple and len(items) > limits.max_same_hash:
-            keys = [key for key, _ in items] if kind is dict else items
-            if max(collections.Counter(map(hash, keys)).values()) > limits.max_same_hash:
-                raise NotPlain("colliding hashes")  # the decoder would refuse it (see _hashable)
+            raise NotPlain(TOO_LARGE)
+        if kind is not list and kind is not tuple and \
+                too_many_collisions([key for key, _ in items] if kind is dict else items, limits):
+            raise NotPlain("colliding hashes")
         if kind is dict:
             out += b"d" + _U32.pack(len(items))
             for key, item in items:
@@ -236,11 +247,8 @@ def _hashable(kind: type, items: list, limits: WireLimits) -> Any:
     """A set, frozenset or dict of ``items``, refused when members are unhashable or collide on purpose
     (values crafted to share one hash make building and comparing the container quadratic)."""
     try:
-        if len(items) > limits.max_same_hash:
-            keys = [item[0] for item in items] if kind is dict else items
-            same = collections.Counter(map(hash, keys))
-            if max(same.values()) > limits.max_same_hash:
-                raise WireError("colliding hashes")
+        if too_many_collisions([item[0] for item in items] if kind is dict else items, limits):
+            raise WireError("colliding hashes")
         built = kind(items)
     except TypeError:  # an unhashable key or member (a list inside a set)
         raise WireError("unhashable member") from None

@@ -102,7 +102,7 @@ def execute(args: argparse.Namespace):
     """Everything ``evaluate`` does but the exit status: a :class:`evalsuite.results.RunResult` with one score
     (command "evaluate"). :func:`evalsuite.evaluate` calls this too."""
     from evalsuite import preflight
-    from evalsuite.results import RunResult, score_from_summary
+    from evalsuite.results import RunResult, task_score
     from evalsuite.jsonl import atomic_write_json, atomic_write_jsonl, sha256_file
     from evalsuite.samples import read_samples
     from evalsuite.scoring import score
@@ -130,7 +130,8 @@ def execute(args: argparse.Namespace):
     executed = SolutionTask(task) if kind == "solution" else task
     results, execution = execute_with_timeouts(executed, samples, options, policy)
 
-    summary = score(results, ks).summary_json()
+    scored = score(results, ks)
+    summary = scored.summary_json()
     summary.update({
         "task": task.name,
         "dataset_sha256": task.dataset_sha256,
@@ -155,14 +156,10 @@ def execute(args: argparse.Namespace):
         print(f"wrote {output / 'results.jsonl'}, {output / 'summary.json'} and {page}")
     if args.leaderboard:
         _add_to_leaderboard(Path(args.leaderboard), name, task, problems, samples, summary, missing, page, args)
-    from collections import Counter
-
-    per_problem = Counter(sample["task_id"] for sample in samples)
-    scored = score_from_summary(summary, model=name, model_id=str(Path(args.samples).resolve()), task=task.name,
-                                n=min(per_problem.values()), n_problems_in_task=len(problems),
-                                run_id=output.resolve().name, run_dir=output, summary_path=output / "summary.json",
-                                report=page)
-    return RunResult(scores=[scored], ks=list(ks), command="evaluate",
+    result = task_score(scored, model=name, model_id=str(Path(args.samples).resolve()), task=task.name,
+                        n=_samples_per_problem(samples), n_problems_in_task=len(problems),
+                        run_id=output.resolve().name, run_dir=output, summary_path=output / "summary.json", report=page)
+    return RunResult(scores=[result], ks=list(ks), command="evaluate",
                      leaderboard=Path(args.leaderboard) / "leaderboard.json" if args.leaderboard else None)
 
 

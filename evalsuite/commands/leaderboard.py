@@ -10,7 +10,7 @@ from typing import Sequence
 from evalsuite.commands.common import add_fail_under_argument
 from evalsuite.commands.json_output import add_json_argument, print_json, stdout_to_stderr
 from evalsuite.reporting.leaderboard import (
-    HTML_FILE, LEADERBOARD_FILE, LeaderboardEntry, display_labels, enforce_fail_under, interval_label,
+    HTML_FILE, LEADERBOARD_FILE, LeaderboardEntry, check_fail_under, display_labels, interval_label, raise_shortfalls,
     load_leaderboard,
 )
 
@@ -110,14 +110,13 @@ def main(args: argparse.Namespace) -> int:
             written = write_html(args.dir / HTML_FILE, entries)  # the page always shows everything
             if not json_out:
                 print(f"wrote {written}")
+    shortfalls = check_fail_under(shown, args.fail_under, models=args.model) if args.fail_under else []
     if json_out:
-        from evalsuite.reporting.leaderboard import check_fail_under
         from evalsuite.results import FailUnder, leaderboard_json
 
-        gate = (FailUnder(dict(args.fail_under), check_fail_under(shown, args.fail_under, models=args.model))
-                if args.fail_under else None)
+        gate = FailUnder(dict(args.fail_under), shortfalls) if args.fail_under else None
         print_json(leaderboard_json(path, shown, written, gate))
-    enforce_fail_under(shown, args.fail_under, models=args.model)
+    raise_shortfalls(shortfalls)
     if args.fail_under and not json_out:
         print(f"--fail-under met by all {len(shown)} selected entr{'y' if len(shown) == 1 else 'ies'}")
     return 0

@@ -171,11 +171,10 @@ def main(args: argparse.Namespace) -> int:
         return 0
     if json_out:
         print_json(result.to_json())
-    if result.fail_under is not None:
-        # Gate on this run's own entries: an old, better entry must not hide today's regression.
-        from evalsuite.reporting.leaderboard import enforce_fail_under
+    if result.fail_under is not None:  # checked on this run's own entries (see execute)
+        from evalsuite.reporting.leaderboard import raise_shortfalls
 
-        enforce_fail_under(result.entries, result.fail_under.thresholds)
+        raise_shortfalls(result.fail_under.shortfalls)
     return 0
 
 
@@ -241,9 +240,10 @@ def execute(args: argparse.Namespace, argv: list[str] | None = None):
     if not args.quiet:
         print(f"leaderboard: {Path(args.leaderboard_dir) / 'leaderboard.json'} (page: index.html; each run's page: "
               "report.html in its folder)")
+    # Gate on this run's own entries: an old, better entry must not hide today's regression.
     gate = FailUnder(dict(thresholds), check_fail_under(new_entries, thresholds)) if thresholds else None
     return RunResult(scores=result.scores, ks=result.ks, leaderboard=Path(args.leaderboard_dir) / "leaderboard.json",
-                     fail_under=gate, entries=new_entries)
+                     fail_under=gate)
 
 
 def quiet_libraries() -> None:

@@ -34,6 +34,15 @@ from evalsuite.task import truncate_at_stop
 _NEUTRAL_GENERATION = dict(do_sample=False, num_beams=1, repetition_penalty=1.0, no_repeat_ngram_size=0,
                            min_new_tokens=0, length_penalty=1.0, encoder_repetition_penalty=1.0)
 
+class InterruptedBatch(KeyboardInterrupt):
+    """Ctrl-C inside one ``generate`` call, carrying the completions of the rows that had already ended: a whole
+    batch is one call, and without them a Ctrl-C would lose rows finished minutes ago."""
+
+    def __init__(self, ended: list[Completion]):
+        super().__init__()
+        self.ended = ended
+
+
 class HFGenerator(Generator):
     def __init__(self, loaded: LoadedModel, options: GenerationOptions):
         self.loaded = loaded
@@ -48,7 +57,6 @@ class HFGenerator(Generator):
         self.context_length = model_context_length(self.model.config)
         self.batch_size: int | None = options.batch_size
         self.oom_halvings = 0
-        self._ended_before_interrupt: list[Completion] = []  # set by _generate_batch on Ctrl-C
 
     @classmethod
     def load(cls, spec: ModelSpec, options: GenerationOptions) -> "HFGenerator":
@@ -76,8 +84,8 @@ class HFGenerator(Generator):
             batch = [pending.popleft() for _ in range(min(size, len(pending)))]
             try:
                 completions = run_batch(batch, params)
-            except KeyboardInterrupt:  # Ctrl-C: the rows of this batch that had already ended are kept
-                yield from self._ended_before_interrupt
+            except InterruptedBatch as interrupted:  # Ctrl-C: the rows of this batch that had already ended are kept
+                yield from interrupted.ended
                 raise
             except torch.OutOfMemoryError:
                 pending.extendleft(reversed(batch))
@@ -126,11 +134,11 @@ class HFGenerator(Generator):
         if self.loaded.device.type != "cpu":
             return None
         from evalsuite.planner.ladder import SPEED
+        from evalsuite.planner.memory import shape_from_model
 
-        params = list(self.model.parameters())
-        weight_bytes = sum(p.numel() * p.element_size() for p in params)
-        layers = int(getattr(self.model.config, "num_hidden_layers", 0) or getattr(self.model.config, "n_layer", 0) or 1)
-        step = SPEED.cpu_step(weight_bytes, sum(p.numel() for p in params), layers, 1, torch.get_num_threads())
+        shape = shape_from_model(self.model, self.model.config)  # what the planner reads, text config included
+        step = SPEED.cpu_step(shape.weight_bytes(self.loaded.dtype), shape.num_params, shape.num_layers, 1,
+                              torch.get_num_threads())
         return 1.0 / step
 
     def weights_identity(self) -> str | None:
@@ -222,8 +230,7 @@ class HFGenerator(Generator):
                                              logits_processor=processors,
                                              stopping_criteria=StoppingCriteriaList([tracker]))
         except KeyboardInterrupt:
-            self._ended_before_interrupt = self._ended_rows(batch, tracker, length)
-            raise
+            raise InterruptedBatch(self._ended_rows(batch, tracker, length)) from None
         generated = output[:, length:].tolist()
         completions = []
         for i, row in enumerate(batch):
@@ -231,8 +238,7 @@ class HFGenerator(Generator):
         return completions
 
     def _ended_rows(self, batch: list[Row], tracker: StopTracker, length: int) -> list[Completion]:
-        """The completions of the rows that had ended when generation was interrupted (a whole batch is one
-        ``generate`` call: without this, Ctrl-C would lose rows finished minutes ago)."""
+        """The completions of the rows that had ended when generation was interrupted."""
         if tracker.last_input_ids is None:
             return []
         generated = tracker.last_input_ids[:, length:].tolist()

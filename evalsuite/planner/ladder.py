@@ -608,9 +608,14 @@ def choose_plan(request: PlanRequest, strategy: str | None = None) -> Plan:
     return chosen
 
 
-def _forced(request: PlanRequest, strategy: str) -> Plan:
+def check_strategy(strategy: str) -> None:
+    """``--strategy`` names a rung of the ladder (checked by preflight before loading, and here)."""
     if strategy not in STRATEGIES:
         raise EvalsuiteError(f"--strategy {strategy!r} is not one of: {', '.join(STRATEGIES)}")
+
+
+def _forced(request: PlanRequest, strategy: str) -> Plan:
+    check_strategy(strategy)
     plan = None
     reason = ""
     for batch in _batches(request.batch_size):

@@ -534,9 +534,12 @@ def check_fail_under(entries: Sequence[LeaderboardEntry], thresholds: Mapping[st
 def enforce_fail_under(entries: Sequence[LeaderboardEntry], thresholds: Mapping[str, float] | None,
                        models: Sequence[str] | None = None) -> None:
     """Raise :class:`ThresholdNotMet` (exit 3) naming every shortfall; no-op without thresholds."""
-    if not thresholds:
-        return
-    messages = check_fail_under(entries, thresholds, models)
+    if thresholds:
+        raise_shortfalls(check_fail_under(entries, thresholds, models))
+
+
+def raise_shortfalls(messages: Sequence[str]) -> None:
+    """Raise :class:`ThresholdNotMet` (exit 3) naming every shortfall :func:`check_fail_under` found; none: no-op."""
     if len(messages) == 1:
         raise ThresholdNotMet(f"--fail-under not met: {messages[0]}")
     if messages:

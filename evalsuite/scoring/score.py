@@ -21,6 +21,18 @@ class Score:
     statuses: dict[str, int] = field(default_factory=dict)  # "passed" / "failed" / "timed out" -> samples
     timed_out_per_problem: dict[str, int] = field(default_factory=dict)  # task_id -> samples timed out
 
+    @property
+    def n_passed(self) -> int:
+        return self.statuses.get("passed", 0)
+
+    @property
+    def n_failed(self) -> int:
+        return self.statuses.get("failed", 0)
+
+    @property
+    def n_timed_out(self) -> int:
+        return self.statuses.get("timed out", 0)
+
     def summary_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {f"pass@{k}": v.value for k, v in sorted(self.pass_at.items())}
         out["ci95"] = {f"pass@{k}": [v.ci_low, v.ci_high] for k, v in sorted(self.pass_at.items())}
@@ -28,9 +40,7 @@ class Score:
         out["not_computable"] = {f"pass@{k}": reason for k, reason in sorted(self.not_computable.items())}
         out["n_samples"] = self.n_samples
         out["n_problems"] = len(self.per_problem)
-        out["n_passed"] = self.statuses.get("passed", 0)
-        out["n_failed"] = self.statuses.get("failed", 0)
-        out["n_timed_out"] = self.statuses.get("timed out", 0)
+        out["n_passed"], out["n_failed"], out["n_timed_out"] = self.n_passed, self.n_failed, self.n_timed_out
         out["timed_out_per_problem"] = dict(self.timed_out_per_problem)
         out["flags"] = dict(self.flags)
         out["per_problem"] = self.per_problem
