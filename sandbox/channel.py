@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import builtins
 import collections
+import functools
 import marshal
 import os
 import select
@@ -43,12 +44,12 @@ NOT_PLAIN_KINDS, TOO_LARGE = wire.NOT_PLAIN_KINDS, wire.TOO_LARGE
 
 # Imported once by the sample server, so that no sample pays for them. Not ``random`` (nor ``statistics``,
 # which imports it): once imported it reseeds itself in every forked child (~0.1 ms and ~45 page faults per
-# sample, measured), so only the samples that import it pay. The checker, which never forks, imports what
-# a test needs when it first needs it.
+# sample, measured), so only the samples that import it pay. Nor the modules few samples use that bring
+# shared libraries (hashlib: libcrypto; decimal, fractions; datetime): every mapping of the server is copied by
+# each fork and torn down by each exit, so they cost every sample more than the few that import them. The
+# checker, which never forks, imports what a test needs when it first needs it.
 PRELOAD = ("typing", "math", "re", "collections", "itertools", "functools", "string", "heapq", "bisect",
-           "hashlib", "copy", "json", "fractions", "decimal", "operator", "datetime",
-           # what disable_like_the_peers() touches: imported here once, not ~18 ms in every sample
-           "faulthandler", "importlib", "shutil", "subprocess")
+           "copy", "json", "operator", "faulthandler")
 
 # Built-in exception classes, captured at import (before any sample code can run in this process).
 BUILTIN_EXCEPTIONS: dict[str, type[BaseException]] = {
@@ -314,20 +315,90 @@ PEER_DISABLED = {
 PEER_BLOCKED_MODULES = ("ipdb", "joblib", "resource", "psutil", "tkinter")
 
 
+# The functions tempfile needs to find its default directory, as they are before the guard (see _find_tempdir).
+_UNGUARDED_OS = {"getcwd": os.getcwd, "unlink": os.unlink}
+
+
 def disable_like_the_peers() -> None:
-    """Apply the peers' ``reliability_guard`` to this (the sample's) process, once its set-up is done."""
+    """Apply the peers' ``reliability_guard`` to this (the sample's) process, once its set-up is done.
+
+    The peers import ``shutil`` and ``subprocess`` to disable parts of them, and have found ``tempfile``'s
+    default directory before their guard (they run the program in a ``TemporaryDirectory``). Here a module not
+    yet imported gets the same when the candidate (or a module it imports) first imports it (:class:`_OnFirstImport`):
+    what the candidate sees is the same, and the sample server, forked once per sample, stays without them
+    (shutil and subprocess made every fork and exit ~0.5 ms dearer: threading, selectors, bz2, lzma...)."""
     import faulthandler
-    import importlib
     import sys
 
     faulthandler.disable()
     os.environ["OMP_NUM_THREADS"] = "1"
-    for module_name, names in PEER_DISABLED.items():
-        module = importlib.import_module(module_name)
-        for name in names:
-            setattr(module, name, None)  # also where the peers' Python lacks it (lchmod...): None either way
+    actions = {name: functools.partial(_disable, names=names) for name, names in PEER_DISABLED.items()}
+    actions["tempfile"] = _find_tempdir
+    pending = {}
+    for module_name, action in actions.items():
+        module = sys.modules.get(module_name)
+        if module is None:
+            pending[module_name] = action
+        else:
+            action(module)
+    sys.meta_path.insert(0, _OnFirstImport(pending))
     for module_name in PEER_BLOCKED_MODULES:
         sys.modules[module_name] = None  # type: ignore[assignment]  # ``import resource`` now raises ImportError
+
+
+def _disable(module: Any, names: tuple[str, ...]) -> None:
+    for name in names:
+        setattr(module, name, None)  # also where the peers' Python lacks it (lchmod...): None either way
+
+
+def _find_tempdir(tempfile: Any) -> None:
+    """``tempfile.gettempdir()`` with the functions it uses as they were before the guard: its result is cached,
+    so a later ``mkdtemp()`` works, as in the peers (a first call after the guard raises TypeError)."""
+    current = {name: getattr(os, name) for name in _UNGUARDED_OS}
+    try:
+        for name, function in _UNGUARDED_OS.items():
+            setattr(os, name, function)
+        tempfile.gettempdir()
+    except Exception:
+        pass
+    finally:
+        for name, function in current.items():
+            setattr(os, name, function)
+
+
+class _OnFirstImport:
+    """A meta-path finder that lets the other finders load a module, then applies its action before anyone can
+    use it (the module is in ``sys.modules`` only while it runs its own code). The first import only: a reload
+    runs the module's code again and undoes the action, as in the peers."""
+
+    def __init__(self, pending: dict[str, Callable[[Any], None]]):
+        self.pending = pending
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        import sys
+
+        action = self.pending.pop(fullname, None)
+        if action is None:
+            return None
+        for finder in sys.meta_path:
+            find_spec = getattr(finder, "find_spec", None) if finder is not self else None
+            spec = find_spec(fullname, path, target) if find_spec is not None else None
+            if spec is not None and spec.loader is not None:
+                spec.loader = _ActingLoader(spec.loader, action)
+                return spec
+        return None
+
+
+class _ActingLoader:
+    def __init__(self, loader: Any, action: Callable[[Any], None]):
+        self.loader, self.action = loader, action
+
+    def create_module(self, spec: Any) -> Any:
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module: Any) -> None:
+        self.loader.exec_module(module)
+        self.action(module)
 
 
 def program_namespace() -> dict[str, Any]:

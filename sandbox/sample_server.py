@@ -198,6 +198,7 @@ class SampleServer:
                 pass
         exec(WARM_UP, {})
         gc.collect()
+        self.libc.lib.malloc_trim(0)  # the heap's free pages back to the kernel: fewer page-table entries per fork
 
     # -- one sample ------------------------------------------------------------------------------------
     def prepare_tmp(self) -> None:

@@ -20,17 +20,17 @@ from __future__ import annotations
 
 import collections
 import struct
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 _U32 = struct.Struct(">I")
 _F64 = struct.Struct(">d")
 _C128 = struct.Struct(">dd")
 
 
-@dataclass(frozen=True)
-class WireLimits:
-    """Bounds on what the decoder accepts (the encoder checks ``max_bytes`` too)."""
+class WireLimits(NamedTuple):
+    """Bounds on what the decoder accepts (the encoder checks ``max_bytes`` too). A NamedTuple, not a dataclass:
+    the sample server imports this module, and ``dataclasses`` (with inspect, ast, dis) would add ~1.5 MB to every
+    fork of it."""
 
     max_bytes: int = 16 << 20  # one encoded message
     max_depth: int = 100  # nesting of containers
