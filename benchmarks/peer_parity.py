@@ -540,12 +540,15 @@ def _summary(part, model, peer, rows, n, max_new_tokens, ours, peer_seconds, ext
 def write_markdown(report: dict, path: Path) -> None:
     lines = ["# Parity with the peers' own pipelines (issue 21)", "",
              f"{report.get('machine', '')}; torch {report.get('torch')}, transformers {report.get('transformers')}.", ""]
-    for key in ("evalplus", "evalplus_stop_reset", "lmeval", "bigcode"):
+    parts = ("evalplus", "evalplus_stop_reset", "lmeval", "bigcode")
+    for key in [k for base in parts for k in report if k.split("@")[0] == base]:  # "@peer_limits": full limits
         part = report.get(key)
         if not part:
             continue
         lines += [f"## {key}: {part['model']} vs {part['peer']}", "",
-                  f"{part['date']}; first {part['problems']} problems, {part['max_new_tokens']} new tokens on both sides.", "",
+                  f"{part['date']}; {part['problems']} problems, {part['max_new_tokens']} new tokens on both sides"
+                  + (f" ({part['device']['machine']})" if part.get("device") else "") + ".", "",
+                  *([f"Caveat: {part['caveat']}.", ""] if part.get("caveat") else []),
                   "| what | identical / problems |", "|---|---|",
                   f"| prompt tokens | {part['prompt_tokens_equal']} / {part['problems']} |",
                   f"| raw completion (up to either side's stop) | {part['raw_equal']} / {part['problems']} |",

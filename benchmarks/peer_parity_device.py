@@ -393,12 +393,13 @@ def compare(args) -> int:  # noqa: PLR0915
         summary = pp._summary(name, model_name, peer_name, rows, len(rows), spec["max_new_tokens"], ours,
                               extra["peer_worker_seconds"], extra)
         summary["device"] = device
+        name += args.suffix
         summary["command"] = args.recipe or "benchmarks/gpu/peer_parity_cpu.sh"
         results[name] = summary
         print(json.dumps({k: v for k, v in summary.items() if k != "per_problem"}, indent=1))
     shipped_rows = _read_jsonl(work / "shipped" / "evalplus_samples.jsonl")
-    if shipped_rows and "evalplus_stop_reset" in results:
-        reset = {r["task_id"]: r for r in results["evalplus_stop_reset"]["per_problem"]}
+    if shipped_rows and "evalplus_stop_reset" + args.suffix in results:
+        reset = {r["task_id"]: r for r in results["evalplus_stop_reset" + args.suffix]["per_problem"]}
         raw_shipped = {r["task_id"]: r["solution"] for r in _read_jsonl(work / "shipped" / "evalplus_samples.raw.jsonl")}
         units_ep = {json.loads(p.read_text())["task_id"]: json.loads(p.read_text())
                     for p in (work / "units" / "evalplus").glob("*.json")}
@@ -406,7 +407,7 @@ def compare(args) -> int:  # noqa: PLR0915
         docs = [d for d in all_docs if d["task_id"] in both]
         verdicts = pp.human_eval_check(docs, {r["task_id"]: r["solution"] for r in shipped_rows}, whole=True)
         ours_rows = load_ours(work, "evalplus")["rows"]
-        results["evalplus_as_shipped"] = {
+        results["evalplus_as_shipped" + args.suffix] = {
             "part": "evalplus_as_shipped", "date": pp._now(), "problems_reached": len(shipped_rows),
             "compared": len(both), "max_new_tokens": PARTS["evalplus"]["max_new_tokens"],
             "note": ("EvalPlus 0.3.1 HuggingFaceDecoder as shipped, one process over the problems in order, stopped "
@@ -463,6 +464,8 @@ def main() -> int:
     p.add_argument("--work", required=True)
     p.add_argument("--out", default=str(pp.RESULTS / "peer_parity.json"))
     p.add_argument("--device-info", help="a JSON file describing the machine the work ran on")
+    p.add_argument("--suffix", default="@peer_limits", help="appended to each part's key in the JSON (the "
+                   "reduced-limit runs of peer_parity.py keep theirs)")
     p.add_argument("--recipe", help="the command that produced the work folder, for the record")
     args = parser.parse_args()
     return {"orchestrate": orchestrate, "convert": convert, "ours": ours, "worker": worker, "shipped": shipped,
