@@ -94,6 +94,8 @@ def evalsuite_run(model: Path, work: Path, args: list[str], threads: int) -> dic
     out = work / "runs"
     command = [sys.executable, "-m", "evalsuite", "run", "--models", str(model), "--device", "cpu", "--quiet",
                "--no-leaderboard", "--output", str(out), "--threads", str(threads), *args]
+    if os.environ.get("EVALSUITE_PEER_UNSANDBOXED"):  # a machine without bubblewrap (the lent GPU machine)
+        command.append("--allow-unsandboxed")
     started = time.perf_counter()
     finished = subprocess.run(command, capture_output=True, text=True,
                               env={**os.environ, "OMP_NUM_THREADS": str(threads)})
@@ -156,16 +158,9 @@ def human_eval_check(docs: list[dict], programs: dict[str, str], whole: bool) ->
 
 # -- EvalPlus 0.3.1 -------------------------------------------------------------------------------------
 
-def evalplus_peer(model: Path, docs: list[dict], max_new_tokens: int, work: Path, stop_reset: bool = False) -> dict:
-    """EvalPlus's codegen as shipped, or (``stop_reset``) with one fix: ``HuggingFaceDecoder.codegen`` makes a
-    new ``StopSequencer`` per prompt, and each one wraps the model's ``_get_stopping_criteria`` as the last
-    one left it, so the stop criteria of every earlier prompt stay in force with THEIR prompt lengths: from
-    the first prompt longer than an earlier one, the "generated" text those criteria decode starts inside
-    the current prompt, whose fences hold "\n```\n", and generation stops after one token. The fix puts
-    the model's own ``_get_stopping_criteria`` back before each prompt."""
-    import evalplus.codegen as codegen
+def evalplus_decoder(model: Path, max_new_tokens: int, stop_reset: bool = False):
+    """EvalPlus's ``HuggingFaceDecoder`` (greedy, float32), with ``stop_reset`` as described in ``evalplus_peer``."""
     from evalplus.provider.hf import HuggingFaceDecoder
-    from evalplus.provider.utility import make_raw_chat_prompt
 
     from evalsuite.generation.prompting import INSTRUCTION_PREFIX, RESPONSE_PREFIX
 
@@ -181,6 +176,23 @@ def evalplus_peer(model: Path, docs: list[dict], max_new_tokens: int, work: Path
             return shipped_codegen(*args, **kwargs)
 
         decoder.codegen = codegen_with_fresh_criteria
+    return decoder
+
+
+def evalplus_peer(model: Path, docs: list[dict], max_new_tokens: int, work: Path, stop_reset: bool = False,  # noqa: PLR0913
+                  decoder=None) -> dict:
+    """EvalPlus's codegen as shipped, or (``stop_reset``) with one fix: ``HuggingFaceDecoder.codegen`` makes a
+    new ``StopSequencer`` per prompt, and each one wraps the model's ``_get_stopping_criteria`` as the last
+    one left it, so the stop criteria of every earlier prompt stay in force with THEIR prompt lengths: from
+    the first prompt longer than an earlier one, the "generated" text those criteria decode starts inside
+    the current prompt, whose fences hold "\n```\n", and generation stops after one token. The fix puts
+    the model's own ``_get_stopping_criteria`` back before each prompt."""
+    import evalplus.codegen as codegen
+    from evalplus.provider.utility import make_raw_chat_prompt
+
+    from evalsuite.generation.prompting import INSTRUCTION_PREFIX, RESPONSE_PREFIX
+
+    decoder = decoder or evalplus_decoder(model, max_new_tokens, stop_reset)
     codegen.get_human_eval_plus = lambda version="default": {d["task_id"]: d for d in docs}
     target = work / "evalplus_samples.jsonl"
     started = time.perf_counter()
@@ -283,7 +295,7 @@ def lmeval_build_predictions():
     return module.build_predictions
 
 
-def lmeval_peer(model: Path, docs: list[dict], max_gen_toks: int | None) -> dict:
+def lmeval_peer(model: Path, docs: list[dict], max_gen_toks: int | None, lm=None) -> dict:
     from lm_eval.api.instance import Instance
     from lm_eval.models.huggingface import HFLM
     from lm_eval.utils import apply_template
@@ -292,7 +304,7 @@ def lmeval_peer(model: Path, docs: list[dict], max_gen_toks: int | None) -> dict
     gen_kwargs = dict(config["generation_kwargs"])
     if max_gen_toks is not None:
         gen_kwargs["max_gen_toks"] = max_gen_toks
-    lm = HFLM(pretrained=str(model), dtype="float32", device="cpu", batch_size=1)
+    lm = lm or HFLM(pretrained=str(model), dtype="float32", device="cpu", batch_size=1)
     contexts = [apply_template(config["doc_to_text"], d) for d in docs]
     requests = [Instance(request_type="generate_until", doc=d, arguments=(c, dict(gen_kwargs)), idx=0)
                 for d, c in zip(docs, contexts)]
@@ -344,20 +356,28 @@ def part_lmeval(n: int, max_new_tokens: int, threads: int, work: Path) -> dict:
 
 # -- bigcode-evaluation-harness (its protocol, written out from its source) ------------------------------
 
-def bigcode_peer(model: Path, docs: list[dict], max_new_tokens: int, max_length: int | None) -> dict:
-    """bigcode-evaluation-harness's HumanEval generation, greedy (``--do_sample False``), batch size 1.
-
-    ``max_length``: its ``--max_length_generation`` (prompt + generation); None gives each prompt
-    ``len(prompt tokens) + max_new_tokens``, the same new-token budget as evalsuite's side.
-    """
+def bigcode_load(model: Path):
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer, StoppingCriteria, StoppingCriteriaList
+    from transformers import AutoModelForCausalLM, AutoTokenizer
 
     # main.py: right padding and left truncation for models that are not left-padded; pad = eos if none
     tokenizer = AutoTokenizer.from_pretrained(model, truncation_side="left", padding_side="right")
     if not tokenizer.pad_token:
         tokenizer.pad_token = tokenizer.eos_token
-    lm = AutoModelForCausalLM.from_pretrained(model, dtype=torch.float32).eval()  # --precision fp32
+    return tokenizer, AutoModelForCausalLM.from_pretrained(model, dtype=torch.float32).eval()  # --precision fp32
+
+
+def bigcode_peer(model: Path, docs: list[dict], max_new_tokens: int, max_length: int | None, loaded=None) -> dict:
+    """bigcode-evaluation-harness's HumanEval generation, greedy (``--do_sample False``), batch size 1.
+
+    ``max_length``: its ``--max_length_generation`` (prompt + generation); None gives each prompt
+    ``len(prompt tokens) + max_new_tokens``, the same new-token budget as evalsuite's side. ``loaded``: the
+    (tokenizer, model) of ``bigcode_load``, to reuse them across calls.
+    """
+    import torch
+    from transformers import StoppingCriteria, StoppingCriteriaList
+
+    tokenizer, lm = loaded or bigcode_load(model)
     stop_words = list(BIGCODE_STOP_WORDS)
     if tokenizer.eos_token:  # generation.py: parallel_generations appends the EOS text to the stop words
         stop_words.append(tokenizer.eos_token)
@@ -371,7 +391,7 @@ def bigcode_peer(model: Path, docs: list[dict], max_new_tokens: int, max_length:
             return all(any(stop in text for stop in stop_words) for text in decoded)
 
     prompts = [d["prompt"].strip() for d in docs]  # tasks/humaneval.py get_prompt, strip_prompt=True
-    raw, program, prompt_ids = {}, {}, {}
+    raw, program, prompt_ids, new_tokens = {}, {}, {}, {}
     started = time.perf_counter()
     for d, prompt in zip(docs, prompts):
         # utils.py TokenizedDataset: tokenizer(prompts, padding=True, truncation=True, max_length=...), the
@@ -384,6 +404,7 @@ def bigcode_peer(model: Path, docs: list[dict], max_new_tokens: int, max_length:
                               max_length=max_length or length + max_new_tokens,
                               stopping_criteria=StoppingCriteriaList([EndOfFunctionCriteria(length)]))
         s = out[0].tolist()
+        new_tokens[d["task_id"]] = len(s) - length
         if s[0] == tokenizer.bos_token_id:  # utils.py update_code_gens (EOS is a stop word)
             s = s[1:]
         gen_code = tokenizer.decode(s, skip_special_tokens=False, clean_up_tokenization_spaces=False)
@@ -397,7 +418,7 @@ def bigcode_peer(model: Path, docs: list[dict], max_new_tokens: int, max_length:
         program[d["task_id"]] = prompt + generation[:cut]
         prompt_ids[d["task_id"]] = ids[0].tolist()
     return {"raw": raw, "program": program, "prompt_ids": prompt_ids, "seconds": time.perf_counter() - started,
-            "stop_words": stop_words}
+            "stop_words": stop_words, "new_tokens": new_tokens}
 
 
 def part_bigcode(n: int, max_new_tokens: int, threads: int, work: Path) -> dict:
@@ -519,12 +540,15 @@ def _summary(part, model, peer, rows, n, max_new_tokens, ours, peer_seconds, ext
 def write_markdown(report: dict, path: Path) -> None:
     lines = ["# Parity with the peers' own pipelines (issue 21)", "",
              f"{report.get('machine', '')}; torch {report.get('torch')}, transformers {report.get('transformers')}.", ""]
-    for key in ("evalplus", "evalplus_stop_reset", "lmeval", "bigcode"):
+    parts = ("evalplus", "evalplus_stop_reset", "lmeval", "bigcode")
+    for key in [k for base in parts for k in report if k.split("@")[0] == base]:  # "@peer_limits": full limits
         part = report.get(key)
         if not part:
             continue
         lines += [f"## {key}: {part['model']} vs {part['peer']}", "",
-                  f"{part['date']}; first {part['problems']} problems, {part['max_new_tokens']} new tokens on both sides.", "",
+                  f"{part['date']}; {part['problems']} problems, {part['max_new_tokens']} new tokens on both sides"
+                  + (f" ({part['device']['machine']})" if part.get("device") else "") + ".", "",
+                  *([f"Caveat: {part['caveat']}.", ""] if part.get("caveat") else []),
                   "| what | identical / problems |", "|---|---|",
                   f"| prompt tokens | {part['prompt_tokens_equal']} / {part['problems']} |",
                   f"| raw completion (up to either side's stop) | {part['raw_equal']} / {part['problems']} |",
