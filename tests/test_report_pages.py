@@ -7,7 +7,7 @@ import json
 from html.parser import HTMLParser
 from pathlib import Path
 
-from evalsuite.commands.leaderboard import format_table
+from evalsuite.cli.leaderboard import format_table
 from evalsuite.records import SampleResult, SamplingParams
 from evalsuite.reporting.leaderboard import entry_from_run, load_leaderboard, update_leaderboard
 from evalsuite.reporting.pages import render_html

@@ -29,11 +29,11 @@ def load_generator(model: str, options: GenerationOptions) -> Generator:
         from evalsuite.generation.openai_backend import OpenAIGenerator
 
         return OpenAIGenerator.connect(model, options)
-    from evalsuite.registry import resolve_model
+    from evalsuite.models.registry import resolve_model
 
     spec = resolve_model(model, revision=options.revision)  # raises the clear error before torch is imported
     try:
-        from evalsuite.generation.hf import HFGenerator
+        from evalsuite.generation.hf.generator import HFGenerator
     except ImportError as exc:
         raise EvalsuiteError(f"the hf backend needs torch and transformers: pip install 'evalsuite[hf]' ({exc})") \
             from exc

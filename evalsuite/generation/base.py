@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 from evalsuite.records import Completion, GenerationRequest, SamplingParams
 
 if TYPE_CHECKING:
-    from evalsuite.generation.prompting import PromptDecision
+    from evalsuite.protocol.prompting import PromptDecision
 
 
 @dataclass(frozen=True)
@@ -84,7 +84,7 @@ class Generator(ABC):
 
     def decide_prompt_style(self, requested: str) -> "PromptDecision":
         """Which prompt style this model gets for ``requested`` ("auto", "base", "instruct"), and why."""
-        from evalsuite.generation.prompting import decide_style
+        from evalsuite.protocol.prompting import decide_style
 
         return decide_style(requested, self.chat_template())
 

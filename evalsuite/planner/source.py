@@ -32,7 +32,7 @@ def _registry_entry(name: str, spec: Any | None) -> tuple[str | None, tuple[str,
     """(hub id, no-split block classes, trust_remote_code) from the model registry, when it knows ``name``."""
     if spec is None:
         try:
-            from evalsuite.registry import resolve_model  # written alongside; optional until it lands
+            from evalsuite.models.registry import resolve_model  # written alongside; optional until it lands
         except ImportError:
             resolve_model = None
         if resolve_model is not None:
@@ -50,7 +50,7 @@ def _registry_entry(name: str, spec: Any | None) -> tuple[str | None, tuple[str,
 
 
 def _configs_file(*parts: str) -> Path:
-    """A file under ``configs/``: the installed ``evalsuite.configs`` package, or the source tree's folder
+    """A file under ``evalsuite/configs/``: the installed ``evalsuite.configs`` package, or the source tree's folder
     when evalsuite runs from a checkout that was never pip-installed (PYTHONPATH=.)."""
     try:
         return Path(str(importlib.resources.files("evalsuite.configs").joinpath(*parts)))
@@ -59,7 +59,7 @@ def _configs_file(*parts: str) -> Path:
 
 
 def _registry_yaml_entry(name: str) -> tuple[str | None, tuple[str, ...], bool]:
-    """Fallback reading of configs/models.yaml for when evalsuite.registry is not importable."""
+    """Fallback reading of configs/models.yaml for when evalsuite.models.registry is not importable."""
     try:
         import yaml
 
