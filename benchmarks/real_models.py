@@ -29,6 +29,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 def run(model: Path, style: str, problems: int, max_new_tokens: int, output: Path):
     from evalsuite.execution.executor import ExecutionOptions
     from evalsuite.generation.base import GenerationOptions
+    from evalsuite.models.options import LoadingOptions
     from evalsuite.protocol.prompting import PromptProtocol
     from evalsuite.tasks.discovery import TaskRegistry
     from evalsuite.records import SamplingParams
@@ -38,7 +39,7 @@ def run(model: Path, style: str, problems: int, max_new_tokens: int, output: Pat
     task = TaskRegistry.discover([]).get("humaneval")
     config = RunConfig(models=[str(model)], tasks=[task], sampling=SamplingParams(max_new_tokens=max_new_tokens),
                        ks=[1], limit=problems, output_dir=output, prompt=PromptProtocol(style=style),
-                       generation=GenerationOptions(device="cpu"), execution=ExecutionOptions(show_progress=False),
+                       generation=GenerationOptions(loading=LoadingOptions(device="cpu")), execution=ExecutionOptions(show_progress=False),
                        show_progress=False)
     started = time.perf_counter()
     [outcome] = run_evaluation(config)
@@ -110,7 +111,7 @@ def old_llama_rule(path: Path, problems: int, max_new_tokens: int) -> dict:
     from evalsuite.records import GenerationRequest, SamplingParams
     from evalsuite.tasks.task import DEFAULT_STOP_SEQUENCES
 
-    generator = load_generator(str(path), GenerationOptions(device="cpu"))
+    generator = load_generator(str(path), GenerationOptions(loading=LoadingOptions(device="cpu")))
     generator.codec = replace(generator.codec, add_bos=True)
     task = TaskRegistry.discover([]).get("humaneval")
     requests = [GenerationRequest(p.task_id, p.prompt, (0,), stop_sequences=DEFAULT_STOP_SEQUENCES)

@@ -15,6 +15,8 @@ import torch
 
 from evalsuite.errors import EvalsuiteError
 from evalsuite.generation import GenerationOptions, load_generator
+from evalsuite.generation.options import HFOptions
+from evalsuite.models.options import LoadingOptions
 from evalsuite.generation.hf.generator import HFGenerator
 from evalsuite.records import Completion, GenerationRequest, SamplingParams
 from evalsuite.tasks.task import DEFAULT_STOP_SEQUENCES, truncate_at_stop
@@ -40,8 +42,8 @@ def by_key(completions) -> dict[tuple[str, int], Completion]:
     return {(c.task_id, c.sample_index): c for c in completions}
 
 
-def load(path, **options) -> HFGenerator:
-    generator = load_generator(str(path), GenerationOptions(device="cpu", **options))
+def load(path, **hf) -> HFGenerator:
+    generator = load_generator(str(path), GenerationOptions(loading=LoadingOptions(device="cpu"), hf=HFOptions(**hf)))
     assert isinstance(generator, HFGenerator)
     return generator
 

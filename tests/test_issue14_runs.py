@@ -167,13 +167,14 @@ def test_cpu_estimate_is_within_3x_of_the_measured_33_tokens_per_s(tmp_path, mon
 def test_raw_completion_keeps_what_the_model_wrote_past_the_stop(tiny_model_dir):
     from evalsuite.generation import load_generator
     from evalsuite.generation.base import GenerationOptions
+    from evalsuite.models.options import LoadingOptions
     from evalsuite.records import GenerationRequest, SamplingParams
     from evalsuite.tasks.discovery import TaskRegistry
     from evalsuite.run.pipeline import Asking
 
     task = TaskRegistry.discover([]).get("humaneval")
     problem = task.problems()[0]
-    generator = load_generator(str(tiny_model_dir("gpt2")), GenerationOptions(device="cpu"))
+    generator = load_generator(str(tiny_model_dir("gpt2")), GenerationOptions(loading=LoadingOptions(device="cpu")))
     params = SamplingParams(max_new_tokens=24)
     (free,) = generator.generate([GenerationRequest(problem.task_id, problem.prompt, (0,))], params)
     stop = free.text[6:9]  # a stop sequence the model is known to write, a few characters in

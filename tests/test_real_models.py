@@ -22,6 +22,7 @@ import pytest
 
 from evalsuite.execution.executor import ExecutionOptions, execute_samples
 from evalsuite.generation import GenerationOptions, load_generator
+from evalsuite.models.options import LoadingOptions
 from evalsuite.tasks.discovery import TaskRegistry
 from evalsuite.records import GenerationRequest, SamplingParams
 from evalsuite.run.pipeline import Asking
@@ -49,7 +50,7 @@ def two_threads():
 
 @pytest.fixture(scope="module")
 def smollm2(smollm2_path, two_threads):
-    generator = load_generator(str(smollm2_path), GenerationOptions(device="cpu"))
+    generator = load_generator(str(smollm2_path), GenerationOptions(loading=LoadingOptions(device="cpu")))
     yield generator
     generator.close()
 

@@ -32,7 +32,7 @@ def hub_served_by(monkeypatch):
     """Every hub lookup of ``HUB_ID`` answered from a local folder; returns the calls seen, with their revision."""
     import transformers
 
-    from evalsuite.generation.hf.generator import loading
+    from evalsuite.generation.hf import loading
 
     calls: list[tuple[str, str, str | None]] = []
 

@@ -6,20 +6,20 @@ from __future__ import annotations
 import argparse
 import json
 
+from evalsuite.cli.option_groups import add_options, options_from_args
+from evalsuite.models.options import LoadingOptions
+
+MODELS_FLAGS = ("device", "dtype", "trust_remote_code", "revision")  # what decides the settings shown
+
 
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser("models", help="list model aliases, or what a run applies to one model")
     parser.add_argument("name", nargs="?", help="show what a run would apply to this alias, directory, .gguf file "
                                                 "or hub id (reads its config and tokenizer, not its weights)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    parser.add_argument("--device", help="as `run --device` (default: cuda when available)")
-    parser.add_argument("--dtype", choices=["auto", "float32", "bfloat16", "float16"], help="as `run --dtype`")
+    add_options(parser, LoadingOptions, only=MODELS_FLAGS)
     parser.add_argument("--prompt-style", default="auto", choices=["auto", "base", "instruct"],
                         help="as `run --prompt-style` (default: auto)")
-    parser.add_argument("--trust-remote-code", action="store_true",
-                        help="run the model repository's own Python code (off by default)")
-    parser.add_argument("--revision", help="with NAME, a hub model: the branch, tag or commit to read (refused for "
-                                          "local folders and GGUF files)")
     parser.set_defaults(handler=main)
 
 
@@ -85,26 +85,24 @@ def main(args: argparse.Namespace) -> int:
     from evalsuite.errors import EvalsuiteError
     from evalsuite.models.registry import list_models, resolve_model
 
+    loading = options_from_args(LoadingOptions, args, only=MODELS_FLAGS)
     if not args.name:
-        if args.revision is not None:
+        if loading.revision is not None:
             raise EvalsuiteError("--revision needs a model: evalsuite models NAME --revision REV")
         return _list(list_models(), args.json)
     from evalsuite.cli import preflight
 
     preflight.check_model_files([args.name])
-    spec = resolve_model(args.name, revision=args.revision)
+    spec = resolve_model(args.name, revision=loading.revision)
     if spec.source in ("alias", "hub") and not _cached(spec.location, spec.revision):
         code = _list([spec], args.json)
         if not args.json:
             print(f"{spec.location} is not in the local Hugging Face cache: pad, BOS, EOS and prompt style are read "
                   "from its tokenizer when a run loads it")
         return code
-    from evalsuite.generation.base import GenerationOptions
     from evalsuite.generation.hf.inspection import run_settings
 
-    options = GenerationOptions(device=args.device, dtype=None if args.dtype in (None, "auto") else args.dtype,
-                                trust_remote_code=args.trust_remote_code)
-    settings = run_settings(spec, options, args.prompt_style)
+    settings = run_settings(spec, loading, args.prompt_style)
     if args.json:
         print(json.dumps({**spec.to_dict(), "run": settings}, indent=2))
     else:

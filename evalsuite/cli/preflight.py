@@ -71,24 +71,24 @@ def check_generation_options(options: Any, sampling: Any) -> None:
     """Values of ``run``'s flags that would be ignored (with the reference model, or on the CPU) or fail only
     after the model loads: each is one line now. ``options`` is a GenerationOptions, ``sampling`` the
     SamplingParams."""
-    positive = {"--batch-size": options.batch_size, "--threads": options.threads,
-                "--concurrency": options.concurrency, "--n": sampling.n, "--max-new-tokens": sampling.max_new_tokens}
+    positive = {"--batch-size": options.hf.batch_size, "--threads": options.hf.threads,
+                "--concurrency": options.openai.concurrency, "--n": sampling.n, "--max-new-tokens": sampling.max_new_tokens}
     for flag, value in positive.items():
         if value is not None and value < 1:
             raise EvalsuiteError(f"{flag} must be at least 1, got {value}")
-    if options.max_retries < 0 or options.request_timeout_s <= 0:
+    if options.openai.max_retries < 0 or options.openai.request_timeout_s <= 0:
         raise EvalsuiteError("--max-retries must be >= 0 and --request-timeout > 0")
     if sampling.top_k < 0:
         raise EvalsuiteError(f"--top-k must be >= 0 (0: no top-k), got {sampling.top_k}")
     if not 0 < sampling.top_p <= 1 or sampling.temperature < 0:
         raise EvalsuiteError("--temperature must be >= 0 and --top-p in (0, 1]")
-    if options.base_url and options.backend in ("hf", "reference"):
+    if options.openai.base_url and options.backend in ("hf", "reference"):
         raise EvalsuiteError(f"--base-url is for --backend openai (or auto); --backend {options.backend} would "
                              "ignore it")
-    if options.strategy is not None:
+    if options.loading.strategy is not None:
         from evalsuite.planner.ladder import check_strategy
 
-        check_strategy(options.strategy)
+        check_strategy(options.loading.strategy)
 
 
 def check_model_files(names: Sequence[str]) -> None:

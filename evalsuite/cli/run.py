@@ -13,7 +13,10 @@ from evalsuite.cli.options import (add_execution_args, add_fail_under_argument, 
                                        execution_options, load_registry, parse_ks, split_names, timeout_policy)
 from evalsuite.cli.json_output import add_json_argument, print_json, stdout_to_stderr
 from evalsuite.cli import preflight
-from evalsuite.devices import check_device_present, parse_device
+from evalsuite.cli.option_groups import add_options, options_from_args
+from evalsuite.devices import check_device_present
+from evalsuite.generation.options import GenerationOptions, HFOptions, OpenAIOptions
+from evalsuite.models.options import LoadingOptions
 from evalsuite.errors import EvalsuiteError, ThresholdNotMet
 
 SAMPLING_DEFAULTS = {"n": 1, "temperature": 0.0, "top_p": 1.0, "top_k": 0, "max_new_tokens": 512}
@@ -55,41 +58,13 @@ def add_parser(subparsers) -> None:
                                                               "the problem and the sample index (default 0)")
 
     model = parser.add_argument_group("model loading")
-    model.add_argument("--backend", default="auto", choices=["auto", "hf", "openai", "reference"],
-                       help="hf: load the model here with transformers; openai: ask the OpenAI-compatible server at "
-                            "--base-url; reference: the canonical solutions; auto (default): reference for "
-                            "'reference', openai when --base-url is given, else hf")
-    model.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1")
-    model.add_argument("--api-key-env", default="OPENAI_API_KEY",
-                       help="environment variable holding the API key (the key is never recorded; default: "
-                            "OPENAI_API_KEY)")
-    model.add_argument("--concurrency", type=int, default=8, help="openai backend: requests in flight (default 8)")
-    model.add_argument("--max-retries", type=int, default=6,
-                       help="openai backend: retries on 429/5xx, with exponential backoff (default 6)")
-    model.add_argument("--request-timeout", type=float, default=600.0, help="openai backend: seconds per request (default 600)")
-    model.add_argument("--device", help="cpu, cuda, cuda:1 (default: cuda when available)")
-    model.add_argument("--dtype", choices=["auto", "float32", "bfloat16", "float16"],
-                       help="weights' dtype (default auto: float32 on CPU; on GPU the registry's, else the "
-                            "checkpoint's, else bfloat16)")
-    model.add_argument("--batch-size", type=int, help="default: chosen from free memory")
-    model.add_argument("--threads", type=int, help="CPU threads for generation (default: the cores not busy when "
-                                                   "the run starts, at least 1; recorded)")
-    model.add_argument("--trust-remote-code", action="store_true",
-                       help="run the model repository's own Python code (needed by some hub models; off by default)")
-    model.add_argument("--revision", help="hub models: the branch, tag or commit to load (default: the default "
-                                          "branch); recorded in the run's identity; refused for local folders, "
-                                          "GGUF files and the reference model")
-    model.add_argument("--strategy", help="force a loading strategy (see `evalsuite plan`)")
-    model.add_argument("--gpu-memory", help="cap per GPU, e.g. 16GiB (emulates a smaller card)")
-    model.add_argument("--cpu-memory", help="cap on CPU memory for offload, e.g. 100GiB")
-    model.add_argument("--offload-dir", help="folder for disk/NVMe offload")
+    add_options(model, GenerationOptions, only=("backend",))
+    add_options(model, OpenAIOptions)
+    add_options(model, LoadingOptions)
+    add_options(model, HFOptions)
     model.add_argument("--spread", default="problems", choices=["problems", "models"],
-                       help="under torchrun: shard each model's problems over the ranks (default), or give "
-                            "each rank whole models (several models that each fit one GPU, at once)")
-    model.add_argument("--engine", default="auto", choices=["auto", "transformers", "evalsuite"],
-                       help="auto (default): evalsuite's engine where it applies (CUDA, a covered family), else "
-                            "plain transformers generate; transformers: always plain generate; evalsuite: the "
-                            "engine wherever it can run, the CPU included (slow there: for checks)")
+                       help="under torchrun: shard each model's problems over the ranks, or give each rank whole "
+                            "models (several models that each fit one GPU, at once) (default: problems)")
 
     execution = parser.add_argument_group("execution")
     add_execution_args(execution)
@@ -182,7 +157,6 @@ def execute(args: argparse.Namespace, argv: list[str] | None = None):
     """Everything ``run`` does but the exit status: a :class:`evalsuite.run.results.RunResult` (None on a worker
     rank). The table goes to stdout (stderr with ``--json``, nothing with ``--json --quiet``); the
     ``--fail-under`` gate is checked, not enforced. :func:`evalsuite.run` calls this too."""
-    from evalsuite.generation.base import GenerationOptions
     from evalsuite.run.results import FailUnder, RunResult, score_from_outcome
     from evalsuite.run.config import RunConfig
     from evalsuite.run.pipeline import print_results_table, run_evaluation
@@ -198,18 +172,15 @@ def execute(args: argparse.Namespace, argv: list[str] | None = None):
     sampling, ks = sampling_from_args(args)
     protocol = protocol_from_args(args)
     warn_partial(tasks, args.limit)
-    generation = GenerationOptions(
-        backend=args.backend, device=parse_device(args.device), dtype=None if args.dtype in (None, "auto") else args.dtype,
-        batch_size=args.batch_size, base_url=args.base_url, api_key_env=args.api_key_env,
-        concurrency=args.concurrency, max_retries=args.max_retries, request_timeout_s=args.request_timeout,
-        trust_remote_code=args.trust_remote_code, strategy=args.strategy, gpu_memory=args.gpu_memory,
-        cpu_memory=args.cpu_memory, offload_dir=args.offload_dir, engine=args.engine, threads=args.threads,
-        max_new_tokens=sampling.max_new_tokens, revision=args.revision)
+    generation = options_from_args(GenerationOptions, args, only=("backend",),
+                                   loading=options_from_args(LoadingOptions, args),
+                                   hf=options_from_args(HFOptions, args), openai=options_from_args(OpenAIOptions, args),
+                                   max_new_tokens=sampling.max_new_tokens)
     models = split_names(args.models)
     names = display_names(models, args.name)
     execution = execution_options(args)
     # Everything that can fail without the model fails here, before any model loads (see evalsuite.cli.preflight).
-    preflight.check_sizes({"--gpu-memory": args.gpu_memory, "--cpu-memory": args.cpu_memory})
+    preflight.check_sizes({"--gpu-memory": generation.loading.gpu_memory, "--cpu-memory": generation.loading.cpu_memory})
     preflight.check_generation_options(generation, sampling)
     preflight.check_model_files(models)
     preflight.check_fail_under(thresholds, ks)
@@ -218,7 +189,7 @@ def execute(args: argparse.Namespace, argv: list[str] | None = None):
     preflight.check_writable_dir(args.output, "--output")
     if not args.no_leaderboard:
         preflight.check_writable_dir(args.leaderboard_dir, "--leaderboard-dir")
-    check_gpu_only_options(generation)
+    check_gpu_only_options(generation.loading)
     preflight.check_sandbox(args.allow_unsandboxed)
     config = RunConfig(models=models, tasks=tasks, sampling=sampling, ks=ks, limit=args.limit,
                        output_dir=Path(args.output), generation=generation, execution=execution,
@@ -270,7 +241,7 @@ def display_names(models: list[str], names: str | None) -> dict[str, str]:
     return dict(zip(models, given))
 
 
-def check_gpu_only_options(options) -> None:
+def check_gpu_only_options(options: LoadingOptions) -> None:
     """Options that only make sense with a GPU fail fast, before any model is loaded."""
     wants_gpu = (options.device or "").startswith("cuda") or options.gpu_memory is not None
     if not wants_gpu:

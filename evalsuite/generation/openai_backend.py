@@ -104,12 +104,13 @@ class OpenAIGenerator(Generator):
     @classmethod
     def connect(cls, model: str, options: GenerationOptions) -> "OpenAIGenerator":
         """Build from CLI options and check the server answers (a wrong URL fails now, not mid-run)."""
-        if not options.base_url:
+        server = options.openai
+        if not server.base_url:
             raise EvalsuiteError("--backend openai needs --base-url, e.g. http://127.0.0.1:8000/v1")
-        generator = cls(model, options.base_url, api_key=os.environ.get(options.api_key_env) or None,
-                        concurrency=options.concurrency, timeout_s=options.request_timeout_s,
-                        retry=RetryPolicy(max_retries=options.max_retries),
-                        samples_per_request=options.samples_per_request, api_key_env=options.api_key_env)
+        generator = cls(model, server.base_url, api_key=os.environ.get(server.api_key_env) or None,
+                        concurrency=server.concurrency, timeout_s=server.request_timeout_s,
+                        retry=RetryPolicy(max_retries=server.max_retries),
+                        samples_per_request=server.samples_per_request, api_key_env=server.api_key_env)
         generator.check_server()
         return generator
 

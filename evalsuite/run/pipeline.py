@@ -464,21 +464,21 @@ def run_evaluation(config: RunConfig) -> list[RunOutcome] | None:
     if config.spread not in ("problems", "models"):
         raise EvalsuiteError(f"--spread must be 'problems' or 'models', got {config.spread!r}")
     # --revision is refused here, in one line, for a local folder, GGUF file or the reference model
-    specs = [resolve_model(name, backend=config.generation.backend, revision=config.generation.revision)
+    specs = [resolve_model(name, backend=config.generation.backend, revision=config.generation.loading.revision)
              for name in config.models]
     for task in config.tasks:
         select_problems(task, config.limit)  # load and validate every dataset before loading any model
     ctx = context_from_env()
     generation = config.generation
-    if ctx.enabled and generation.device is None and generation.backend != "openai":
-        generation = replace(generation, device=_rank_device(ctx))
+    if ctx.enabled and generation.loading.device is None and generation.backend != "openai":
+        generation = replace(generation, loading=replace(generation.loading, device=_rank_device(ctx)))
     assignments = list(zip(config.models, specs))
     run_ctx = ctx
     if ctx.enabled and config.spread == "models":
         assignments = assignments[ctx.rank::ctx.world_size]  # whole models per rank; each runs alone
         run_ctx = DistContext()
     placement = {"world_size": ctx.world_size, "rank": ctx.rank, "spread": config.spread if ctx.enabled else None,
-                 "host": socket.gethostname(), "device": generation.device}
+                 "host": socket.gethostname(), "device": generation.loading.device}
     outcomes = []
     try:
         for name, spec in assignments:
@@ -488,7 +488,7 @@ def run_evaluation(config: RunConfig) -> list[RunOutcome] | None:
             recorded = {} if ctx.enabled else _finished_runs(config, display, keys)
             started = time.perf_counter()
             # Nothing left to generate for any task: the recorded model stands in, no weights are loaded.
-            generator = None if len(recorded) == len(config.tasks) else load_generator(name, generation)
+            generator = None if len(recorded) == len(config.tasks) else load_generator(spec, generation)
             load_seconds = time.perf_counter() - started
             try:
                 model_id, model_stops = spec.location, spec.extra_stop_sequences

@@ -130,7 +130,7 @@ def engine_for(generator: Any) -> HFEngineBridge | None:
 
 
 def fallback_reason(generator: Any, engine_cls) -> str | None:
-    choice = getattr(generator.options, "engine", "auto")
+    choice = generator.options.hf.engine
     if choice == "transformers":
         return "--engine transformers"
     strategy = generator.loaded.placement.get("strategy")

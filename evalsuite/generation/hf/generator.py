@@ -55,7 +55,7 @@ class HFGenerator(Generator):
         # generate() fills every unset setting from model.generation_config: make it neutral, once.
         self.model.generation_config = self._generation_config(max_new_tokens=None)
         self.context_length = model_context_length(self.model.config)
-        self.batch_size: int | None = options.batch_size
+        self.batch_size: int | None = options.hf.batch_size
         self.oom_halvings = 0
 
     @classmethod
@@ -123,7 +123,7 @@ class HFGenerator(Generator):
             "cpu_threads": torch.get_num_threads() if self.loaded.device.type == "cpu" else None,
             "batch_size": self.batch_size if self.batch_size is not None else "auto",
             "oom_halvings": self.oom_halvings,
-            "trust_remote_code": bool(self.options.trust_remote_code or spec.trust_remote_code),
+            "trust_remote_code": bool(self.options.loading.trust_remote_code or spec.trust_remote_code),
             "config": config_summary(self.model.config),
             "tokenizer": {"class": type(self.loaded.tokenizer).__name__, **self.codec.describe()},
             "tokenizer_fixes": list(self.codec.fixes),

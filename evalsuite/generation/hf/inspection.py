@@ -9,21 +9,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from evalsuite.generation.base import GenerationOptions
+from evalsuite.models.options import LoadingOptions
 from evalsuite.models.registry import ModelSpec
 
 
-def run_settings(spec: ModelSpec, options: GenerationOptions, prompt_style: str = "auto") -> dict[str, Any]:
+def run_settings(spec: ModelSpec, loading: LoadingOptions, prompt_style: str = "auto") -> dict[str, Any]:
     """The dtype, tokenizer policy, fixes and prompt style a run of ``spec`` would use on this machine."""
     from evalsuite.generation.hf.loading import (config_dtype, config_summary, generation_config_of, load_config_and_tokenizer,
                                               pick_device, pick_dtype, revision_of)
     from evalsuite.protocol.prompting import decide_style
     from evalsuite.generation.hf.tokenizer_fixes import prepare_codec
 
-    trust = bool(options.trust_remote_code or spec.trust_remote_code)
+    trust = bool(loading.trust_remote_code or spec.trust_remote_code)
     config, tokenizer, spec = load_config_and_tokenizer(spec, trust)
-    device = pick_device(options)
-    dtype = pick_dtype(spec, options, device, config_dtype(config))
+    device = pick_device(loading)
+    dtype = pick_dtype(spec, loading, device, config_dtype(config))
     text = config.get_text_config() if hasattr(config, "get_text_config") else config
     rows = getattr(text, "vocab_size", None)
     codec = prepare_codec(tokenizer, spec, rows if isinstance(rows, int) else None,

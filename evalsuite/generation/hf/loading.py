@@ -15,6 +15,7 @@ from evalsuite.devices import (check_device_present, cuda_index, parse_device, s
                                use_expandable_segments)
 from evalsuite.errors import EvalsuiteError
 from evalsuite.generation.base import GenerationOptions
+from evalsuite.models.options import LoadingOptions
 from evalsuite.models.fingerprint import WEIGHT_SUFFIXES, local_fingerprint
 from evalsuite.models.registry import ModelSpec, with_family
 
@@ -31,20 +32,20 @@ class LoadedModel:
     batch_limit: int | None = None  # the loading plan's cap on batch width (DeepSpeed-Inference kernels)
 
 
-def pick_device(options: GenerationOptions):
+def pick_device(loading: LoadingOptions):
     """The device named by ``--device`` (checked, with a GPU index: ``cuda`` means the current GPU), else
     the first GPU, else the CPU."""
     import torch
 
-    name = parse_device(options.device) or ("cuda" if torch.cuda.is_available() else "cpu")
+    name = parse_device(loading.device) or ("cuda" if torch.cuda.is_available() else "cpu")
     check_device_present(name)
     return torch.device("cuda", cuda_index(name)) if name.startswith("cuda") else torch.device("cpu")
 
 
-def pick_dtype(spec: ModelSpec, options: GenerationOptions, device, config_dtype: Any) -> str:
+def pick_dtype(spec: ModelSpec, loading: LoadingOptions, device, config_dtype: Any) -> str:
     """User flag > (CPU: float32) > registry entry > the checkpoint's own dtype > bfloat16."""
-    if options.dtype:
-        return options.dtype
+    if loading.dtype:
+        return loading.dtype
     if device.type == "cpu":
         return "float32"  # half precision on CPU is slow and, for float16, often unsupported
     if spec.dtype:
@@ -177,24 +178,26 @@ def _load_model(spec: ModelSpec, options: GenerationOptions) -> LoadedModel:
     from transformers import AutoModelForCausalLM
 
     check_hub_reachable(spec)
-    trust = bool(options.trust_remote_code or spec.trust_remote_code)
-    planned = any((options.strategy, options.gpu_memory, options.cpu_memory, options.offload_dir))
+    loading = options.loading
+    trust = bool(loading.trust_remote_code or spec.trust_remote_code)
+    planned = loading.planned
     if spec.gguf_file and planned:
         raise EvalsuiteError(f"{spec.name}: a GGUF checkpoint loads whole onto one device; --strategy, "
                              "--gpu-memory, --cpu-memory and --offload-dir do not apply")
     config, tokenizer, spec = load_config_and_tokenizer(spec, trust)
-    device = pick_device(options)
+    device = pick_device(loading)
     if device.type == "cuda":
         use_expandable_segments()
     else:
-        set_cpu_threads(options.threads)
-    dtype = pick_dtype(spec, options, device, config_dtype(config))
+        set_cpu_threads(options.hf.threads)
+    dtype = pick_dtype(spec, loading, device, config_dtype(config))
     if not spec.gguf_file and (device.type == "cuda" or planned):
         # The memory planner places the model (one GPU, several, 8/4-bit, offload, CPU) and records why.
         from evalsuite.planner import load_planned
 
         try:
-            model, plan = load_planned(spec.location, spec, options, batch_size=options.batch_size)  # spec.revision
+            model, plan = load_planned(spec.location, spec, loading, batch_size=options.hf.batch_size,
+                                         max_new_tokens=options.max_new_tokens)  # spec.revision
         except (OSError, ValueError) as exc:
             raise _load_error(spec, "weights", exc) from exc
         device = torch.device("cpu") if plan.strategy == "cpu" else torch.device("cuda", plan.main_gpu)
