@@ -12,7 +12,7 @@ import pytest
 
 from evalsuite.cli import main
 from evalsuite.tasks.dataset_tasks import build_test_program, entry_point_from_tests, wrap_in_check
-from evalsuite.tasks.datasets_loader import hub_reachable
+from evalsuite.hub import hub_reachable
 from evalsuite.errors import EvalsuiteError
 from evalsuite.jsonl import read_jsonl
 from evalsuite.tasks.discovery import TaskRegistry

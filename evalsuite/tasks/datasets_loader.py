@@ -6,7 +6,7 @@ or, offline, a local file (json, jsonl, parquet; ``.gz`` accepted) or folder (a 
 in the same format as the hub copy. Both paths end in ``datasets.load_dataset`` and the same row checks.
 
 Without network a hub load would retry for about 25 s before failing, so the hub is probed first (one TCP
-connect, 2 s at most); when it is unreachable the load runs in ``datasets``' offline mode, which uses the cache
+connect, 2 s at most, :mod:`evalsuite.hub`); when it is unreachable the load runs in ``datasets``' offline mode, which uses the cache
 or fails at once, and the user gets one line saying where to get the data and how to pass it.
 """
 
@@ -15,20 +15,16 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
-import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Sequence
-from urllib.parse import urlparse
 
 from evalsuite.errors import EvalsuiteError
+from evalsuite.hub import hub_reachable
 from evalsuite.jsonl import sha256_file
 
 # File suffixes ``datasets`` packaged builders read; the builder is chosen from the suffix (``.gz`` stripped).
 BUILDERS = {".json": "json", ".jsonl": "json", ".parquet": "parquet"}
-HUB_PROBE_TIMEOUT_S = 2.0
-_probe_cache: dict[str, bool] = {}
 
 
 @dataclass(frozen=True)
@@ -73,27 +69,6 @@ def _datasets():
     except ImportError as exc:  # a core dependency; only a broken install gets here
         raise EvalsuiteError("the 'datasets' package is not installed (pip install datasets)") from exc
     return datasets
-
-
-def hub_reachable(endpoint: str | None = None) -> bool:
-    """Whether a TCP connection to the hub opens within 2 s (probed once per process).
-
-    With a proxy configured the direct probe proves nothing, so the hub is assumed reachable."""
-    if any(os.environ.get(name) for name in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")):
-        return True
-    if endpoint is None:
-        from huggingface_hub import constants
-
-        endpoint = constants.ENDPOINT
-    if endpoint not in _probe_cache:
-        parsed = urlparse(endpoint)
-        port = parsed.port or (443 if parsed.scheme == "https" else 80)
-        try:
-            socket.create_connection((parsed.hostname or "", port), timeout=HUB_PROBE_TIMEOUT_S).close()
-            _probe_cache[endpoint] = True
-        except OSError:
-            _probe_cache[endpoint] = False
-    return _probe_cache[endpoint]
 
 
 @contextlib.contextmanager

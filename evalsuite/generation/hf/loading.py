@@ -145,10 +145,9 @@ def check_hub_reachable(spec: ModelSpec) -> None:
     cached nor reachable (a typo in a model name lands here too)."""
     if spec.source not in ("hub", "alias"):
         return
-    import socket
-    from urllib.parse import urlparse
-
     from huggingface_hub import constants, try_to_load_from_cache
+
+    from evalsuite.hub import hub_host, hub_unreachable_reason
 
     if isinstance(try_to_load_from_cache(spec.location, "config.json", revision=spec.revision), str):
         return
@@ -156,13 +155,10 @@ def check_hub_reachable(spec: ModelSpec) -> None:
             f"{spec.location!r} is not in the Hugging Face cache")
     if constants.HF_HUB_OFFLINE:
         raise EvalsuiteError(f"{what}, and HF_HUB_OFFLINE is set")
-    endpoint = urlparse(constants.ENDPOINT)
-    host, port = endpoint.hostname or "huggingface.co", endpoint.port or (443 if endpoint.scheme == "https" else 80)
-    try:
-        socket.create_connection((host, port), timeout=5).close()
-    except OSError as exc:
-        raise EvalsuiteError(f"{what}, and the hub ({host}) cannot be reached: {exc}; check the name "
-                             "(`evalsuite models` lists aliases) or download the model first") from None
+    reason = hub_unreachable_reason()
+    if reason is not None:
+        raise EvalsuiteError(f"{what}, and the hub ({hub_host()}) cannot be reached: {reason}; check the name "
+                             "(`evalsuite models` lists aliases) or download the model first")
 
 
 def load_model(spec: ModelSpec, options: GenerationOptions) -> LoadedModel:
