@@ -14,6 +14,7 @@ See docs/sandbox.md for the threat model and the rule that decides a pass.
 """
 
 from sandbox.jail import SandboxUnavailable, detect_isolation
-from sandbox.pool import Executor, Job, Outcome, UnsandboxedWarning
+from sandbox.pool import DEFAULT_TIMEOUT_S, Executor, Job, Outcome, UnsandboxedWarning
 
-__all__ = ["Executor", "Job", "Outcome", "SandboxUnavailable", "UnsandboxedWarning", "detect_isolation"]
+__all__ = ["DEFAULT_TIMEOUT_S", "Executor", "Job", "Outcome", "SandboxUnavailable", "UnsandboxedWarning",
+           "detect_isolation"]

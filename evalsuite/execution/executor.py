@@ -11,8 +11,10 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+import sandbox
 from evalsuite.environment import package_versions
 from evalsuite.errors import EvalsuiteError
+from evalsuite.flags import flag
 from evalsuite.progress import progress_bar
 from evalsuite.records import SampleResult
 from evalsuite.tasks.task import Task
@@ -20,10 +22,14 @@ from evalsuite.tasks.task import Task
 
 @dataclass(frozen=True)
 class ExecutionOptions:
-    workers: int | None = None  # None: one per CPU, pinned (sandbox.pool.Executor)
-    timeout_s: float = 3.0  # wall clock per sample
-    memory_mb: int = 1024  # address-space limit per sample
-    allow_unsandboxed: bool = False  # run with rlimits only where no namespace isolation exists
+    """The sandbox's options. Time limits are :class:`~evalsuite.execution.timeouts.TimeoutPolicy`'s alone."""
+
+    workers: int | None = flag(None, "sandbox workers", check=lambda n: n >= 1, must="be at least 1",
+                               default_text="one per CPU, each pinned to its CPU")
+    memory_mb: int = flag(1024, "address-space limit per sample, in MB", check=lambda n: n >= 64,
+                          must="be at least 64")
+    allow_unsandboxed: bool = flag(False, "where no namespace isolation is possible, run with rlimits only (UNSAFE: "
+                                          "samples can read your files and use the network; see docs/sandbox.md)")
     show_progress: bool = True
 
 
@@ -34,13 +40,12 @@ def result_text(status: str, reason: str) -> str:
 
 
 def execute_samples(task: Task, samples: Sequence[Mapping[str, Any]], options: ExecutionOptions,
-                    timeouts: Mapping[str, float] | None = None) -> tuple[list[SampleResult], dict[str, Any]]:
+                    timeouts: Mapping[str, float] | None = None, default_timeout_s: float = sandbox.DEFAULT_TIMEOUT_S
+                    ) -> tuple[list[SampleResult], dict[str, Any]]:
     """Run every sample in the sandbox; results come back in input order, plus execution info.
 
     ``timeouts`` maps task ids to their samples' wall-clock limits (see :mod:`evalsuite.execution.timeouts`); problems not
-    in it get ``options.timeout_s``."""
-    import sandbox
-
+    in it get ``default_timeout_s``."""
     problems = {problem.task_id: problem for problem in task.problems()}
     jobs = []
     for job_id, sample in enumerate(samples):
@@ -55,7 +60,7 @@ def execute_samples(task: Task, samples: Sequence[Mapping[str, Any]], options: E
     outcomes: list[sandbox.Outcome | None] = [None] * len(jobs)
     started = time.perf_counter()
     try:
-        with sandbox.Executor(workers=options.workers, timeout_s=options.timeout_s, memory_mb=options.memory_mb,
+        with sandbox.Executor(workers=options.workers, timeout_s=default_timeout_s, memory_mb=options.memory_mb,
                               allow_unsandboxed=options.allow_unsandboxed) as executor:
             with progress_bar(len(jobs), f"execute {task.name}", "sample", options.show_progress) as bar:
                 for outcome in executor.run(jobs):
@@ -63,7 +68,7 @@ def execute_samples(task: Task, samples: Sequence[Mapping[str, Any]], options: E
                     bar.update(1)
             info = {"mode": executor.mode, "isolation": executor.detail, "limits": executor.limit_mode,
                     "workers": executor.workers,
-                    "timeout_s": options.timeout_s, "memory_mb": options.memory_mb,
+                    "timeout_s": default_timeout_s, "memory_mb": options.memory_mb,
                     "worker_restarts": executor.restarts}
     except sandbox.SandboxUnavailable as exc:
         raise EvalsuiteError(str(exc)) from None

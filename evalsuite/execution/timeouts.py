@@ -13,7 +13,7 @@ gives a sample ``max(min_time_limit, gt_time_limit_factor * gt_time)`` (``untrus
   ``~/.cache/evalsuite/timeouts/`` (``$EVALSUITE_CACHE_DIR`` or ``$XDG_CACHE_HOME`` move it), so this happens
   once; ``--recalibrate`` measures again;
 * each sample gets ``max(floor, factor x time)``; a problem with no canonical solution, or one that did not pass
-  while being timed, gets the fixed default (``ExecutionOptions.timeout_s``) and is listed in the record.
+  while being timed, gets the fallback limit (``TimeoutPolicy.fallback_s``) and is listed in the record.
 
 ``--timeout S`` replaces all of it with one fixed limit. Either way a sample over its limit is its own verdict,
 "timed out", counted apart from failures.
@@ -28,7 +28,7 @@ import platform
 import socket
 import statistics
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -36,9 +36,11 @@ from typing import Any, Mapping, Sequence
 from evalsuite import __version__
 from evalsuite.environment import hardware
 from evalsuite.execution.executor import ExecutionOptions, execute_samples
+from evalsuite.flags import flag
 from evalsuite.jsonl import atomic_write_json
 from evalsuite.records import SampleResult
 from evalsuite.tasks.task import Problem, Task
+from sandbox import DEFAULT_TIMEOUT_S
 from sandbox.jail import cache_root
 
 DEFAULT_FLOOR_S = 1.0  # EvalPlus DEFAULT_MIN_TIME_LIMIT
@@ -48,18 +50,36 @@ CALIBRATION_LIMIT_S = 60.0
 CACHE_SCHEMA = "evalsuite.timeout-calibration/1"
 
 
+def _positive(value: float) -> bool:
+    return value > 0
+
+
 @dataclass(frozen=True)
 class TimeoutPolicy:
-    """How a sample's wall-clock limit is chosen: one fixed value, or calibrated per problem."""
+    """How a sample's wall-clock limit is chosen: one fixed value (``--timeout``), or calibrated per problem.
 
-    fixed_s: float | None = None  # --timeout: one limit for every sample; None: calibrated
-    floor_s: float = DEFAULT_FLOOR_S
-    factor: float = DEFAULT_FACTOR
-    recalibrate: bool = False  # measure the canonical solutions again even when cached
+    The one home of ``--timeout``: the executor is handed the limits this policy chooses."""
+
+    fixed_s: float | None = flag(
+        None, "one fixed wall-clock limit for every sample", name="--timeout", metavar="SECONDS",
+        check=_positive, must="be positive",
+        default_text=f"calibrated per problem on this machine, max(--timeout-floor, --timeout-factor x the canonical "
+                     f"solution's time), as EvalPlus does; {DEFAULT_TIMEOUT_S:g} s for problems without a canonical "
+                     "solution")
+    floor_s: float = flag(DEFAULT_FLOOR_S, "calibrated limits: the smallest limit (EvalPlus's)", name="--timeout-floor",
+                          metavar="SECONDS", check=_positive, must="be positive")
+    factor: float = flag(DEFAULT_FACTOR, "calibrated limits: multiple of the canonical solution's time (EvalPlus's)",
+                         name="--timeout-factor", check=_positive, must="be positive")
+    recalibrate: bool = flag(False, "time the canonical solutions again instead of using this machine's cached times")
 
     @property
     def calibrated(self) -> bool:
         return self.fixed_s is None
+
+    @property
+    def fallback_s(self) -> float:
+        """The limit of a sample no calibration covers: ``--timeout`` when given, else the sandbox's default."""
+        return self.fixed_s if self.fixed_s is not None else DEFAULT_TIMEOUT_S
 
     def limit_for(self, canonical_s: float) -> float:
         return max(self.floor_s, self.factor * canonical_s)
@@ -129,8 +149,8 @@ def calibrate(task: Task, problems: Sequence[Problem], options: ExecutionOptions
         if options.show_progress:
             print(f"timing {len(todo)} canonical solution(s) of {task.name} once, for calibrated timeouts "
                   f"(cached in {path.parent})", file=sys.stderr)
-        results, info = execute_samples(task, canonical_samples(todo),
-                                        replace(options, timeout_s=CALIBRATION_LIMIT_S))
+        results, info = execute_samples(task, canonical_samples(todo), options,
+                                        default_timeout_s=CALIBRATION_LIMIT_S)
         for result in results:
             cached["times_s"].pop(result.task_id, None)
             cached["failed"].pop(result.task_id, None)
@@ -175,7 +195,7 @@ def resolve_timeouts(task: Task, problems: Sequence[Problem], options: Execution
         "defaults_from": "EvalPlus evalplus/config.py: DEFAULT_MIN_TIME_LIMIT = 1.0, DEFAULT_GT_TIME_LIMIT_FACTOR = 4.0",
         "cache": str(calibration.path), "machine_key": calibration.path.parent.name,
         "measured_now": calibration.measured_now,
-        "fallback_s": options.timeout_s, "fallback_problems": fallback,
+        "fallback_s": policy.fallback_s, "fallback_problems": fallback,
         "canonical_failed": {k: v for k, v in calibration.failed.items() if k in {p.task_id for p in problems}},
         "limit_s": ({"min": values[0], "median": statistics.median(values), "max": values[-1]} if values else {}),
         "per_problem_s": limits,
@@ -194,9 +214,7 @@ def execute_with_timeouts(task: Task, samples: Sequence[Mapping[str, Any]], opti
     """:func:`~evalsuite.execution.executor.execute_samples` with each problem's limit chosen by ``policy``."""
     wanted = {sample["task_id"] for sample in samples}
     problems = [p for p in task.problems() if p.task_id in wanted]
-    if policy.fixed_s is not None:
-        options = replace(options, timeout_s=policy.fixed_s)
     limits, timeout_info = resolve_timeouts(task, problems, options, policy)
-    results, info = execute_samples(task, samples, options, limits)
+    results, info = execute_samples(task, samples, options, limits, default_timeout_s=policy.fallback_s)
     info["timeouts"] = timeout_info
     return results, info
