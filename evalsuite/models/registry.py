@@ -265,6 +265,11 @@ def with_family(spec: ModelSpec, model_type: str | None, registry: Registry | No
     return replace(spec, family=model_type, **defaults)
 
 
+def family_no_split(model_type: str | None, registry: Registry | None = None) -> tuple[str, ...]:
+    """The block classes a family's device map must not split (the planner, for a model known by its config)."""
+    return tuple(((registry or load_registry()).family_fields(model_type)).get("no_split_module_classes", ()))
+
+
 def list_models(registry: Registry | None = None) -> list[ModelSpec]:
     registry = registry or load_registry()
     return [registry.spec(alias, "alias", entry["hub_id"], entry) for alias, entry in registry.models.items()]
@@ -275,4 +280,4 @@ def family_names(registry: Registry | None = None) -> list[str]:
 
 
 __all__ = ["ModelSpec", "Registry", "resolve_model", "list_models", "with_family", "parse_registry",
-           "load_registry", "family_names"]
+           "load_registry", "family_names", "family_no_split"]
