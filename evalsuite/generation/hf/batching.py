@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from evalsuite.devices import allocatable_bytes
+from evalsuite.models.shape import config_shape
 from evalsuite.records import GenerationRequest, SamplingParams
 
 CPU_BATCH_SIZE = 16  # CPU throughput is flat past small batches; memory is not the limit there
@@ -44,27 +45,16 @@ def make_rows(requests: Sequence[GenerationRequest], params: SamplingParams,
 
 def kv_bytes_per_token(config: Any, dtype_bytes: int) -> int:
     """Bytes of key/value cache one token takes over all layers."""
-    text = config.get_text_config() if hasattr(config, "get_text_config") else config
-    layers = _first_int(text, "num_hidden_layers", "n_layer", "num_layers") or 1
-    heads = _first_int(text, "num_attention_heads", "n_head") or 1
-    kv_heads = _first_int(text, "num_key_value_heads", "n_head_kv") or heads
-    if getattr(text, "multi_query", False):
-        kv_heads = 1
-    hidden = _first_int(text, "hidden_size", "n_embd", "d_model") or 1
-    head_dim = _first_int(text, "head_dim") or hidden // heads
-    return 2 * layers * kv_heads * head_dim * dtype_bytes
+    return config_shape(config).kv_bytes_per_token(dtype_bytes)
 
 
 def bytes_per_row(config: Any, dtype_bytes: int, sequence_length: int) -> int:
     """A generous estimate of one row's memory: KV cache, eager attention scores at prefill, fp32 logits."""
-    text = config.get_text_config() if hasattr(config, "get_text_config") else config
-    heads = _first_int(text, "num_attention_heads", "n_head") or 1
-    hidden = _first_int(text, "hidden_size", "n_embd", "d_model") or 1
-    intermediate = _first_int(text, "intermediate_size", "n_inner") or 4 * hidden
-    vocab = _first_int(text, "vocab_size") or 0
-    kv = kv_bytes_per_token(config, dtype_bytes) * sequence_length
-    prefill = sequence_length * (heads * sequence_length * 4 + (intermediate + 4 * hidden) * dtype_bytes)
-    logits = vocab * 4 * 3  # logits, processed scores and the sampler's noise, in float32
+    shape = config_shape(config)
+    kv = shape.kv_bytes_per_token(dtype_bytes) * sequence_length
+    prefill = sequence_length * (shape.num_attention_heads * sequence_length * 4
+                                 + (shape.intermediate_size + 4 * shape.hidden_size) * dtype_bytes)
+    logits = shape.vocab_size * 4 * 3  # logits, processed scores and the sampler's noise, in float32
     return kv + prefill + logits
 
 
@@ -77,11 +67,3 @@ def auto_batch_size(config: Any, device: Any, dtype_bytes: int, longest_prompt: 
         free_bytes = allocatable_bytes(device)
     per_row = bytes_per_row(config, dtype_bytes, longest_prompt + max_new_tokens)
     return max(1, min(MAX_BATCH_SIZE, int(free_bytes * MEMORY_HEADROOM) // max(per_row, 1)))
-
-
-def _first_int(obj: Any, *names: str) -> int | None:
-    for name in names:
-        value = getattr(obj, name, None)
-        if isinstance(value, int) and value > 0:
-            return value
-    return None
