@@ -33,7 +33,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from evalsuite import __version__
+from evalsuite.version import __version__
 from evalsuite.environment import hardware
 from evalsuite.execution.executor import ExecutionOptions, execute_samples
 from evalsuite.jsonl import atomic_write_json
