@@ -9,9 +9,12 @@ from pathlib import Path
 
 from evalsuite.cli.leaderboard import format_table
 from evalsuite.records import SampleResult, SamplingParams
-from evalsuite.reporting.leaderboard import entry_from_run, load_leaderboard, update_leaderboard
-from evalsuite.reporting.pages import render_html
-from evalsuite.reporting.run_page import RunHeader, SampleView, render_run_page
+from evalsuite.reporting.entries import entry_from_run
+from evalsuite.reporting.publish import update_leaderboard
+from evalsuite.reporting.store import load_leaderboard
+from evalsuite.reporting.views.leaderboard_page import render_html
+from evalsuite.reporting.views.contract import RunHeader, SampleView
+from evalsuite.reporting.views.run_page import render_run_page
 from evalsuite.scoring import score
 
 HOSTILE = "</script><img src=x onerror=alert(1)>"

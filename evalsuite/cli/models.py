@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from evalsuite.reporting.terminal import Table, key_values
+
 
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser("models", help="list model aliases, or what a run applies to one model")
@@ -43,9 +45,7 @@ def _list(specs, as_json: bool) -> int:
     header = ("model", "hub id / path", "family", "dtype on GPU", "registry fixes")
     rows = [(spec.name, spec.location, spec.family or "(from config.json)", spec.dtype or "auto", _fixes(spec))
             for spec in specs]
-    widths = [max(len(header[i]), *(len(row[i]) for row in rows)) for i in range(len(header) - 1)]
-    for row in [header, *rows]:
-        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[-1])
+    print(Table(rows, header, pad_last=False).render())
     print("\nBOS: the tokenizer's own behaviour unless an entry overrides it; on CPU every model runs in float32. "
           "`evalsuite models NAME` shows exactly what a run applies.")
     return 0
@@ -68,9 +68,7 @@ def _show(settings: dict) -> None:
         ("extra stops", ", ".join(json.dumps(s) for s in settings["extra_stop_sequences"]) or "-"),
     ]
     lines += [("fix", fix) for fix in settings["tokenizer_fixes"]]
-    width = max(len(label) for label, _ in lines)
-    for label, value in lines:
-        print(f"{label.ljust(width)}  {value}")
+    print(key_values(lines))
 
 
 def _cached(hub_id: str, revision: str | None = None) -> bool:

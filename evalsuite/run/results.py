@@ -139,7 +139,8 @@ def score_from_outcome(outcome: Any) -> TaskScore:
 def leaderboard_json(path: Path, entries: Sequence[Any], html: Path | None,
                      fail_under: FailUnder | None) -> dict[str, Any]:
     """What ``evalsuite leaderboard --json`` prints: the selected entries as leaderboard.json stores them."""
-    from evalsuite.reporting.leaderboard import display_labels, is_partial, sort_entries
+    from evalsuite.reporting.labels import display_labels, is_partial
+    from evalsuite.reporting.model import sort_entries
 
     labels = display_labels(entries)
     ordered = sort_entries(entries)
