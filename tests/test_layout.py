@@ -210,6 +210,13 @@ def test_nothing_inside_imports_the_package_face(graph):
     assert importers == []
 
 
+def test_evalsuite_uses_only_the_sandbox_public_api(graph):
+    """``sandbox/__init__.py`` names what evalsuite may use; its modules are the sandbox's own business."""
+    inside = sorted(f"{module} -> {target}" for module, targets in graph.items() if _under(module, "evalsuite")
+                    for target in targets if _under(target, "sandbox") and target != "sandbox")
+    assert inside == []
+
+
 def test_storage_does_not_render_any_more(graph):
     """The cycle this layout removed: the leaderboard's storage rendered the page, which imported it back."""
     store = graph["evalsuite.reporting.store"]

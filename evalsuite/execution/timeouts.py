@@ -39,7 +39,7 @@ from evalsuite.execution.executor import ExecutionOptions, execute_samples
 from evalsuite.jsonl import atomic_write_json
 from evalsuite.records import SampleResult
 from evalsuite.tasks.task import Problem, Task
-from sandbox.jail import cache_root
+from sandbox import cache_root
 
 DEFAULT_FLOOR_S = 1.0  # EvalPlus DEFAULT_MIN_TIME_LIMIT
 DEFAULT_FACTOR = 4.0  # EvalPlus DEFAULT_GT_TIME_LIMIT_FACTOR
