@@ -42,10 +42,11 @@ def run_views() -> list[RunView]:
 def write_leaderboard_views(folder: str | Path, entries: Sequence[LeaderboardEntry]) -> Path:
     """Write every leaderboard view into ``folder``; returns the leaderboard's page (the first view's file)."""
     folder = Path(folder)
-    paths = [folder / view.file for view in leaderboard_views()]
-    for view, path in zip(leaderboard_views(), paths):
-        atomic_write_text(path, view.render(entries, folder))
-    return paths[0]
+    written = []
+    for view in leaderboard_views():
+        written.append(folder / view.file)
+        atomic_write_text(written[-1], view.render(entries, folder))
+    return written[0]
 
 
 def write_run_views(folder: str | Path, header: RunHeader, summary: Mapping[str, Any], samples: Sequence[SampleView],
@@ -54,10 +55,11 @@ def write_run_views(folder: str | Path, header: RunHeader, summary: Mapping[str,
     the leaderboard entry links to."""
     folder = Path(folder)
     report = RunReport(header, summary, samples, prompts)
-    paths = [folder / view.file for view in run_views()]
-    for view, path in zip(run_views(), paths):
-        atomic_write_text(path, view.render(report))
-    return paths[0]
+    written = []
+    for view in run_views():
+        written.append(folder / view.file)
+        atomic_write_text(written[-1], view.render(report))
+    return written[0]
 
 
 __all__ = ["VIEW_MODULES", "registered_views", "leaderboard_views", "run_views", "write_leaderboard_views",
