@@ -24,6 +24,7 @@ class ExecutionOptions:
     timeout_s: float = 3.0  # wall clock per sample
     memory_mb: int = 1024  # address-space limit per sample
     allow_unsandboxed: bool = False  # run with rlimits only where no namespace isolation exists
+    isolation: str = "auto"  # a jail registered in the sandbox (sandbox.isolation): "auto", "bwrap", "none", ...
     show_progress: bool = True
 
 
@@ -56,7 +57,7 @@ def execute_samples(task: Task, samples: Sequence[Mapping[str, Any]], options: E
     started = time.perf_counter()
     try:
         with sandbox.Executor(workers=options.workers, timeout_s=options.timeout_s, memory_mb=options.memory_mb,
-                              allow_unsandboxed=options.allow_unsandboxed) as executor:
+                              allow_unsandboxed=options.allow_unsandboxed, isolation=options.isolation) as executor:
             with progress_bar(len(jobs), f"execute {task.name}", "sample", options.show_progress) as bar:
                 for outcome in executor.run(jobs):
                     outcomes[outcome.job_id] = outcome
