@@ -17,7 +17,7 @@ from evalsuite.scoring.passk import PassAtK  # one type for pass@k everywhere: s
 from evalsuite.scoring.score import Score
 
 OUTPUT_SCHEMA_VERSION = "1.0"
-OUTPUT_SCHEMA_PATH = Path(__file__).parent / "reporting" / "cli_output.schema.json"
+OUTPUT_SCHEMA_PATH = Path(__file__).parent.parent / "reporting" / "cli_output.schema.json"
 
 
 @dataclass(frozen=True)
