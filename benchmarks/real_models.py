@@ -124,44 +124,8 @@ def old_llama_rule(path: Path, problems: int, max_new_tokens: int) -> dict:
             "finish_reasons": _count(c.finish_reason for c in completions)}
 
 
-def independent_loop(path: Path, prompts: list[tuple[str, str]], max_new_tokens: int,
-                     stops: tuple[str, ...]) -> dict[str, str]:
-    """Plain transformers, written without evalsuite: one prompt at a time, the tokenizer's own special
-    tokens, greedy argmax with a KV cache, cut at the first stop sequence (human-eval/Codex rule)."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
-    model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, dtype=torch.float32).eval()
-    eos = {tokenizer.eos_token_id} | set(model.generation_config.eos_token_id
-                                         if isinstance(model.generation_config.eos_token_id, list)
-                                         else [model.generation_config.eos_token_id])
-    out = {}
-    for task_id, prompt in prompts:
-        ids = tokenizer(prompt)["input_ids"]
-        head = tokenizer.decode(ids, skip_special_tokens=True)
-        generated: list[int] = []
-        past, step_input = None, torch.tensor([ids])
-        text = ""
-        with torch.inference_mode():
-            for _ in range(max_new_tokens):
-                result = model(input_ids=step_input, past_key_values=past, use_cache=True)
-                past = result.past_key_values
-                token = int(result.logits[0, -1].argmax())
-                if token in eos:
-                    break
-                generated.append(token)
-                text = tokenizer.decode(ids + generated, skip_special_tokens=True)[len(head):]
-                if any(stop in text for stop in stops):
-                    break
-                step_input = torch.tensor([[token]])
-        cut = min([text.find(s) for s in stops if s in text] or [len(text)])
-        out[task_id] = text[:cut]
-    return out
-
-
 def gemma(problems: int, work: Path, max_new_tokens: int) -> dict:
-    from real_models import gemma_gguf
+    from real_models import gemma_gguf, independent_greedy
 
     from evalsuite.execution.executor import ExecutionOptions, execute_samples
     from evalsuite.tasks.discovery import TaskRegistry
@@ -173,7 +137,8 @@ def gemma(problems: int, work: Path, max_new_tokens: int) -> dict:
     task = TaskRegistry.discover([]).get("humaneval")
     selected = task.problems()[:problems]
     started = time.perf_counter()
-    loop = independent_loop(path, [(p.task_id, p.prompt) for p in selected], max_new_tokens, DEFAULT_STOP_SEQUENCES)
+    loop = independent_greedy(path, [(p.task_id, p.prompt) for p in selected], max_new_tokens, DEFAULT_STOP_SEQUENCES,
+                              generation_config_eos=True)
     loop_seconds = time.perf_counter() - started
     ours = {r["task_id"]: r["completion"] for r in rows}
     differing = [tid for tid in ours if ours[tid] != loop[tid]]

@@ -7,9 +7,8 @@ The Python API (see README, "Python API"): :func:`run` and :func:`evaluate` are 
 They are imported lazily: ``import evalsuite`` stays cheap (no torch, no datasets).
 """
 
-__version__ = "0.1.0"
-
-from evalsuite.hookspecs import hookimpl  # noqa: E402  (the one import plugins need)
+from evalsuite.hookspecs import hookimpl  # (the one import plugins need)
+from evalsuite.version import __version__
 
 
 def run(models="reference", tasks="humaneval", **options):

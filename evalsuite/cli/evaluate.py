@@ -16,6 +16,7 @@ from pathlib import Path
 from evalsuite.cli.options import (add_execution_args, add_task_source_args, execution_options,
                                        load_registry, parse_ks, timeout_policy)
 from evalsuite.errors import EvalsuiteError
+from evalsuite.reporting.terminal import key_values
 from evalsuite.cli.json_output import add_json_argument, print_json, stdout_to_stderr
 from evalsuite.run.pipeline import SolutionTask
 
@@ -79,9 +80,7 @@ def print_summary(summary: dict, ks: list[int], stream=None) -> None:
         rows.append(("time limits", f"fixed, {limits['timeout_s']:g} s"))
     if summary["flags"]:
         rows.append(("hack detections", ", ".join(f"{k}={v}" for k, v in sorted(summary["flags"].items()))))
-    width = max(len(name) for name, _ in rows)
-    for name, value in rows:
-        print(f"{name:<{width}}  {value}", file=stream)
+    print(key_values(rows), file=stream)
 
 
 def missing_problems(problems: list, samples: list[dict]) -> list[str]:
@@ -176,7 +175,8 @@ def _problem_set(problems: list, missing: list[str]) -> dict | None:
 
 def _write_page(output: Path, name: str, task, executed, problems: list, samples: list[dict], results: list,
                 summary: dict, missing: list[str], args: argparse.Namespace) -> Path:
-    from evalsuite.reporting.run_page import RunHeader, sample_views, write_run_page
+    from evalsuite.reporting.views import write_run_views
+    from evalsuite.reporting.views.contract import RunHeader, sample_views
 
     by_id = {p.task_id: p for p in problems}
     views = sample_views(samples, (r.to_json() for r in results),
@@ -194,7 +194,7 @@ def _write_page(output: Path, name: str, task, executed, problems: list, samples
                        details={"samples file": str(args.samples), "samples sha256": summary["samples_sha256"],
                                 "sandbox": str(summary["sandbox_mode"])})
     prompts = {p.task_id: task.format_prompt(p) for p in problems if p.task_id not in set(missing)}
-    return write_run_page(output, header, summary, views, prompts)
+    return write_run_views(output, header, summary, views, prompts)
 
 
 def _samples_per_problem(samples: list[dict]) -> int:
@@ -215,7 +215,8 @@ def _check_leaderboard_settings(samples: list[dict], args: argparse.Namespace) -
 def _add_to_leaderboard(directory: Path, name: str, task, problems: list, samples: list[dict], summary: dict,
                         missing: list[str], page: Path, args: argparse.Namespace) -> None:
     from evalsuite.environment import hardware, hardware_summary
-    from evalsuite.reporting.leaderboard import entry_from_run, update_leaderboard
+    from evalsuite.reporting.entries import entry_from_run
+    from evalsuite.reporting.publish import update_leaderboard
 
     n = _samples_per_problem(samples)
     temperature = args.temperature if args.temperature is not None else 0.0

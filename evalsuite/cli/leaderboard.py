@@ -9,10 +9,12 @@ from typing import Sequence
 
 from evalsuite.cli.options import add_fail_under_argument
 from evalsuite.cli.json_output import add_json_argument, print_json, stdout_to_stderr
-from evalsuite.reporting.leaderboard import (
-    HTML_FILE, LEADERBOARD_FILE, LeaderboardEntry, check_fail_under, display_labels, interval_label, raise_shortfalls,
-    load_leaderboard,
-)
+from evalsuite.reporting.gate import check_fail_under, raise_shortfalls
+from evalsuite.reporting.labels import display_labels, interval_label
+from evalsuite.reporting.model import LeaderboardEntry
+from evalsuite.reporting.store import LEADERBOARD_FILE, load_leaderboard
+from evalsuite.reporting.terminal import Table
+from evalsuite.reporting.views.leaderboard_page import HTML_FILE
 
 _UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
@@ -74,15 +76,8 @@ def format_table(entries: Sequence[LeaderboardEntry], max_name: int | None = Non
                          if metric else "-")
         cells += [str(entry.n), f"{entry.temperature:g}", entry.date[:10]]
         rows.append(cells)
-    numeric = set(range(2, len(header) - 1))
-    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
-
-    def line(cells: list[str]) -> str:
-        return "  ".join(c.rjust(w) if i in numeric else c.ljust(w)
-                         for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
-
-    rule = "  ".join("-" * w for w in widths)
-    return "\n".join([line(header), rule, *(line(row) for row in rows)])
+    numeric = frozenset(range(2, len(header) - 1))
+    return Table(rows, header, right=numeric, rule=True, pad_last=False).render()
 
 
 # -- the command -------------------------------------------------------------------------------------
@@ -105,9 +100,9 @@ def main(args: argparse.Namespace) -> int:
             print(f"no entries yet in {path}; `evalsuite run` adds them")
         written = None
         if not args.no_html:
-            from evalsuite.reporting.pages import write_html
+            from evalsuite.reporting.views import write_leaderboard_views
 
-            written = write_html(args.dir / HTML_FILE, entries)  # the page always shows everything
+            written = write_leaderboard_views(args.dir, entries)  # the pages always show everything
             if not json_out:
                 print(f"wrote {written}")
     shortfalls = check_fail_under(shown, args.fail_under, models=args.model) if args.fail_under else []

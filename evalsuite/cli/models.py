@@ -8,6 +8,7 @@ import json
 
 from evalsuite.cli.option_groups import add_options, options_from_args
 from evalsuite.models.options import LoadingOptions
+from evalsuite.reporting.terminal import Table, key_values
 
 MODELS_FLAGS = ("device", "dtype", "trust_remote_code", "revision")  # what decides the settings shown
 
@@ -43,9 +44,7 @@ def _list(specs, as_json: bool) -> int:
     header = ("model", "hub id / path", "family", "dtype on GPU", "registry fixes")
     rows = [(spec.name, spec.location, spec.family or "(from config.json)", spec.dtype or "auto", _fixes(spec))
             for spec in specs]
-    widths = [max(len(header[i]), *(len(row[i]) for row in rows)) for i in range(len(header) - 1)]
-    for row in [header, *rows]:
-        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[-1])
+    print(Table(rows, header, pad_last=False).render())
     print("\nBOS: the tokenizer's own behaviour unless an entry overrides it; on CPU every model runs in float32. "
           "`evalsuite models NAME` shows exactly what a run applies.")
     return 0
@@ -68,9 +67,7 @@ def _show(settings: dict) -> None:
         ("extra stops", ", ".join(json.dumps(s) for s in settings["extra_stop_sequences"]) or "-"),
     ]
     lines += [("fix", fix) for fix in settings["tokenizer_fixes"]]
-    width = max(len(label) for label, _ in lines)
-    for label, value in lines:
-        print(f"{label.ljust(width)}  {value}")
+    print(key_values(lines))
 
 
 def _cached(hub_id: str, revision: str | None = None) -> bool:

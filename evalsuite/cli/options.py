@@ -59,7 +59,7 @@ def timeout_policy(args: argparse.Namespace):
 
 
 def _fail_under_type(text: str) -> dict[str, float]:
-    from evalsuite.reporting.leaderboard import parse_fail_under
+    from evalsuite.reporting.gate import parse_fail_under
 
     try:
         return parse_fail_under(text)

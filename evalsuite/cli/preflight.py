@@ -22,13 +22,13 @@ from evalsuite.errors import EvalsuiteError
 
 
 def check_sandbox(allow_unsandboxed: bool) -> None:
-    """Refuse now, not after generation, where the jail cannot be built (``find_jail`` is cached)."""
+    """Refuse now, not after generation, where the jail cannot be built (the answer is cached)."""
     if allow_unsandboxed:
         return
-    from sandbox.jail import find_jail
+    from sandbox import isolation_problem
 
-    jail, why = find_jail()
-    if jail is None:
+    why = isolation_problem()
+    if why:
         raise EvalsuiteError(f"cannot isolate sample execution: {why}; nothing was generated. Install bubblewrap "
                              "or allow user namespaces, or pass --allow-unsandboxed (UNSAFE, see docs/sandbox.md)")
 

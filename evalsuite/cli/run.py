@@ -147,7 +147,7 @@ def main(args: argparse.Namespace) -> int:
     if json_out:
         print_json(result.to_json())
     if result.fail_under is not None:  # checked on this run's own entries (see execute)
-        from evalsuite.reporting.leaderboard import raise_shortfalls
+        from evalsuite.reporting.gate import raise_shortfalls
 
         raise_shortfalls(result.fail_under.shortfalls)
     return 0
@@ -205,7 +205,9 @@ def execute(args: argparse.Namespace, argv: list[str] | None = None):
     result = RunResult(scores=[score_from_outcome(outcome) for outcome in outcomes], ks=list(ks))
     if args.no_leaderboard:
         return result
-    from evalsuite.reporting.leaderboard import check_fail_under, entry_from_run, update_leaderboard
+    from evalsuite.reporting.entries import entry_from_run
+    from evalsuite.reporting.gate import check_fail_under
+    from evalsuite.reporting.publish import update_leaderboard
 
     new_entries = [entry_from_run(outcome.leaderboard_summary()) for outcome in outcomes]
     update_leaderboard(Path(args.leaderboard_dir), new_entries)

@@ -6,6 +6,7 @@ import argparse
 
 from evalsuite.cli.options import add_task_source_args, load_registry
 from evalsuite.errors import EvalsuiteError
+from evalsuite.reporting.terminal import Table
 
 
 def add_parser(subparsers) -> None:
@@ -24,11 +25,13 @@ def main(args: argparse.Namespace) -> int:
         except EvalsuiteError as exc:  # e.g. a hub dataset with no network and no local copy
             count, problem = "-", str(exc)
         rows.append((entry.task.name, count, entry.plugin, entry.task.description, entry.task.source, problem))
-    width = max(len(r[0]) for r in rows)
-    print(f"{'task':<{width}}  problems  plugin / description")
-    for name, count, plugin, description, source, problem in rows:
-        print(f"{name:<{width}}  {count:>8}  {plugin}: {description}")
-        indent = " " * (width + 12)
+    table = Table([(name, count, f"{plugin}: {description}") for name, count, plugin, description, _, _ in rows],
+                  ("task", "problems", "plugin / description"), right=frozenset({1}), pad_last=False)
+    lines = table.lines()
+    print(lines[0])
+    indent = " " * table.offset(2)
+    for line, (_, _, _, _, source, problem) in zip(lines[1:], rows):
+        print(line)
         if source:
             print(f"{indent}source: {source}")
         if problem:

@@ -58,12 +58,7 @@ try:
 except ImportError:  # CPU-only installs
     _noise_kernel = None
 else:
-    @triton.jit
-    def _splitmix64_tl(x):
-        x = x + 0x9E3779B97F4A7C15
-        x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9
-        x = (x ^ (x >> 27)) * 0x94D049BB133111EB
-        return x ^ (x >> 31)
+    from evalsuite.engine.splitmix_kernel import splitmix64_tl as _splitmix64_tl
 
     @triton.jit
     def _noise_kernel(SEEDS, STEPS, OUT, vocab, stride_row, BLOCK: tl.constexpr):

@@ -29,7 +29,7 @@ except ImportError:  # CPU-only installs: choose_tokens uses torch
     triton = None
 
 if triton is not None:
-    from evalsuite.engine.sampling import _splitmix64_tl
+    from evalsuite.engine.splitmix_kernel import splitmix64_tl as _splitmix64_tl
 
     @triton.jit
     def _key(raw, BITS: tl.constexpr):

@@ -30,6 +30,7 @@ class ExecutionOptions:
                           must="be at least 64")
     allow_unsandboxed: bool = flag(False, "where no namespace isolation is possible, run with rlimits only (UNSAFE: "
                                           "samples can read your files and use the network; see docs/sandbox.md)")
+    isolation: str = flag("auto", "the sandbox's jail, by its registered name (sandbox.isolation): auto, bwrap, none, ...")
     show_progress: bool = True
 
 
@@ -61,7 +62,7 @@ def execute_samples(task: Task, samples: Sequence[Mapping[str, Any]], options: E
     started = time.perf_counter()
     try:
         with sandbox.Executor(workers=options.workers, timeout_s=default_timeout_s, memory_mb=options.memory_mb,
-                              allow_unsandboxed=options.allow_unsandboxed) as executor:
+                              allow_unsandboxed=options.allow_unsandboxed, isolation=options.isolation) as executor:
             with progress_bar(len(jobs), f"execute {task.name}", "sample", options.show_progress) as bar:
                 for outcome in executor.run(jobs):
                     outcomes[outcome.job_id] = outcome

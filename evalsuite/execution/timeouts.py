@@ -33,15 +33,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from evalsuite import __version__
+from evalsuite.version import __version__
 from evalsuite.environment import hardware
 from evalsuite.execution.executor import ExecutionOptions, execute_samples
 from evalsuite.flags import flag
 from evalsuite.jsonl import atomic_write_json
 from evalsuite.records import SampleResult
 from evalsuite.tasks.task import Problem, Task
-from sandbox import DEFAULT_TIMEOUT_S
-from sandbox.jail import cache_root
+from sandbox import DEFAULT_TIMEOUT_S, cache_root
 
 DEFAULT_FLOOR_S = 1.0  # EvalPlus DEFAULT_MIN_TIME_LIMIT
 DEFAULT_FACTOR = 4.0  # EvalPlus DEFAULT_GT_TIME_LIMIT_FACTOR

@@ -17,7 +17,7 @@ from evalsuite.scoring.passk import PassAtK  # one type for pass@k everywhere: s
 from evalsuite.scoring.score import Score
 
 OUTPUT_SCHEMA_VERSION = "1.0"
-OUTPUT_SCHEMA_PATH = Path(__file__).parent / "reporting" / "cli_output.schema.json"
+OUTPUT_SCHEMA_PATH = Path(__file__).parent.parent / "reporting" / "cli_output.schema.json"
 
 
 @dataclass(frozen=True)
@@ -139,7 +139,8 @@ def score_from_outcome(outcome: Any) -> TaskScore:
 def leaderboard_json(path: Path, entries: Sequence[Any], html: Path | None,
                      fail_under: FailUnder | None) -> dict[str, Any]:
     """What ``evalsuite leaderboard --json`` prints: the selected entries as leaderboard.json stores them."""
-    from evalsuite.reporting.leaderboard import display_labels, is_partial, sort_entries
+    from evalsuite.reporting.labels import display_labels, is_partial
+    from evalsuite.reporting.model import sort_entries
 
     labels = display_labels(entries)
     ordered = sort_entries(entries)

@@ -20,7 +20,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
-from evalsuite import __version__
+from evalsuite.version import __version__
 from evalsuite.errors import EvalsuiteError
 from evalsuite.generation.base import Generator
 from evalsuite.protocol.prompting import PromptDecision

@@ -5,7 +5,7 @@ A task module is any ``task_*.py`` file with an ``evalsuite_register_tasks`` hoo
 ``evalsuite run --task-dir DIR --tasks NAME``, or publish it under the ``evalsuite.tasks`` entry point.
 """
 
-from evalsuite import hookimpl
+from evalsuite.hookspecs import hookimpl
 from evalsuite.tasks.task import Problem, Task
 
 PROBLEMS = [

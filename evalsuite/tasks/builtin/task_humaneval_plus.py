@@ -11,7 +11,7 @@ which is how EvalPlus and bigcode-evaluation-harness (``bigcode_eval/tasks/human
 
 from __future__ import annotations
 
-from evalsuite import hookimpl
+from evalsuite.hookspecs import hookimpl
 from evalsuite.tasks.dataset_tasks import DatasetSpec, DatasetTask
 from evalsuite.tasks.datasets_loader import HubSource
 

@@ -19,7 +19,7 @@ evaluation. ``challenge_test_list`` is not run (nor is it by bigcode or EvalPlus
 
 from __future__ import annotations
 
-from evalsuite import hookimpl
+from evalsuite.hookspecs import hookimpl
 from evalsuite.tasks.dataset_tasks import DatasetSpec, DatasetTask
 from evalsuite.tasks.datasets_loader import HubSource
 

@@ -13,7 +13,7 @@ that the canonical ``code`` defines. Problem ids are ``Mbpp/<task_id>``.
 
 from __future__ import annotations
 
-from evalsuite import hookimpl
+from evalsuite.hookspecs import hookimpl
 from evalsuite.tasks.dataset_tasks import DatasetSpec, DatasetTask
 from evalsuite.tasks.datasets_loader import HubSource
 from evalsuite.tasks.builtin.task_mbpp import STOP_SEQUENCES

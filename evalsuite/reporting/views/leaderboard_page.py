@@ -13,10 +13,13 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from evalsuite.jsonl import atomic_write_text
-from evalsuite.reporting.leaderboard import (SCHEMA_VERSION, LeaderboardEntry, describe_settings,
-                                             display_labels, is_partial, utc_now_iso)
-from evalsuite.reporting.style import ci_text, esc as _e, footer, json_for_script, pct as _pct, safe_href, shell
+from evalsuite.reporting.labels import describe_settings, display_labels, is_partial
+from evalsuite.reporting.model import LeaderboardEntry, utc_now_iso
+from evalsuite.reporting.schema import SCHEMA_VERSION
+from evalsuite.reporting.views.contract import LeaderboardView
+from evalsuite.reporting.views.style import ci_text, esc as _e, footer, json_for_script, pct as _pct, safe_href, shell
 
+HTML_FILE = "index.html"
 # Colour per k, in order of the ks present (colour-blind-safe Okabe-Ito-like palette).
 K_COLOURS = ("#2b6cb0", "#dd8a16", "#2f9e6e", "#8e5bd0", "#c2410c", "#0e7490")
 
@@ -342,3 +345,6 @@ def write_html(path: str | Path, entries: Sequence[LeaderboardEntry]) -> Path:
     path = Path(path)
     atomic_write_text(path, render_html(entries, base_dir=path.parent))
     return path
+
+
+VIEW = LeaderboardView("leaderboard page", HTML_FILE, lambda entries, folder: render_html(entries, base_dir=folder))

@@ -4,92 +4,23 @@ filters for failed, timed out and flagged samples.
 
 Built from what the run wrote (``summary.json``, ``results.jsonl``, the completions) plus the prompts, so
 ``evalsuite run`` and ``evaluate`` make the same page. Everything a sample wrote is untrusted text: it is
-escaped by :func:`~evalsuite.reporting.style.esc`, never put into the page as markup.
+escaped by :func:`~evalsuite.reporting.views.style.esc`, never put into the page as markup.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from evalsuite.jsonl import atomic_write_text
-from evalsuite.reporting.style import ci_text, esc as _e, footer, pct, safe_href, shell
+from evalsuite.reporting.views.contract import DETAIL_FIELDS, RunHeader, RunView, SampleView, count_of, detail_of
+from evalsuite.reporting.views.style import ci_text, esc as _e, footer, pct, safe_href, shell
 from evalsuite.scoring.passk import pass_at_k
 
 PAGE_FILE = "report.html"
 MAX_SAMPLES_PER_PROBLEM = 10  # shown on the page; all of them stay in the run's JSONL files
 MAX_TEXT_CHARS = 20_000  # per text shown (a runaway completion must not make a 100 MB page)
-
-
-@dataclass(frozen=True)
-class SampleView:
-    """One sample as the page shows it: what the model wrote, what ran, and the verdict."""
-
-    task_id: str
-    completion_id: int
-    status: str  # "passed", "failed", "timed out"
-    result: str  # the trusted checker's verdict line
-    duration_s: float
-    flags: tuple[str, ...] = ()
-    sample_error: str = ""  # the candidate's own exception text (untrusted)
-    raw: str = ""  # the model's untruncated output
-    program: str = ""  # what the sandbox ran
-    finish_reason: str = ""
-    num_tokens: int | None = None
-    # The trusted checker's account of the first failure: statement, call, returned (see sandbox.pool.Outcome)
-    failure_detail: Mapping[str, str] = field(default_factory=dict)
-
-
-DETAIL_FIELDS = (("statement", "failed statement"), ("call", "call"), ("returned", "returned"))
-MAX_DETAIL_CHARS = 400  # each field of a failure detail, as shown (the checker writes at most 200)
-
-
-def _count(value: Any) -> int | None:
-    """A count from a samples or results file (``num_tokens``): a non-negative int, or nothing. A hand-written
-    file may hold any JSON there; it is shown only when it is a number."""
-    return value if type(value) is int and value >= 0 else None
-
-
-def _detail(value: Any) -> dict[str, str]:
-    """A results file's ``failure_detail``: only the known fields, as text."""
-    if not isinstance(value, Mapping):
-        return {}
-    return {key: str(value[key])[:MAX_DETAIL_CHARS] for key, _ in DETAIL_FIELDS if key in value and value[key] is not None}
-
-
-@dataclass(frozen=True)
-class RunHeader:
-    """What the page's title block says about the run."""
-
-    model: str
-    task: str
-    run_id: str
-    model_id: str = ""
-    badges: tuple[str, ...] = ()  # e.g. ("partial 10/164", "instruct")
-    details: Mapping[str, str] = field(default_factory=dict)  # label -> value (date, hardware, sampling...)
-    leaderboard_page: str | None = None  # relative link back
-
-
-def sample_views(completions: Iterable[Mapping[str, Any]], results: Iterable[Mapping[str, Any]],
-                 program_of: Callable[[str, str], str]) -> list[SampleView]:
-    """Join completions and verdicts on (task_id, completion_id); ``program_of(task_id, completion)`` is the
-    program the sandbox ran for that completion."""
-    by_key = {(row["task_id"], row["completion_id"]): row for row in completions}
-    views = []
-    for result in results:
-        row = by_key.get((result["task_id"], result["completion_id"]), {})
-        completion = str(row.get("completion", ""))
-        views.append(SampleView(
-            task_id=str(result["task_id"]), completion_id=int(result["completion_id"]),
-            status=str(result.get("status") or ("passed" if result.get("passed") else "failed")),
-            result=str(result.get("result", "")), duration_s=float(result.get("duration_s", 0.0)),
-            flags=tuple(result.get("flags", ())), sample_error=str(result.get("sample_error", "")),
-            raw=str(row.get("raw_completion", completion)), program=program_of(result["task_id"], completion),
-            finish_reason=str(row.get("finish_reason", "")), num_tokens=_count(row.get("num_tokens")),
-            failure_detail=_detail(result.get("failure_detail"))))
-    return views
 
 
 def _clip(text: str) -> str:
@@ -201,13 +132,13 @@ def _sample(sample: SampleView, prompt: str) -> str:
     status_cls = {"passed": "passed", "failed": "failed", "timed out": "timed"}.get(sample.status, "failed")
     flags = "".join(f' <span class="flag">⚑ {_e(flag)}</span>' for flag in sample.flags)
     error = sample.sample_error
-    count = _count(sample.num_tokens)
+    count = count_of(sample.num_tokens)
     tokens = f" · {_e(count)} tokens" if count else ""
     finish = f" · ended by {_e(sample.finish_reason)}" if sample.finish_reason else ""
     body = [f'<dl class="kv"><dt>verdict</dt><dd class="sample-verdict">{_e(sample.result)}</dd>'
             f'<dt>duration</dt><dd>{sample.duration_s:.3f} s</dd>'
             + (f'<dt>flags</dt><dd>{_e(", ".join(sample.flags))}</dd>' if sample.flags else "") + '</dl>']
-    detail = _detail(sample.failure_detail)
+    detail = detail_of(sample.failure_detail)
     if detail:
         rows = "".join(f'<dt>{_e(label)}</dt><dd><code class="detail-{_e(key)}">{_e(detail[key])}</code></dd>'
                        for key, label in DETAIL_FIELDS if key in detail)
@@ -327,3 +258,7 @@ def write_run_page(folder: str | Path, header: RunHeader, summary: Mapping[str, 
     path = Path(folder) / PAGE_FILE
     atomic_write_text(path, render_run_page(header, summary, samples, prompts))
     return path
+
+
+VIEW = RunView("run page", PAGE_FILE, lambda report: render_run_page(report.header, report.summary, report.samples,
+                                                                     report.prompts))

@@ -12,7 +12,7 @@ import html
 import json
 from typing import Any
 
-from evalsuite import __version__
+from evalsuite.version import __version__
 
 
 def esc(text: object) -> str:
