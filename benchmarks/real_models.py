@@ -107,6 +107,7 @@ def old_llama_rule(path: Path, problems: int, max_new_tokens: int) -> dict:
     from dataclasses import replace
 
     from evalsuite.generation import GenerationOptions, load_generator
+    from evalsuite.models.options import LoadingOptions
     from evalsuite.tasks.discovery import TaskRegistry
     from evalsuite.records import GenerationRequest, SamplingParams
     from evalsuite.tasks.task import DEFAULT_STOP_SEQUENCES

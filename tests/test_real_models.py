@@ -28,6 +28,7 @@ from evalsuite.records import GenerationRequest, SamplingParams
 from evalsuite.run.pipeline import Asking
 from evalsuite.scoring import score
 from evalsuite.tasks.task import DEFAULT_STOP_SEQUENCES
+from real_models import independent_greedy
 
 pytestmark = pytest.mark.slow
 PROBLEMS = 3
