@@ -12,7 +12,7 @@ from typing import Sequence
 
 import torch
 
-from evalsuite.engine.seeding import row_seed
+from evalsuite.seeding import row_seed
 from evalsuite.records import SamplingParams
 
 # splitmix64 constants, as signed int64 (torch has no uint64 arithmetic); multiplication wraps mod 2^64.

@@ -207,7 +207,7 @@ class OpenAIGenerator(Generator):
 
     def request_body(self, job: Job, params: SamplingParams) -> dict[str, Any]:
         from evalsuite.protocol.prompting import server_messages
-        from evalsuite.engine.seeding import row_seed
+        from evalsuite.seeding import row_seed
 
         if job.request.prompt_style == "instruct":
             asked: dict[str, Any] = {"messages": server_messages(job.request.prompt)}
