@@ -24,7 +24,7 @@ from evalsuite.execution.executor import ExecutionOptions, execute_samples
 from evalsuite.generation import GenerationOptions, load_generator
 from evalsuite.tasks.discovery import TaskRegistry
 from evalsuite.records import GenerationRequest, SamplingParams
-from evalsuite.run.pipeline import Asking
+from evalsuite.protocol.asking import Asking
 from evalsuite.scoring import score
 from evalsuite.tasks.task import DEFAULT_STOP_SEQUENCES
 

@@ -17,7 +17,7 @@ from evalsuite.cli.options import (add_execution_args, add_task_source_args, exe
                                        load_registry, parse_ks, timeout_policy)
 from evalsuite.errors import EvalsuiteError
 from evalsuite.cli.json_output import add_json_argument, print_json, stdout_to_stderr
-from evalsuite.run.pipeline import SolutionTask
+from evalsuite.protocol.asking import SolutionTask
 
 
 def add_parser(subparsers) -> None:

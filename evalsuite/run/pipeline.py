@@ -1,13 +1,12 @@
 """The pipeline for every (model, task): generate -> execute -> score -> record -> leaderboard.
 
-Like vLLM's split of scheduler/worker/runner, each stage is its own module; this one only sequences
-them, persists what each produces, and resumes what an interrupted run left behind.
+Like vLLM's split of scheduler/worker/runner, each stage is its own module; this one only sequences them:
+what a run is (:mod:`evalsuite.run.identity`), how the model is asked (:mod:`evalsuite.protocol.asking`),
+generation and resume (:mod:`evalsuite.run.generate`), execution, scoring, the record and the run page.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import socket
 import sys
 import time
@@ -18,24 +17,23 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from evalsuite import __version__
-from evalsuite.run.distributed import DistContext, context_from_env, shutdown
 from evalsuite.environment import hardware, package_versions
 from evalsuite.errors import EvalsuiteError
+from evalsuite.execution.timeouts import execute_with_timeouts
 from evalsuite.generation.base import Generator
-from evalsuite.protocol.extraction import extract_program
-from evalsuite.run.invocations import Invocation, earlier_invocations, totals as invocation_totals
-from evalsuite.protocol.prompting import (INSTRUCT_STOP_SEQUENCES, INSTRUCTION_PREFIX, RESPONSE_PREFIX,
-                                            PromptDecision, PromptProtocol, base_prompt, completion_for_original)
-from evalsuite.jsonl import JsonlAppender, atomic_write_json, atomic_write_jsonl
-from evalsuite.progress import TokenProgress, progress_bar
+from evalsuite.jsonl import atomic_write_json, atomic_write_jsonl
+from evalsuite.protocol.asking import Asking, decide_asking
+from evalsuite.records import SampleResult
 from evalsuite.reporting.run_page import PAGE_FILE, RunHeader, sample_views, write_run_page
-from evalsuite.records import GenerationRequest, SamplingParams, SampleResult
+from evalsuite.run.config import RunConfig, validate_config
+from evalsuite.run.distributed import DistContext, context_from_env, shutdown
+from evalsuite.run.generate import generate_missing, load_completions
+from evalsuite.run.identity import problem_set, prompt_settings, run_identity, select_problems
+from evalsuite.run.invocations import Invocation, earlier_invocations, totals as invocation_totals
 from evalsuite.run.resume import RecordedModel, finished_record, request_key as make_request_key
 from evalsuite.run.rundir import RunDir, run_key
 from evalsuite.scoring import Score, score
 from evalsuite.tasks.task import Problem, Task
-from evalsuite.execution.timeouts import execute_with_timeouts
-from evalsuite.run.config import RunConfig, validate_config
 
 RUN_RECORD_SCHEMA = "evalsuite.run-record/1"
 
@@ -74,188 +72,6 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def select_problems(task: Task, limit: int | None) -> list[Problem]:
-    problems = task.problems()
-    return problems[:limit] if limit else problems
-
-
-def merge_stops(first: Sequence[str], then: Sequence[str]) -> tuple[str, ...]:
-    merged: list[str] = []
-    for stop in list(first) + list(then):
-        if stop and stop not in merged:
-            merged.append(stop)
-    return tuple(merged)
-
-
-def stop_sequences_for(task: Task, model_stops: Sequence[str]) -> tuple[str, ...]:
-    return merge_stops(task.stop_sequences, model_stops)
-
-
-def problem_set(task: Task, problems: Sequence[Problem]) -> dict[str, Any] | None:
-    """None for the task's whole problem set; otherwise which part ran (a ``--limit`` smoke test)."""
-    total = len(task.problems())
-    if len(problems) == total:
-        return None
-    ids = json.dumps([p.task_id for p in problems]).encode()
-    return {"n_problems": len(problems), "of": total, "ids_sha256": hashlib.sha256(ids).hexdigest()}
-
-
-def prompt_settings(decision: PromptDecision, protocol: PromptProtocol, stops: Sequence[str]) -> dict[str, Any]:
-    """How the model was asked, for the identity and the record."""
-    settings: dict[str, Any] = {"style": decision.style, "requested": decision.requested,
-                                "reason": decision.reason, "strip_prompt": False}
-    if decision.style == "instruct":
-        settings.update({"chat_template_sha256": decision.chat_template_sha256,
-                         "instruction_prefix": INSTRUCTION_PREFIX, "response_prefix": RESPONSE_PREFIX,
-                         "source": "EvalPlus 0.3.1: evalplus/codegen.py, evalplus/provider/utility.py"})
-    else:
-        settings["strip_prompt"] = protocol.strip_prompt
-        if protocol.strip_prompt:  # prompt.strip() since issue 21 (rstrip before): another run, never resumed
-            settings["strip"] = "both ends"
-    return settings
-
-
-def run_identity(model_id: str, task: Task, problems: Sequence[Problem], stops: Sequence[str],
-                 sampling: SamplingParams, weights: str | None = None,
-                 prompt: dict[str, Any] | None = None, model: dict[str, Any] | None = None,
-                 revision: str | None = None) -> dict[str, Any]:
-    """Everything that determines the completions; its hash names the run directory.
-
-    ``revision`` is the hub revision asked for with ``--revision`` (a branch or tag may move; what it
-    resolved to is the loaded model's ``revision`` in ``model``), so another revision is another run.
-
-    ``weights`` is the precision the model was loaded in, where the backend has one (bf16 and nf4 samples
-    of one checkpoint are different runs). ``prompt`` is how the model was asked (style, stripping, chat
-    template sha256); ``model`` what the backend says decides its output (checkpoint bytes, tokenizer policy,
-    engine, library versions; :meth:`Generator.identity`)."""
-    identity = {
-        "model": model_id,
-        "task": task.name,
-        "dataset_sha256": task.dataset_sha256,
-        "prompt_template": task.prompt_template,
-        "problem_ids": [p.task_id for p in problems],
-        "stop_sequences": list(stops),
-        "sampling": sampling.to_dict(),
-    }
-    if revision is not None:
-        identity["revision"] = revision
-    if weights is not None:
-        identity["weights"] = weights
-    if prompt is not None:
-        identity["prompt"] = {k: v for k, v in prompt.items() if k not in ("requested", "reason")}
-    if model:
-        identity["checkpoint"] = model
-    return identity
-
-
-class SolutionTask:
-    """The task as the execution stage sees it when each completion is a whole program (instruct style):
-    everything is the task's own, except that the program is the completion alone."""
-
-    def __init__(self, task: Task):
-        self._task = task
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._task, name)
-
-    def build_program(self, problem: Problem, completion: str):
-        return self._task.build_solution_program(problem, completion)
-
-
-@dataclass(frozen=True)
-class Asking:
-    """How this run asks the model: the prompt style decided for it, base-style stripping, and whether an
-    instruct prompt ends inside an opened code block."""
-
-    style: str = "base"
-    strip_prompt: bool = False
-    opened_fence: bool = False
-
-    def prompt_for(self, task: Task, problem: Problem) -> str:
-        text = task.format_prompt(problem)
-        return text if self.style == "instruct" else base_prompt(text, self.strip_prompt)
-
-    def completion_row(self, task: Task, problem: Problem, text: str, raw: str) -> dict[str, Any]:
-        """``completion`` is what the sandbox runs after the task's prompt (base) or alone (instruct: the
-        extracted program); ``raw_completion`` the model's untruncated output."""
-        if self.style == "instruct":
-            return {"completion": extract_program(raw, problem.entry_point, self.opened_fence),
-                    "raw_completion": raw, "prompt_style": "instruct"}
-        formatted = task.format_prompt(problem)
-        seen = base_prompt(formatted, self.strip_prompt)
-        return {"completion": task.postprocess(problem, completion_for_original(formatted, seen, text)),
-                "raw_completion": raw}
-
-
-def generate_missing(generator: Generator, task: Task, problems: Sequence[Problem], stops: Sequence[str],
-                     sampling: SamplingParams, run_dir: RunDir, label: str, show_progress: bool,
-                     valid_ids: set[str], out_name: str = "completions.jsonl", asking: Asking = Asking(),
-                     invocation_id: str | None = None, tally: Invocation | None = None) -> tuple[int, float]:
-    """Generate every completion of ``problems`` not yet saved, appending each to ``out_name`` as it arrives.
-
-    ``valid_ids`` are all of the run's problem ids (other ranks' shards included), for validating saved files.
-    Every row names the ``invocation_id`` that made it. Returns (completions generated now, tokens generated now);
-    ``tally`` counts them as they arrive, so an interrupted invocation can still say what it made.
-    """
-    done = run_dir.existing_completions(valid_ids, sampling.n)
-    requests = []
-    for problem in problems:
-        missing = tuple(i for i in range(sampling.n) if (problem.task_id, i) not in done)
-        if missing:
-            requests.append(GenerationRequest(task_id=problem.task_id, prompt=asking.prompt_for(task, problem),
-                                              sample_indices=missing, stop_sequences=tuple(stops),
-                                              canonical_solution=problem.canonical_solution,
-                                              prompt_style=asking.style))
-    total = sum(len(r.sample_indices) for r in requests)
-    if total == 0:
-        return 0, 0.0
-    by_id = {p.task_id: p for p in problems}
-    generated, tokens = 0, 0
-    with JsonlAppender(run_dir.path / out_name) as out, \
-            progress_bar(total=total, desc=f"generate {label}", unit="completion", enabled=show_progress) as bar:
-        if done:
-            bar.write(f"resuming {run_dir.path}: {len(done)} completions kept, {total} to generate")
-        progress = TokenProgress(bar, total, sampling.max_new_tokens, generator.expected_tokens_per_s())
-        generator.token_listener = progress.on_tokens
-        try:
-            for completion in generator.generate(requests, sampling):
-                expected = (completion.task_id, completion.sample_index)
-                if completion.task_id not in by_id or expected in done:
-                    raise EvalsuiteError(f"backend returned an unexpected completion {expected}")
-                done[expected] = {}
-                row = completion.to_json()
-                raw = completion.text if completion.raw_text is None else completion.raw_text
-                row.update(asking.completion_row(task, by_id[completion.task_id], completion.text, raw))
-                if invocation_id is not None:
-                    row["invocation_id"] = invocation_id
-                out.write(row)
-                generated += 1
-                tokens += completion.num_tokens
-                progress.on_completion(completion.num_tokens)
-        finally:  # also on Ctrl-C: the record says what this invocation made
-            generator.token_listener = None
-            if tally is not None:
-                tally.completions_generated, tally.tokens_generated = generated, tokens
-                tally.warning = progress.slow_warning
-    if generated != total:
-        raise EvalsuiteError(f"backend produced {generated} of {total} completions")
-    return generated, float(tokens)
-
-
-def load_completions(run_dir: RunDir, problems: Sequence[Problem], n: int,
-                     valid_ids: set[str]) -> list[dict[str, Any]]:
-    """The completions of ``problems``, in problem order then completion_id: the order results are written in."""
-    done = run_dir.existing_completions(valid_ids, n)
-    ordered = []
-    for problem in problems:
-        for index in range(n):
-            row = done.get((problem.task_id, index))
-            if row is None:
-                raise EvalsuiteError(f"{run_dir.completions}: completion {index} of {problem.task_id} is missing")
-            ordered.append(row)
-    return ordered
-
-
 def per_problem_results(results: Sequence[SampleResult]) -> dict[str, dict[str, Any]]:
     table: dict[str, dict[str, Any]] = {}
     for result in results:
@@ -279,12 +95,8 @@ def run_one(generator: Generator, model_name: str, model_id: str, model_stops: S
     problems = select_problems(task, config.limit)
     valid_ids = {p.task_id for p in problems}
     decision = generator.decide_prompt_style(config.prompt.style)
-    if decision.style == "instruct":
-        asking = Asking("instruct", opened_fence=generator.opens_code_fence())
-        stops = merge_stops(INSTRUCT_STOP_SEQUENCES if asking.opened_fence else (), model_stops)
-    else:
-        asking = Asking("base", strip_prompt=config.prompt.strip_prompt)
-        stops = merge_stops(stop_sequences_for(task, model_stops), config.prompt.stops_for(task.name))
+    opened_fence = decision.style == "instruct" and generator.opens_code_fence()
+    asking, stops = decide_asking(decision, opened_fence, task, model_stops, config.prompt)
     prompt = prompt_settings(decision, config.prompt, stops)
     identity = run_identity(model_id, task, problems, stops, config.sampling, generator.weights_identity(),
                             prompt=prompt, model=generator.identity(), revision=revision)
@@ -342,7 +154,7 @@ def run_one(generator: Generator, model_name: str, model_id: str, model_stops: S
 
     samples = load_completions(run_dir, my_problems, config.sampling.n, valid_ids)
     started = time.perf_counter()
-    executed = SolutionTask(task) if asking.style == "instruct" else task
+    executed = asking.executed(task)
     results, execution_info = execute_with_timeouts(executed, samples, config.execution, config.timeouts)
     execute_seconds = time.perf_counter() - started
 
