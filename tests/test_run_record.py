@@ -1,4 +1,4 @@
-"""The typed run record (:mod:`evalsuite.run.record`): written by run, read back by resume and the views."""
+"""The typed run record (:mod:`evalsuite.run.record`) and the finishing path ``run`` and ``evaluate`` share."""
 
 from __future__ import annotations
 
@@ -64,3 +64,19 @@ def test_an_older_record_reads_and_is_not_resumed_without_its_model(tmp_path):
     assert finished_record(tmp_path / "runs", "m", "humaneval", "any-key", 1, {"HumanEval/0"}) is None
     [rebuilt] = earlier_invocations(record, lambda: [])
     assert rebuilt["status"] == "complete" and rebuilt["tokens_generated"] == 7 and rebuilt["generate_s"] == 2.5
+
+
+@needs_sandbox
+def test_run_and_evaluate_finish_alike(reference_run, tmp_path):
+    """``evaluate`` of a run's own completions labels the same problem subset the same way, and its leaderboard
+    entry carries the same problem-set hash and score as the run's."""
+    run_folder = _record_path(reference_run).parent
+    assert main(["evaluate", str(run_folder / "completions.jsonl"), "--task", "humaneval", "--k", "1",
+                 "--output", str(tmp_path / "ev"), "--leaderboard-dir", str(tmp_path / "lb"), "--quiet"]) == 0
+    [ran] = json.loads((reference_run / "lb" / "leaderboard.json").read_text())["entries"]
+    [scored] = json.loads((tmp_path / "lb" / "leaderboard.json").read_text())["entries"]
+    assert ran["settings"]["problem_set"] == scored["settings"]["problem_set"] is not None
+    assert ran["metrics"] == scored["metrics"] and ran["n_problems"] == scored["n_problems"] == 3
+    for folder in (run_folder, tmp_path / "ev"):  # each page links back to its leaderboard and says partial
+        page = (folder / "report.html").read_text(encoding="utf-8")
+        assert "partial 3/164" in page and "index.html" in page

@@ -1,8 +1,9 @@
-"""The pipeline for every (model, task): generate -> execute -> score -> record -> leaderboard.
+"""The pipeline for every (model, task): generate -> execute -> finish (score, record, page, leaderboard entry).
 
 Like vLLM's split of scheduler/worker/runner, each stage is its own module; this one only sequences them:
 what a run is (:mod:`evalsuite.run.identity`), how the model is asked (:mod:`evalsuite.protocol.asking`),
-generation and resume (:mod:`evalsuite.run.generate`), execution, scoring, the record and the run page.
+generation and resume (:mod:`evalsuite.run.generate`), execution, and the finishing path it shares with
+``evaluate`` (:mod:`evalsuite.run.finish`), keeping the :class:`~evalsuite.run.record.RunRecord` as it goes.
 """
 
 from __future__ import annotations
@@ -22,19 +23,20 @@ from evalsuite.errors import EvalsuiteError
 from evalsuite.execution.timeouts import execute_with_timeouts
 from evalsuite.generation.base import Generator
 from evalsuite.jsonl import atomic_write_json, atomic_write_jsonl
-from evalsuite.protocol.asking import Asking, decide_asking
+from evalsuite.protocol.asking import decide_asking
 from evalsuite.records import SampleResult
-from evalsuite.reporting.run_page import PAGE_FILE, RunHeader, sample_views, write_run_page
+from evalsuite.reporting.run_page import PAGE_FILE
 from evalsuite.run.config import RunConfig, validate_config
 from evalsuite.run.distributed import DistContext, context_from_env, shutdown
+from evalsuite.run.finish import RunFacts, ScoredRun, finish
 from evalsuite.run.generate import generate_missing, load_completions
 from evalsuite.run.identity import problem_set, prompt_settings, run_identity, select_problems
 from evalsuite.run.invocations import Invocation, earlier_invocations, totals as invocation_totals
 from evalsuite.run.record import ModelDescription, RecordedTask, RunRecord, per_problem_results
 from evalsuite.run.resume import RecordedModel, finished_record, request_key as make_request_key
 from evalsuite.run.rundir import RunDir, run_key
-from evalsuite.scoring import Score, score
-from evalsuite.tasks.task import Problem, Task
+from evalsuite.scoring import Score
+from evalsuite.tasks.task import Task
 
 
 @dataclass
@@ -50,18 +52,7 @@ class RunOutcome:
 
     def leaderboard_summary(self) -> dict[str, Any]:
         """The input :func:`evalsuite.reporting.leaderboard.entry_from_run` expects."""
-        from evalsuite.environment import hardware_summary
-
-        record = self.record
-        return {
-            "model": self.model, "model_id": record.model.id, "task": self.task,
-            "dataset_sha256": record.task.dataset_sha256, "prompt_template": record.task.prompt_template,
-            "sampling": record.sampling, "score": self.score, "run_id": self.run_dir.run_id,
-            "weights": record.weights, "prompt_style": record.prompt["style"],
-            "strip_prompt": record.prompt["strip_prompt"], "problem_set": record.task.problem_set,
-            "hardware": hardware_summary(record.environment["hardware"]), "date": record.finished_at,
-            "run_page": str((self.run_dir.path / PAGE_FILE).resolve()),
-        }
+        return RunFacts.from_record(self.record).leaderboard_summary(self.score, self.run_dir.path / PAGE_FILE)
 
 
 def _now() -> str:
@@ -145,77 +136,43 @@ def run_one(generator: Generator, model_name: str, model_id: str, model_stops: S
     execute_seconds = max(part["execute_s"] for part in gathered)
     atomic_write_jsonl(run_dir.results, (r.to_json() for r in results))
 
-    started = time.perf_counter()
-    result_score = score(results, config.ks)
-    summary = result_score.summary_json()
-    summary.update({"run_id": run_dir.run_id, "model": model_name, "task": task.name,
-                    "dataset_sha256": task.dataset_sha256, "n": config.sampling.n,
-                    "sandbox_mode": execution_info.get("mode")})
-    atomic_write_json(run_dir.summary, summary)
-    score_seconds = time.perf_counter() - started
-    invocation.status, invocation.finished_at = "complete", _now()
-    invocation.completions_generated, invocation.tokens_generated = generated, int(tokens)
-    invocation.generate_s = round(generate_seconds, 3)
-    invocations = [*history, invocation.to_json()]
-    overall = invocation_totals(invocations)
+    def complete(summary: dict[str, Any], score_seconds: float) -> RunRecord:
+        """The record once scored: this invocation's figures, the totals over every invocation, the score."""
+        invocation.status, invocation.finished_at = "complete", _now()
+        invocation.completions_generated, invocation.tokens_generated = generated, int(tokens)
+        invocation.generate_s = round(generate_seconds, 3)
+        invocations = [*history, invocation.to_json()]
+        overall = invocation_totals(invocations)
+        record.status, record.finished_at = "complete", _now()
+        # Described again now: some choices (the engine that ran, batch halvings) are made while generating.
+        record.model = ModelDescription(requested, model_name, model_id, generator.describe())
+        record.execution = execution_info
+        # generate: every invocation's generation time together (a resume with nothing left to generate keeps
+        # the real figure); generate_now: this invocation's alone.
+        record.timings_s = {"load": round(load_seconds, 3), "generate": overall["generate_s"],
+                            "generate_now": round(generate_seconds, 3), "execute": round(execute_seconds, 3),
+                            "score": round(score_seconds, 3)}
+        record.generation_stats = {"completions_generated_now": generated,
+                                   "completions_resumed": len(results) - generated,
+                                   "tokens_generated_now": int(tokens),
+                                   "completions_generated_total": overall["completions_generated"],
+                                   "tokens_generated_total": overall["tokens_generated"],
+                                   "tokens_per_s": overall["tokens_per_s"]}
+        record.invocations = invocations
+        record.summary = {key: summary[key] for key in summary if key != "per_problem"}
+        record.per_problem = per_problem_results(results)
+        return record
 
-    record.status, record.finished_at = "complete", _now()
-    # Described again now: some choices (the engine that ran, batch halvings) are made while generating.
-    record.model = ModelDescription(requested, model_name, model_id, generator.describe())
-    record.execution = execution_info
-    # generate: every invocation's generation time together (a resume with nothing left to generate keeps
-    # the real figure); generate_now: this invocation's alone.
-    record.timings_s = {"load": round(load_seconds, 3), "generate": overall["generate_s"],
-                        "generate_now": round(generate_seconds, 3), "execute": round(execute_seconds, 3),
-                        "score": round(score_seconds, 3)}
-    record.generation_stats = {"completions_generated_now": generated,
-                               "completions_resumed": len(results) - generated,
-                               "tokens_generated_now": int(tokens),
-                               "completions_generated_total": overall["completions_generated"],
-                               "tokens_generated_total": overall["tokens_generated"],
-                               "tokens_per_s": overall["tokens_per_s"]}
-    record.invocations = invocations
-    record.summary = {key: summary[key] for key in summary if key != "per_problem"}
-    record.per_problem = per_problem_results(results)
-    atomic_write_json(run_dir.record, record.to_json())
-    write_report(run_dir, record, summary, results, task, executed, problems, asking, valid_ids,
-                 config.leaderboard_dir)
-    return RunOutcome(model=model_name, task=task.name, run_dir=run_dir, score=result_score, record=record,
+    scored_run = ScoredRun(folder=run_dir.path, task=task, executed=executed, problems=problems, results=results,
+                           samples=run_dir.existing_completions(valid_ids, config.sampling.n).values(),
+                           prompts={p.task_id: asking.prompt_for(task, p) for p in problems},
+                           leaderboard_dir=config.leaderboard_dir)
+    summary_fields = {"run_id": run_dir.run_id, "model": model_name, "task": task.name,
+                      "dataset_sha256": task.dataset_sha256, "n": config.sampling.n,
+                      "sandbox_mode": execution_info.get("mode")}
+    finished = finish(scored_run, config.ks, summary_fields, complete=complete)
+    return RunOutcome(model=model_name, task=task.name, run_dir=run_dir, score=finished.score, record=record,
                       generated_now=generated)
-
-
-def write_report(run_dir: RunDir, record: RunRecord, summary: Mapping[str, Any],
-                 results: Sequence[SampleResult], task: Task, executed: Any, problems: Sequence[Problem],
-                 asking: Asking, valid_ids: set[str], leaderboard_dir: Path | None) -> Path:
-    """The run's report.html (:mod:`evalsuite.reporting.run_page`), next to its record."""
-    import os
-
-    from evalsuite.environment import hardware_summary
-
-    by_id = {p.task_id: p for p in problems}
-    completions = run_dir.existing_completions(valid_ids, record.sampling["n"]).values()
-    views = sample_views(completions, (r.to_json() for r in results),
-                         lambda task_id, text: executed.build_program(by_id[task_id], text).candidate)
-    sampling = record.sampling
-    timings = record.timings_s or {}
-    details = {
-        "finished": str(record.finished_at or ""), "model id": str(record.model.id),
-        "sampling": f"n={sampling['n']}, T={sampling['temperature']:g}, top_p={sampling['top_p']:g}, "
-                    f"max_new_tokens={sampling['max_new_tokens']}, seed={sampling['seed']}",
-        "prompt style": f"{record.prompt['style']} ({record.prompt['reason']})",
-        "hardware": hardware_summary(record.environment["hardware"]),
-        "sandbox": str((record.execution or {}).get("mode", "")),
-        "timings": ", ".join(f"{k} {v:g} s" for k, v in timings.items()),
-        "evalsuite": str(record.environment["evalsuite"]),
-        "files": "record.json, completions.jsonl, results.jsonl, summary.json",
-    }
-    back = None
-    if leaderboard_dir is not None:
-        back = Path(os.path.relpath(Path(leaderboard_dir).resolve() / "index.html", run_dir.path.resolve())).as_posix()
-    header = RunHeader(model=record.model.shown_name, task=task.name, run_id=run_dir.run_id,
-                       model_id=str(record.model.id), badges=record.badges(), details=details, leaderboard_page=back)
-    prompts = {p.task_id: asking.prompt_for(task, p) for p in problems}
-    return write_run_page(run_dir.path, header, summary, views, prompts)
 
 
 def run_evaluation(config: RunConfig) -> list[RunOutcome] | None:

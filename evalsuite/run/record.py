@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from evalsuite.records import SampleResult
+from evalsuite.run.identity import partial_badge
 
 RUN_RECORD_SCHEMA = "evalsuite.run-record/1"
 RECORD_FILE = "record.json"
@@ -161,7 +162,7 @@ class RunRecord:
         badges = []
         subset = self.task.problem_set
         if subset:
-            badges.append(f"partial {subset['n_problems']}/{subset['of']}")
+            badges.append(partial_badge(subset))
         if self.prompt.get("style") == "instruct":
             badges.append("instruct")
         if self.weights in ("int8", "nf4"):
