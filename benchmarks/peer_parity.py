@@ -115,7 +115,7 @@ def evalsuite_prompt_ids(model: Path, style: str, strip: bool, docs: list[dict])
     from evalsuite.tasks.discovery import TaskRegistry
     from evalsuite.records import GenerationRequest
     from evalsuite.models.registry import resolve_model
-    from evalsuite.run.pipeline import Asking
+    from evalsuite.protocol.asking import Asking
 
     tokenizer = AutoTokenizer.from_pretrained(model)
     codec = prepare_codec(tokenizer, resolve_model(str(model)), None, GenerationConfig.from_pretrained(model))

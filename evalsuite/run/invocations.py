@@ -11,7 +11,10 @@ carry its ``invocation_id``.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
+
+if TYPE_CHECKING:
+    from evalsuite.run.record import RunRecord
 
 
 @dataclass
@@ -30,19 +33,19 @@ class Invocation:
         return asdict(self)
 
 
-def earlier_invocations(previous: Mapping[str, Any] | None,
+def earlier_invocations(previous: RunRecord | None,
                         saved_rows: Callable[[], Iterable[Mapping[str, Any]]]) -> list[dict]:
     """The invocations an earlier record lists (records older than this list: one, rebuilt from its fields);
     any still ``running`` was cut off, and is completed from the saved rows that carry its id (``saved_rows``
     reads them, only then)."""
     if not previous:
         return []
-    listed = [dict(entry) for entry in previous.get("invocations") or []]
-    if not listed and previous.get("invocation_id"):
-        stats, timings = previous.get("generation_stats") or {}, previous.get("timings_s") or {}
-        complete = previous.get("status") == "complete"
-        listed = [Invocation(previous["invocation_id"], str(previous.get("started_at", "")),
-                             "complete" if complete else "running", previous.get("finished_at"),
+    listed = [dict(entry) for entry in previous.invocations]
+    if not listed and previous.invocation_id:
+        stats, timings = previous.generation_stats or {}, previous.timings_s or {}
+        complete = previous.status == "complete"
+        listed = [Invocation(previous.invocation_id, previous.started_at,
+                             "complete" if complete else "running", previous.finished_at,
                              int(stats.get("completions_generated_now", 0)),
                              int(stats.get("tokens_generated_now", 0)),
                              timings.get("generate") if complete else None, timings.get("load")).to_json()]

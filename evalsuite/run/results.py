@@ -127,11 +127,11 @@ def task_score(scored: Score, *, model: str, model_id: str, task: str, n: int, n
 def score_from_outcome(outcome: Any) -> TaskScore:
     """A :class:`TaskScore` from a :class:`evalsuite.run.pipeline.RunOutcome`."""
     record = outcome.record
-    subset = record["task"].get("problem_set")
+    subset = record.task.problem_set
     run_dir = outcome.run_dir
-    total = subset["of"] if subset else int(record["task"]["n_problems"])
-    return task_score(outcome.score, model=outcome.model, model_id=str(record["model"]["id"]), task=outcome.task,
-                      n=int(record["sampling"]["n"]), n_problems_in_task=total, run_id=run_dir.run_id,
+    total = subset["of"] if subset else int(record.task.n_problems)
+    return task_score(outcome.score, model=outcome.model, model_id=str(record.model.id), task=outcome.task,
+                      n=int(record.sampling["n"]), n_problems_in_task=total, run_id=run_dir.run_id,
                       run_dir=run_dir.path, summary_path=run_dir.summary, report=run_dir.path / "report.html",
                       record=run_dir.record, generated_now=outcome.generated_now)
 

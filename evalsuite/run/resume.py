@@ -18,13 +18,14 @@ import json
 import os
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Iterator, Sequence
 
 from evalsuite.version import __version__
 from evalsuite.errors import EvalsuiteError
 from evalsuite.generation.base import Generator
 from evalsuite.protocol.prompting import PromptDecision
 from evalsuite.records import Completion, GenerationRequest, SamplingParams
+from evalsuite.run.record import RECORD_FILE, RunRecord
 from evalsuite.run.rundir import RunDir, slug
 
 
@@ -74,14 +75,14 @@ def _prompt_key(protocol: Any, task_name: str) -> dict[str, Any]:
 
 
 def finished_record(output_dir: Path, display: str, task_name: str, key: str, n: int,
-                    valid_ids: set[str]) -> dict[str, Any] | None:
+                    valid_ids: set[str]) -> RunRecord | None:
     """The record of a run with this request key whose folder holds all ``n`` completions of every problem."""
-    for record_path in sorted(Path(output_dir).glob(f"{slug(display)}__{slug(task_name)}__*/record.json")):
+    for record_path in sorted(Path(output_dir).glob(f"{slug(display)}__{slug(task_name)}__*/{RECORD_FILE}")):
         try:
-            record = json.loads(record_path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            record = RunRecord.read(record_path)
+        except (OSError, ValueError, TypeError, AttributeError):
             continue
-        if record.get("request_key") != key or "asking" not in record:
+        if record.request_key != key or record.opened_fence is None:  # older records did not say how they asked
             continue
         try:
             done = RunDir(record_path.parent).existing_completions(valid_ids, n)
@@ -96,24 +97,24 @@ class RecordedModel(Generator):
     """The model as a finished run recorded it: enough to rebuild the run's identity and record, never to
     generate (a run only gets here when nothing is left to generate)."""
 
-    def __init__(self, record: Mapping[str, Any]):
+    def __init__(self, record: RunRecord):
         self.record = record
 
     def generate(self, requests: Sequence[GenerationRequest], params: SamplingParams) -> Iterator[Completion]:
         raise EvalsuiteError("internal: a resumed run without its model was asked to generate")
 
     def describe(self) -> dict[str, Any]:
-        return {k: v for k, v in self.record["model"].items() if k not in ("requested", "display_name", "id")}
+        return dict(self.record.model.details)
 
     def weights_identity(self) -> str | None:
-        return self.record["identity"].get("weights")
+        return self.record.weights
 
     def identity(self) -> dict[str, Any]:
-        return dict(self.record["identity"].get("checkpoint") or {})
+        return dict(self.record.identity.get("checkpoint") or {})
 
     def decide_prompt_style(self, requested: str) -> PromptDecision:
-        prompt = self.record["prompt"]
+        prompt = self.record.prompt
         return PromptDecision(requested, prompt["style"], prompt["reason"], prompt.get("chat_template_sha256"))
 
     def opens_code_fence(self) -> bool:
-        return bool(self.record["asking"]["opened_fence"])
+        return bool(self.record.opened_fence)

@@ -21,6 +21,7 @@ from typing import Any
 
 from evalsuite.errors import EvalsuiteError
 from evalsuite.jsonl import read_jsonl
+from evalsuite.run.record import RECORD_FILE, RunRecord
 
 
 def slug(text: str) -> str:
@@ -47,7 +48,7 @@ class RunDir:
 
     @property
     def record(self) -> Path:
-        return self.path / "record.json"
+        return self.path / RECORD_FILE
 
     @property
     def completions(self) -> Path:
@@ -83,16 +84,17 @@ class RunDir:
                 done[key] = row
         return done
 
-    def check_identity(self, identity: dict[str, Any]) -> dict[str, Any] | None:
+    def check_identity(self, identity: dict[str, Any]) -> RunRecord | None:
         """Refuse to resume a directory whose recorded settings differ (a hash collision or a hand edit); returns
         the record an earlier invocation left (None for a new run)."""
         if not self.record.exists():
             return None
         try:
-            record = json.loads(self.record.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as exc:
+            data = json.loads(self.record.read_text(encoding="utf-8"))
+            record = RunRecord.from_json(data)
+        except (OSError, ValueError, TypeError, AttributeError) as exc:
             raise EvalsuiteError(f"{self.record}: unreadable run record ({exc}); delete {self.path} to start over")
-        recorded = record.get("identity")
+        recorded = data.get("identity")
         if recorded is not None and recorded != identity:
             raise EvalsuiteError(f"{self.path} holds a run with other settings; delete it or choose another --output")
         return record
