@@ -33,8 +33,8 @@ def run(model: Path, style: str, problems: int, max_new_tokens: int, output: Pat
     from evalsuite.protocol.prompting import PromptProtocol
     from evalsuite.tasks.discovery import TaskRegistry
     from evalsuite.records import SamplingParams
-    from evalsuite.run.config import RunConfig
-    from evalsuite.run.pipeline import run_evaluation
+    from evalsuite.runs.config import RunConfig
+    from evalsuite.runs.pipeline import run_evaluation
 
     task = TaskRegistry.discover([]).get("humaneval")
     config = RunConfig(models=[str(model)], tasks=[task], sampling=SamplingParams(max_new_tokens=max_new_tokens),

@@ -30,7 +30,7 @@ _RESULT_TYPES = ("RunResult", "EvaluateResult", "TaskScore", "PassAtK", "FailUnd
 
 def __getattr__(name):  # the result types, imported on first use
     if name in _RESULT_TYPES:
-        from evalsuite.run import results
+        from evalsuite.runs import results
 
         return getattr(results, name)
     raise AttributeError(f"module 'evalsuite' has no attribute {name!r}")

@@ -110,8 +110,8 @@ def test_first_eta_is_not_extrapolated_from_one_completion(tmp_path, capsys):
     truth, not (total - 1) x the first burst's time."""
     from evalsuite.generation.base import Generator
     from evalsuite.records import Completion, SamplingParams
-    from evalsuite.run.rundir import RunDir
-    from evalsuite.run.generate import generate_missing
+    from evalsuite.runs.rundir import RunDir
+    from evalsuite.runs.generate import generate_missing
     from evalsuite.tasks.discovery import TaskRegistry
 
     class Bursts(Generator):  # a batch of 8 every 0.4 s, as a CPU model generating at batch 8 does

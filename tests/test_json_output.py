@@ -12,7 +12,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from evalsuite.run.results import OUTPUT_SCHEMA_PATH, validate_output
+from evalsuite.runs.results import OUTPUT_SCHEMA_PATH, validate_output
 from sandbox import detect_isolation
 
 pytestmark = pytest.mark.skipif(detect_isolation() == "none", reason="needs bubblewrap")

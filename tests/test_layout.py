@@ -20,7 +20,7 @@ PACKAGES = ("evalsuite", "sandbox")  # the top-level packages of this repository
 ROOT_MODULES = {"__init__", "__main__", "hookspecs", "version", "errors", "records", "jsonl", "environment", "progress",
                 "devices", "seeding", "flags", "hub"}
 FACES = {"evalsuite", "evalsuite.__main__"}  # entry points for users, above every stage
-STAGES = ("cli", "run", "tasks", "protocol", "models", "generation", "engine", "planner", "execution", "scoring",
+STAGES = ("cli", "runs", "tasks", "protocol", "models", "generation", "engine", "planner", "execution", "scoring",
           "reporting", "configs")
 
 # The forbidden directions: a module under any of ``importers`` never imports one under any of ``imported``.
@@ -49,7 +49,7 @@ FORBIDDEN = [
     Rule(_stages(*(stage for stage in STAGES if stage != "cli")), _stages("cli"),
          "the commands sit on top: no stage imports them"),
     Rule(_stages("tasks", "protocol", "models", "generation", "engine", "planner", "execution", "scoring", "reporting"),
-         _stages("run"), "only the commands drive a run"),
+         _stages("runs"), "only the commands drive a run"),
 ]
 
 
@@ -150,7 +150,7 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def stage_of(module: str) -> str:
-    """``evalsuite.run.pipeline`` -> ``evalsuite.run``; a root module is its own node; ``sandbox.*`` -> ``sandbox``."""
+    """``evalsuite.runs.pipeline`` -> ``evalsuite.runs``; a root module is its own node; ``sandbox.*`` -> ``sandbox``."""
     parts = module.split(".")
     if parts[0] == "evalsuite" and len(parts) > 1 and parts[1] in STAGES:
         return ".".join(parts[:2])
@@ -183,7 +183,7 @@ def test_the_graph_is_read_from_every_module(graph):
     """A reader that found nothing would pass every check below."""
     assert len(graph) > 100
     assert "evalsuite.reporting.store" in graph["evalsuite.reporting.publish"]
-    assert "evalsuite.reporting.labels" in graph["evalsuite.run.pipeline"]  # an import inside a function
+    assert "evalsuite.reporting.labels" in graph["evalsuite.runs.pipeline"]  # an import inside a function
     assert "sandbox.jail" in graph["sandbox.pool"]
 
 
@@ -247,13 +247,13 @@ def test_forbidden_imports_name_the_edge_and_why():
 
 
 def test_relative_and_nested_imports_are_resolved(tmp_path: Path):
-    package = tmp_path / "evalsuite" / "run"
+    package = tmp_path / "evalsuite" / "runs"
     package.mkdir(parents=True)
     source = package / "pipeline.py"
     source.write_text("from typing import TYPE_CHECKING\nfrom . import rundir\nfrom ..reporting import views\n"
                       "def f():\n    import evalsuite.cli.main\n"
                       "if TYPE_CHECKING:\n    from evalsuite.tasks import task\n")
-    modules = {"evalsuite.run.rundir", "evalsuite.run", "evalsuite.reporting.views", "evalsuite.cli",
+    modules = {"evalsuite.runs.rundir", "evalsuite.runs", "evalsuite.reporting.views", "evalsuite.cli",
                "evalsuite.tasks.task"}
-    assert imports_of("evalsuite.run.pipeline", source, modules) == {
-        "evalsuite.run.rundir", "evalsuite.reporting.views", "evalsuite.cli"}
+    assert imports_of("evalsuite.runs.pipeline", source, modules) == {
+        "evalsuite.runs.rundir", "evalsuite.reporting.views", "evalsuite.cli"}

@@ -1,4 +1,4 @@
-"""The typed run record (:mod:`evalsuite.run.record`) and the finishing path ``run`` and ``evaluate`` share."""
+"""The typed run record (:mod:`evalsuite.runs.record`) and the finishing path ``run`` and ``evaluate`` share."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from evalsuite.cli import main
-from evalsuite.run.invocations import earlier_invocations
-from evalsuite.run.record import RUN_RECORD_SCHEMA, RunRecord
-from evalsuite.run.resume import finished_record
+from evalsuite.runs.invocations import earlier_invocations
+from evalsuite.runs.record import RUN_RECORD_SCHEMA, RunRecord
+from evalsuite.runs.resume import finished_record
 from sandbox import detect_isolation
 
 needs_sandbox = pytest.mark.skipif(detect_isolation() == "none", reason="needs bubblewrap")

@@ -1,5 +1,5 @@
 """The Python API: :func:`run` and :func:`evaluate`, the ``evalsuite run`` / ``evalsuite evaluate`` commands as
-functions returning typed results (:class:`evalsuite.run.results.RunResult`).
+functions returning typed results (:class:`evalsuite.runs.results.RunResult`).
 
 Each keyword argument is the command's flag of the same name (``max_new_tokens=256`` is ``--max-new-tokens
 256``; a list is comma-joined; ``True`` switches a flag on), parsed by the command's own argparse parser and
@@ -79,7 +79,7 @@ def _parse(argv: list[str]) -> argparse.Namespace:
 
 def run(models: str | Iterable[str] = "reference", tasks: str | Iterable[str] = "humaneval", **options: Any):
     """Evaluate ``models`` on ``tasks`` exactly as ``evalsuite run`` does; returns a
-    :class:`~evalsuite.run.results.RunResult` (one :class:`~evalsuite.run.results.TaskScore` per model and task).
+    :class:`~evalsuite.runs.results.RunResult` (one :class:`~evalsuite.runs.results.TaskScore` per model and task).
 
     >>> result = evalsuite.run(models=["reference"], tasks=["humaneval"], limit=3, quiet=True)  # doctest: +SKIP
     >>> result.scores[0].pass_at[1].value                                                     # doctest: +SKIP
@@ -92,7 +92,7 @@ def run(models: str | Iterable[str] = "reference", tasks: str | Iterable[str] = 
     with contextlib.redirect_stdout(sys.stderr):
         result = run_command.execute(args, argv=["evalsuite", *argv])
     if result is None:  # a worker rank under torchrun: rank 0 has the result
-        from evalsuite.run.results import RunResult
+        from evalsuite.runs.results import RunResult
 
         return RunResult(scores=[], ks=[])
     return result
@@ -100,7 +100,7 @@ def run(models: str | Iterable[str] = "reference", tasks: str | Iterable[str] = 
 
 def evaluate(samples: str | os.PathLike, *, output: str | os.PathLike, task: str = "humaneval", **options: Any):
     """Execute and score a samples file exactly as ``evalsuite evaluate`` does; returns a
-    :class:`~evalsuite.run.results.RunResult` with ``command == "evaluate"`` and one score."""
+    :class:`~evalsuite.runs.results.RunResult` with ``command == "evaluate"`` and one score."""
     from evalsuite.cli import evaluate as evaluate_command
 
     argv = command_argv("evaluate", [samples], output=output, task=task, **options)

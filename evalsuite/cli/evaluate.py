@@ -19,8 +19,8 @@ from evalsuite.errors import EvalsuiteError
 from evalsuite.reporting.terminal import key_values
 from evalsuite.cli.json_output import add_json_argument, print_json, stdout_to_stderr
 from evalsuite.protocol.asking import SolutionTask
-from evalsuite.run.finish import RunFacts
-from evalsuite.run.identity import partial_badge, problem_set
+from evalsuite.runs.finish import RunFacts
+from evalsuite.runs.identity import partial_badge, problem_set
 
 
 def add_parser(subparsers) -> None:
@@ -100,14 +100,14 @@ def main(args: argparse.Namespace) -> int:
 
 
 def execute(args: argparse.Namespace):
-    """Everything ``evaluate`` does but the exit status: a :class:`evalsuite.run.results.RunResult` with one score
+    """Everything ``evaluate`` does but the exit status: a :class:`evalsuite.runs.results.RunResult` with one score
     (command "evaluate"). :func:`evalsuite.evaluate` calls this too."""
     from evalsuite.cli import preflight
-    from evalsuite.run.results import RunResult, task_score
+    from evalsuite.runs.results import RunResult, task_score
     from evalsuite.execution.samples import read_samples
     from evalsuite.execution.timeouts import execute_with_timeouts
     from evalsuite.jsonl import atomic_write_jsonl, sha256_file
-    from evalsuite.run.finish import ScoredRun, add_to_leaderboard, finish
+    from evalsuite.runs.finish import ScoredRun, add_to_leaderboard, finish
 
     options = execution_options(args)
     policy = timeout_policy(args)

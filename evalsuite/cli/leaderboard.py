@@ -107,7 +107,7 @@ def main(args: argparse.Namespace) -> int:
                 print(f"wrote {written}")
     shortfalls = check_fail_under(shown, args.fail_under, models=args.model) if args.fail_under else []
     if json_out:
-        from evalsuite.run.results import FailUnder, leaderboard_json
+        from evalsuite.runs.results import FailUnder, leaderboard_json
 
         gate = FailUnder(dict(args.fail_under), shortfalls) if args.fail_under else None
         print_json(leaderboard_json(path, shown, written, gate))

@@ -154,12 +154,12 @@ def main(args: argparse.Namespace) -> int:
 
 
 def execute(args: argparse.Namespace, argv: list[str] | None = None):
-    """Everything ``run`` does but the exit status: a :class:`evalsuite.run.results.RunResult` (None on a worker
+    """Everything ``run`` does but the exit status: a :class:`evalsuite.runs.results.RunResult` (None on a worker
     rank). The table goes to stdout (stderr with ``--json``, nothing with ``--json --quiet``); the
     ``--fail-under`` gate is checked, not enforced. :func:`evalsuite.run` calls this too."""
-    from evalsuite.run.results import FailUnder, RunResult, score_from_outcome
-    from evalsuite.run.config import RunConfig
-    from evalsuite.run.pipeline import print_results_table, run_evaluation
+    from evalsuite.runs.results import FailUnder, RunResult, score_from_outcome
+    from evalsuite.runs.config import RunConfig
+    from evalsuite.runs.pipeline import print_results_table, run_evaluation
 
     thresholds = args.fail_under
     json_out = getattr(args, "json", False)
@@ -206,7 +206,7 @@ def execute(args: argparse.Namespace, argv: list[str] | None = None):
     if args.no_leaderboard:
         return result
     from evalsuite.reporting.gate import check_fail_under
-    from evalsuite.run.finish import add_to_leaderboard
+    from evalsuite.runs.finish import add_to_leaderboard
 
     new_entries = add_to_leaderboard(Path(args.leaderboard_dir), [outcome.leaderboard_summary() for outcome in outcomes])
     if not args.quiet:

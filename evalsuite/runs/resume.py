@@ -25,8 +25,8 @@ from evalsuite.errors import EvalsuiteError
 from evalsuite.generation.base import Generator
 from evalsuite.protocol.prompting import PromptDecision
 from evalsuite.records import Completion, GenerationRequest, SamplingParams
-from evalsuite.run.record import RECORD_FILE, RunRecord
-from evalsuite.run.rundir import RunDir, slug
+from evalsuite.runs.record import RECORD_FILE, RunRecord
+from evalsuite.runs.rundir import RunDir, slug
 
 
 def _version(package: str) -> str | None:

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 if TYPE_CHECKING:
-    from evalsuite.run.record import RunRecord
+    from evalsuite.runs.record import RunRecord
 
 
 @dataclass

@@ -21,7 +21,7 @@ from typing import Any
 
 from evalsuite.errors import EvalsuiteError
 from evalsuite.jsonl import read_jsonl
-from evalsuite.run.record import RECORD_FILE, RunRecord
+from evalsuite.runs.record import RECORD_FILE, RunRecord
 
 
 def slug(text: str) -> str:

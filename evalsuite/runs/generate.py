@@ -14,8 +14,8 @@ from evalsuite.jsonl import JsonlAppender
 from evalsuite.progress import TokenProgress, progress_bar
 from evalsuite.protocol.asking import Asking
 from evalsuite.records import GenerationRequest, SamplingParams
-from evalsuite.run.invocations import Invocation
-from evalsuite.run.rundir import RunDir
+from evalsuite.runs.invocations import Invocation
+from evalsuite.runs.rundir import RunDir
 from evalsuite.tasks.task import Problem, Task
 
 

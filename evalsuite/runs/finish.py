@@ -5,7 +5,7 @@ Why one path: ``evaluate`` scores completions someone else generated, ``run`` it
 partial problem set, link the page back to the leaderboard, and build the leaderboard entry the same way,
 or the two commands' rows of one model would disagree. What differs is said in :class:`RunFacts` (what the
 views say about the run) and in the summary fields each command adds; ``run`` also completes its
-:class:`~evalsuite.run.record.RunRecord`, which ``evaluate`` does not have.
+:class:`~evalsuite.runs.record.RunRecord`, which ``evaluate`` does not have.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from evalsuite.jsonl import atomic_write_json
 from evalsuite.records import SampleResult
 from evalsuite.reporting.views import write_run_views
 from evalsuite.reporting.views.contract import RunHeader, sample_views
-from evalsuite.run.record import RECORD_FILE, RunRecord
+from evalsuite.runs.record import RECORD_FILE, RunRecord
 from evalsuite.scoring import Score, score
 from evalsuite.tasks.task import Problem, Task
 
@@ -38,7 +38,7 @@ class RunFacts:
     dataset_sha256: str
     prompt_template: str
     sampling: Mapping[str, Any]  # n, temperature, top_p, top_k, max_new_tokens, seed
-    problem_set: dict[str, Any] | None  # evalsuite.run.identity.problem_set
+    problem_set: dict[str, Any] | None  # evalsuite.runs.identity.problem_set
     badges: tuple[str, ...] = ()
     details: Mapping[str, str] = field(default_factory=dict)
     hardware: str | None = None  # hardware_summary(); None: this machine's, read when the entry is built

@@ -1,9 +1,9 @@
 """The pipeline for every (model, task): generate -> execute -> finish (score, record, page, leaderboard entry).
 
 Like vLLM's split of scheduler/worker/runner, each stage is its own module; this one only sequences them:
-what a run is (:mod:`evalsuite.run.identity`), how the model is asked (:mod:`evalsuite.protocol.asking`),
-generation and resume (:mod:`evalsuite.run.generate`), execution, and the finishing path it shares with
-``evaluate`` (:mod:`evalsuite.run.finish`), keeping the :class:`~evalsuite.run.record.RunRecord` as it goes.
+what a run is (:mod:`evalsuite.runs.identity`), how the model is asked (:mod:`evalsuite.protocol.asking`),
+generation and resume (:mod:`evalsuite.runs.generate`), execution, and the finishing path it shares with
+``evaluate`` (:mod:`evalsuite.runs.finish`), keeping the :class:`~evalsuite.runs.record.RunRecord` as it goes.
 """
 
 from __future__ import annotations
@@ -26,15 +26,15 @@ from evalsuite.jsonl import atomic_write_json, atomic_write_jsonl
 from evalsuite.protocol.asking import decide_asking
 from evalsuite.records import SampleResult
 from evalsuite.reporting.views.run_page import PAGE_FILE
-from evalsuite.run.config import RunConfig, validate_config
-from evalsuite.run.distributed import DistContext, context_from_env, shutdown
-from evalsuite.run.finish import RunFacts, ScoredRun, finish
-from evalsuite.run.generate import generate_missing, load_completions
-from evalsuite.run.identity import problem_set, prompt_settings, run_identity, select_problems
-from evalsuite.run.invocations import Invocation, earlier_invocations, totals as invocation_totals
-from evalsuite.run.record import ModelDescription, RecordedTask, RunRecord, per_problem_results
-from evalsuite.run.resume import RecordedModel, finished_record, request_key as make_request_key
-from evalsuite.run.rundir import RunDir, run_key
+from evalsuite.runs.config import RunConfig, validate_config
+from evalsuite.runs.distributed import DistContext, context_from_env, shutdown
+from evalsuite.runs.finish import RunFacts, ScoredRun, finish
+from evalsuite.runs.generate import generate_missing, load_completions
+from evalsuite.runs.identity import problem_set, prompt_settings, run_identity, select_problems
+from evalsuite.runs.invocations import Invocation, earlier_invocations, totals as invocation_totals
+from evalsuite.runs.record import ModelDescription, RecordedTask, RunRecord, per_problem_results
+from evalsuite.runs.resume import RecordedModel, finished_record, request_key as make_request_key
+from evalsuite.runs.rundir import RunDir, run_key
 from evalsuite.scoring import Score
 from evalsuite.tasks.task import Task
 
@@ -231,7 +231,7 @@ def run_evaluation(config: RunConfig) -> list[RunOutcome] | None:
 
 
 def _finished_runs(config: RunConfig, display: str, keys: Mapping[str, str | None]) -> dict[str, RunRecord]:
-    """Task name -> record of a finished generation with the same request key (see :mod:`evalsuite.run.resume`)."""
+    """Task name -> record of a finished generation with the same request key (see :mod:`evalsuite.runs.resume`)."""
     found = {}
     for task in config.tasks:
         key = keys[task.name]

@@ -1,7 +1,7 @@
 """The run record (``record.json``): what one (model, task) run was, how it went, and what it scored.
 
 Why typed: the record is written by the pipeline, read back to resume a run without loading its model
-(:mod:`evalsuite.run.resume`), and read by the views (the run page, the terminal table, the leaderboard
+(:mod:`evalsuite.runs.resume`), and read by the views (the run page, the terminal table, the leaderboard
 entry). As a dict read by string keys in each of those, a renamed key broke one reader silently; here each
 field is named once. :meth:`RunRecord.to_json` writes the ``evalsuite.run-record/1`` layout key for key, in
 its order; :meth:`RunRecord.from_json` also reads records written before a field existed (older runs resume).
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from evalsuite.records import SampleResult
-from evalsuite.run.identity import partial_badge
+from evalsuite.runs.identity import partial_badge
 
 RUN_RECORD_SCHEMA = "evalsuite.run-record/1"
 RECORD_FILE = "record.json"
@@ -76,7 +76,7 @@ class RunRecord:
     "running"); ``finished_at`` and those after it once it is scored (status "complete")."""
 
     run_id: str
-    request_key: str | None  # evalsuite.run.resume: finds this run again before any model loads
+    request_key: str | None  # evalsuite.runs.resume: finds this run again before any model loads
     opened_fence: bool | None  # "asking": did the instruct prompt open a code block (None: an older record)
     model_loaded: bool
     invocation_id: str
@@ -86,7 +86,7 @@ class RunRecord:
     identity: dict[str, Any]  # hashed into the run folder's name: kept exactly as built
     model: ModelDescription
     task: RecordedTask
-    prompt: dict[str, Any]  # evalsuite.run.identity.prompt_settings
+    prompt: dict[str, Any]  # evalsuite.runs.identity.prompt_settings
     sampling: dict[str, Any]  # SamplingParams.to_dict()
     k: list[int]
     limit: int | None

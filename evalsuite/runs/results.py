@@ -125,7 +125,7 @@ def task_score(scored: Score, *, model: str, model_id: str, task: str, n: int, n
 
 
 def score_from_outcome(outcome: Any) -> TaskScore:
-    """A :class:`TaskScore` from a :class:`evalsuite.run.pipeline.RunOutcome`."""
+    """A :class:`TaskScore` from a :class:`evalsuite.runs.pipeline.RunOutcome`."""
     record = outcome.record
     subset = record.task.problem_set
     run_dir = outcome.run_dir
