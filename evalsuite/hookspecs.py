@@ -3,7 +3,7 @@
 A plugin is any module (or object) with functions named like these hooks and decorated with
 ``evalsuite.hookimpl``. Plugins are found three ways, like pytest's:
 
-* built-in task modules ``tasks/task_*.py`` (installed as ``evalsuite_tasks``);
+* built-in task modules ``tasks/task_*.py`` (installed as ``evalsuite.tasks.builtin``);
 * ``--task-dir DIR``: every ``task_*.py`` module in DIR;
 * installed packages exposing a module under the ``evalsuite.tasks`` entry-point group, e.g.::
 
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Iterable
 import pluggy
 
 if TYPE_CHECKING:
-    from evalsuite.task import Task
+    from evalsuite.tasks.task import Task
 
 PROJECT = "evalsuite"
 hookspec = pluggy.HookspecMarker(PROJECT)
@@ -29,6 +29,6 @@ hookimpl = pluggy.HookimplMarker(PROJECT)
 def evalsuite_register_tasks() -> Iterable["Task"]:
     """Return the tasks this plugin provides.
 
-    Keep it cheap: build :class:`~evalsuite.task.Task` objects whose data loads lazily
+    Keep it cheap: build :class:`~evalsuite.tasks.task.Task` objects whose data loads lazily
     (override ``Task.load_problems``), since ``evalsuite tasks`` calls every plugin.
     """

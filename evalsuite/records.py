@@ -43,7 +43,7 @@ class GenerationRequest:
     # Read only by the built-in ``reference`` backend, which answers with the known-good solution.
     canonical_solution: str | None = None
     # "base": ``prompt`` is continued as is; "instruct": ``prompt`` is the task's text, asked through the
-    # model's chat template (see evalsuite.generation.prompting), and the answer is a whole program.
+    # model's chat template (see evalsuite.protocol.prompting), and the answer is a whole program.
     prompt_style: str = "base"
 
 

@@ -41,7 +41,7 @@ else:  # run as a script: import the sibling modules, then hide their directory 
     import framing  # type: ignore[no-redef]
     del sys.path[0]
 
-GRACE_S = 1.0  # past the sample's deadline, before a test that does not finish is killed
+TEST_KILL_GRACE_S = 1.0  # past the sample's deadline, before a test that does not finish is killed
 CONTROL_TIMEOUT_S = 10.0  # for the sample server to clean up after a sample
 
 # Reasons a verdict may carry besides built-in exception class names. Nothing else is ever reported.
@@ -367,7 +367,7 @@ def run_test(problem: CompiledProblem, channel_fd: int, deadline: float, seed: b
     recorder = _Record(client)
     reseed(seed)
     previous = signal.signal(signal.SIGALRM, _overrun)
-    signal.setitimer(signal.ITIMER_REAL, max(deadline + GRACE_S - time.monotonic(), 0.001))
+    signal.setitimer(signal.ITIMER_REAL, max(deadline + TEST_KILL_GRACE_S - time.monotonic(), 0.001))
     try:
         client.wait_ready()
         namespace = channel.program_namespace()

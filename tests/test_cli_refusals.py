@@ -83,7 +83,7 @@ def test_a_gguf_with_a_bad_device_is_one_line(no_model_loads, smollm2_path, caps
 
 
 def test_the_whole_real_ggufs_pass_the_check(smollm2_path, gemma_path):
-    from evalsuite.generation.gguf_files import check_gguf_file
+    from evalsuite.generation.hf.gguf_files import check_gguf_file
 
     check_gguf_file(smollm2_path)
     check_gguf_file(gemma_path)
@@ -123,7 +123,7 @@ def test_evaluate_asks_for_the_temperature_before_running_any_sample(tmp_path, c
     """Several samples per problem for the leaderboard, no --temperature: refused before the sandbox runs."""
     import json
 
-    import evalsuite.timeouts as timeouts
+    import evalsuite.execution.timeouts as timeouts
 
     def refuse(*args, **kwargs):
         raise AssertionError("the samples ran before the missing temperature was refused")

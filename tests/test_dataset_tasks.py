@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from evalsuite.cli import main
-from evalsuite.dataset_tasks import build_test_program, entry_point_from_tests, wrap_in_check
-from evalsuite.datasets_loader import hub_reachable
+from evalsuite.tasks.dataset_tasks import build_test_program, entry_point_from_tests, wrap_in_check
+from evalsuite.hub import hub_reachable
 from evalsuite.errors import EvalsuiteError
 from evalsuite.jsonl import read_jsonl
-from evalsuite.plugins import TaskRegistry
+from evalsuite.tasks.discovery import TaskRegistry
 from sandbox import detect_isolation
 
 DATA = Path(__file__).parent / "data" / "datasets"

@@ -13,7 +13,7 @@ import pytest
 from evalsuite.cli import main
 from evalsuite.errors import EvalsuiteError
 from evalsuite.jsonl import read_jsonl
-from evalsuite.plugins import TaskRegistry
+from evalsuite.tasks.discovery import TaskRegistry
 from sandbox import detect_isolation
 
 SPEC_DIR = Path(__file__).parent / "data" / "declarative"

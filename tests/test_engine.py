@@ -12,7 +12,7 @@ import torch
 from transformers import GPT2Config, GPT2LMHeadModel, LogitsProcessorList
 
 from evalsuite.engine import Engine, EngineOptions
-from evalsuite.generation.sampling import SeededSampler, row_seeds
+from evalsuite.engine.sampling import SeededSampler, row_seeds
 from evalsuite.records import GenerationRequest, SamplingParams
 
 VOCAB = 256

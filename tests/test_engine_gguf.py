@@ -16,7 +16,7 @@ import torch
 from transformers import LogitsProcessorList
 
 from evalsuite.engine import Engine
-from evalsuite.generation.sampling import SeededSampler, row_seeds
+from evalsuite.engine.sampling import SeededSampler, row_seeds
 from evalsuite.records import SamplingParams
 
 from test_engine import _hf_generate, _ids, _run, _text

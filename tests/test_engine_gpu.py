@@ -10,9 +10,9 @@ import pytest
 import torch
 from transformers import LogitsProcessorList
 
-from evalsuite.generation.sampling import (SeededSampler, choose_tokens, filter_logits, row_seeds, uniform_noise,
+from evalsuite.engine.sampling import (SeededSampler, choose_tokens, filter_logits, row_seeds, uniform_noise,
                                           _uniform_noise_triton)
-from evalsuite.generation.top_p_kernel import sample_top_p
+from evalsuite.engine.top_p_kernel import sample_top_p
 from evalsuite.records import SamplingParams
 
 from test_engine import FAMILIES, PROMPTS, _engine, _hf_generate, _ids, _run, _tiny

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from evalsuite.generation.extraction import extract_program, longest_parsable, sanitize, strip_thinking
+from evalsuite.protocol.extraction import extract_program, longest_parsable, sanitize, strip_thinking
 
 PROGRAM = '''import math
 from typing import List

@@ -15,9 +15,11 @@ import torch
 
 from evalsuite.errors import EvalsuiteError
 from evalsuite.generation import GenerationOptions, load_generator
-from evalsuite.generation.hf import HFGenerator
+from evalsuite.generation.options import HFOptions
+from evalsuite.models.options import LoadingOptions
+from evalsuite.generation.hf.generator import HFGenerator
 from evalsuite.records import Completion, GenerationRequest, SamplingParams
-from evalsuite.task import DEFAULT_STOP_SEQUENCES, truncate_at_stop
+from evalsuite.tasks.task import DEFAULT_STOP_SEQUENCES, truncate_at_stop
 from tiny_models import FAMILIES, humaneval_prompts
 
 MAX_NEW = 24
@@ -40,8 +42,8 @@ def by_key(completions) -> dict[tuple[str, int], Completion]:
     return {(c.task_id, c.sample_index): c for c in completions}
 
 
-def load(path, **options) -> HFGenerator:
-    generator = load_generator(str(path), GenerationOptions(device="cpu", **options))
+def load(path, **hf) -> HFGenerator:
+    generator = load_generator(str(path), GenerationOptions(loading=LoadingOptions(device="cpu"), hf=HFOptions(**hf)))
     assert isinstance(generator, HFGenerator)
     return generator
 
@@ -65,7 +67,7 @@ def reference_greedy(generator: HFGenerator, prompt_ids, max_new: int) -> list[i
 @torch.inference_mode()
 def single_prompt_ids(generator: HFGenerator, prompt_ids, max_new: int) -> list[int]:
     """Greedy ids for one unpadded prompt through plain model.generate (KV cache on: fast)."""
-    from evalsuite.generation.stopping import MaskIdsFrom
+    from evalsuite.generation.hf.stopping import MaskIdsFrom
 
     codec = generator.codec
     ids = torch.tensor([list(prompt_ids)])
@@ -205,7 +207,7 @@ def test_ids_past_the_tokenizer_are_never_generated(tiny_model_dir):
 
 def test_strip_prompt_maps_completion_back():
     """Stripping is a protocol setting (prompting.py), applied the same for every backend and model name."""
-    from evalsuite.generation.prompting import base_prompt, completion_for_original
+    from evalsuite.protocol.prompting import base_prompt, completion_for_original
 
     prompt = 'def f(x):\n    """doc"""\n'
     seen = base_prompt(prompt, strip=True)

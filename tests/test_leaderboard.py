@@ -12,11 +12,12 @@ import pytest
 
 from evalsuite.cli import main as cli_main
 from evalsuite.errors import EvalsuiteError, ThresholdNotMet
-from evalsuite.reporting.leaderboard import (
-    KEY_FIELDS, LeaderboardEntry, check_fail_under, enforce_fail_under, entry_from_run,
-    display_labels, load_leaderboard, merge, parse_fail_under, save_leaderboard, settings_for, settings_key,
-    update_leaderboard,
-)
+from evalsuite.reporting.entries import entry_from_run
+from evalsuite.reporting.gate import check_fail_under, enforce_fail_under, parse_fail_under
+from evalsuite.reporting.labels import display_labels
+from evalsuite.reporting.model import KEY_FIELDS, LeaderboardEntry, merge, settings_for, settings_key
+from evalsuite.reporting.publish import update_leaderboard
+from evalsuite.reporting.store import load_leaderboard, save_leaderboard
 from evalsuite.reporting.schema import SCHEMA_PATH
 from evalsuite.records import SampleResult, SamplingParams
 from evalsuite.scoring import score
@@ -294,7 +295,8 @@ def test_concurrent_updates_lose_no_entry(tmp_path: Path):
     """Real processes finishing at the same time: each read-merge-write must see the others' entries."""
     script = (
         "import sys\n"
-        "from evalsuite.reporting.leaderboard import entry_from_run, update_leaderboard\n"
+        "from evalsuite.reporting.entries import entry_from_run\n"
+        "from evalsuite.reporting.publish import update_leaderboard\n"
         "from evalsuite.records import SampleResult, SamplingParams\n"
         "from evalsuite.scoring import score\n"
         "s = score([SampleResult('t/0', 0, True, 'passed', 0.0)], [1], bootstrap=10)\n"
@@ -373,7 +375,7 @@ def test_a_run_in_the_checkout_leaves_no_tracked_leaderboard_to_rewrite():
 
 def test_terminal_table_shows_whole_names_so_partial_and_full_never_look_alike(tmp_path: Path, capsys, monkeypatch):
     """Names were cut at 16 characters: `acme-research/ti…` for both a partial and a full run (issue 23)."""
-    from evalsuite.commands.leaderboard import format_table
+    from evalsuite.cli.leaderboard import format_table
 
     monkeypatch.setenv("COLUMNS", "80")  # a narrow terminal no longer cuts anything
     long_name = "acme-research/tiny-coder-1.3b-instruct-v2"

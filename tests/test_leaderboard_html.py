@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from evalsuite.reporting.leaderboard import LeaderboardEntry, entry_from_run
+from evalsuite.reporting.entries import entry_from_run
+from evalsuite.reporting.model import LeaderboardEntry
 from evalsuite.records import SampleResult, SamplingParams
-from evalsuite.reporting.pages import render_html, write_html
+from evalsuite.reporting.views.leaderboard_page import render_html, write_html
 from evalsuite.scoring import score
 
 HOSTILE = '</script><script>alert("pwned")</script><img src=x onerror=alert(1)> & \'q\''

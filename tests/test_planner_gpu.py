@@ -17,6 +17,8 @@ import pytest
 import torch
 
 from evalsuite.generation import GenerationOptions, load_generator
+
+from evalsuite.models.options import LoadingOptions
 from evalsuite.devices import allocatable_bytes
 from evalsuite.planner.capacity import GiB, enforce_gpu_cap
 from evalsuite.records import GenerationRequest, SamplingParams
@@ -42,7 +44,7 @@ def test_free_memory_seen_by_batching_and_engine_stays_under_the_cap(uncapped_af
 def test_engine_generates_under_a_small_cap(tiny_model_dir, uncapped_afterwards):
     gc.collect()
     torch.cuda.empty_cache()  # blocks the allocator still caches for earlier tests are not this engine's
-    generator = load_generator(str(tiny_model_dir("gptj")), GenerationOptions(gpu_memory="1GiB"))
+    generator = load_generator(str(tiny_model_dir("gptj")), GenerationOptions(loading=LoadingOptions(gpu_memory="1GiB")))
     requests = [GenerationRequest(f"t/{i}", f"def f{i}(x):\n", tuple(range(8))) for i in range(4)]
     torch.cuda.reset_peak_memory_stats()
     completions = list(generator.generate(requests, SamplingParams(n=8, temperature=0.8, max_new_tokens=16)))

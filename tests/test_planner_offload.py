@@ -7,7 +7,7 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from evalsuite.generation.base import GenerationOptions  # noqa: E402
+from evalsuite.models.options import LoadingOptions  # noqa: E402
 from evalsuite.planner.capacity import Capacity  # noqa: E402
 from evalsuite.planner.loaders import load_planned  # noqa: E402
 from evalsuite.planner.memory import checkpoint_summary  # noqa: E402
@@ -55,7 +55,7 @@ def test_accelerate_cpu_and_disk_offload_matches_unoffloaded(tiny_gptj, tmp_path
 def test_planner_spills_to_disk_when_ram_is_short_and_keeps_greedy_tokens(tiny_gptj, tmp_path):
     """A CPU RAM cap of ~0.6 MB (half the bf16 weights) makes the plan put later blocks on disk."""
     capacity = Capacity(cpu=700_000, disk=10**10, offload_dir=str(tmp_path / "offload"))
-    model, plan = load_planned(str(tiny_gptj), None, GenerationOptions(device="cpu"), batch_size=3, seq_len=32,
+    model, plan = load_planned(str(tiny_gptj), None, LoadingOptions(device="cpu"), batch_size=3, seq_len=32,
                                prompt_len=10, capacity=capacity)
     assert plan.strategy == "cpu" and plan.offload_to == "disk" and plan.dtype == "bfloat16"
     placed = set(model.hf_device_map.values())
@@ -66,7 +66,7 @@ def test_planner_spills_to_disk_when_ram_is_short_and_keeps_greedy_tokens(tiny_g
 
 
 def test_planner_keeps_fp32_on_cpu_when_it_fits(tiny_gptj):
-    model, plan = load_planned(str(tiny_gptj), None, GenerationOptions(device="cpu"), batch_size=3, seq_len=32,
+    model, plan = load_planned(str(tiny_gptj), None, LoadingOptions(device="cpu"), batch_size=3, seq_len=32,
                                prompt_len=10, capacity=Capacity(cpu=2**30))
     assert plan.strategy == "cpu" and plan.dtype == "float32" and plan.offload_to is None
     assert next(model.parameters()).dtype == torch.float32
@@ -77,9 +77,9 @@ def test_planner_keeps_fp32_on_cpu_when_it_fits(tiny_gptj):
 def test_the_runs_max_new_tokens_sizes_the_planned_kv_cache(tiny_gptj):
     """`run --max-new-tokens 32` plans a KV cache for prompt + 32 tokens, not the default 512 new ones (on
     two capped H200s a GPT-J run was planned as nf4 for want of KV room it never needed)."""
-    _model, plan = load_planned(str(tiny_gptj), None, GenerationOptions(device="cpu", max_new_tokens=32),
+    _model, plan = load_planned(str(tiny_gptj), None, LoadingOptions(device="cpu"), max_new_tokens=32,
                                 prompt_len=50, capacity=Capacity(cpu=2**30))
     assert plan.budget.seq_len == 50 + 32
-    _model, plan = load_planned(str(tiny_gptj), None, GenerationOptions(device="cpu"), prompt_len=50,
+    _model, plan = load_planned(str(tiny_gptj), None, LoadingOptions(device="cpu"), prompt_len=50,
                                 capacity=Capacity(cpu=2**30))
     assert plan.budget.seq_len == 128  # 50 + 512, cut to the model's 128 positions

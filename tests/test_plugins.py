@@ -12,11 +12,11 @@ import pytest
 
 from evalsuite.cli import main
 from evalsuite.errors import EvalsuiteError
-from evalsuite.plugins import TaskRegistry
+from evalsuite.tasks.discovery import TaskRegistry
 
 TASK_MODULE = textwrap.dedent('''
     from evalsuite import hookimpl
-    from evalsuite.task import Problem, Task
+    from evalsuite.tasks.task import Problem, Task
 
     @hookimpl
     def evalsuite_register_tasks():

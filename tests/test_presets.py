@@ -6,9 +6,9 @@ import argparse
 
 import pytest
 
-from evalsuite.commands.run import sampling_from_args
+from evalsuite.cli.run import sampling_from_args
 from evalsuite.errors import EvalsuiteError
-from evalsuite.presets import list_presets
+from evalsuite.protocol.presets import list_presets
 
 
 def args(**given):
@@ -38,7 +38,7 @@ def test_unknown_preset_lists_known_ones():
 
 def test_bigcode_preset_carries_bigcode_stop_words_for_humaneval_only():
     """bigcode_eval/tasks/humaneval.py's stop words (issue 21), added to HumanEval's own for base style."""
-    from evalsuite.commands.run import protocol_from_args
+    from evalsuite.cli.run import protocol_from_args
 
     protocol = protocol_from_args(argparse.Namespace(preset="bigcode", prompt_style=None, strip_prompt=None))
     assert protocol.strip_prompt and protocol.style == "base"

@@ -69,10 +69,14 @@ def test_ctrl_c_inside_a_batch_keeps_the_rows_that_had_ended(tiny_model_dir):
     import pytest
 
     from evalsuite.generation import GenerationOptions, load_generator
+
+    from evalsuite.models.options import LoadingOptions
+
+    from evalsuite.generation.options import HFOptions
     from evalsuite.records import GenerationRequest, SamplingParams
 
     generator = load_generator(str(tiny_model_dir("gpt2")),
-                               GenerationOptions(device="cpu", batch_size=8, engine="transformers", threads=1))
+                               GenerationOptions(loading=LoadingOptions(device="cpu"), hf=HFOptions(batch_size=8, engine="transformers", threads=1)))
     stops = ("e", "a", "o", "i")  # letters a random model writes early: those rows end within a few steps
     requests = [GenerationRequest(task_id=f"t/{i}", prompt=f"def f{i}():\n", sample_indices=(0,),
                                   stop_sequences=(stops[i // 2],) if i % 2 == 0 else ()) for i in range(8)]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from evalsuite.generation import prompting
+from evalsuite.protocol import prompting
 from tiny_models import humaneval_prompts
 from tokenizer_mimics import build
 

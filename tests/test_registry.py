@@ -8,7 +8,7 @@ import pytest
 
 from evalsuite.cli import main as cli_main
 from evalsuite.errors import EvalsuiteError
-from evalsuite.registry import list_models, load_registry, parse_registry, resolve_model, with_family
+from evalsuite.models.registry import list_models, load_registry, parse_registry, resolve_model, with_family
 
 REQUIRED_ALIASES = (
     "gpt-j-6b", "bloom", "bloom-7b1", "bloom-3b", "bloom-1b7", "bloom-560m",

@@ -105,7 +105,8 @@ WIDE_NAMES = (LONG_NAME, "bigcode/starcoder2-15b-instruct-v0.1-preview-with-an-u
 def wide_board(tmp_path_factory) -> Path:
     """A leaderboard whose entries have pass@1, 5, 10, 20 and 100 (n=100), long names, one partial run."""
     from evalsuite.records import SampleResult, SamplingParams
-    from evalsuite.reporting.leaderboard import entry_from_run, update_leaderboard
+    from evalsuite.reporting.entries import entry_from_run
+    from evalsuite.reporting.publish import update_leaderboard
     from evalsuite.scoring import score
 
     folder = tmp_path_factory.mktemp("wide") / "leaderboard"

@@ -7,11 +7,14 @@ import json
 from html.parser import HTMLParser
 from pathlib import Path
 
-from evalsuite.commands.leaderboard import format_table
+from evalsuite.cli.leaderboard import format_table
 from evalsuite.records import SampleResult, SamplingParams
-from evalsuite.reporting.leaderboard import entry_from_run, load_leaderboard, update_leaderboard
-from evalsuite.reporting.pages import render_html
-from evalsuite.reporting.run_page import RunHeader, SampleView, render_run_page
+from evalsuite.reporting.entries import entry_from_run
+from evalsuite.reporting.publish import update_leaderboard
+from evalsuite.reporting.store import load_leaderboard
+from evalsuite.reporting.views.leaderboard_page import render_html
+from evalsuite.reporting.views.contract import RunHeader, SampleView
+from evalsuite.reporting.views.run_page import render_run_page
 from evalsuite.scoring import score
 
 HOSTILE = "</script><img src=x onerror=alert(1)>"
@@ -127,3 +130,33 @@ def test_screenshots_are_committed_at_both_widths_and_small():
         path = ROOT / "docs" / "screenshots" / name
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", f"{path}: python benchmarks/report_screenshots.py"
         assert path.stat().st_size < 300_000
+
+
+def test_a_new_view_is_one_module_and_one_registration(tmp_path: Path, monkeypatch):
+    """A CSV of the leaderboard and a plain-text note per run: each a module defining VIEW, and one line in the
+    registry; storing entries and finishing a run then write them, with no caller or storage changed."""
+    import sys
+
+    from evalsuite.reporting import views
+
+    (tmp_path / "views_for_test").mkdir()
+    (tmp_path / "views_for_test" / "board_csv.py").write_text(
+        "from evalsuite.reporting.views.contract import LeaderboardView\n"
+        "VIEW = LeaderboardView('csv', 'board.csv', lambda entries, folder: '\\n'.join(\n"
+        "    f'{e.model},{e.task},{e.metrics[\"pass@1\"].value}' for e in entries))\n")
+    (tmp_path / "views_for_test" / "run_note.py").write_text(
+        "from evalsuite.reporting.views.contract import RunView\n"
+        "VIEW = RunView('note', 'note.txt', lambda report: f'{report.header.model}: {len(report.samples)} samples')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(views, "VIEW_MODULES", (*views.VIEW_MODULES, "views_for_test.board_csv",
+                                                "views_for_test.run_note"))
+    board = tmp_path / "board"
+    update_leaderboard(board, [_entry("m", (1, 0))])
+    assert (board / "board.csv").read_text() == "m,humaneval,0.5"
+    assert (board / "index.html").is_file()  # the built-in view still comes first
+    run = tmp_path / "run"
+    summary = score([SampleResult("HumanEval/0", 0, True, "passed", 0.01)], [1]).summary_json()
+    page = views.write_run_views(run, RunHeader(model="m", task="t", run_id="r"), summary, [], {})
+    assert page == run / "report.html" and page.is_file() and (run / "note.txt").read_text() == "m: 0 samples"
+    for name in ("views_for_test", "views_for_test.board_csv", "views_for_test.run_note"):
+        sys.modules.pop(name, None)

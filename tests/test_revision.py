@@ -13,8 +13,8 @@ import pytest
 
 from evalsuite.cli import main
 from evalsuite.errors import EvalsuiteError
-from evalsuite.generation.loading import pretrained_args
-from evalsuite.registry import resolve_model
+from evalsuite.generation.hf.loading import pretrained_args
+from evalsuite.models.registry import resolve_model
 from sandbox import detect_isolation
 
 HUB_ID = "acme/tiny-coder"
@@ -32,7 +32,7 @@ def hub_served_by(monkeypatch):
     """Every hub lookup of ``HUB_ID`` answered from a local folder; returns the calls seen, with their revision."""
     import transformers
 
-    from evalsuite.generation import loading
+    from evalsuite.generation.hf import loading
 
     calls: list[tuple[str, str, str | None]] = []
 

@@ -4,20 +4,23 @@ worker pool's behaviour (real checkers and jailed sample servers)."""
 from __future__ import annotations
 
 import collections
+import json
 import os
 import platform
 import random
 import signal
 import struct
+import sys
 import threading
 import time
 
 import pytest
 
+import sandbox
 from redteam_attacks import unguarded
 from sandbox import Executor, Job, SandboxUnavailable, UnsandboxedWarning, detect_isolation, wire
 from sandbox.checker import compile_prelude, entry_point_of
-from sandbox.jail import JAIL_CODE_DIR, bwrap_prefix, interpreter_files
+from sandbox.jail import JAIL_CODE_DIR, SANDBOX_DIR, bwrap_prefix, interpreter_files
 
 needs_isolation = pytest.mark.skipif(detect_isolation() == "none", reason="needs bubblewrap")
 
@@ -253,6 +256,50 @@ def test_unsandboxed_mode_warns_and_still_judges(monkeypatch):
                    "    return a + b\n")],
             isolation="none", allow_unsandboxed=True, timeout_s=1.0)
     assert [outcomes[i].status for i in range(6)] == ["passed", "failed", "timed out", "passed", "passed", "passed"]
+
+
+class NicedJail(sandbox.Jail):
+    """A third isolation, written as a newcomer would add docker or gVisor: one class (in a module of its own) and
+    one registration. It starts the sample server without namespaces under ``nice``, so it does not isolate."""
+
+    name = "test-niced"
+    isolates = False
+
+    @classmethod
+    def find(cls):
+        return cls(sandbox.ServerProfile(namespaced=False), "test: nice, no isolation"), ""
+
+    def command(self, config: dict, code_fds: dict[str, int]) -> list[str]:
+        return ["nice", "-n", "7", sys.executable, "-I", "-S", "-B", str(SANDBOX_DIR / "sample_server.py"),
+                json.dumps(config)]
+
+
+@pytest.fixture
+def niced_jail():
+    sandbox.register(NicedJail)
+    yield NicedJail.name
+    sandbox.unregister(NicedJail.name)
+
+
+def test_a_registered_jail_runs_samples_through_the_real_executor(niced_jail):
+    niceness = "    import os\n    return a + b if os.nice(0) == 7 else -1\n"  # passes only in this jail's server
+    with pytest.warns(UnsandboxedWarning, match="WITHOUT A SANDBOX"):
+        with Executor(workers=1, isolation=niced_jail, allow_unsandboxed=True) as executor:
+            outcomes = {o.job_id: o for o in executor.run([job(0, niceness), job(1, "    return a - b\n")])}
+            mode, detail = executor.mode, executor.detail
+    assert (mode, detail) == ("test-niced", "test: nice, no isolation")
+    assert [outcomes[0].status, outcomes[1].status] == ["passed", "failed"]
+
+
+def test_a_jail_that_does_not_isolate_needs_the_opt_in(niced_jail):
+    with pytest.raises(SandboxUnavailable, match="--allow-unsandboxed"):
+        with Executor(workers=1, isolation=niced_jail):
+            pass
+
+
+def test_an_unknown_isolation_is_refused():
+    with pytest.raises(ValueError, match="'auto', 'bwrap', 'none'"):
+        Executor(workers=1, isolation="docker")
 
 
 @needs_isolation

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from evalsuite.cli import main
-from evalsuite.execution import ExecutionOptions
+from evalsuite.execution.executor import ExecutionOptions
 from evalsuite.jsonl import read_jsonl
-from evalsuite.plugins import TaskRegistry
-from evalsuite.timeouts import DEFAULT_FACTOR, DEFAULT_FLOOR_S, TimeoutPolicy, calibrate, calibration_path
+from evalsuite.tasks.discovery import TaskRegistry
+from evalsuite.execution.timeouts import DEFAULT_FACTOR, DEFAULT_FLOOR_S, TimeoutPolicy, calibrate, calibration_path
 from sandbox import detect_isolation
 
 pytestmark = pytest.mark.skipif(detect_isolation() == "none", reason="needs bubblewrap")
@@ -21,7 +21,7 @@ pytestmark = pytest.mark.skipif(detect_isolation() == "none", reason="needs bubb
 # A task whose first canonical solution takes 0.3 s of wall time: its calibrated limit is 4 x that, not the floor.
 SLOW_TASK = textwrap.dedent('''
     from evalsuite import hookimpl
-    from evalsuite.task import Problem, Task
+    from evalsuite.tasks.task import Problem, Task
 
     @hookimpl
     def evalsuite_register_tasks():

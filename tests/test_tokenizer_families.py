@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from evalsuite.generation.prompting import decide_style
-from evalsuite.generation.tokenizer_fixes import prepare_codec
+from evalsuite.protocol.prompting import decide_style
+from evalsuite.generation.hf.tokenizer_fixes import prepare_codec
 from evalsuite.records import GenerationRequest
-from evalsuite.registry import resolve_model, with_family
+from evalsuite.models.registry import resolve_model, with_family
 from tokenizer_mimics import save_mimic
 
 CODE = "def add(a, b):\n    return a + b\n"
@@ -96,7 +96,7 @@ def test_qwen2_instruct_ends_at_im_end_and_is_asked_through_its_template(mimic):
 
 @pytest.fixture(scope="module")
 def smollm2_codec(smollm2_path):
-    from evalsuite.generation.loading import load_config_and_tokenizer
+    from evalsuite.generation.hf.loading import load_config_and_tokenizer
 
     config, tokenizer, spec = load_config_and_tokenizer(resolve_model(str(smollm2_path)), trust=False)
     return spec, prepare_codec(tokenizer, spec, config.vocab_size)
@@ -118,7 +118,7 @@ def test_smollm2_gets_no_bos_because_its_tokenizer_says_add_bos_token_false(smol
 
 @pytest.mark.slow
 def test_gemma_base_adds_its_bos_and_has_no_template(gemma_path):
-    from evalsuite.generation.loading import load_config_and_tokenizer
+    from evalsuite.generation.hf.loading import load_config_and_tokenizer
 
     config, tokenizer, spec = load_config_and_tokenizer(resolve_model(str(gemma_path)), trust=False)
     spec = with_family(spec, config.model_type)

@@ -7,7 +7,7 @@ What makes it faster than ``model.generate`` (measured in benchmarks/bench_gener
 - each decode step is one CUDA graph replay, with attention reading only the valid cache entries
   (runner.py, kernels.py);
 - the host never waits on the device within a step: tokens come back asynchronously, one step behind.
-Sampling is :func:`evalsuite.generation.sampling.choose_tokens`, with each sample's seed and step, so a
+Sampling is :func:`evalsuite.engine.sampling.choose_tokens`, with each sample's seed and step, so a
 sample is the same whichever path, batch or row produced it.
 """
 
@@ -27,7 +27,7 @@ from evalsuite.engine.runner import DecodeRunner
 from evalsuite.engine.scheduler import Decode, FinishRule, PromptJob, RowTable, SampleJob, waiting_queue
 from evalsuite.errors import EvalsuiteError
 from evalsuite.devices import allocatable_bytes
-from evalsuite.generation.sampling import choose_tokens, row_seeds
+from evalsuite.engine.sampling import choose_tokens, row_seeds
 from evalsuite.records import Completion, GenerationRequest, SamplingParams
 
 _DTYPES = (torch.float32, torch.bfloat16, torch.float16)
@@ -409,7 +409,7 @@ class _Loop:
 @dataclass
 class InjectedFault:
     """A test hook: ``EVALSUITE_ENGINE_FAULT`` makes the engine fail as a real failure would, so the fallback
-    (evalsuite/engine/hf_bridge.py) is tested end to end on the CPU path. ``setup``: at set-up;
+    (evalsuite/generation/hf/engine_bridge.py) is tested end to end on the CPU path. ``setup``: at set-up;
     ``step:N``: a RuntimeError at decode step N; ``after:K``: a RuntimeError once K completions are out;
     ``oom:N``: out of memory at step N, once per engine (the retry with fewer rows then runs clean)."""
 

@@ -18,7 +18,7 @@ from evalsuite.engine.kernels import (PositionTables, decode_attention_reference
                                       prefix_groups, rotary_and_store_reference, rotary_and_store_triton)
 from evalsuite.engine.kv_cache import KVCache
 from evalsuite.engine.models import GenericAdapter
-from evalsuite.generation.sampling import choose_tokens
+from evalsuite.engine.sampling import choose_tokens
 from evalsuite.records import SamplingParams
 
 BUCKETS = (1, 2, 4, 8, 16, 32, 48, 64, 96, 128, 160, 192, 224, 256, 320, 384, 448, 512, 640, 768, 896, 1024)

@@ -8,43 +8,13 @@ once: a backend must yield completions as soon as they are final, not all at the
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
+from evalsuite.generation.options import GenerationOptions  # noqa: F401 - where callers have always found it
 from evalsuite.records import Completion, GenerationRequest, SamplingParams
 
 if TYPE_CHECKING:
-    from evalsuite.generation.prompting import PromptDecision
-
-
-@dataclass(frozen=True)
-class GenerationOptions:
-    """How to run a model, as opposed to how to sample (``SamplingParams``). Mostly from CLI flags."""
-
-    backend: str = "auto"  # "auto" -> registry entry or "hf"; "hf", "openai", "reference"
-    device: str | None = None  # None: cuda if available else cpu
-    dtype: str | None = None  # None: registry/plan decides; "float32", "bfloat16", "float16"
-    batch_size: int | None = None  # None: chosen from free memory
-    base_url: str | None = None  # openai backend
-    api_key_env: str = "OPENAI_API_KEY"  # name of the variable holding the key; the key is never recorded
-    concurrency: int = 8  # openai backend: requests in flight
-    trust_remote_code: bool = False
-    strategy: str | None = None  # memory planner: force a loading strategy
-    gpu_memory: str | None = None  # memory planner: cap per GPU, e.g. "16GiB"
-    cpu_memory: str | None = None
-    offload_dir: str | None = None
-    threads: int | None = None  # CPU generation threads; None: the cores not busy at start (devices.py)
-    engine: str = "auto"  # "auto": fast engine where it applies; "transformers": plain generate; "evalsuite": the engine, CPU included
-    max_new_tokens: int | None = None  # memory planner: tokens per sequence the KV cache must hold past the prompt
-    max_retries: int = 6  # openai backend: retries of a request answered 429/5xx or not answered at all
-    request_timeout_s: float = 600.0  # openai backend: seconds one HTTP request may take
-    # openai backend: samples asked for in one request (its `n`). 1 gives every sample its own seed, so a
-    # resumed run reproduces it on servers that honour `seed`; larger values share the prompt's prefill.
-    samples_per_request: int = 1
-    revision: str | None = None  # hub models: branch, tag or commit to load (--revision); None: the default branch
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    from evalsuite.protocol.prompting import PromptDecision
 
 
 class Generator(ABC):
@@ -84,7 +54,7 @@ class Generator(ABC):
 
     def decide_prompt_style(self, requested: str) -> "PromptDecision":
         """Which prompt style this model gets for ``requested`` ("auto", "base", "instruct"), and why."""
-        from evalsuite.generation.prompting import decide_style
+        from evalsuite.protocol.prompting import decide_style
 
         return decide_style(requested, self.chat_template())
 

@@ -1,7 +1,7 @@
 """The ``openai`` backend: any OpenAI-compatible server (vLLM, TGI, SGLang, DeepSpeed-MII,
 ``transformers serve``): ``/v1/completions`` for the base prompt style, ``/v1/chat/completions`` for the
 instruct style (the server applies the model's chat template; the message is EvalPlus's, see
-:func:`evalsuite.generation.prompting.server_messages`).
+:func:`evalsuite.protocol.prompting.server_messages`).
 
 Plain HTTP from the standard library, so the core needs no SDK. Requests run on a thread pool of
 ``options.concurrency`` workers; completions are yielded as each request returns. Requests answered
@@ -27,7 +27,7 @@ from urllib.parse import urlsplit, urlunsplit
 from evalsuite.errors import EvalsuiteError
 from evalsuite.generation.base import GenerationOptions, Generator
 from evalsuite.records import Completion, GenerationRequest, SamplingParams
-from evalsuite.task import truncate_at_stop
+from evalsuite.tasks.task import truncate_at_stop
 
 RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504})
 _SEED_MASK = (1 << 31) - 1  # servers parse seed as a 32-bit int
@@ -104,12 +104,13 @@ class OpenAIGenerator(Generator):
     @classmethod
     def connect(cls, model: str, options: GenerationOptions) -> "OpenAIGenerator":
         """Build from CLI options and check the server answers (a wrong URL fails now, not mid-run)."""
-        if not options.base_url:
+        server = options.openai
+        if not server.base_url:
             raise EvalsuiteError("--backend openai needs --base-url, e.g. http://127.0.0.1:8000/v1")
-        generator = cls(model, options.base_url, api_key=os.environ.get(options.api_key_env) or None,
-                        concurrency=options.concurrency, timeout_s=options.request_timeout_s,
-                        retry=RetryPolicy(max_retries=options.max_retries),
-                        samples_per_request=options.samples_per_request, api_key_env=options.api_key_env)
+        generator = cls(model, server.base_url, api_key=os.environ.get(server.api_key_env) or None,
+                        concurrency=server.concurrency, timeout_s=server.request_timeout_s,
+                        retry=RetryPolicy(max_retries=server.max_retries),
+                        samples_per_request=server.samples_per_request, api_key_env=server.api_key_env)
         generator.check_server()
         return generator
 
@@ -193,7 +194,7 @@ class OpenAIGenerator(Generator):
         return jobs
 
     def decide_prompt_style(self, requested: str):
-        from evalsuite.generation.prompting import PromptDecision, decide_style
+        from evalsuite.protocol.prompting import PromptDecision, decide_style
 
         if requested == "auto":  # the server's template is not visible from here
             return PromptDecision("auto", "base", "a server's chat template cannot be inspected: auto means base; "
@@ -205,8 +206,8 @@ class OpenAIGenerator(Generator):
         return "/chat/completions" if job.request.prompt_style == "instruct" else "/completions"
 
     def request_body(self, job: Job, params: SamplingParams) -> dict[str, Any]:
-        from evalsuite.generation.prompting import server_messages
-        from evalsuite.generation.seeding import row_seed
+        from evalsuite.protocol.prompting import server_messages
+        from evalsuite.seeding import row_seed
 
         if job.request.prompt_style == "instruct":
             asked: dict[str, Any] = {"messages": server_messages(job.request.prompt)}

@@ -29,7 +29,7 @@ class ReferenceGenerator(Generator):
                                  finish_reason="stop", num_tokens=0)
 
     def decide_prompt_style(self, requested: str):
-        from evalsuite.generation.prompting import decide_style
+        from evalsuite.protocol.prompting import decide_style
 
         return decide_style(requested, None, can_chat=True)
 

@@ -16,6 +16,8 @@ from typing import Any
 
 from evalsuite.devices import free_accelerator_memory, is_out_of_memory
 from evalsuite.errors import EvalsuiteError
+from evalsuite.models.options import LoadingOptions
+from evalsuite.models.registry import ModelSpec
 from evalsuite.planner import ladder as L
 from evalsuite.planner.capacity import Capacity, detect_capacity, enforce_gpu_cap
 from evalsuite.planner.ladder import Plan, PlanRequest, step_down
@@ -30,11 +32,11 @@ def _torch_dtype(name: str):
     return {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}[name]
 
 
-def half_dtype(options: Any, spec: Any = None) -> str:
+def half_dtype(loading: LoadingOptions, spec: ModelSpec | None = None) -> str:
     """The half precision to load in: the user's --dtype, the registry's, then bf16 where the GPU has it."""
     import torch
 
-    wanted = getattr(options, "dtype", None) or getattr(spec, "dtype", None)
+    wanted = loading.dtype or (spec.dtype if spec is not None else None)
     if wanted in ("bfloat16", "float16"):
         if wanted == "bfloat16" and torch.cuda.is_available() and not torch.cuda.is_bf16_supported():
             return "float16"  # V100 and older: bf16 would be emulated
@@ -44,28 +46,28 @@ def half_dtype(options: Any, spec: Any = None) -> str:
     return "bfloat16"
 
 
-def load_planned(model_path_or_id: str, spec: Any, options: Any, *, batch_size: int | None = None,
-                 seq_len: int | None = None, prompt_len: int = DEFAULT_PROMPT_LEN,
-                 capacity: Capacity | None = None) -> tuple[Any, Plan]:
+def load_planned(model_path_or_id: str, spec: ModelSpec | None, loading: LoadingOptions, *,
+                 batch_size: int | None = None, max_new_tokens: int | None = None, seq_len: int | None = None,
+                 prompt_len: int = DEFAULT_PROMPT_LEN, capacity: Capacity | None = None) -> tuple[Any, Plan]:
     """Plan and load ``model_path_or_id``; returns ``(model, plan)`` with the plan ready for the run record.
 
-    ``options`` is a :class:`evalsuite.generation.base.GenerationOptions` (strategy, gpu_memory,
-    cpu_memory, offload_dir, dtype, device, batch_size, max_new_tokens, trust_remote_code are read).
+    ``loading`` gives the user's placement, device, dtype and trust; ``max_new_tokens`` sizes the KV cache
+    budget past the prompt (default 512) and ``batch_size`` the batch (default 8).
     """
     import torch
 
-    cpu_only = getattr(options, "device", None) == "cpu" or not torch.cuda.is_available()
+    cpu_only = loading.device == "cpu" or not torch.cuda.is_available()
     if capacity is None:
-        capacity = detect_capacity(options.gpu_memory, options.cpu_memory, options.offload_dir)
+        capacity = detect_capacity(loading.gpu_memory, loading.cpu_memory, loading.offload_dir)
         if cpu_only:
             capacity = Capacity(cpu=capacity.cpu, disk=capacity.disk, offload_dir=capacity.offload_dir)
     source = resolve_source(model_path_or_id, spec)
-    if getattr(options, "trust_remote_code", False):
+    if loading.trust_remote_code:
         source = dataclasses.replace(source, trust_remote_code=True)
-    new_tokens = getattr(options, "max_new_tokens", None) or DEFAULT_NEW_TOKENS
-    request = build_request(source, capacity, batch_size or getattr(options, "batch_size", None) or DEFAULT_BATCH,
-                            seq_len or prompt_len + new_tokens, prompt_len, half_dtype(options, spec))
-    plan = plan_request(request, getattr(options, "strategy", None))
+    new_tokens = max_new_tokens or DEFAULT_NEW_TOKENS
+    request = build_request(source, capacity, batch_size or DEFAULT_BATCH,
+                            seq_len or prompt_len + new_tokens, prompt_len, half_dtype(loading, spec))
+    plan = plan_request(request, loading.strategy)
     if not cpu_only:
         plan.notes.extend(enforce_gpu_cap(capacity.gpu_cap))
     while True:

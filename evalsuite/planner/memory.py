@@ -13,6 +13,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evalsuite.models.shape import config_shape
+from evalsuite.models.shape import text_config as text_of
+
 BYTES = {"float32": 4, "bfloat16": 2, "float16": 2, "int8": 1, "nf4": 0.5}
 _SAFETENSORS_DTYPES = {"F64": 8, "F32": 4, "BF16": 2, "F16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1,
                        "BOOL": 1, "F8_E4M3": 1, "F8_E5M2": 1}
@@ -186,15 +189,8 @@ def shape_from_model(model: Any, config: Any, block_classes: tuple[str, ...] = (
     blocks = _blocks(model, block_classes)
     block_params = max((sum(p.numel() for p in b.parameters()) for b in blocks), default=total)
     in_blocks = sum(sum(p.numel() for p in b.parameters()) for b in blocks)
-    text_config = config.get_text_config() if hasattr(config, "get_text_config") else config
-    hidden = int(_config_value(text_config, "hidden_size", "n_embd", "d_model"))
-    heads = int(_config_value(text_config, "num_attention_heads", "n_head"))
-    kv_heads = _config_value(text_config, "num_key_value_heads", default=None)
-    if kv_heads is None:
-        kv_heads = 1 if getattr(text_config, "multi_query", False) else heads
-    head_dim = int(_config_value(text_config, "head_dim", default=hidden // heads))
-    layers = int(_config_value(text_config, "num_hidden_layers", "n_layer", default=len(blocks)))
-    intermediate = int(_config_value(text_config, "intermediate_size", "n_inner", "ffn_dim", default=4 * hidden))
+    text_config = text_of(config)
+    sizes = config_shape(config)
     ckpt_dtype, ckpt_bytes, _ = checkpoint_summary(model_dir) if model_dir else (None, None, None)
     if ckpt_dtype is None:
         declared = _config_value(text_config, "dtype", "torch_dtype")
@@ -202,9 +198,10 @@ def shape_from_model(model: Any, config: Any, block_classes: tuple[str, ...] = (
     return ModelShape(
         model_type=str(getattr(config, "model_type", "unknown")),
         num_params=int(total), quantizable_params=int(quantizable), block_params=int(block_params),
-        num_blocks=len(blocks), outside_blocks_params=int(total - in_blocks), num_layers=layers,
-        hidden_size=hidden, num_attention_heads=heads, num_kv_heads=int(kv_heads), head_dim=head_dim,
-        vocab_size=int(_config_value(text_config, "vocab_size", default=0)), intermediate_size=intermediate,
+        num_blocks=len(blocks), outside_blocks_params=int(total - in_blocks), num_layers=sizes.num_layers or len(blocks),
+        hidden_size=sizes.hidden_size, num_attention_heads=sizes.num_attention_heads,
+        num_kv_heads=sizes.num_kv_heads, head_dim=sizes.head_dim,
+        vocab_size=sizes.vocab_size, intermediate_size=sizes.intermediate_size,
         max_positions=_config_value(text_config, "max_position_embeddings", "n_positions", "seq_length"),
         checkpoint_dtype=ckpt_dtype, checkpoint_bytes=ckpt_bytes,
         block_class=type(blocks[0]).__name__ if blocks else None,

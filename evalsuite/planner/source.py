@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from evalsuite.errors import EvalsuiteError
+from evalsuite.models.registry import ModelSpec, family_no_split, resolve_model
 
 
 @dataclass(frozen=True)
@@ -28,63 +29,19 @@ class ModelSource:
     revision: str | None = None  # hub models: the branch, tag or commit to load (--revision)
 
 
-def _registry_entry(name: str, spec: Any | None) -> tuple[str | None, tuple[str, ...], bool]:
+def _registry_entry(name: str, spec: ModelSpec | None) -> tuple[str | None, tuple[str, ...], bool]:
     """(hub id, no-split block classes, trust_remote_code) from the model registry, when it knows ``name``."""
     if spec is None:
         try:
-            from evalsuite.registry import resolve_model  # written alongside; optional until it lands
-        except ImportError:
-            resolve_model = None
-        if resolve_model is not None:
-            try:
-                spec = resolve_model(name)
-            except Exception:  # unknown name, or a checkout without the installed configs package
-                spec = None
-    if spec is not None:
-        hub_id = getattr(spec, "location", None) or getattr(spec, "hub_id", None)
-        classes = getattr(spec, "no_split_module_classes", None) or getattr(spec, "no_split_module", None) or ()
-        if isinstance(classes, str):
-            classes = (classes,)
-        return hub_id, tuple(classes), bool(getattr(spec, "trust_remote_code", False))
-    return _registry_yaml_entry(name)
+            spec = resolve_model(name)
+        except EvalsuiteError:  # not an alias, a directory nor a hub id: the bundled configs may still know it
+            return None, (), False
+    return spec.location, spec.no_split_module_classes, spec.trust_remote_code
 
 
 def _configs_file(*parts: str) -> Path:
-    """A file under ``configs/``: the installed ``evalsuite.configs`` package, or the source tree's folder
-    when evalsuite runs from a checkout that was never pip-installed (PYTHONPATH=.)."""
-    try:
-        return Path(str(importlib.resources.files("evalsuite.configs").joinpath(*parts)))
-    except ModuleNotFoundError:
-        return Path(__file__).resolve().parents[2].joinpath("configs", *parts)
-
-
-def _registry_yaml_entry(name: str) -> tuple[str | None, tuple[str, ...], bool]:
-    """Fallback reading of configs/models.yaml for when evalsuite.registry is not importable."""
-    try:
-        import yaml
-
-        text = _configs_file("models.yaml").read_text()
-    except (ImportError, FileNotFoundError, ModuleNotFoundError):
-        return None, (), False
-    data = yaml.safe_load(text) or {}
-    entry = (data.get("models") or {}).get(name)
-    if entry is None:
-        return None, (), False
-    family = (data.get("families") or {}).get(entry.get("family"), {})
-    classes = entry.get("no_split_module_classes", family.get("no_split_module_classes", ()))
-    return entry.get("hub_id"), tuple(classes), bool(entry.get("trust_remote_code", False))
-
-
-def family_no_split(model_type: str) -> tuple[str, ...]:
-    """The registry's no-split block classes for a config ``model_type`` (unknown models from a path)."""
-    try:
-        import yaml
-
-        data = yaml.safe_load(_configs_file("models.yaml").read_text())
-    except (ImportError, FileNotFoundError, ModuleNotFoundError):
-        return ()
-    family = ((data or {}).get("families") or {}).get(model_type) or {}
-    return tuple(family.get("no_split_module_classes", ()))
+    """A file under ``evalsuite/configs/`` (the installed package)."""
+    return Path(str(importlib.resources.files("evalsuite.configs").joinpath(*parts)))
 
 
 def bundled_config_path(alias: str) -> Path | None:
@@ -110,7 +67,7 @@ def _cached_hub_config(hub_id: str, trust_remote_code: bool, revision: str | Non
         return None
 
 
-def resolve_source(name: str, spec: Any | None = None) -> ModelSource:
+def resolve_source(name: str, spec: ModelSpec | None = None) -> ModelSource:
     """Where ``name`` (alias, hub id or local directory) gets its config from, without any download."""
     path = Path(name).expanduser()
     hub_id, classes, trust = _registry_entry(name, spec)
@@ -129,7 +86,7 @@ def resolve_source(name: str, spec: Any | None = None) -> ModelSource:
         return ModelSource(name, str(path), path, config, "local GGUF file", family_no_split(config.model_type),
                            trust)
     model_id = hub_id or name
-    revision = getattr(spec, "revision", None)
+    revision = spec.revision if spec is not None else None
     config = _cached_hub_config(model_id, trust, revision)
     origin = "hub cache" + (f" (revision {revision})" if revision else "")
     if config is None:

@@ -12,7 +12,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from evalsuite import __version__
+from evalsuite.version import __version__
 from evalsuite.errors import EvalsuiteError
 
 SCHEMA_VERSION = "1.3"

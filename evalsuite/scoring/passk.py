@@ -32,7 +32,7 @@ def pass_at_k(n: int, c: int, k: int) -> float:
 @dataclass(frozen=True)
 class PassAtK:
     """One pass@k: the estimate and its 95% interval over problems. Also what the Python API and ``--json``
-    return (evalsuite.results)."""
+    return (evalsuite.runs.results)."""
 
     k: int
     value: float

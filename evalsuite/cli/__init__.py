@@ -1,0 +1,49 @@
+"""The ``evalsuite`` command line. Each subcommand lives in ``evalsuite/cli/<name>.py`` with
+``add_parser(subparsers)`` and ``main(args) -> int``; heavy imports (torch) stay inside ``main``."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+
+from evalsuite.version import __version__
+from evalsuite.errors import EvalsuiteError
+
+COMMANDS = ("run", "evaluate", "selfcheck", "tasks", "models", "plan", "leaderboard")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="evalsuite", description="Measure how well language models write code.")
+    parser.add_argument("--version", action="version", version=f"evalsuite {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        importlib.import_module(f"evalsuite.cli.{name}").add_parser(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["--"]:
+        # `torchrun ... -m evalsuite -- run --n 20`: the `--` keeps torchrun from claiming `--n` (an
+        # ambiguous prefix of its own flags); it may reach us, and means nothing here.
+        argv = argv[1:]
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    try:
+        return int(args.handler(args) or 0)
+    except EvalsuiteError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except BrokenPipeError:  # `evalsuite models | head`: the reader left; not an error worth a traceback
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except KeyboardInterrupt:
+        print("interrupted: completions written so far are kept; rerun the same command to resume",
+              file=sys.stderr)
+        return 130

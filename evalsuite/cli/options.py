@@ -1,0 +1,91 @@
+"""Arguments and helpers shared by several subcommands."""
+
+from __future__ import annotations
+
+import argparse
+
+from evalsuite.cli.option_groups import add_options, options_from_args
+from evalsuite.errors import EvalsuiteError
+from evalsuite.tasks.discovery import TaskRegistry
+
+
+def add_task_source_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--task-dir", action="append", default=[], metavar="DIR",
+                        help="also load task plugins from task_*.py modules in DIR (repeatable; default: none)")
+    parser.add_argument("--task-data", action="append", default=[], metavar="TASK=PATH",
+                        help="a task's data from a local file or folder instead of the hub (json, jsonl or parquet "
+                             "in the hub copy's format, or a snapshot of the hub repository), e.g. mbpp=mbpp/ "
+                             "(repeatable; default: none, the hub)")
+
+
+def load_registry(args: argparse.Namespace) -> TaskRegistry:
+    registry = TaskRegistry.discover(args.task_dir)
+    for item in args.task_data:
+        name, sep, path = item.partition("=")
+        if not sep or not path:
+            raise EvalsuiteError(f"--task-data expects TASK=PATH, got {item!r}")
+        task = registry.get(name)
+        if not hasattr(task, "data_path"):
+            raise EvalsuiteError(f"task {name!r} takes no data file")
+        from pathlib import Path
+
+        if not Path(path).exists():
+            raise EvalsuiteError(f"--task-data {name}={path}: no such file")
+        task.data_path = Path(path)
+    return registry
+
+
+def add_execution_args(parser) -> None:
+    """The sandbox and time-limit flags of ``run``, ``evaluate`` and ``selfcheck`` (a parser or an argument group)."""
+    from evalsuite.execution.executor import ExecutionOptions
+    from evalsuite.execution.timeouts import TimeoutPolicy
+
+    add_options(parser, ExecutionOptions)
+    add_options(parser, TimeoutPolicy)
+
+
+def execution_options(args: argparse.Namespace):
+    """Validated :class:`~evalsuite.execution.executor.ExecutionOptions` from :func:`add_execution_args`' flags."""
+    from evalsuite.execution.executor import ExecutionOptions
+
+    return options_from_args(ExecutionOptions, args, show_progress=not args.quiet)
+
+
+def timeout_policy(args: argparse.Namespace):
+    """Validated :class:`~evalsuite.execution.timeouts.TimeoutPolicy` from :func:`add_execution_args`' flags."""
+    from evalsuite.execution.timeouts import TimeoutPolicy
+
+    return options_from_args(TimeoutPolicy, args)
+
+
+def _fail_under_type(text: str) -> dict[str, float]:
+    from evalsuite.reporting.gate import parse_fail_under
+
+    try:
+        return parse_fail_under(text)
+    except EvalsuiteError as exc:  # argparse reports ArgumentTypeError as a usage error (exit 2)
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--fail-under ")) from None
+
+
+def add_fail_under_argument(parser) -> None:
+    """``--fail-under`` of ``run`` and ``leaderboard``: parsed to a dict like ``{"pass@1": 0.3}`` or None."""
+    parser.add_argument("--fail-under", type=_fail_under_type, metavar="METRIC=VALUE[,...]",
+                        help="exit with status 3 when a model scores below a threshold, "
+                             "e.g. pass@1=0.30 or pass@1=0.3,pass@10=0.5")
+
+
+def parse_ks(text: str) -> list[int]:
+    try:
+        ks = sorted({int(part) for part in text.split(",") if part.strip()})
+    except ValueError:
+        raise EvalsuiteError(f"--k expects comma-separated integers like 1,10,100; got {text!r}") from None
+    if not ks or any(k < 1 for k in ks):
+        raise EvalsuiteError(f"--k values must be positive integers; got {text!r}")
+    return ks
+
+
+def split_names(text: str) -> list[str]:
+    names = [part.strip() for part in text.split(",") if part.strip()]
+    if not names:
+        raise EvalsuiteError("expected at least one name")
+    return names

@@ -1,0 +1,104 @@
+"""Checks that must pass before any model loads: a run that cannot finish should fail in a second, in one
+line, not after hours of generation (issue 14).
+
+* the sandbox: can samples be isolated here (bubblewrap present and able to build the jail)?
+* the output folders: can the run folder and the leaderboard folder be created and written?
+* sizes: ``--gpu-memory``/``--cpu-memory`` parse (with a unit);
+* ``--fail-under``: every gated metric is one the run reports;
+* every other value a run would otherwise ignore or trip over later: counts that must be positive, a
+  ``--strategy`` the planner knows, ``--top-k``/``--top-p`` in range (issue 23);
+* model files: a ``.gguf`` named on the command line exists and is whole (a truncated download is one line,
+  not a traceback from transformers' reader).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from evalsuite.errors import EvalsuiteError
+
+
+def check_sandbox(allow_unsandboxed: bool) -> None:
+    """Refuse now, not after generation, where the jail cannot be built (the answer is cached)."""
+    if allow_unsandboxed:
+        return
+    from sandbox import isolation_problem
+
+    why = isolation_problem()
+    if why:
+        raise EvalsuiteError(f"cannot isolate sample execution: {why}; nothing was generated. Install bubblewrap "
+                             "or allow user namespaces, or pass --allow-unsandboxed (UNSAFE, see docs/sandbox.md)")
+
+
+def check_writable_dir(path: str | Path, flag: str) -> None:
+    """Create ``path`` if needed and write a file in it, as the run will."""
+    path = Path(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".evalsuite-write-check-", dir=path)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise EvalsuiteError(f"{flag} {path}: cannot create or write there ({reason})") from None
+
+
+def check_sizes(sizes: Mapping[str, str | None]) -> None:
+    """``{"--gpu-memory": "16GiB", ...}``: each given size must parse (see :func:`parse_size`)."""
+    from evalsuite.planner.capacity import parse_size
+
+    for flag, text in sizes.items():
+        if text is not None:
+            parse_size(text, flag)
+
+
+def check_fail_under(thresholds: Mapping[str, float] | None, ks: Sequence[int]) -> None:
+    """Every ``--fail-under`` metric must be a pass@k this run computes."""
+    if not thresholds:
+        return
+    reported = {f"pass@{k}" for k in ks}
+    missing = [name for name in thresholds if name not in reported]
+    if missing:
+        names = ", ".join(sorted(reported, key=lambda n: int(n[5:])))
+        raise EvalsuiteError(f"--fail-under {', '.join(missing)}: this run reports only {names} (--k); "
+                             "add the k to --k (with --n at least that large) or gate on a reported metric")
+
+
+def check_generation_options(options: Any, sampling: Any) -> None:
+    """Values of ``run``'s flags that would be ignored (with the reference model, or on the CPU) or fail only
+    after the model loads: each is one line now. ``options`` is a GenerationOptions, ``sampling`` the
+    SamplingParams."""
+    positive = {"--batch-size": options.hf.batch_size, "--threads": options.hf.threads,
+                "--concurrency": options.openai.concurrency, "--n": sampling.n, "--max-new-tokens": sampling.max_new_tokens}
+    for flag, value in positive.items():
+        if value is not None and value < 1:
+            raise EvalsuiteError(f"{flag} must be at least 1, got {value}")
+    if options.openai.max_retries < 0 or options.openai.request_timeout_s <= 0:
+        raise EvalsuiteError("--max-retries must be >= 0 and --request-timeout > 0")
+    if sampling.top_k < 0:
+        raise EvalsuiteError(f"--top-k must be >= 0 (0: no top-k), got {sampling.top_k}")
+    if not 0 < sampling.top_p <= 1 or sampling.temperature < 0:
+        raise EvalsuiteError("--temperature must be >= 0 and --top-p in (0, 1]")
+    if options.openai.base_url and options.backend in ("hf", "reference"):
+        raise EvalsuiteError(f"--base-url is for --backend openai (or auto); --backend {options.backend} would "
+                             "ignore it")
+    if options.loading.strategy is not None:
+        from evalsuite.planner.ladder import check_strategy
+
+        check_strategy(options.loading.strategy)
+
+
+def check_model_files(names: Sequence[str]) -> None:
+    """Every ``.gguf`` among ``names`` exists and is a complete GGUF file (see generation/gguf_files.py)."""
+    from evalsuite.generation.hf.gguf_files import check_gguf_file
+
+    for name in names:
+        path = Path(name).expanduser()
+        if path.suffix.lower() != ".gguf":
+            continue
+        if not path.is_file():
+            raise EvalsuiteError(f"{name}: no such GGUF file")
+        check_gguf_file(path)

@@ -1,0 +1,259 @@
+"""``evalsuite run``: for every model and task, generate -> execute -> score, then update the leaderboard.
+
+With no arguments it evaluates the built-in ``reference`` model on HumanEval: the harness checking itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from evalsuite.cli.options import (add_execution_args, add_fail_under_argument, add_task_source_args,
+                                       execution_options, load_registry, parse_ks, split_names, timeout_policy)
+from evalsuite.cli.json_output import add_json_argument, print_json, stdout_to_stderr
+from evalsuite.cli import preflight
+from evalsuite.cli.option_groups import add_options, options_from_args
+from evalsuite.devices import check_device_present
+from evalsuite.generation.options import GenerationOptions, HFOptions, OpenAIOptions
+from evalsuite.models.options import LoadingOptions
+from evalsuite.errors import EvalsuiteError, ThresholdNotMet
+
+SAMPLING_DEFAULTS = {"n": 1, "temperature": 0.0, "top_p": 1.0, "top_k": 0, "max_new_tokens": 512}
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "run", help="evaluate models on tasks (generate, execute, score, report)",
+        description="Evaluate models on tasks. Completions are saved as they are made: rerun the same "
+                    "command after an interruption and it resumes.")
+    what = parser.add_argument_group("what to evaluate")
+    what.add_argument("--models", default="reference",
+                      help="comma-separated aliases (see `evalsuite models`), hub ids or local paths "
+                           "(default: reference, the canonical solutions)")
+    what.add_argument("--name", help="display name on the leaderboard and pages (comma-separated, one per model; "
+                                      "default: the alias or hub id, or a local checkpoint's folder name)")
+    what.add_argument("--tasks", default="humaneval",
+                      help="comma-separated task names (see `evalsuite tasks`; default: humaneval)")
+    what.add_argument("--limit", type=int, help="only the first N problems of each task: a smoke test, labelled "
+                                                 "partial, that never replaces a full run on the leaderboard")
+    add_task_source_args(what)
+
+    sampling = parser.add_argument_group("protocol (flags override --preset)")
+    sampling.add_argument("--preset", help="a named protocol from configs/presets: codex-pass1, codex-pass100, "
+                                           "evalplus, bigcode, greedy")
+    sampling.add_argument("--prompt-style", choices=["auto", "base", "instruct"],
+                          help="base: continue the task's prompt; instruct: ask through the model's chat template "
+                               "and extract the code; auto (default): instruct when the tokenizer has a chat template")
+    sampling.add_argument("--strip-prompt", action=argparse.BooleanOptionalAction, default=None,
+                          help="base style: feed the prompt without its trailing whitespace (bigcode's default)")
+    sampling.add_argument("--n", type=int, help="samples per problem (default 1)")
+    sampling.add_argument("--k", help="pass@k values to report, e.g. 1,10,100 (default: those <= n of 1,10,100)")
+    sampling.add_argument("--temperature", type=float, help="0 means greedy (default 0)")
+    sampling.add_argument("--top-p", type=float, help="nucleus sampling: keep the smallest set of tokens whose "
+                                                      "probability reaches P, 0 < P <= 1 (default 1.0: off)")
+    sampling.add_argument("--top-k", type=int, help="sample among the K most likely tokens (default 0: off)")
+    sampling.add_argument("--max-new-tokens", type=int, help="tokens generated per completion at most (default 512)")
+    sampling.add_argument("--seed", type=int, default=0, help="sampling seed; each sample's stream is derived from it, "
+                                                              "the problem and the sample index (default 0)")
+
+    model = parser.add_argument_group("model loading")
+    add_options(model, GenerationOptions, only=("backend",))
+    add_options(model, OpenAIOptions)
+    add_options(model, LoadingOptions)
+    add_options(model, HFOptions)
+    model.add_argument("--spread", default="problems", choices=["problems", "models"],
+                       help="under torchrun: shard each model's problems over the ranks, or give each rank whole "
+                            "models (several models that each fit one GPU, at once) (default: problems)")
+
+    execution = parser.add_argument_group("execution")
+    add_execution_args(execution)
+
+    output = parser.add_argument_group("output")
+    output.add_argument("--output", default="runs", help="folder for run directories (default: runs/)")
+    output.add_argument("--leaderboard-dir", "--leaderboard", dest="leaderboard_dir", default="leaderboard",
+                        metavar="DIR", help="folder of the leaderboard this run is added to (default: leaderboard/)")
+    output.add_argument("--no-leaderboard", action="store_true", help="do not update the leaderboard")
+    add_fail_under_argument(output)
+    output.add_argument("--quiet", "-q", action="store_true", help="no progress bars (for CI logs)")
+    add_json_argument(output)
+    parser.set_defaults(handler=main)
+
+
+def sampling_from_args(args: argparse.Namespace):
+    from evalsuite.protocol.presets import load_preset
+    from evalsuite.records import SamplingParams
+
+    values = dict(SAMPLING_DEFAULTS)
+    preset_ks = None
+    if args.preset:
+        preset = load_preset(args.preset).values
+        preset_ks = preset.pop("k", None)
+        values.update(preset)
+    for name in SAMPLING_DEFAULTS:
+        given = getattr(args, name)
+        if given is not None:
+            values[name] = given
+    sampling = SamplingParams(n=int(values["n"]), temperature=float(values["temperature"]),
+                              top_p=float(values["top_p"]), top_k=int(values["top_k"]),
+                              max_new_tokens=int(values["max_new_tokens"]), seed=args.seed)
+    if args.k:
+        ks = parse_ks(args.k)
+    elif preset_ks:
+        ks = sorted(int(k) for k in preset_ks)
+    else:
+        ks = [k for k in (1, 10, 100) if k <= sampling.n]
+    return sampling, ks
+
+
+def protocol_from_args(args: argparse.Namespace):
+    """The prompt protocol: flags, else the preset's, else auto style without stripping."""
+    from evalsuite.protocol.prompting import PromptProtocol
+    from evalsuite.protocol.presets import load_preset
+
+    values: dict = {"style": "auto", "strip_prompt": False}
+    if getattr(args, "preset", None):
+        preset = load_preset(args.preset).prompt
+        values["style"] = preset.get("prompt_style", values["style"])
+        values["strip_prompt"] = bool(preset.get("strip_prompt", values["strip_prompt"]))
+        values["task_stops"] = tuple((str(task), tuple(str(s) for s in stops))
+                                     for task, stops in (preset.get("stop_sequences") or {}).items())
+    if getattr(args, "prompt_style", None) is not None:
+        values["style"] = args.prompt_style
+    if getattr(args, "strip_prompt", None) is not None:
+        values["strip_prompt"] = args.strip_prompt
+    return PromptProtocol(style=values["style"], strip_prompt=values["strip_prompt"],
+                          task_stops=values.get("task_stops", ()))
+
+
+def warn_partial(tasks, limit: int | None, stream=None) -> None:
+    """``--limit`` is a smoke test: say so, loudly, before any work."""
+    if not limit or limit < 1:
+        return  # nothing, or an error validate_config reports
+    for task in tasks:
+        total = len(task.problems())
+        if limit < total:
+            print(f"warning: --limit {limit}: a smoke test on {limit} of the {total} problems of {task.name}; its "
+                  "numbers are labelled partial and never replace a full run on the leaderboard",
+                  file=stream or sys.stderr)
+
+
+def main(args: argparse.Namespace) -> int:
+    json_out = getattr(args, "json", False)
+    with stdout_to_stderr(json_out):
+        result = execute(args)
+    if result is None:  # a data-parallel worker rank (rank 0 reports), or a rank given no model
+        return 0
+    if json_out:
+        print_json(result.to_json())
+    if result.fail_under is not None:  # checked on this run's own entries (see execute)
+        from evalsuite.reporting.gate import raise_shortfalls
+
+        raise_shortfalls(result.fail_under.shortfalls)
+    return 0
+
+
+def execute(args: argparse.Namespace, argv: list[str] | None = None):
+    """Everything ``run`` does but the exit status: a :class:`evalsuite.runs.results.RunResult` (None on a worker
+    rank). The table goes to stdout (stderr with ``--json``, nothing with ``--json --quiet``); the
+    ``--fail-under`` gate is checked, not enforced. :func:`evalsuite.run` calls this too."""
+    from evalsuite.runs.results import FailUnder, RunResult, score_from_outcome
+    from evalsuite.runs.config import RunConfig
+    from evalsuite.runs.pipeline import print_results_table, run_evaluation
+
+    thresholds = args.fail_under
+    json_out = getattr(args, "json", False)
+    if args.quiet:
+        quiet_libraries()
+    registry = load_registry(args)
+    tasks = [registry.get(name) for name in split_names(args.tasks)]
+    for task in tasks:
+        task.problems()  # a task's data that cannot be read fails now, before any folder is made (cached)
+    sampling, ks = sampling_from_args(args)
+    protocol = protocol_from_args(args)
+    warn_partial(tasks, args.limit)
+    generation = options_from_args(GenerationOptions, args, only=("backend",),
+                                   loading=options_from_args(LoadingOptions, args),
+                                   hf=options_from_args(HFOptions, args), openai=options_from_args(OpenAIOptions, args),
+                                   max_new_tokens=sampling.max_new_tokens)
+    models = split_names(args.models)
+    names = display_names(models, args.name)
+    execution = execution_options(args)
+    # Everything that can fail without the model fails here, before any model loads (see evalsuite.cli.preflight).
+    preflight.check_sizes({"--gpu-memory": generation.loading.gpu_memory, "--cpu-memory": generation.loading.cpu_memory})
+    preflight.check_generation_options(generation, sampling)
+    preflight.check_model_files(models)
+    preflight.check_fail_under(thresholds, ks)
+    if thresholds and args.no_leaderboard:
+        raise EvalsuiteError("--fail-under needs the leaderboard; drop --no-leaderboard")
+    preflight.check_writable_dir(args.output, "--output")
+    if not args.no_leaderboard:
+        preflight.check_writable_dir(args.leaderboard_dir, "--leaderboard-dir")
+    check_gpu_only_options(generation.loading)
+    preflight.check_sandbox(args.allow_unsandboxed)
+    config = RunConfig(models=models, tasks=tasks, sampling=sampling, ks=ks, limit=args.limit,
+                       output_dir=Path(args.output), generation=generation, execution=execution,
+                       timeouts=timeout_policy(args), show_progress=not args.quiet,
+                       argv=sys.argv if argv is None else argv,
+                       spread=args.spread, prompt=protocol, names=names,
+                       leaderboard_dir=None if args.no_leaderboard else Path(args.leaderboard_dir))
+    outcomes = run_evaluation(config)
+    if not outcomes:  # a data-parallel worker rank (rank 0 reports), or a rank given no model
+        return None
+    if not (json_out and args.quiet):
+        print_results_table(outcomes, ks)
+    result = RunResult(scores=[score_from_outcome(outcome) for outcome in outcomes], ks=list(ks))
+    if args.no_leaderboard:
+        return result
+    from evalsuite.reporting.gate import check_fail_under
+    from evalsuite.runs.finish import add_to_leaderboard
+
+    new_entries = add_to_leaderboard(Path(args.leaderboard_dir), [outcome.leaderboard_summary() for outcome in outcomes])
+    if not args.quiet:
+        print(f"leaderboard: {Path(args.leaderboard_dir) / 'leaderboard.json'} (page: index.html; each run's page: "
+              "report.html in its folder)")
+    # Gate on this run's own entries: an old, better entry must not hide today's regression.
+    gate = FailUnder(dict(thresholds), check_fail_under(new_entries, thresholds)) if thresholds else None
+    return RunResult(scores=result.scores, ks=result.ks, leaderboard=Path(args.leaderboard_dir) / "leaderboard.json",
+                     fail_under=gate)
+
+
+def quiet_libraries() -> None:
+    """--quiet silences the libraries' progress bars too (transformers' "Loading weights", hub downloads):
+    huggingface_hub reads the variable when imported; a transformers imported already is told directly."""
+    import os
+
+    os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
+    if "transformers" in sys.modules:
+        from transformers.utils import logging as transformers_logging
+
+        transformers_logging.disable_progress_bar()
+
+
+def display_names(models: list[str], names: str | None) -> dict[str, str]:
+    """``--name`` as {model: display name}: one name per model, in order."""
+    if not names:
+        return {}
+    given = [part.strip() for part in names.split(",")]
+    if len(given) != len(models) or not all(given):
+        raise EvalsuiteError(f"--name gives {len(given)} name(s) for {len(models)} model(s); give one per model, "
+                             "comma-separated, in the order of --models")
+    return dict(zip(models, given))
+
+
+def check_gpu_only_options(options: LoadingOptions) -> None:
+    """Options that only make sense with a GPU fail fast, before any model is loaded."""
+    wants_gpu = (options.device or "").startswith("cuda") or options.gpu_memory is not None
+    if not wants_gpu:
+        return
+    try:
+        import torch
+    except ImportError:
+        raise EvalsuiteError("--device cuda / --gpu-memory need PyTorch with CUDA; torch is not installed") from None
+    if not torch.cuda.is_available():
+        flag = "--gpu-memory" if options.gpu_memory else f"--device {options.device}"
+        raise EvalsuiteError(f"{flag} needs a CUDA GPU, and none is visible on this machine")
+    check_device_present(options.device)
+
+
+__all__ = ["add_parser", "main", "ThresholdNotMet"]

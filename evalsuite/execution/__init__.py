@@ -1,0 +1,1 @@
+"""Execution: turn samples into sandboxed jobs (:mod:`sandbox`) and verdicts, with per-problem timeouts."""

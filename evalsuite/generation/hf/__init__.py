@@ -1,0 +1,1 @@
+"""The Hugging Face backend: loading, tokenizer fixes, stopping, batching, GGUF files and the bridge to the engine."""

@@ -1,0 +1,147 @@
+"""How the ``hf`` backend hands a workload to the engine, with its own prompt codec, so both paths see the
+same prompt ids, mask the same ids, stop on the same EOS ids and build the same completion text.
+
+The engine never breaks a run that plain ``generate`` could finish: a failure at set-up means plain
+generate runs from the start; out of memory mid-run retries the unfinished samples with half the rows
+(a smaller KV cache and workspace); any other failure, or running out of memory at the smallest size,
+hands the unfinished samples to plain generate. Completions already yielded are kept (the runner has saved
+them), and every step is recorded (``engine_fallback``, ``engine_retries``) and printed as one line.
+
+In ``HFGenerator.generate`` (evalsuite/generation/hf/generator.py), before batching::
+
+    bridge = engine_for(self)
+    if bridge is not None:
+        requests = yield from bridge.generate(requests, params)   # what the engine could not finish
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import defaultdict
+from dataclasses import replace
+from typing import Any, Generator, Sequence
+
+from evalsuite.devices import free_accelerator_memory, is_out_of_memory
+from evalsuite.records import Completion, GenerationRequest, SamplingParams
+
+MIN_ROWS = 4  # below this many rows the engine gives way to plain generate, which pads but needs no cache plan
+
+
+class HFEngineBridge:
+    """An :class:`~evalsuite.engine.Engine` fed through an HFGenerator's codec."""
+
+    def __init__(self, generator: Any):
+        from evalsuite.engine import Engine, EngineOptions
+
+        codec = generator.codec
+        self.codec = codec
+        on_cpu = generator.model.device.type != "cuda"
+        self.engine = Engine(
+            generator.model, generator.loaded.tokenizer, eos_token_ids=sorted(codec.eos_ids),
+            decode_tokens=codec.decode,
+            decode=lambda request, prompt_ids, ids: codec.decode_continuation(prompt_ids, ids),
+            vocab_limit=codec.vocab_limit, context_length=generator.context_length,
+            options=EngineOptions(max_rows=64) if on_cpu else EngineOptions())
+        self.retries: list[str] = []  # "out of memory with R rows: retried with R/2", in order
+        self.failure: str | None = None  # why plain generate took over mid-run, if it did
+
+    def generate(self, requests: Sequence[GenerationRequest],
+                 params: SamplingParams) -> Generator[Completion, None, list[GenerationRequest]]:
+        """Yield the engine's completions; return the requests (their unfinished samples only) that plain
+        generate must finish, empty when the engine finished everything."""
+        made: dict[str, set[int]] = defaultdict(set)
+        pending = [r for r in requests if r.sample_indices]
+        while pending:
+            prompt_ids = [self.codec.encode_request(r) for r in pending]
+            try:
+                for completion in self.engine.generate(pending, params, prompt_ids=prompt_ids):
+                    made[completion.task_id].add(completion.sample_index)
+                    yield completion
+                return []
+            except Exception as error:  # noqa: BLE001 - any engine failure: keep what was made, then go on
+                pending = unfinished(requests, made)
+                free_accelerator_memory()
+                left = sum(len(r.sample_indices) for r in pending)
+                rows = self.engine.stats.rows or min(self.engine.options.max_rows, left)
+                done = sum(len(indices) for indices in made.values())
+                if is_out_of_memory(error) and rows // 2 >= MIN_ROWS:
+                    self.engine.options = replace(self.engine.options, max_rows=rows // 2)
+                    self._note(self.retries, f"engine out of memory with {rows} rows after {done} completions: "
+                                             f"retrying the rest with {rows // 2} rows")
+                    continue
+                self.failure = (f"engine failed mid-run after {done} completions ({_one_line(error)}); plain "
+                                "transformers generate made the rest")
+                self._note(None, self.failure)
+                return pending
+        return []
+
+    def describe(self) -> dict[str, Any]:
+        return self.engine.describe()
+
+    @staticmethod
+    def _note(log: list[str] | None, line: str) -> None:
+        if log is not None:
+            log.append(line)
+        print(f"warning: {line}", file=sys.stderr)
+
+
+def unfinished(requests: Sequence[GenerationRequest], made: dict[str, set[int]]) -> list[GenerationRequest]:
+    """The requests with only the sample indices not yet made."""
+    left = []
+    for request in requests:
+        indices = tuple(i for i in request.sample_indices if i not in made.get(request.task_id, ()))
+        if indices:
+            left.append(replace(request, sample_indices=indices))
+    return left
+
+
+def _one_line(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0][:300]}" if text else type(error).__name__
+
+
+WHOLE_MODEL_PLACEMENTS = (None, "single-device", "gpu")  # placements whose modules hold plain, whole weights
+
+
+def engine_for(generator: Any) -> HFEngineBridge | None:
+    """The engine for this generator, built once; None where plain ``generate`` must run: the user chose
+    ``--engine transformers``, the model is not one the engine covers (architecture, quantized or
+    offloaded weights, a device without CUDA... see ``Engine.unsupported_reason``), its set-up failed, or it
+    failed earlier in this run. Why it does not run is kept in ``generator._engine_fallback`` (one line,
+    written into the run record)."""
+    from evalsuite.engine import Engine
+    from evalsuite.engine.engine import InjectedFault
+
+    bridge = getattr(generator, "_engine_bridge", None)
+    if bridge is not None or getattr(generator, "_engine_fallback", None) is not None:
+        return bridge
+    reason = fallback_reason(generator, Engine)
+    if reason is None:
+        InjectedFault.from_environment()  # a bad test-hook value is the caller's error, not an engine failure
+        try:
+            bridge = HFEngineBridge(generator)
+        except Exception as error:  # noqa: BLE001 - set-up failed: plain generate runs the whole workload
+            free_accelerator_memory()
+            reason = f"engine set-up failed ({_one_line(error)}); plain transformers generate ran"
+            HFEngineBridge._note(None, reason)
+    generator._engine_fallback = reason
+    generator._engine_bridge = bridge
+    return bridge
+
+
+def fallback_reason(generator: Any, engine_cls) -> str | None:
+    choice = generator.options.hf.engine
+    if choice == "transformers":
+        return "--engine transformers"
+    strategy = generator.loaded.placement.get("strategy")
+    if strategy not in WHOLE_MODEL_PLACEMENTS:
+        # ZeRO-partitioned, kernel-injected, quantized or offloaded: the loader's runtime decodes
+        return f"placement {strategy!r} does not hold whole weights on one device"
+    plan = generator.loaded.placement.get("plan") or {}
+    if plan.get("engine_room") is False and choice != "evalsuite":
+        return "the loading plan leaves no room for the engine's workspace beside the weights (see the plan's notes)"
+    if generator.model.device.type != "cuda" and choice != "evalsuite":
+        # measured on 2 CPU cores, SmolLM2-135M greedy, 1 thread: plain generate 12.5-13.5 tokens/s, the engine
+        # 9.0-9.8 (docs/benchmarks.md); --engine evalsuite still runs it there
+        return f"the engine runs on CUDA by default; on {generator.model.device.type} plain generate is faster"
+    return engine_cls.unsupported_reason(generator.model)

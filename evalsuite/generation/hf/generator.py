@@ -1,0 +1,276 @@
+"""The ``hf`` backend: a transformers causal LM generating batches of left-padded prompts.
+
+Batches hold rows of similar prompt length (see :mod:`evalsuite.generation.hf.batching`); each batch's
+completions are yielded as soon as it ends. Sampling goes through the counter-based
+:class:`~evalsuite.engine.sampling.SeededSampler`, so a sample's text does not depend on which other
+rows share its batch. On CUDA out-of-memory the batch is halved and retried; completions already
+yielded are never redone. Where the fast engine (``evalsuite.engine``) applies, it takes the whole
+workload instead, through the same :class:`~evalsuite.generation.hf.tokenizer_fixes.PromptCodec`.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import deque
+from typing import Any, Iterator, Sequence
+
+import torch
+from transformers import GenerationConfig, LogitsProcessorList, StoppingCriteriaList
+
+from evalsuite.devices import free_accelerator_memory
+from evalsuite.errors import EvalsuiteError
+from evalsuite.generation.base import GenerationOptions, Generator
+from evalsuite.generation.hf.batching import Row, auto_batch_size, make_rows
+from evalsuite.generation.hf.loading import LoadedModel, config_summary, load_model, model_context_length
+from evalsuite.engine.sampling import SeededSampler, row_seeds
+from evalsuite.generation.hf.stopping import MaskIdsFrom, StopTracker
+from evalsuite.generation.hf.tokenizer_fixes import PromptCodec, prepare_codec
+from evalsuite.records import Completion, GenerationRequest, SamplingParams
+from evalsuite.models.registry import ModelSpec
+from evalsuite.tasks.task import truncate_at_stop
+
+# Settings a checkpoint's generation_config.json may carry that would change what greedy/seeded decoding
+# picks; they are reset so that the sampling parameters of the run are the only ones in force.
+_NEUTRAL_GENERATION = dict(do_sample=False, num_beams=1, repetition_penalty=1.0, no_repeat_ngram_size=0,
+                           min_new_tokens=0, length_penalty=1.0, encoder_repetition_penalty=1.0)
+
+class InterruptedBatch(KeyboardInterrupt):
+    """Ctrl-C inside one ``generate`` call, carrying the completions of the rows that had already ended: a whole
+    batch is one call, and without them a Ctrl-C would lose rows finished minutes ago."""
+
+    def __init__(self, ended: list[Completion]):
+        super().__init__()
+        self.ended = ended
+
+
+class HFGenerator(Generator):
+    def __init__(self, loaded: LoadedModel, options: GenerationOptions):
+        self.loaded = loaded
+        self.options = options
+        self.model = loaded.model
+        embedding = self.model.get_output_embeddings()
+        rows = embedding.weight.shape[0] if embedding is not None else None
+        self.codec: PromptCodec = prepare_codec(loaded.tokenizer, loaded.spec, rows, self.model.generation_config)
+        self.ignored_generation_config = _non_neutral(self.model.generation_config)
+        # generate() fills every unset setting from model.generation_config: make it neutral, once.
+        self.model.generation_config = self._generation_config(max_new_tokens=None)
+        self.context_length = model_context_length(self.model.config)
+        self.batch_size: int | None = options.hf.batch_size
+        self.oom_halvings = 0
+
+    @classmethod
+    def load(cls, spec: ModelSpec, options: GenerationOptions) -> "HFGenerator":
+        return cls(load_model(spec, options), options)
+
+    # -- the contract ----------------------------------------------------------------------------------
+    def generate(self, requests: Sequence[GenerationRequest], params: SamplingParams) -> Iterator[Completion]:
+        bridge = self._fast_engine()
+        if bridge is not None:
+            bridge.engine.token_listener = self.token_listener
+            requests = yield from bridge.generate(requests, params)  # what the engine could not finish
+            if bridge.failure is not None:  # plain generate makes the rest of this run
+                self._engine_bridge, self._engine_fallback = None, bridge.failure
+                self._engine_retries = bridge.retries
+        rows = make_rows(requests, params, self.codec.encode_request)
+        if not rows:
+            return
+        self._check_context(rows, params)
+        size = self.batch_size or self._auto_batch_size(rows, params)
+        if self.loaded.batch_limit:
+            size = min(size, self.loaded.batch_limit)
+        pending = deque(rows)
+        run_batch = self._generate_batch
+        while pending:
+            batch = [pending.popleft() for _ in range(min(size, len(pending)))]
+            try:
+                completions = run_batch(batch, params)
+            except InterruptedBatch as interrupted:  # Ctrl-C: the rows of this batch that had already ended are kept
+                yield from interrupted.ended
+                raise
+            except torch.OutOfMemoryError:
+                pending.extendleft(reversed(batch))
+                free_accelerator_memory()
+                if size == 1:
+                    raise EvalsuiteError(f"model {self.loaded.spec.name!r} runs out of memory even at batch size "
+                                         "1; use a smaller --max-new-tokens or a loading plan that offloads") \
+                        from None
+                size //= 2
+                self.oom_halvings += 1
+                print(f"out of memory: batch size halved to {size}", file=sys.stderr)
+                continue
+            self.batch_size = size  # the size that worked is kept for the next call
+            yield from completions
+
+    def describe(self) -> dict[str, Any]:
+        spec = self.loaded.spec
+        return {
+            "backend": "hf",
+            "model": spec.name,
+            "location": spec.location,
+            "source": spec.source,
+            "family": spec.family,
+            "revision": self.loaded.revision,
+            "requested_revision": spec.revision,  # --revision (branch, tag or commit), None: the default branch
+            "dtype": self.loaded.dtype,
+            "device": str(self.loaded.device),
+            "placement": self.loaded.placement,
+            "engine": self._engine_description(),
+            # why plain generate ran instead of the fast engine (set by evalsuite.generation.hf.engine_bridge.engine_for)
+            "engine_fallback": getattr(self, "_engine_fallback", None),
+            # out-of-memory retries of the engine with fewer rows, in order (evalsuite.generation.hf.engine_bridge)
+            "engine_retries": self._engine_retry_log(),
+            "gpu_peak_reserved_gib": _peak_reserved_gib(self.loaded.device),
+            "cpu_threads": torch.get_num_threads() if self.loaded.device.type == "cpu" else None,
+            "batch_size": self.batch_size if self.batch_size is not None else "auto",
+            "oom_halvings": self.oom_halvings,
+            "trust_remote_code": bool(self.options.loading.trust_remote_code or spec.trust_remote_code),
+            "config": config_summary(self.model.config),
+            "tokenizer": {"class": type(self.loaded.tokenizer).__name__, **self.codec.describe()},
+            "tokenizer_fixes": list(self.codec.fixes),
+            "ignored_generation_config": self.ignored_generation_config,
+        }
+
+    def expected_tokens_per_s(self) -> float | None:
+        if self.loaded.device.type != "cpu":
+            return None
+        from evalsuite.planner.ladder import SPEED
+        from evalsuite.planner.memory import shape_from_model
+
+        shape = shape_from_model(self.model, self.model.config)  # what the planner reads, text config included
+        step = SPEED.cpu_step(shape.weight_bytes(self.loaded.dtype), shape.num_params, shape.num_layers, 1,
+                              torch.get_num_threads())
+        return 1.0 / step
+
+    def weights_identity(self) -> str | None:
+        return self.loaded.dtype
+
+    def chat_template(self) -> str | None:
+        return self.codec.chat_template
+
+    def opens_code_fence(self) -> bool:
+        return True  # the chat prompt ends with the response prefix's opened ```python block
+
+    def identity(self) -> dict[str, Any]:
+        """What decides this model's completions beyond the run's settings: the checkpoint's bytes (hub
+        commit or local content fingerprint), the tokenizer policy, the engine and the library versions."""
+        import transformers
+
+        return {"revision": self.loaded.revision, "tokenizer_policy": self.codec.policy(),
+                "engine": "evalsuite" if self._fast_engine() is not None else "transformers",
+                "versions": {"torch": torch.__version__, "transformers": transformers.__version__}}
+
+    def _engine_retry_log(self) -> list[str]:
+        bridge = getattr(self, "_engine_bridge", None)
+        return list(bridge.retries) if bridge is not None else list(getattr(self, "_engine_retries", []))
+
+    def _engine_description(self) -> Any:
+        bridge = getattr(self, "_engine_bridge", None)  # set by evalsuite.generation.hf.engine_bridge.engine_for
+        return {"name": "evalsuite", **bridge.describe()} if bridge is not None else "transformers"
+
+    def close(self) -> None:
+        self.model = None
+        self.loaded.model = None
+        free_accelerator_memory()
+
+    # -- internals ---------------------------------------------------------------------------------
+    def _fast_engine(self) -> Any | None:
+        """The seam to the fast decoding engine (``evalsuite.engine``): it takes the whole workload where it
+        applies (CUDA, a covered architecture) unless ``GenerationOptions.engine == "transformers"``;
+        otherwise None and every batch goes through plain ``model.generate`` below."""
+        from evalsuite.generation.hf.engine_bridge import engine_for
+
+        return engine_for(self)
+
+    def _auto_batch_size(self, rows: list[Row], params: SamplingParams) -> int:
+        # the KV cache is kept in the compute dtype, which is the model's float dtype even when its
+        # weights are int8/nf4 (loaded.dtype names the weights' precision)
+        dtype_bytes = self.model.dtype.itemsize if self.model.dtype.is_floating_point else 2
+        return auto_batch_size(self.model.config, self.loaded.device, dtype_bytes,
+                               len(rows[0].prompt_ids), params.max_new_tokens)
+
+    def _check_context(self, rows: list[Row], params: SamplingParams) -> None:
+        if self.context_length is None:
+            return
+        longest = rows[0]
+        if len(longest.prompt_ids) >= self.context_length:
+            raise EvalsuiteError(f"prompt of {longest.request.task_id} is {len(longest.prompt_ids)} tokens; model "
+                                 f"{self.loaded.spec.name!r} takes at most {self.context_length}")
+
+    def _generation_config(self, max_new_tokens: int | None) -> GenerationConfig:
+        eos = sorted(self.codec.eos_ids)
+        return GenerationConfig(max_new_tokens=max_new_tokens, pad_token_id=self.codec.pad_id,
+                                eos_token_id=eos or None, bos_token_id=self.codec.bos_id, use_cache=True,
+                                **_NEUTRAL_GENERATION)
+
+    def _generate_batch(self, batch: list[Row], params: SamplingParams) -> list[Completion]:
+        device = self.loaded.device
+        length = max(len(row.prompt_ids) for row in batch)
+        input_ids = torch.full((len(batch), length), self.codec.pad_id, dtype=torch.long)
+        attention_mask = torch.zeros((len(batch), length), dtype=torch.long)
+        for i, row in enumerate(batch):  # left padding: every prompt ends where generation starts
+            input_ids[i, length - len(row.prompt_ids):] = torch.tensor(row.prompt_ids)
+            attention_mask[i, length - len(row.prompt_ids):] = 1
+        max_new = params.max_new_tokens
+        if self.context_length is not None:
+            max_new = max(1, min(max_new, self.context_length - length))
+
+        processors = LogitsProcessorList()
+        if self.codec.vocab_limit < self.model.get_output_embeddings().weight.shape[0]:
+            processors.append(MaskIdsFrom(self.codec.vocab_limit))
+        if not params.greedy:
+            seeds = torch.cat([row_seeds(params.seed, row.request.task_id, row.sample_indices) for row in batch])
+            processors.append(SeededSampler(seeds.to(device), params, prompt_length=length))
+        tracker = StopTracker(self.codec, [row.prompt_ids for row in batch],
+                              [row.request.stop_sequences for row in batch], prompt_length=length,
+                              on_tokens=self.token_listener)
+        try:
+            with torch.inference_mode():
+                output = self.model.generate(input_ids=input_ids.to(device), attention_mask=attention_mask.to(device),
+                                             generation_config=self._generation_config(max_new),
+                                             logits_processor=processors,
+                                             stopping_criteria=StoppingCriteriaList([tracker]))
+        except KeyboardInterrupt:
+            raise InterruptedBatch(self._ended_rows(batch, tracker, length)) from None
+        generated = output[:, length:].tolist()
+        completions = []
+        for i, row in enumerate(batch):
+            completions.extend(self._completions(row, generated[i], tracker.ended_at[i], tracker.reason[i]))
+        return completions
+
+    def _ended_rows(self, batch: list[Row], tracker: StopTracker, length: int) -> list[Completion]:
+        """The completions of the rows that had ended when generation was interrupted."""
+        if tracker.last_input_ids is None:
+            return []
+        generated = tracker.last_input_ids[:, length:].tolist()
+        return [completion for i, row in enumerate(batch) if tracker.ended_at[i] is not None
+                for completion in self._completions(row, generated[i], tracker.ended_at[i], tracker.reason[i])]
+
+    def _completions(self, row: Row, generated: list[int], ended_at: int | None,
+                     reason: str | None) -> list[Completion]:
+        kept = generated[:ended_at] if ended_at is not None else generated
+        text_ids = kept[:-1] if reason == "eos" else kept
+        raw = self.codec.decode_continuation(row.prompt_ids, text_ids)
+        text = truncate_at_stop(raw, row.request.stop_sequences)
+        finish = "stop" if len(text) < len(raw) else (reason or "length")
+        return [Completion(task_id=row.request.task_id, sample_index=index, text=text, finish_reason=finish,
+                           num_tokens=len(kept), raw_text=raw) for index in row.sample_indices]
+
+
+def _non_neutral(generation_config: Any) -> dict[str, Any]:
+    """The checkpoint's generation settings that we override (recorded so nobody wonders)."""
+    if generation_config is None:
+        return {}
+    defaults = GenerationConfig().to_dict()
+    watched = ("do_sample", "temperature", "top_p", "top_k", "num_beams", "repetition_penalty",
+               "no_repeat_ngram_size", "min_length", "min_new_tokens", "length_penalty")
+    current = generation_config.to_dict()
+    return {k: current[k] for k in watched if k in current and current[k] != defaults.get(k)}
+
+
+def _peak_reserved_gib(device: Any) -> float | None:
+    """The most GPU memory this process's allocator held at once (weights, cache, workspaces): what a
+    ``--gpu-memory`` cap bounds."""
+    if getattr(device, "type", None) != "cuda":
+        return None
+    return round(torch.cuda.max_memory_reserved(device) / 2**30, 3)
+

@@ -1,0 +1,234 @@
+"""Loading a transformers checkpoint onto one device.
+
+This is the single place that decides placement, so the memory planner can replace :func:`load_model`
+(sharding, offload, quantisation) without touching the generation code.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from evalsuite.devices import (check_device_present, cuda_index, parse_device, set_cpu_threads,
+                               use_expandable_segments)
+from evalsuite.errors import EvalsuiteError
+from evalsuite.generation.base import GenerationOptions
+from evalsuite.models.options import LoadingOptions
+from evalsuite.models.fingerprint import WEIGHT_SUFFIXES, local_fingerprint
+from evalsuite.models.registry import ModelSpec, with_family
+
+
+@dataclass
+class LoadedModel:
+    model: Any
+    tokenizer: Any
+    spec: ModelSpec  # with family defaults filled in from the checkpoint's config
+    device: Any  # torch.device of the inputs
+    dtype: str
+    revision: str | None
+    placement: dict[str, Any] = field(default_factory=dict)
+    batch_limit: int | None = None  # the loading plan's cap on batch width (DeepSpeed-Inference kernels)
+
+
+def pick_device(loading: LoadingOptions):
+    """The device named by ``--device`` (checked, with a GPU index: ``cuda`` means the current GPU), else
+    the first GPU, else the CPU."""
+    import torch
+
+    name = parse_device(loading.device) or ("cuda" if torch.cuda.is_available() else "cpu")
+    check_device_present(name)
+    return torch.device("cuda", cuda_index(name)) if name.startswith("cuda") else torch.device("cpu")
+
+
+def pick_dtype(spec: ModelSpec, loading: LoadingOptions, device, config_dtype: Any) -> str:
+    """User flag > (CPU: float32) > registry entry > the checkpoint's own dtype > bfloat16."""
+    if loading.dtype:
+        return loading.dtype
+    if device.type == "cpu":
+        return "float32"  # half precision on CPU is slow and, for float16, often unsupported
+    if spec.dtype:
+        return spec.dtype
+    name = str(config_dtype).replace("torch.", "") if config_dtype is not None else ""
+    return name if name in ("float16", "bfloat16", "float32") else "bfloat16"
+
+
+def config_dtype(config: Any) -> Any:
+    """The checkpoint's declared dtype (``dtype``; older configs ``torch_dtype``, read only where ``dtype``
+    is absent since transformers 5 warns on every read of the old name)."""
+    if "dtype" in getattr(config, "__dict__", {}) or hasattr(type(config), "dtype"):
+        return getattr(config, "dtype", None)
+    return getattr(config, "torch_dtype", None)
+
+
+def local_revision(location: Path) -> str:
+    """A local checkpoint's stand-in for a commit hash: the content fingerprint of its weight, tokenizer and
+    config files (see :mod:`evalsuite.models.fingerprint`)."""
+    return f"local:{local_fingerprint(location)}"
+
+
+def revision_of(spec: ModelSpec, config: Any) -> str | None:
+    """The hub commit sha, or a local checkpoint's content fingerprint."""
+    if spec.source == "local":
+        return local_revision(Path(spec.location))
+    return getattr(config, "_commit_hash", None)
+
+
+def pretrained_args(spec: ModelSpec) -> tuple[str, dict[str, Any]]:
+    """What ``from_pretrained`` takes for ``spec``: a GGUF file loads from its folder with ``gguf_file``
+    (transformers dequantizes it to float; needs the ``gguf`` package); a hub model at ``--revision`` gets
+    ``revision``."""
+    if spec.gguf_file:
+        return str(Path(spec.location).parent), {"gguf_file": spec.gguf_file}
+    return spec.location, ({"revision": spec.revision} if spec.revision else {})
+
+
+def load_config_and_tokenizer(spec: ModelSpec, trust: bool) -> tuple[Any, Any, ModelSpec]:
+    """Config and tokenizer (no weights), with the family's defaults filled in from the config."""
+    location, extra = pretrained_args(spec)
+    if spec.gguf_file:
+        try:
+            import gguf  # noqa: F401
+        except ImportError:
+            raise EvalsuiteError(f"{spec.location}: GGUF checkpoints need the 'gguf' package (pip install gguf)") \
+                from None
+        from evalsuite.generation.hf.gguf_files import gguf_parsed_once
+
+        with gguf_parsed_once():
+            return _config_and_tokenizer(spec, trust, location, extra)
+    return _config_and_tokenizer(spec, trust, location, extra)
+
+
+def _config_and_tokenizer(spec: ModelSpec, trust: bool, location: str, extra: dict) -> tuple[Any, Any, ModelSpec]:
+    from transformers import AutoConfig, AutoTokenizer
+
+    try:
+        config = AutoConfig.from_pretrained(location, trust_remote_code=trust, **extra)
+    except (OSError, ValueError) as exc:
+        raise _load_error(spec, "config", exc) from exc
+    spec = with_family(spec, getattr(config, "model_type", None))
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(location, trust_remote_code=trust, **extra)
+    except (OSError, ValueError) as exc:
+        raise _load_error(spec, "tokenizer", exc) from exc
+    return config, tokenizer, spec
+
+
+def generation_config_of(spec: ModelSpec, config: Any) -> Any | None:
+    """The checkpoint's generation_config (its EOS ids matter), without loading weights."""
+    from transformers import GenerationConfig
+
+    location, extra = pretrained_args(spec)
+    if not spec.gguf_file:
+        try:
+            return GenerationConfig.from_pretrained(location, **extra)
+        except (OSError, ValueError):
+            pass
+    try:
+        return GenerationConfig.from_model_config(config)
+    except (TypeError, ValueError, AttributeError):
+        return None
+
+
+def _load_error(spec: ModelSpec, what: str, exc: Exception) -> EvalsuiteError:
+    first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    hint = ""
+    if spec.source == "hub":
+        hint = " (not an alias in the registry nor a local directory, and the hub could not provide it)"
+    return EvalsuiteError(f"cannot load the {what} of model {spec.name!r} from {spec.location}{hint}: "
+                          f"{first_line}")
+
+
+def check_hub_reachable(spec: ModelSpec) -> None:
+    """Fail in a second with one clear line, not after a minute of retries, when a hub model is neither
+    cached nor reachable (a typo in a model name lands here too)."""
+    if spec.source not in ("hub", "alias"):
+        return
+    from huggingface_hub import constants, try_to_load_from_cache
+
+    from evalsuite.hub import hub_host, hub_unreachable_reason
+
+    if isinstance(try_to_load_from_cache(spec.location, "config.json", revision=spec.revision), str):
+        return
+    what = (f"model {spec.name!r} is not an alias in configs/models.yaml, not a local directory, and "
+            f"{spec.location!r} is not in the Hugging Face cache")
+    if constants.HF_HUB_OFFLINE:
+        raise EvalsuiteError(f"{what}, and HF_HUB_OFFLINE is set")
+    reason = hub_unreachable_reason()
+    if reason is not None:
+        raise EvalsuiteError(f"{what}, and the hub ({hub_host()}) cannot be reached: {reason}; check the name "
+                             "(`evalsuite models` lists aliases) or download the model first")
+
+
+def load_model(spec: ModelSpec, options: GenerationOptions) -> LoadedModel:
+    """Load tokenizer and weights onto one device, with ``trust_remote_code`` only when opted in."""
+    from evalsuite.generation.hf.gguf_files import gguf_parsed_once
+
+    with gguf_parsed_once() if spec.gguf_file else contextlib.nullcontext():
+        return _load_model(spec, options)
+
+
+def _load_model(spec: ModelSpec, options: GenerationOptions) -> LoadedModel:
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    check_hub_reachable(spec)
+    loading = options.loading
+    trust = bool(loading.trust_remote_code or spec.trust_remote_code)
+    planned = loading.planned
+    if spec.gguf_file and planned:
+        raise EvalsuiteError(f"{spec.name}: a GGUF checkpoint loads whole onto one device; --strategy, "
+                             "--gpu-memory, --cpu-memory and --offload-dir do not apply")
+    config, tokenizer, spec = load_config_and_tokenizer(spec, trust)
+    device = pick_device(loading)
+    if device.type == "cuda":
+        use_expandable_segments()
+    else:
+        set_cpu_threads(options.hf.threads)
+    dtype = pick_dtype(spec, loading, device, config_dtype(config))
+    if not spec.gguf_file and (device.type == "cuda" or planned):
+        # The memory planner places the model (one GPU, several, 8/4-bit, offload, CPU) and records why.
+        from evalsuite.planner import load_planned
+
+        try:
+            model, plan = load_planned(spec.location, spec, loading, batch_size=options.hf.batch_size,
+                                         max_new_tokens=options.max_new_tokens)  # spec.revision
+        except (OSError, ValueError) as exc:
+            raise _load_error(spec, "weights", exc) from exc
+        device = torch.device("cpu") if plan.strategy == "cpu" else torch.device("cuda", plan.main_gpu)
+        return LoadedModel(model=model, tokenizer=tokenizer, spec=spec, device=device, dtype=plan.dtype,
+                           revision=revision_of(spec, config),
+                           placement={"strategy": plan.strategy, "plan": plan.to_json()},
+                           batch_limit=plan.batch_limit)
+    location, extra = pretrained_args(spec)
+    try:
+        model = AutoModelForCausalLM.from_pretrained(location, config=config, dtype=getattr(torch, dtype),
+                                                     trust_remote_code=trust, **extra)
+    except (OSError, ValueError) as exc:
+        raise _load_error(spec, "weights", exc) from exc
+    model.to(device).eval()
+    placement = {"strategy": "single-device", "device": str(device)}
+    if spec.gguf_file:
+        placement["gguf_file"] = spec.gguf_file
+    return LoadedModel(model=model, tokenizer=tokenizer, spec=spec, device=device, dtype=dtype,
+                       revision=revision_of(spec, config), placement=placement)
+
+
+def model_context_length(config: Any) -> int | None:
+    """Longest sequence the model's position scheme supports (None: no fixed limit, e.g. ALiBi)."""
+    for name in ("max_position_embeddings", "n_positions", "seq_length", "max_sequence_length"):
+        value = getattr(config, name, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    return None
+
+
+def config_summary(config: Any) -> dict[str, Any]:
+    text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    keys = ("model_type", "vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads")
+    return {k: getattr(text, k, None) for k in keys if getattr(text, k, None) is not None}
+
+
+__all__ = ["LoadedModel", "load_model", "pick_device", "pick_dtype", "local_revision", "model_context_length",
+           "config_summary", "config_dtype", "load_config_and_tokenizer", "generation_config_of", "revision_of", "WEIGHT_SUFFIXES"]

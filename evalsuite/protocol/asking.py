@@ -1,0 +1,84 @@
+"""The asking of a model: which prompt it sees, where its output stops, and what of its output is run.
+
+Why here: the prompt protocol (:mod:`evalsuite.protocol.prompting`) says how a prompt is built; a run also
+has to decide, once the model is known, which style applies, which stop sequences end a completion, and
+how a raw output becomes the program the sandbox runs. ``run`` decides it; ``evaluate`` (EvalPlus
+``solution`` rows) and the run page reuse the parts they need.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from evalsuite.protocol.extraction import extract_program
+from evalsuite.protocol.prompting import (INSTRUCT_STOP_SEQUENCES, PromptDecision, PromptProtocol, base_prompt,
+                                          completion_for_original)
+from evalsuite.tasks.task import Problem, Task
+
+
+def merge_stops(first: Sequence[str], then: Sequence[str]) -> tuple[str, ...]:
+    """``first`` then ``then``, without empties or repeats (order kept: it is part of the run's identity)."""
+    merged: list[str] = []
+    for stop in list(first) + list(then):
+        if stop and stop not in merged:
+            merged.append(stop)
+    return tuple(merged)
+
+
+def stop_sequences_for(task: Task, model_stops: Sequence[str]) -> tuple[str, ...]:
+    return merge_stops(task.stop_sequences, model_stops)
+
+
+class SolutionTask:
+    """The task as the execution stage sees it when each completion is a whole program (instruct style):
+    everything is the task's own, except that the program is the completion alone."""
+
+    def __init__(self, task: Task):
+        self._task = task
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._task, name)
+
+    def build_program(self, problem: Problem, completion: str):
+        return self._task.build_solution_program(problem, completion)
+
+
+@dataclass(frozen=True)
+class Asking:
+    """How this run asks the model: the prompt style decided for it, base-style stripping, and whether an
+    instruct prompt ends inside an opened code block."""
+
+    style: str = "base"
+    strip_prompt: bool = False
+    opened_fence: bool = False
+
+    def prompt_for(self, task: Task, problem: Problem) -> str:
+        text = task.format_prompt(problem)
+        return text if self.style == "instruct" else base_prompt(text, self.strip_prompt)
+
+    def completion_row(self, task: Task, problem: Problem, text: str, raw: str) -> dict[str, Any]:
+        """``completion`` is what the sandbox runs after the task's prompt (base) or alone (instruct: the
+        extracted program); ``raw_completion`` the model's untruncated output."""
+        if self.style == "instruct":
+            return {"completion": extract_program(raw, problem.entry_point, self.opened_fence),
+                    "raw_completion": raw, "prompt_style": "instruct"}
+        formatted = task.format_prompt(problem)
+        seen = base_prompt(formatted, self.strip_prompt)
+        return {"completion": task.postprocess(problem, completion_for_original(formatted, seen, text)),
+                "raw_completion": raw}
+
+    def executed(self, task: Task) -> Any:
+        """The task as the sandbox runs this run's completions (whole programs under instruct)."""
+        return SolutionTask(task) if self.style == "instruct" else task
+
+
+def decide_asking(decision: PromptDecision, opens_code_fence: bool, task: Task, model_stops: Sequence[str],
+                  protocol: PromptProtocol) -> tuple[Asking, tuple[str, ...]]:
+    """The asking and the stop sequences of one (model, task) run. Instruct: the model's stops (plus the
+    closing fence when the prompt opened one); base: the task's, the model's, then the preset's."""
+    if decision.style == "instruct":
+        asking = Asking("instruct", opened_fence=opens_code_fence)
+        return asking, merge_stops(INSTRUCT_STOP_SEQUENCES if asking.opened_fence else (), model_stops)
+    asking = Asking("base", strip_prompt=protocol.strip_prompt)
+    return asking, merge_stops(stop_sequences_for(task, model_stops), protocol.stops_for(task.name))

@@ -1,0 +1,72 @@
+"""How every view names an entry and its settings: display labels, the interval text, the always-shown badges.
+
+Shared by the pages, the terminal tables and the --fail-under messages, so that a partial or quantized run reads
+the same everywhere.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Mapping, Sequence
+
+from evalsuite.reporting.model import KEY_FIELDS, LeaderboardEntry
+
+
+def interval_label(low: float, high: float, method: str | None) -> str:
+    """``[0.120, 0.301]``, or ``[0.000, 0.278] Wilson`` where Wilson's interval replaced the bootstrap: the
+    terminal tables' form (the pages say the same)."""
+    return f"[{low:.3f}, {high:.3f}]" + (" Wilson" if method == "wilson" else "")
+
+
+
+def describe_settings(settings: Mapping[str, Any]) -> str:
+    text = f"n={settings['n']}, T={settings['temperature']:g}"
+    if settings["temperature"] > 0:
+        text += f", top_p={settings['top_p']:g}" + (f", top_k={settings['top_k']}" if settings["top_k"] else "")
+    return text + f", max_new_tokens={settings['max_new_tokens']}"
+
+
+def _setting_text(name: str, value: Any) -> str:
+    if name == "temperature":
+        return f"T={value:g}"
+    if name == "prompt_template":
+        return f"template #{hashlib.sha256(str(value).encode('utf-8')).hexdigest()[:8]}"
+    if name == "dataset_sha256":
+        return f"data {str(value)[:8] or 'unhashed'}"
+    return f"{name}={value:g}" if isinstance(value, float) else f"{name}={value}"
+
+
+def always_shown(settings: Mapping[str, Any]) -> list[str]:
+    """Settings every view names, whatever other rows exist: quantized weights, instruct prompting,
+    stripped prompts, and a partial problem set (a smoke test must never read as the model's score)."""
+    parts = [settings["weights"]] if "weights" in settings else []
+    if settings.get("prompt_style") == "instruct":
+        parts.append("instruct")
+    if settings.get("strip_prompt"):
+        parts.append("stripped prompt")
+    if "problem_set" in settings:
+        subset = settings["problem_set"]
+        parts.append(f"partial {subset['n_problems']}/{subset['of']}")
+    return parts
+
+
+def is_partial(entry: LeaderboardEntry) -> bool:
+    return "problem_set" in entry.settings
+
+
+def display_labels(entries: Sequence[LeaderboardEntry]) -> dict[tuple[str, str, str], str]:
+    """Entry key -> model name, plus the settings that tell it apart when a model has several rows
+    in one task, e.g. ``gpt-j-6b (n=20, T=0.8)`` next to ``gpt-j-6b (n=1, T=0)``."""
+    siblings: dict[tuple[str, str], list[LeaderboardEntry]] = {}
+    for entry in entries:
+        siblings.setdefault((entry.model, entry.task), []).append(entry)
+    labels = {}
+    for entry in entries:
+        group = siblings[(entry.model, entry.task)]
+        differing = [name for name in KEY_FIELDS if len({json.dumps(e.settings[name]) for e in group}) > 1]
+        parts = always_shown(entry.settings)
+        parts += [_setting_text(name, entry.settings[name]) for name in differing]
+        labels[entry.key] = f"{entry.model} ({', '.join(parts)})" if parts else entry.model
+    return labels
+

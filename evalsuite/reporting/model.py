@@ -1,0 +1,207 @@
+"""What a leaderboard entry is: its metrics, its settings and the key that decides which runs replace each other.
+
+Which runs replace each other is decided by :func:`settings_key`: two runs of the same model on the same
+task share an entry exactly when the settings that change the number are equal:
+
+* ``n`` (samples per problem: which pass@k exist and how noisy they are), ``temperature``, ``top_p``,
+  ``top_k`` and ``max_new_tokens`` (what is sampled), the task's ``prompt_template`` (what the model
+  sees) and the ``dataset_sha256`` (which problems are scored).
+* Under greedy decoding (temperature 0) ``top_p`` and ``top_k`` are unused, so they are normalised to
+  their neutral values (1.0, 0) and do not split entries.
+* The ``seed`` is left out on purpose: another seed is another measurement of the same configuration,
+  so a rerun replaces the entry rather than piling up near-duplicates (it is still recorded).
+* Hardware, batch size, dtype, backend and the evalsuite version are recorded but not keyed: they should
+  not change the number, and when they do that is a finding to compare against, not a separate row.
+* Quantized weights are the exception (schema 1.1): an int8 or nf4 load is a lossy copy of the model,
+  and the memory planner may choose one on a small GPU. Such runs carry ``settings.weights`` ("int8" or
+  "nf4"), which is keyed and always shown (``gpt-j-6b (nf4)``), so a quantized number never stands in
+  for the model's own. Half-precision runs have no ``weights`` field and keep their 1.0 keys.
+* Schema 1.2 keys how the model was asked and on which problems, again only where it differs from the
+  1.0 protocol, so older keys stay valid: ``prompt_style: "instruct"`` (chat template and code extraction),
+  ``strip_prompt: true`` (bigcode's stripped prompts), and ``problem_set`` for a ``--limit`` run (which
+  problems of how many). A partial run therefore never replaces the full entry, and every view labels it
+  ``(partial 5/164)``.
+* Schema 1.3 adds two unkeyed, optional fields: each metric's ``ci_method`` ("bootstrap", or "wilson" where
+  every problem scored the same and the bootstrap would collapse to a point), and the entry's ``run_page``
+  (the per-run report, relative to the leaderboard folder) that the page links to.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Iterable, Mapping
+
+from evalsuite.version import __version__
+from evalsuite.errors import EvalsuiteError
+
+KEY_FIELDS = ("n", "temperature", "top_p", "top_k", "max_new_tokens", "prompt_template", "dataset_sha256")
+# keyed where present (see the module docstring): quantized weights; instruct prompting; stripped prompts; a
+# --limit run's problem subset
+OPTIONAL_KEY_FIELDS = ("weights", "prompt_style", "strip_prompt", "problem_set")
+QUANTIZED_WEIGHTS = ("int8", "nf4")
+METRIC_NAME = re.compile(r"^pass@([1-9][0-9]*)$")
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One metric's point estimate with its 95% interval over problems, and how the interval was made
+    (``"bootstrap"``, ``"wilson"``; None in entries written before schema 1.3)."""
+
+    value: float
+    ci_low: float
+    ci_high: float
+    ci_method: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"value": self.value, "ci95": [self.ci_low, self.ci_high]}
+        if self.ci_method:
+            out["ci_method"] = self.ci_method
+        return out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "Metric":
+        low, high = data["ci95"]
+        return cls(value=float(data["value"]), ci_low=float(low), ci_high=float(high),
+                   ci_method=data.get("ci_method"))
+
+    @property
+    def method_label(self) -> str:
+        """What every view prints next to the interval: "" for the bootstrap, "Wilson" where it replaced it."""
+        return "Wilson" if self.ci_method == "wilson" else ""
+
+
+@dataclass(frozen=True)
+class LeaderboardEntry:
+    model: str  # display name: what people call the model
+    model_id: str  # resolved hub id or local path: what was actually loaded
+    task: str
+    dataset_sha256: str
+    settings: dict[str, Any]  # KEY_FIELDS (+ OPTIONAL_KEY_FIELDS where present), normalised (see settings_for)
+    metrics: dict[str, Metric]  # "pass@1" -> Metric
+    n: int  # samples per problem
+    n_problems: int
+    temperature: float
+    date: str  # ISO 8601 UTC, e.g. 2025-01-31T12:00:00Z
+    run_id: str
+    hardware: str
+    evalsuite_version: str = __version__
+    not_computable: dict[str, str] = field(default_factory=dict)  # "pass@100" -> reason
+    seed: int | None = None
+    run_page: str | None = None  # the run's report.html, relative to the leaderboard folder (schema 1.3)
+
+    @property
+    def settings_key(self) -> str:
+        return settings_key(self.settings)
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        """What makes two entries the same row: a new run with an equal key replaces the old one."""
+        return (self.model, self.task, self.settings_key)
+
+    def ks(self) -> list[int]:
+        return sorted(int(METRIC_NAME.match(name).group(1)) for name in self.metrics)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "model": self.model, "model_id": self.model_id, "task": self.task,
+            "dataset_sha256": self.dataset_sha256, "settings": dict(self.settings),
+            "settings_key": self.settings_key,
+            "metrics": {name: metric.to_json() for name, metric in sorted_metrics(self.metrics)},
+            "n": self.n, "n_problems": self.n_problems, "temperature": self.temperature,
+            "date": self.date, "run_id": self.run_id, "hardware": self.hardware,
+            "evalsuite_version": self.evalsuite_version,
+        }
+        if self.not_computable:
+            out["not_computable"] = dict(self.not_computable)
+        if self.seed is not None:
+            out["seed"] = self.seed
+        if self.run_page:
+            out["run_page"] = self.run_page
+        return out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "LeaderboardEntry":
+        """Build from a schema-valid entry (validation happens in :func:`evalsuite.reporting.store.load_leaderboard`)."""
+        return cls(
+            model=data["model"], model_id=data["model_id"], task=data["task"],
+            dataset_sha256=data["dataset_sha256"], settings=dict(data["settings"]),
+            metrics={name: Metric.from_json(value) for name, value in data["metrics"].items()},
+            n=data["n"], n_problems=data["n_problems"], temperature=float(data["temperature"]),
+            date=data["date"], run_id=data["run_id"], hardware=data["hardware"],
+            evalsuite_version=data["evalsuite_version"], not_computable=dict(data.get("not_computable", {})),
+            seed=data.get("seed"), run_page=data.get("run_page"),
+        )
+
+
+def sorted_metrics(metrics: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    return sorted(metrics.items(), key=lambda item: int(METRIC_NAME.match(item[0]).group(1)))
+
+
+# -- settings key ------------------------------------------------------------------------------------
+
+def settings_for(sampling: Any, prompt_template: str, dataset_sha256: str,
+                 weights: str | None = None, prompt_style: str | None = None, strip_prompt: bool = False,
+                 problem_set: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The normalised settings that change the number (see the module docstring for the choice).
+
+    ``sampling`` is a :class:`~evalsuite.records.SamplingParams` or its ``to_dict()``; ``weights`` the
+    precision the model ran in (only int8/nf4 are kept); ``prompt_style`` "base" or "instruct";
+    ``problem_set`` the subset a ``--limit`` run scored (None: all of the task's problems).
+    """
+    params = sampling.to_dict() if hasattr(sampling, "to_dict") else dict(sampling)
+    missing = [name for name in ("n", "temperature", "top_p", "top_k", "max_new_tokens") if name not in params]
+    if missing:
+        raise EvalsuiteError(f"sampling settings lack {', '.join(missing)}")
+    temperature = float(params["temperature"])
+    greedy = temperature == 0.0
+    settings: dict[str, Any] = {
+        "n": int(params["n"]),
+        "temperature": temperature,
+        "top_p": 1.0 if greedy else float(params["top_p"]),
+        "top_k": 0 if greedy else int(params["top_k"]),
+        "max_new_tokens": int(params["max_new_tokens"]),
+        "prompt_template": str(prompt_template),
+        "dataset_sha256": str(dataset_sha256),
+    }
+    if weights in QUANTIZED_WEIGHTS:
+        settings["weights"] = weights
+    if prompt_style == "instruct":
+        settings["prompt_style"] = "instruct"
+    if strip_prompt:
+        settings["strip_prompt"] = True
+    if problem_set:
+        settings["problem_set"] = {"n_problems": int(problem_set["n_problems"]), "of": int(problem_set["of"]),
+                                   "ids_sha256": str(problem_set["ids_sha256"])}
+    return settings
+
+
+def settings_key(settings: Mapping[str, Any]) -> str:
+    """A short stable key like ``n20-t0.8-3f9a0c1b2d``: readable prefix, digest of all KEY_FIELDS (and of
+    the OPTIONAL_KEY_FIELDS an entry has)."""
+    canonical = {name: settings[name] for name in KEY_FIELDS}
+    canonical.update({name: settings[name] for name in OPTIONAL_KEY_FIELDS if name in settings})
+    for name in ("temperature", "top_p"):  # 1 and 1.0 must give the same key
+        canonical[name] = float(canonical[name])
+    digest = hashlib.sha256(json.dumps(canonical, sort_keys=True).encode("utf-8")).hexdigest()
+    return f"n{int(settings['n'])}-t{float(settings['temperature']):g}-{digest[:10]}"
+
+
+def utc_now_iso() -> str:
+    return datetime.now(timezone.utc).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def sort_entries(entries: Iterable[LeaderboardEntry]) -> list[LeaderboardEntry]:
+    """Stable file order: by task, then model, then settings key (keeps diffs of the JSON small)."""
+    return sorted(entries, key=lambda e: (e.task, e.model.casefold(), e.model, e.settings_key))
+
+
+def merge(entries: Iterable[LeaderboardEntry], new_entries: Iterable[LeaderboardEntry]) -> list[LeaderboardEntry]:
+    """Entries of ``new_entries`` replace those with the same key; all others are kept."""
+    by_key = {entry.key: entry for entry in entries}
+    for entry in new_entries:
+        by_key[entry.key] = entry
+    return sort_entries(by_key.values())

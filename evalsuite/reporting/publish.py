@@ -1,0 +1,20 @@
+"""Adding entries to the leaderboard: store them (:mod:`.store`), then redraw every leaderboard view
+(:mod:`.views`). The one place where storage and pages meet, so that neither imports the other."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+from evalsuite.reporting.model import LeaderboardEntry
+from evalsuite.reporting.store import store_entries
+from evalsuite.reporting.views import write_leaderboard_views
+
+
+def update_leaderboard(directory: str | Path, new_entries: Sequence[LeaderboardEntry],
+                       render_html: bool = True) -> list[LeaderboardEntry]:
+    """Load, merge the new entries, save and (by default) redraw the leaderboard's pages; returns all entries."""
+    entries = store_entries(directory, new_entries)
+    if render_html:
+        write_leaderboard_views(directory, entries)
+    return entries

@@ -1,0 +1,134 @@
+"""The leaderboard file, ``leaderboard/leaderboard.json``: read, validate, merge and write. It renders nothing.
+
+The file is validated against ``evalsuite/reporting/leaderboard.schema.json`` (:mod:`.schema`) on every
+read and every write, so a hand-broken file is reported (file + JSON path) instead of silently rendered or gated on.
+Pages are drawn from the stored entries by :mod:`evalsuite.reporting.views` (see :mod:`.publish`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import math
+import os
+import sys
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+from evalsuite.errors import EvalsuiteError
+from evalsuite.jsonl import atomic_write_json
+from evalsuite.reporting.model import LeaderboardEntry, merge, settings_key, sort_entries, utc_now_iso
+from evalsuite.reporting.schema import SCHEMA_VERSION, check_schema
+
+LEADERBOARD_FILE = "leaderboard.json"
+
+
+def document(entries: Sequence[LeaderboardEntry]) -> dict[str, Any]:
+    return {"schema_version": SCHEMA_VERSION, "updated": utc_now_iso(),
+            "entries": [entry.to_json() for entry in sort_entries(entries)]}
+
+
+def validate_document(document: Any, where: str) -> None:
+    """Raise one clear line naming the file, the JSON path and the problem: the JSON Schema first
+    (:func:`~evalsuite.reporting.schema.check_schema`), then what a schema cannot say."""
+    check_schema(document, where)
+    seen: dict[tuple[str, str, str], int] = {}
+    for index, data in enumerate(document["entries"]):
+        path = f"$.entries[{index}]"
+        expected_key = settings_key(data["settings"])
+        if data["settings_key"] != expected_key:
+            raise EvalsuiteError(f"{where}: invalid leaderboard at {path}.settings_key: {data['settings_key']!r} "
+                                 f"does not match its settings (expected {expected_key!r})")
+        if data["dataset_sha256"] != data["settings"]["dataset_sha256"]:
+            raise EvalsuiteError(f"{where}: invalid leaderboard at {path}.dataset_sha256: differs from "
+                                 f"{path}.settings.dataset_sha256")
+        for name, metric in data["metrics"].items():
+            low, high = metric["ci95"]
+            if low > high:
+                raise EvalsuiteError(f"{where}: invalid leaderboard at {path}.metrics['{name}'].ci95: "
+                                     f"low {low} > high {high}")
+        key = (data["model"], data["task"], data["settings_key"])
+        if key in seen:
+            raise EvalsuiteError(f"{where}: invalid leaderboard at {path}: same model, task and settings_key as "
+                                 f"$.entries[{seen[key]}] ({data['model']} on {data['task']})")
+        seen[key] = index
+
+
+def load_leaderboard(path: str | Path) -> list[LeaderboardEntry]:
+    """Read and validate ``leaderboard.json``; a missing file is an empty leaderboard."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise EvalsuiteError(f"{path}: cannot read: {exc}") from exc
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise EvalsuiteError(f"{path}:{exc.lineno}: malformed JSON: {exc.msg} (column {exc.colno})") from exc
+    validate_document(document, str(path))
+    return [LeaderboardEntry.from_json(data) for data in document["entries"]]
+
+
+def save_leaderboard(path: str | Path, entries: Sequence[LeaderboardEntry]) -> None:
+    """Validate, then write atomically: readers see the old file or the new one, never half of one."""
+    for entry in entries:
+        if any(not math.isfinite(m.value) for m in entry.metrics.values()):
+            raise EvalsuiteError(f"{entry.model} on {entry.task}: a metric is not a finite number")
+    stored = document(entries)
+    validate_document(stored, str(path))
+    atomic_write_json(path, stored)
+
+
+@contextlib.contextmanager
+def _locked(directory: Path) -> Iterator[None]:
+    """Serialise read-merge-write across processes (two runs finishing at once must not drop an entry).
+
+    The lock is taken on the directory itself, so no lock file is left next to the leaderboard.
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: atomic replace still protects readers
+        yield
+        return
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def store_entries(directory: str | Path, new_entries: Sequence[LeaderboardEntry]) -> list[LeaderboardEntry]:
+    """Load, merge the new entries and save, under the folder's lock; returns all entries."""
+    directory = Path(directory)
+    path = directory / LEADERBOARD_FILE
+    new_entries = [_relative_page(entry, directory) for entry in new_entries]
+    with _locked(directory):
+        old = load_leaderboard(path)
+        _warn_other_checkpoint(old, new_entries)
+        entries = merge(old, new_entries)
+        save_leaderboard(path, entries)
+    return entries
+
+
+def _relative_page(entry: LeaderboardEntry, directory: Path) -> LeaderboardEntry:
+    """The run page as the leaderboard folder's page links to it (relative, so both folders can move)."""
+    if not entry.run_page or not Path(entry.run_page).is_absolute():
+        return entry
+    relative = os.path.relpath(entry.run_page, directory.resolve())
+    return dataclasses.replace(entry, run_page=Path(relative).as_posix())
+
+
+def _warn_other_checkpoint(old: Sequence[LeaderboardEntry], new: Sequence[LeaderboardEntry]) -> None:
+    """A new entry replaces the one with its key; say so when that one came from other weights."""
+    by_key = {entry.key: entry for entry in old}
+    for entry in new:
+        previous = by_key.get(entry.key)
+        if previous is not None and previous.model_id != entry.model_id:
+            print(f"warning: leaderboard entry {entry.model!r} on {entry.task} ({previous.model_id}) is replaced by "
+                  f"{entry.model_id}; give one of them another --name to keep both", file=sys.stderr)
+

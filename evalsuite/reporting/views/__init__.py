@@ -1,0 +1,66 @@
+"""The report views, registered in one place: a new view is one module that defines ``VIEW`` (a
+:class:`~.contract.LeaderboardView` or :class:`~.contract.RunView`) plus one line in :data:`VIEW_MODULES`.
+
+Callers never name a page: the finishing of a run writes every run view (:func:`write_run_views`), and
+storing entries writes every leaderboard view (:func:`write_leaderboard_views`, via
+:func:`evalsuite.reporting.publish.update_leaderboard`). Storage (:mod:`evalsuite.reporting.store`) never
+imports from here.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from evalsuite.jsonl import atomic_write_text
+from evalsuite.reporting.model import LeaderboardEntry
+from evalsuite.reporting.views.contract import LeaderboardView, RunHeader, RunReport, RunView, SampleView
+
+# The registry: one line per view module. The first run view is the run's page, the one the leaderboard links to;
+# the first leaderboard view is the leaderboard's page.
+VIEW_MODULES = (
+    "evalsuite.reporting.views.leaderboard_page",
+    "evalsuite.reporting.views.run_page",
+)
+
+
+def registered_views() -> list[LeaderboardView | RunView]:
+    """Every registered view, in registration order (modules are imported on first use: the pages are not
+    loaded by a command that draws none)."""
+    return [importlib.import_module(name).VIEW for name in VIEW_MODULES]
+
+
+def leaderboard_views() -> list[LeaderboardView]:
+    return [view for view in registered_views() if isinstance(view, LeaderboardView)]
+
+
+def run_views() -> list[RunView]:
+    return [view for view in registered_views() if isinstance(view, RunView)]
+
+
+def write_leaderboard_views(folder: str | Path, entries: Sequence[LeaderboardEntry]) -> Path:
+    """Write every leaderboard view into ``folder``; returns the leaderboard's page (the first view's file)."""
+    folder = Path(folder)
+    written = []
+    for view in leaderboard_views():
+        written.append(folder / view.file)
+        atomic_write_text(written[-1], view.render(entries, folder))
+    return written[0]
+
+
+def write_run_views(folder: str | Path, header: RunHeader, summary: Mapping[str, Any], samples: Sequence[SampleView],
+                    prompts: Mapping[str, str]) -> Path:
+    """Write every run view into the run's ``folder``; returns the run's page (the first view's file), the one
+    the leaderboard entry links to."""
+    folder = Path(folder)
+    report = RunReport(header, summary, samples, prompts)
+    written = []
+    for view in run_views():
+        written.append(folder / view.file)
+        atomic_write_text(written[-1], view.render(report))
+    return written[0]
+
+
+__all__ = ["VIEW_MODULES", "registered_views", "leaderboard_views", "run_views", "write_leaderboard_views",
+           "write_run_views"]

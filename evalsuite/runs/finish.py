@@ -1,0 +1,167 @@
+"""The finishing path of a run, shared by ``run`` and ``evaluate``: score -> summary.json -> record.json ->
+report.html -> the leaderboard entry.
+
+Why one path: ``evaluate`` scores completions someone else generated, ``run`` its own; both must label a
+partial problem set, link the page back to the leaderboard, and build the leaderboard entry the same way,
+or the two commands' rows of one model would disagree. What differs is said in :class:`RunFacts` (what the
+views say about the run) and in the summary fields each command adds; ``run`` also completes its
+:class:`~evalsuite.runs.record.RunRecord`, which ``evaluate`` does not have.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from evalsuite.jsonl import atomic_write_json
+from evalsuite.records import SampleResult
+from evalsuite.reporting.views import write_run_views
+from evalsuite.reporting.views.contract import RunHeader, sample_views
+from evalsuite.runs.record import RECORD_FILE, RunRecord
+from evalsuite.scoring import Score, score
+from evalsuite.tasks.task import Problem, Task
+
+SUMMARY_FILE = "summary.json"
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """What the run page and the leaderboard entry say about one scored run, whichever command scored it."""
+
+    run_id: str
+    model: str  # the display name
+    model_id: str  # as the page shows it
+    task: str
+    dataset_sha256: str
+    prompt_template: str
+    sampling: Mapping[str, Any]  # n, temperature, top_p, top_k, max_new_tokens, seed
+    problem_set: dict[str, Any] | None  # evalsuite.runs.identity.problem_set
+    badges: tuple[str, ...] = ()
+    details: Mapping[str, str] = field(default_factory=dict)
+    hardware: str | None = None  # hardware_summary(); None: this machine's, read when the entry is built
+    weights: str | None = None
+    prompt_style: str | None = None
+    strip_prompt: bool = False
+    date: str | None = None  # None: when the entry is built
+    board_model_id: str | None = None  # the leaderboard's model id where it differs from the page's
+
+    @classmethod
+    def from_record(cls, record: RunRecord) -> RunFacts:
+        """A generated run's facts, all read from its record."""
+        from evalsuite.environment import hardware_summary
+
+        sampling, hardware = record.sampling, hardware_summary(record.environment["hardware"])
+        details = {
+            "finished": str(record.finished_at or ""), "model id": str(record.model.id),
+            "sampling": f"n={sampling['n']}, T={sampling['temperature']:g}, top_p={sampling['top_p']:g}, "
+                        f"max_new_tokens={sampling['max_new_tokens']}, seed={sampling['seed']}",
+            "prompt style": f"{record.prompt['style']} ({record.prompt['reason']})",
+            "hardware": hardware,
+            "sandbox": str((record.execution or {}).get("mode", "")),
+            "timings": ", ".join(f"{k} {v:g} s" for k, v in (record.timings_s or {}).items()),
+            "evalsuite": str(record.environment["evalsuite"]),
+            "files": "record.json, completions.jsonl, results.jsonl, summary.json",
+        }
+        return cls(run_id=record.run_id, model=record.model.shown_name, model_id=str(record.model.id),
+                   task=record.task.name, dataset_sha256=record.task.dataset_sha256,
+                   prompt_template=record.task.prompt_template, sampling=sampling,
+                   problem_set=record.task.problem_set, badges=record.badges(), details=details,
+                   hardware=hardware, weights=record.weights, prompt_style=record.prompt["style"],
+                   strip_prompt=record.prompt["strip_prompt"], date=record.finished_at)
+
+    def leaderboard_summary(self, scored: Score, page: Path) -> dict[str, Any]:
+        """The input :func:`evalsuite.reporting.entries.entry_from_run` expects."""
+        from evalsuite.environment import hardware, hardware_summary
+
+        summary: dict[str, Any] = {
+            "model": self.model, "model_id": self.board_model_id or self.model_id, "task": self.task,
+            "dataset_sha256": self.dataset_sha256, "prompt_template": self.prompt_template,
+            "sampling": dict(self.sampling), "score": scored, "run_id": self.run_id,
+            "problem_set": self.problem_set,
+            "hardware": self.hardware if self.hardware is not None else hardware_summary(hardware()),
+            "run_page": str(page.resolve()),
+        }
+        optional = {"weights": self.weights, "prompt_style": self.prompt_style,
+                    "strip_prompt": self.strip_prompt, "date": self.date}
+        summary.update({key: value for key, value in optional.items() if value})
+        return summary
+
+
+@dataclass(frozen=True)
+class ScoredRun:
+    """A run whose samples have been executed: what the finishing path needs besides its facts."""
+
+    folder: Path
+    task: Task
+    executed: Any  # builds each sample's program: the task, or evalsuite.protocol.asking.SolutionTask
+    problems: Sequence[Problem]
+    results: Sequence[SampleResult]
+    samples: Iterable[Mapping[str, Any]]  # the completions as saved (rows with task_id, completion_id...)
+    prompts: Mapping[str, str]  # task_id -> the prompt the page shows
+    leaderboard_dir: Path | None  # where the page's link back points (None: no link)
+
+
+@dataclass(frozen=True)
+class Finished:
+    score: Score
+    summary: dict[str, Any]
+    facts: RunFacts
+    page: Path
+    record: RunRecord | None = None
+
+    def leaderboard_summary(self) -> dict[str, Any]:
+        return self.facts.leaderboard_summary(self.score, self.page)
+
+
+def finish(run: ScoredRun, ks: Sequence[int], summary_fields: Mapping[str, Any], facts: RunFacts | None = None,
+           complete: Callable[[dict[str, Any], float], RunRecord] | None = None) -> Finished:
+    """Score ``run``, write summary.json (the score then ``summary_fields``), then (``run`` only) record.json as
+    ``complete(summary, score_seconds)`` finishes it, then report.html. The facts are ``facts``, or read from
+    the completed record."""
+    started = time.perf_counter()
+    scored = score(run.results, ks)
+    summary = scored.summary_json()
+    summary.update(summary_fields)
+    atomic_write_json(run.folder / SUMMARY_FILE, summary)
+    record = None
+    if complete is not None:
+        record = complete(summary, time.perf_counter() - started)
+        atomic_write_json(run.folder / RECORD_FILE, record.to_json())
+        facts = RunFacts.from_record(record)
+    if facts is None:
+        raise ValueError("finish() needs the run's facts or a record to read them from")
+    page = write_page(run, facts, summary)
+    return Finished(score=scored, summary=summary, facts=facts, page=page, record=record)
+
+
+def write_page(run: ScoredRun, facts: RunFacts, summary: Mapping[str, Any]) -> Path:
+    """The run's pages (:mod:`evalsuite.reporting.views`: report.html and any other registered run view), next to
+    its summary; returns report.html."""
+    by_id = {p.task_id: p for p in run.problems}
+    views = sample_views(run.samples, (r.to_json() for r in run.results),
+                         lambda task_id, text: run.executed.build_program(by_id[task_id], text).candidate)
+    header = RunHeader(model=facts.model, task=run.task.name, run_id=facts.run_id, model_id=facts.model_id,
+                       badges=facts.badges, details=facts.details,
+                       leaderboard_page=leaderboard_link(run.folder, run.leaderboard_dir))
+    return write_run_views(run.folder, header, summary, views, run.prompts)
+
+
+def leaderboard_link(folder: Path, leaderboard_dir: Path | None) -> str | None:
+    """The leaderboard's index.html relative to a run's folder, for the page's link back."""
+    if leaderboard_dir is None:
+        return None
+    return Path(os.path.relpath(Path(leaderboard_dir).resolve() / "index.html", Path(folder).resolve())).as_posix()
+
+
+def add_to_leaderboard(directory: Path, summaries: Sequence[Mapping[str, Any]]) -> list[Any]:
+    """Add the runs' entries to the leaderboard in ``directory`` in one update; returns the new entries (the
+    ``--fail-under`` gate reads today's entries, not older, better ones)."""
+    from evalsuite.reporting.entries import entry_from_run
+    from evalsuite.reporting.publish import update_leaderboard
+
+    entries = [entry_from_run(summary) for summary in summaries]
+    update_leaderboard(Path(directory), entries)
+    return entries

@@ -1,0 +1,88 @@
+"""The generation stage of a run: ask the backend for every completion not yet saved, and read them back.
+
+Why apart from the pipeline: this is the one place that talks to a :class:`Generator` and appends to
+``completions*.jsonl``; resuming an interrupted run is "generate what is missing", so it lives here too.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from evalsuite.errors import EvalsuiteError
+from evalsuite.generation.base import Generator
+from evalsuite.jsonl import JsonlAppender
+from evalsuite.progress import TokenProgress, progress_bar
+from evalsuite.protocol.asking import Asking
+from evalsuite.records import GenerationRequest, SamplingParams
+from evalsuite.runs.invocations import Invocation
+from evalsuite.runs.rundir import RunDir
+from evalsuite.tasks.task import Problem, Task
+
+
+def generate_missing(generator: Generator, task: Task, problems: Sequence[Problem], stops: Sequence[str],
+                     sampling: SamplingParams, run_dir: RunDir, label: str, show_progress: bool,
+                     valid_ids: set[str], out_name: str = "completions.jsonl", asking: Asking = Asking(),
+                     invocation_id: str | None = None, tally: Invocation | None = None) -> tuple[int, float]:
+    """Generate every completion of ``problems`` not yet saved, appending each to ``out_name`` as it arrives.
+
+    ``valid_ids`` are all of the run's problem ids (other ranks' shards included), for validating saved files.
+    Every row names the ``invocation_id`` that made it. Returns (completions generated now, tokens generated now);
+    ``tally`` counts them as they arrive, so an interrupted invocation can still say what it made.
+    """
+    done = run_dir.existing_completions(valid_ids, sampling.n)
+    requests = []
+    for problem in problems:
+        missing = tuple(i for i in range(sampling.n) if (problem.task_id, i) not in done)
+        if missing:
+            requests.append(GenerationRequest(task_id=problem.task_id, prompt=asking.prompt_for(task, problem),
+                                              sample_indices=missing, stop_sequences=tuple(stops),
+                                              canonical_solution=problem.canonical_solution,
+                                              prompt_style=asking.style))
+    total = sum(len(r.sample_indices) for r in requests)
+    if total == 0:
+        return 0, 0.0
+    by_id = {p.task_id: p for p in problems}
+    generated, tokens = 0, 0
+    with JsonlAppender(run_dir.path / out_name) as out, \
+            progress_bar(total=total, desc=f"generate {label}", unit="completion", enabled=show_progress) as bar:
+        if done:
+            bar.write(f"resuming {run_dir.path}: {len(done)} completions kept, {total} to generate")
+        progress = TokenProgress(bar, total, sampling.max_new_tokens, generator.expected_tokens_per_s())
+        generator.token_listener = progress.on_tokens
+        try:
+            for completion in generator.generate(requests, sampling):
+                expected = (completion.task_id, completion.sample_index)
+                if completion.task_id not in by_id or expected in done:
+                    raise EvalsuiteError(f"backend returned an unexpected completion {expected}")
+                done[expected] = {}
+                row = completion.to_json()
+                raw = completion.text if completion.raw_text is None else completion.raw_text
+                row.update(asking.completion_row(task, by_id[completion.task_id], completion.text, raw))
+                if invocation_id is not None:
+                    row["invocation_id"] = invocation_id
+                out.write(row)
+                generated += 1
+                tokens += completion.num_tokens
+                progress.on_completion(completion.num_tokens)
+        finally:  # also on Ctrl-C: the record says what this invocation made
+            generator.token_listener = None
+            if tally is not None:
+                tally.completions_generated, tally.tokens_generated = generated, tokens
+                tally.warning = progress.slow_warning
+    if generated != total:
+        raise EvalsuiteError(f"backend produced {generated} of {total} completions")
+    return generated, float(tokens)
+
+
+def load_completions(run_dir: RunDir, problems: Sequence[Problem], n: int,
+                     valid_ids: set[str]) -> list[dict[str, Any]]:
+    """The completions of ``problems``, in problem order then completion_id: the order results are written in."""
+    done = run_dir.existing_completions(valid_ids, n)
+    ordered = []
+    for problem in problems:
+        for index in range(n):
+            row = done.get((problem.task_id, index))
+            if row is None:
+                raise EvalsuiteError(f"{run_dir.completions}: completion {index} of {problem.task_id} is missing")
+            ordered.append(row)
+    return ordered

@@ -1,0 +1,84 @@
+"""What a run is: the problems it covers, how the model was asked, and the identity whose hash names its folder.
+
+Why one module: ``run`` and ``evaluate`` must say "which part of a task ran" the same way (the leaderboard
+keeps a partial run apart from the whole by :func:`problem_set`), and a run folder is found again only if
+its identity is rebuilt exactly as it was written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Sequence
+
+from evalsuite.protocol.prompting import INSTRUCTION_PREFIX, RESPONSE_PREFIX, PromptDecision, PromptProtocol
+from evalsuite.records import SamplingParams
+from evalsuite.tasks.task import Problem, Task
+
+
+def select_problems(task: Task, limit: int | None) -> list[Problem]:
+    problems = task.problems()
+    return problems[:limit] if limit else problems
+
+
+def problem_set(task: Task, problems: Sequence[Problem]) -> dict[str, Any] | None:
+    """None for the task's whole problem set; otherwise which part ran (a ``--limit`` smoke test, or a samples
+    file that covers only some problems): their count, the task's, and the sha256 of their ids in order."""
+    total = len(task.problems())
+    if len(problems) == total:
+        return None
+    ids = json.dumps([p.task_id for p in problems]).encode()
+    return {"n_problems": len(problems), "of": total, "ids_sha256": hashlib.sha256(ids).hexdigest()}
+
+
+def partial_badge(subset: dict[str, Any]) -> str:
+    """How every view labels a partial problem set (:func:`problem_set`)."""
+    return f"partial {subset['n_problems']}/{subset['of']}"
+
+
+def prompt_settings(decision: PromptDecision, protocol: PromptProtocol, stops: Sequence[str]) -> dict[str, Any]:
+    """How the model was asked, for the identity and the record."""
+    settings: dict[str, Any] = {"style": decision.style, "requested": decision.requested,
+                                "reason": decision.reason, "strip_prompt": False}
+    if decision.style == "instruct":
+        settings.update({"chat_template_sha256": decision.chat_template_sha256,
+                         "instruction_prefix": INSTRUCTION_PREFIX, "response_prefix": RESPONSE_PREFIX,
+                         "source": "EvalPlus 0.3.1: evalplus/codegen.py, evalplus/provider/utility.py"})
+    else:
+        settings["strip_prompt"] = protocol.strip_prompt
+        if protocol.strip_prompt:  # prompt.strip() since issue 21 (rstrip before): another run, never resumed
+            settings["strip"] = "both ends"
+    return settings
+
+
+def run_identity(model_id: str, task: Task, problems: Sequence[Problem], stops: Sequence[str],
+                 sampling: SamplingParams, weights: str | None = None,
+                 prompt: dict[str, Any] | None = None, model: dict[str, Any] | None = None,
+                 revision: str | None = None) -> dict[str, Any]:
+    """Everything that determines the completions; its hash names the run directory.
+
+    ``revision`` is the hub revision asked for with ``--revision`` (a branch or tag may move; what it
+    resolved to is the loaded model's ``revision`` in ``model``), so another revision is another run.
+
+    ``weights`` is the precision the model was loaded in, where the backend has one (bf16 and nf4 samples
+    of one checkpoint are different runs). ``prompt`` is how the model was asked (style, stripping, chat
+    template sha256); ``model`` what the backend says decides its output (checkpoint bytes, tokenizer policy,
+    engine, library versions; :meth:`Generator.identity`)."""
+    identity = {
+        "model": model_id,
+        "task": task.name,
+        "dataset_sha256": task.dataset_sha256,
+        "prompt_template": task.prompt_template,
+        "problem_ids": [p.task_id for p in problems],
+        "stop_sequences": list(stops),
+        "sampling": sampling.to_dict(),
+    }
+    if revision is not None:
+        identity["revision"] = revision
+    if weights is not None:
+        identity["weights"] = weights
+    if prompt is not None:
+        identity["prompt"] = {k: v for k, v in prompt.items() if k not in ("requested", "reason")}
+    if model:
+        identity["checkpoint"] = model
+    return identity

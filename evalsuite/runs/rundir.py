@@ -1,0 +1,100 @@
+"""Where one (model, task, settings) run lives on disk, and how it resumes.
+
+A run directory is named by a key hashed from everything that changes its completions, so rerunning
+the same command finds the same directory and continues it:
+
+    runs/<model>__<task>__<key>/
+        record.json        the run record (status "running" until the run finishes)
+        completions.jsonl  appended and flushed as each completion is made
+        results.jsonl      the sandbox's verdicts (written atomically when execution ends)
+        summary.json       pass@k with confidence intervals, per-problem counts
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from evalsuite.errors import EvalsuiteError
+from evalsuite.jsonl import read_jsonl
+from evalsuite.runs.record import RECORD_FILE, RunRecord
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text)[-80:].strip("_.") or "model"  # never a hidden folder
+
+
+def run_key(identity: dict[str, Any]) -> str:
+    """A short stable hash of the settings that determine a run's completions."""
+    blob = json.dumps(identity, sort_keys=True, ensure_ascii=False).encode()
+    return hashlib.sha256(blob).hexdigest()[:12]
+
+
+@dataclass(frozen=True)
+class RunDir:
+    path: Path
+
+    @classmethod
+    def for_run(cls, root: Path, model_name: str, task_name: str, key: str) -> "RunDir":
+        return cls(root / f"{slug(model_name)}__{slug(task_name)}__{key}")
+
+    @property
+    def run_id(self) -> str:
+        return self.path.name
+
+    @property
+    def record(self) -> Path:
+        return self.path / RECORD_FILE
+
+    @property
+    def completions(self) -> Path:
+        return self.path / "completions.jsonl"
+
+    def completion_files(self) -> list[Path]:
+        """``completions.jsonl`` plus the per-rank files of data-parallel runs (``completions.rank<R>.jsonl``)."""
+        return sorted(self.path.glob("completions*.jsonl"))
+
+    @property
+    def results(self) -> Path:
+        return self.path / "results.jsonl"
+
+    @property
+    def summary(self) -> Path:
+        return self.path / "summary.json"
+
+    def existing_completions(self, valid_task_ids: set[str], n: int) -> dict[tuple[str, int], dict[str, Any]]:
+        """Completions saved by an earlier, interrupted attempt, keyed by (task_id, completion_id).
+
+        A torn last line (crash mid-write) is ignored and regenerated; anything else malformed is an error,
+        since silently dropping or duplicating samples would change the score.
+        """
+        done: dict[tuple[str, int], dict[str, Any]] = {}
+        for path in self.completion_files():
+            for line, row in read_jsonl(path, tolerate_torn_tail=True):
+                key = (row.get("task_id"), row.get("completion_id"))
+                if key[0] not in valid_task_ids or not isinstance(key[1], int) or not 0 <= key[1] < n:
+                    raise EvalsuiteError(f"{path}:{line}: completion {key} does not belong to this run; "
+                                         f"delete {self.path} to start over")
+                if key in done:
+                    raise EvalsuiteError(f"{path}:{line}: duplicate completion {key}")
+                done[key] = row
+        return done
+
+    def check_identity(self, identity: dict[str, Any]) -> RunRecord | None:
+        """Refuse to resume a directory whose recorded settings differ (a hash collision or a hand edit); returns
+        the record an earlier invocation left (None for a new run)."""
+        if not self.record.exists():
+            return None
+        try:
+            data = json.loads(self.record.read_text(encoding="utf-8"))
+            record = RunRecord.from_json(data)
+        except (OSError, ValueError, TypeError, AttributeError) as exc:
+            raise EvalsuiteError(f"{self.record}: unreadable run record ({exc}); delete {self.path} to start over")
+        recorded = data.get("identity")
+        if recorded is not None and recorded != identity:
+            raise EvalsuiteError(f"{self.path} holds a run with other settings; delete it or choose another --output")
+        return record

@@ -1,0 +1,215 @@
+"""Loads a task's rows with Hugging Face ``datasets``, from the hub or from a local copy, through one function.
+
+The field's benchmarks live on the Hugging Face hub; ``datasets.load_dataset`` is how every peer harness reads
+them. :func:`load_task_dataset` reads a hub id at a pinned revision (cached by ``datasets`` in its usual cache),
+or, offline, a local file (json, jsonl, parquet; ``.gz`` accepted) or folder (a snapshot of the hub repository)
+in the same format as the hub copy. Both paths end in ``datasets.load_dataset`` and the same row checks.
+
+Without network a hub load would retry for about 25 s before failing, so the hub is probed first (one TCP
+connect, 2 s at most, :mod:`evalsuite.hub`); when it is unreachable the load runs in ``datasets``' offline mode, which uses the cache
+or fails at once, and the user gets one line saying where to get the data and how to pass it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+from evalsuite.errors import EvalsuiteError
+from evalsuite.hub import hub_reachable
+from evalsuite.jsonl import sha256_file
+
+# File suffixes ``datasets`` packaged builders read; the builder is chosen from the suffix (``.gz`` stripped).
+BUILDERS = {".json": "json", ".jsonl": "json", ".parquet": "parquet"}
+
+
+@dataclass(frozen=True)
+class HubSource:
+    """Where the original authors publish a dataset on the hub, pinned to one revision."""
+
+    hub_id: str  # e.g. "google-research-datasets/mbpp"
+    revision: str  # a commit sha of the dataset repository: the data never changes under a run
+    config: str | None = None  # the dataset's config (subset), e.g. "full" or "sanitized"
+    split: str = "test"
+
+    def describe(self) -> str:
+        config = f", config {self.config}" if self.config else ""
+        return f"{self.hub_id} (revision {self.revision[:12]}{config}, split {self.split})"
+
+
+@dataclass
+class LoadedData:
+    """The rows of one split plus what the run record needs to identify them."""
+
+    rows: list[dict[str, Any]]
+    sha256: str  # of the rows' content (see rows_sha256), identical for a hub copy and a local copy
+    provenance: dict[str, Any] = field(default_factory=dict)
+    source: str = ""  # one line for `evalsuite tasks` and the record
+
+
+def rows_sha256(rows: Sequence[dict[str, Any]]) -> str:
+    """sha256 of the rows as canonical JSON (keys sorted, in row order).
+
+    A content hash rather than a file hash: the hub's parquet and a jsonl export of the same rows get the same
+    sha, while any changed problem, test or solution changes it."""
+    digest = hashlib.sha256()
+    for row in rows:
+        digest.update(json.dumps(row, sort_keys=True, ensure_ascii=False, default=str).encode("utf-8"))
+        digest.update(b"\n")
+    return digest.hexdigest()
+
+
+def _datasets():
+    try:
+        import datasets
+    except ImportError as exc:  # a core dependency; only a broken install gets here
+        raise EvalsuiteError("the 'datasets' package is not installed (pip install datasets)") from exc
+    return datasets
+
+
+@contextlib.contextmanager
+def offline_mode() -> Iterator[None]:
+    """``datasets``' offline mode for one call: cache only, no network requests and no retries.
+
+    ``HF_HUB_OFFLINE`` is read when the libraries are imported, and they may be imported already (transformers
+    imports huggingface_hub), so the two module-level switches are set directly and restored afterwards."""
+    datasets = _datasets()
+    from huggingface_hub import constants
+
+    saved = (datasets.config.HF_HUB_OFFLINE, constants.HF_HUB_OFFLINE)
+    datasets.config.HF_HUB_OFFLINE = True
+    constants.HF_HUB_OFFLINE = True
+    try:
+        yield
+    finally:
+        datasets.config.HF_HUB_OFFLINE, constants.HF_HUB_OFFLINE = saved
+
+
+@contextlib.contextmanager
+def quiet_progress() -> Iterator[None]:
+    """No "Generating test split" bars from datasets while evalsuite loads a task (its own output stays clean)."""
+    from datasets.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
+
+    was_disabled = are_progress_bars_disabled()
+    disable_progress_bars()
+    try:
+        yield
+    finally:
+        if not was_disabled:
+            enable_progress_bars()
+
+
+def is_offline() -> bool:
+    return bool(_datasets().config.HF_HUB_OFFLINE) or not hub_reachable()
+
+
+def _local_files(path: Path) -> list[Path]:
+    if path.is_file():
+        return [path]
+    return sorted(p for p in path.rglob("*") if p.is_file() and _builder_for(p) is not None)
+
+
+def _builder_for(path: Path) -> str | None:
+    suffixes = [s.lower() for s in path.suffixes]
+    if suffixes and suffixes[-1] == ".gz":
+        suffixes = suffixes[:-1]
+    return BUILDERS.get(suffixes[-1]) if suffixes else None
+
+
+def _pick_split(loaded: Any, split: str, where: str) -> Any:
+    """The requested split of a DatasetDict; a folder or file holding a single split is that split."""
+    if split in loaded:
+        return loaded[split]
+    if len(loaded) == 1:
+        return next(iter(loaded.values()))
+    raise EvalsuiteError(f"{where}: no split {split!r}; it has {', '.join(sorted(loaded))}")
+
+
+def _load_local(path: Path, source: HubSource | None, split: str) -> Any:
+    """A local file through ``datasets``' json/parquet builder, or a folder (a hub snapshot) as a dataset repo."""
+    datasets = _datasets()
+    if not path.exists():
+        raise EvalsuiteError(f"{path}: no such file or folder")
+    if path.is_file():
+        builder = _builder_for(path)
+        if builder is None:
+            raise EvalsuiteError(f"{path}: not a json, jsonl or parquet file (optionally .gz)")
+        loaded = datasets.load_dataset(builder, data_files={split: str(path)})
+    else:
+        if not _local_files(path):
+            raise EvalsuiteError(f"{path}: no json, jsonl or parquet files in this folder")
+        config = source.config if source else None
+        try:  # a hub snapshot: its README names the configs (mbpp: full, sanitized)
+            loaded = datasets.load_dataset(str(path), name=config)
+        except ValueError:  # a plain folder of data files has no configs
+            if config is None:
+                raise
+            loaded = datasets.load_dataset(str(path))
+    return _pick_split(loaded, split, str(path))
+
+
+def missing_data_message(task_name: str, source: HubSource | None, why: str) -> str:
+    """The one line a user gets when a task's data cannot be found."""
+    if source is None:
+        return f"task {task_name!r} needs its data: pass --task-data {task_name}=PATH (json, jsonl or parquet)"
+    config = f" (config {source.config})" if source.config else ""
+    return (f"task {task_name!r}: {why}; on a connected machine run `hf download {source.hub_id} --repo-type dataset "
+            f"--revision {source.revision} --local-dir {source.hub_id.split('/')[-1]}` and pass "
+            f"--task-data {task_name}=FOLDER{config}, or a json/jsonl/parquet file of its {source.split!r} split "
+            f"(https://huggingface.co/datasets/{source.hub_id})")
+
+
+def load_task_dataset(task_name: str, source: HubSource | None, data_path: str | Path | None = None,
+                      split: str | None = None) -> LoadedData:
+    """Load one split: from ``data_path`` when given (offline copy), else from the hub at the pinned revision.
+
+    Either way the rows come from ``datasets.load_dataset`` and are returned as plain Python dicts, with the
+    content sha256 and a provenance record (hub id and revision, or local files and their sha256)."""
+    datasets = _datasets()
+    split = split or (source.split if source else "test")
+    if data_path is not None:
+        path = Path(data_path)
+        try:
+            with quiet_progress():
+                data = _load_local(path, source, split)
+        except EvalsuiteError:
+            raise
+        except Exception as exc:  # datasets' own errors (bad JSON, mixed types): name the file, one line
+            message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            raise EvalsuiteError(f"{path}: cannot load with datasets: {type(exc).__name__}: {message}") from None
+        files = [{"path": str(p), "sha256": sha256_file(p)} for p in _local_files(path)]
+        provenance = {"loader": "datasets", "datasets_version": datasets.__version__, "local": str(path),
+                      "files": files, "split": split}
+        if source is not None:
+            provenance["format_of"] = source.hub_id
+        origin = f"local copy {path}" + (f" (format of {source.hub_id})" if source is not None else "")
+    elif source is None:
+        raise EvalsuiteError(missing_data_message(task_name, None, "no data"))
+    else:
+        offline = is_offline()
+        try:
+            with offline_mode() if offline else contextlib.nullcontext(), quiet_progress():
+                data = datasets.load_dataset(source.hub_id, name=source.config, revision=source.revision,
+                                             split=source.split)
+        except (ConnectionError, FileNotFoundError, OSError) as exc:
+            why = ("the Hugging Face hub is unreachable and the data is not in the datasets cache" if offline
+                   else f"cannot load it from the hub ({type(exc).__name__})")
+            raise EvalsuiteError(missing_data_message(task_name, source, why)) from None
+        except Exception as exc:  # e.g. a config or split the revision does not have: one line, not a traceback
+            message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            raise EvalsuiteError(f"task {task_name!r}: {source.describe()}: {type(exc).__name__}: {message}") from None
+        provenance = {"loader": "datasets", "datasets_version": datasets.__version__, "hub_id": source.hub_id,
+                      "revision": source.revision, "config": source.config, "split": source.split,
+                      "offline_cache": offline}
+        origin = f"hf:{source.hub_id}@{source.revision[:12]}" + (f"/{source.config}" if source.config else "")
+    rows = [dict(row) for row in data]
+    if not rows:
+        raise EvalsuiteError(f"task {task_name!r}: the {split!r} split of {origin} is empty")
+    sha = rows_sha256(rows)
+    provenance["rows"] = len(rows)
+    provenance["rows_sha256"] = sha
+    return LoadedData(rows=rows, sha256=sha, provenance=provenance, source=origin)
