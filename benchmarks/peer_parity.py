@@ -190,7 +190,7 @@ def evalplus_peer(model: Path, docs: list[dict], max_new_tokens: int, work: Path
     import evalplus.codegen as codegen
     from evalplus.provider.utility import make_raw_chat_prompt
 
-    from evalsuite.generation.prompting import INSTRUCTION_PREFIX, RESPONSE_PREFIX
+    from evalsuite.protocol.prompting import INSTRUCTION_PREFIX, RESPONSE_PREFIX
 
     decoder = decoder or evalplus_decoder(model, max_new_tokens, stop_reset)
     codegen.get_human_eval_plus = lambda version="default": {d["task_id"]: d for d in docs}

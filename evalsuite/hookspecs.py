@@ -3,7 +3,7 @@
 A plugin is any module (or object) with functions named like these hooks and decorated with
 ``evalsuite.hookimpl``. Plugins are found three ways, like pytest's:
 
-* built-in task modules ``tasks/task_*.py`` (installed as ``evalsuite.tasks.builtin``);
+* built-in task modules ``evalsuite/tasks/builtin/task_*.py`` (installed as ``evalsuite.tasks.builtin``);
 * ``--task-dir DIR``: every ``task_*.py`` module in DIR;
 * installed packages exposing a module under the ``evalsuite.tasks`` entry-point group, e.g.::
 

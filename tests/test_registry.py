@@ -1,4 +1,4 @@
-"""The model registry (configs/models.yaml) and ``evalsuite models``."""
+"""The model registry (evalsuite/configs/models.yaml) and ``evalsuite models``."""
 
 from __future__ import annotations
 

@@ -40,7 +40,7 @@ def add_parser(subparsers) -> None:
     add_task_source_args(what)
 
     sampling = parser.add_argument_group("protocol (flags override --preset)")
-    sampling.add_argument("--preset", help="a named protocol from configs/presets: codex-pass1, codex-pass100, "
+    sampling.add_argument("--preset", help="a named protocol from evalsuite/configs/presets: codex-pass1, codex-pass100, "
                                            "evalplus, bigcode, greedy")
     sampling.add_argument("--prompt-style", choices=["auto", "base", "instruct"],
                           help="base: continue the task's prompt; instruct: ask through the model's chat template "

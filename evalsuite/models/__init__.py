@@ -1,2 +1,2 @@
-"""Models: the registry of aliases and per-family fixes (the sole reader of ``configs/models.yaml``) and the
+"""Models: the registry of aliases and per-family fixes (the sole reader of ``evalsuite/configs/models.yaml``) and the
 fingerprint of a checkpoint's weights."""

@@ -1,4 +1,4 @@
-"""The model registry: aliases and per-model generation fixes from ``configs/models.yaml``.
+"""The model registry: aliases and per-model generation fixes from ``evalsuite/configs/models.yaml``.
 
 Why a registry: the details that silently wreck HumanEval numbers (a missing pad token, a BOS the model
 never saw, a prompt whose trailing whitespace shifts tokenisation, stop markers a family emits) are
@@ -181,7 +181,7 @@ def parse_registry(text: str, source: str = REGISTRY_FILE) -> Registry:
 
 @lru_cache(maxsize=1)
 def load_registry() -> Registry:
-    """The packaged registry (``configs/models.yaml``, installed as ``evalsuite.configs``)."""
+    """The packaged registry (``evalsuite/configs/models.yaml``, installed as ``evalsuite.configs``)."""
     text = resources.files("evalsuite.configs").joinpath(REGISTRY_FILE).read_text(encoding="utf-8")
     return parse_registry(text, source=f"evalsuite/configs/{REGISTRY_FILE}")
 

@@ -1,7 +1,7 @@
 """Find a model's config without downloading weights: local checkpoint, hub cache, or a bundled copy.
 
 ``evalsuite plan --models bloom`` must answer offline in seconds, so the configs of the registry's large
-models ship in ``configs/model_configs/<alias>.json`` (their real config.json values). A config already in
+models ship in ``evalsuite/configs/model_configs/<alias>.json`` (their real config.json values). A config already in
 the Hugging Face cache wins over the bundled copy; a local directory wins over both.
 """
 
@@ -95,7 +95,7 @@ def resolve_source(name: str, spec: ModelSpec | None = None) -> ModelSource:
         if bundled is None:
             raise EvalsuiteError(
                 f"{name}: no config found without downloading (not a local directory, not in the Hugging Face "
-                f"cache, no bundled config in configs/model_configs/); pass a local checkpoint directory or "
+                f"cache, no bundled config in evalsuite/configs/model_configs/); pass a local checkpoint directory or "
                 f"fetch its config.json first")
         config = _config_from_dict(json.loads(bundled.read_text()))
         origin = f"bundled config ({bundled.name})"

@@ -1,4 +1,4 @@
-"""Named protocols (``--preset``), shipped as YAML in ``configs/presets/``, each naming its source.
+"""Named protocols (``--preset``), shipped as YAML in ``evalsuite/configs/presets/``, each naming its source.
 
 A preset fills in the sampling settings and the prompt protocol (``prompt_style``, ``strip_prompt``);
 flags given explicitly on the command line win.

@@ -151,7 +151,7 @@ def check_hub_reachable(spec: ModelSpec) -> None:
 
     if isinstance(try_to_load_from_cache(spec.location, "config.json", revision=spec.revision), str):
         return
-    what = (f"model {spec.name!r} is not an alias in configs/models.yaml, not a local directory, and "
+    what = (f"model {spec.name!r} is not an alias in evalsuite/configs/models.yaml, not a local directory, and "
             f"{spec.location!r} is not in the Hugging Face cache")
     if constants.HF_HUB_OFFLINE:
         raise EvalsuiteError(f"{what}, and HF_HUB_OFFLINE is set")
