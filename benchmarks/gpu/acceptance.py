@@ -225,7 +225,8 @@ def engine_throughput() -> None:
     figures = out / "bench_generate.json"
     note, tokens_per_s = _last_line(done), None
     if figures.exists():  # the figures themselves, not the script's last line (often a library's warning)
-        phases = json.loads(figures.read_text()).get("phases", {})
+        document = json.loads(figures.read_text())  # one shape's phases, under "results" (bench_generate's layout)
+        phases = next(iter(document.get("results") or [{}])).get("phases", {})
         engine, plain = phases.get("engine_realistic") or {}, phases.get("baseline_realistic") or {}
         tokens_per_s = engine.get("tokens_per_s")
         if tokens_per_s and plain.get("tokens_per_s"):
