@@ -257,3 +257,26 @@ def test_relative_and_nested_imports_are_resolved(tmp_path: Path):
                "evalsuite.tasks.task"}
     assert imports_of("evalsuite.runs.pipeline", source, modules) == {
         "evalsuite.runs.rundir", "evalsuite.reporting.views", "evalsuite.cli"}
+
+
+def test_a_checkout_runs_without_an_install(tmp_path: Path):
+    """No package-dir remapping: a copy of the source tree on PYTHONPATH is the whole program (configs, built-in
+    tasks, sandbox), ahead of any installed copy."""
+    import shutil
+    import subprocess
+    import sys
+
+    for package in ("evalsuite", "sandbox"):
+        shutil.copytree(ROOT / package, tmp_path / "checkout" / package,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    script = ("import json, evalsuite, evalsuite.configs, evalsuite.tasks.builtin, sandbox\n"
+              "from evalsuite.tasks.discovery import TaskRegistry\n"
+              "from evalsuite.models.registry import load_registry\n"
+              "print(json.dumps({'files': [m.__file__ for m in (evalsuite, evalsuite.configs, evalsuite.tasks.builtin,"
+              " sandbox)], 'tasks': TaskRegistry.discover().names(), 'models': len(load_registry().models)}))\n")
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                          env={**__import__("os").environ, "PYTHONPATH": str(tmp_path / "checkout")})
+    assert done.returncode == 0, done.stderr[-2000:]
+    found = __import__("json").loads(done.stdout)
+    assert all(path.startswith(str(tmp_path / "checkout")) for path in found["files"]), found["files"]
+    assert {"humaneval", "mbpp", "example"} <= set(found["tasks"]) and found["models"] > 5
