@@ -13,7 +13,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from evalsuite.cli.options import (add_execution_args, add_task_source_args, execution_options,
+from evalsuite.cli.options import (add_execution_args, add_max_new_tokens, add_quiet, add_task_source_args,
+                                   add_temperature, execution_options,
                                        load_registry, parse_ks, timeout_policy)
 from evalsuite.errors import EvalsuiteError
 from evalsuite.reporting.terminal import key_values
@@ -36,18 +37,16 @@ def add_parser(subparsers) -> None:
                         "smallest per-problem sample count are reported as not computable)")
     add_execution_args(parser)
     parser.add_argument("--output", "-o", required=True, metavar="DIR", help="directory for results.jsonl and summary.json")
-    parser.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    add_quiet(parser)
     add_json_argument(parser)
     board = parser.add_argument_group("leaderboard")
     board.add_argument("--leaderboard-dir", "--leaderboard", dest="leaderboard", nargs="?", const="leaderboard",
                        default=None, metavar="DIR",
                        help="add the result to the leaderboard in DIR (off unless given; without DIR: leaderboard/)")
     board.add_argument("--name", help="display name of the model (default: the samples file's name)")
-    board.add_argument("--temperature", type=float, default=None,
-                       help="the temperature the samples were made with, for the leaderboard entry (evaluate "
-                            "cannot see it; needed when there are several samples per problem; default 0)")
-    board.add_argument("--max-new-tokens", type=int, default=512,
-                       help="the token budget the samples were made with, for the leaderboard entry (default 512)")
+    add_temperature(board, "the temperature the samples were made with, for the leaderboard entry (evaluate cannot "
+                           "see it; needed when there are several samples per problem)", default=None)
+    add_max_new_tokens(board, "the token budget the samples were made with, for the leaderboard entry")
     add_task_source_args(parser)
     parser.set_defaults(handler=main)
 

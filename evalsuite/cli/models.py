@@ -7,6 +7,7 @@ import argparse
 import json
 
 from evalsuite.cli.option_groups import add_options, options_from_args
+from evalsuite.cli.options import add_json, add_prompt_style
 from evalsuite.models.options import LoadingOptions
 from evalsuite.reporting.terminal import Table, key_values
 
@@ -17,10 +18,9 @@ def add_parser(subparsers) -> None:
     parser = subparsers.add_parser("models", help="list model aliases, or what a run applies to one model")
     parser.add_argument("name", nargs="?", help="show what a run would apply to this alias, directory, .gguf file "
                                                 "or hub id (reads its config and tokenizer, not its weights)")
-    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    add_json(parser, "the aliases, or the settings")
     add_options(parser, LoadingOptions, only=MODELS_FLAGS)
-    parser.add_argument("--prompt-style", default="auto", choices=["auto", "base", "instruct"],
-                        help="as `run --prompt-style` (default: auto)")
+    add_prompt_style(parser)
     parser.set_defaults(handler=main)
 
 

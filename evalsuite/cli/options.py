@@ -6,7 +6,46 @@ import argparse
 
 from evalsuite.cli.option_groups import add_options, options_from_args
 from evalsuite.errors import EvalsuiteError
+from evalsuite.records import SamplingParams
 from evalsuite.tasks.discovery import TaskRegistry
+
+# The sampling defaults' one home is SamplingParams; the flags below show them, never restate them.
+SAMPLING_DEFAULTS = SamplingParams()
+PROMPT_STYLES = ("auto", "base", "instruct")
+
+
+# -- flags several commands take: each defined once here --------------------------------------------------
+def add_quiet(parser) -> None:
+    parser.add_argument("--quiet", "-q", action="store_true", help="no progress bars (for CI logs)")
+
+
+def add_limit(parser) -> None:
+    parser.add_argument("--limit", type=int, help="only the first N problems of each task: a smoke test, labelled "
+                                                  "partial, that never replaces a full run on the leaderboard")
+
+
+def add_max_new_tokens(parser, purpose: str, preset_may_set: bool = False) -> None:
+    """``--max-new-tokens``; ``preset_may_set``: no default in argparse (a preset fills it, a given flag wins)."""
+    default = SAMPLING_DEFAULTS.max_new_tokens
+    parser.add_argument("--max-new-tokens", type=int, default=None if preset_may_set else default,
+                        help=f"{purpose} (default: {default})")
+
+
+def add_temperature(parser, purpose: str, default: float | None) -> None:
+    shown = "0, greedy" if default is None else default
+    parser.add_argument("--temperature", type=float, default=default, help=f"{purpose} (default: {shown})")
+
+
+def add_prompt_style(parser, preset_may_set: bool = False) -> None:
+    parser.add_argument("--prompt-style", choices=PROMPT_STYLES, default=None if preset_may_set else "auto",
+                        help="base: continue the task's prompt; instruct: ask through the model's chat template and "
+                             "extract the code; auto: instruct when the tokenizer has a chat template (default: auto)")
+
+
+def add_json(parser, what: str) -> None:
+    """``--json`` of the commands whose JSON is their own report (models, plan, selfcheck); run, evaluate and
+    leaderboard print the schema'd summary (:func:`evalsuite.cli.json_output.add_json_argument`)."""
+    parser.add_argument("--json", action="store_true", help=f"print {what} as JSON instead of a table")
 
 
 def add_task_source_args(parser: argparse.ArgumentParser) -> None:

@@ -8,6 +8,7 @@ import sys
 import time
 
 from evalsuite.cli.option_groups import add_options, options_from_args
+from evalsuite.cli.options import add_json, add_max_new_tokens
 from evalsuite.errors import EvalsuiteError
 from evalsuite.models.options import PLACEMENT, LoadingOptions
 
@@ -25,8 +26,8 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--gpus", type=int, help="plan for N GPUs of --gpu-memory each (default: this machine's GPUs)")
     parser.add_argument("--batch-size", type=int, default=8, help="sequences generated together (default: 8)")
     parser.add_argument("--prompt-len", type=int, default=512, help="prompt tokens budgeted (default: 512)")
-    parser.add_argument("--max-new-tokens", type=int, default=512, help="new tokens budgeted (default: 512)")
-    parser.add_argument("--json", action="store_true", help="print the plans as JSON")
+    add_max_new_tokens(parser, "new tokens budgeted")
+    add_json(parser, "the plans")
     parser.set_defaults(handler=main)
 
 

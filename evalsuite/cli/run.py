@@ -9,7 +9,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from evalsuite.cli.options import (add_execution_args, add_fail_under_argument, add_task_source_args,
+from evalsuite.cli.options import (SAMPLING_DEFAULTS, add_execution_args, add_fail_under_argument, add_limit,
+                                   add_max_new_tokens, add_prompt_style, add_quiet, add_task_source_args, add_temperature,
                                        execution_options, load_registry, parse_ks, split_names, timeout_policy)
 from evalsuite.cli.json_output import add_json_argument, print_json, stdout_to_stderr
 from evalsuite.cli import preflight
@@ -19,7 +20,8 @@ from evalsuite.generation.options import GenerationOptions, HFOptions, OpenAIOpt
 from evalsuite.models.options import LoadingOptions
 from evalsuite.errors import EvalsuiteError, ThresholdNotMet
 
-SAMPLING_DEFAULTS = {"n": 1, "temperature": 0.0, "top_p": 1.0, "top_k": 0, "max_new_tokens": 512}
+# The sampling flags a preset may fill (a given flag wins); their defaults are SamplingParams's.
+PRESET_SAMPLING = ("n", "temperature", "top_p", "top_k", "max_new_tokens")
 
 
 def add_parser(subparsers) -> None:
@@ -35,25 +37,22 @@ def add_parser(subparsers) -> None:
                                       "default: the alias or hub id, or a local checkpoint's folder name)")
     what.add_argument("--tasks", default="humaneval",
                       help="comma-separated task names (see `evalsuite tasks`; default: humaneval)")
-    what.add_argument("--limit", type=int, help="only the first N problems of each task: a smoke test, labelled "
-                                                 "partial, that never replaces a full run on the leaderboard")
+    add_limit(what)
     add_task_source_args(what)
 
     sampling = parser.add_argument_group("protocol (flags override --preset)")
     sampling.add_argument("--preset", help="a named protocol from evalsuite/configs/presets: codex-pass1, codex-pass100, "
                                            "evalplus, bigcode, greedy")
-    sampling.add_argument("--prompt-style", choices=["auto", "base", "instruct"],
-                          help="base: continue the task's prompt; instruct: ask through the model's chat template "
-                               "and extract the code; auto (default): instruct when the tokenizer has a chat template")
+    add_prompt_style(sampling, preset_may_set=True)
     sampling.add_argument("--strip-prompt", action=argparse.BooleanOptionalAction, default=None,
                           help="base style: feed the prompt without its trailing whitespace (bigcode's default)")
     sampling.add_argument("--n", type=int, help="samples per problem (default 1)")
     sampling.add_argument("--k", help="pass@k values to report, e.g. 1,10,100 (default: those <= n of 1,10,100)")
-    sampling.add_argument("--temperature", type=float, help="0 means greedy (default 0)")
+    add_temperature(sampling, "0 means greedy", default=None)
     sampling.add_argument("--top-p", type=float, help="nucleus sampling: keep the smallest set of tokens whose "
                                                       "probability reaches P, 0 < P <= 1 (default 1.0: off)")
     sampling.add_argument("--top-k", type=int, help="sample among the K most likely tokens (default 0: off)")
-    sampling.add_argument("--max-new-tokens", type=int, help="tokens generated per completion at most (default 512)")
+    add_max_new_tokens(sampling, "tokens generated per completion at most", preset_may_set=True)
     sampling.add_argument("--seed", type=int, default=0, help="sampling seed; each sample's stream is derived from it, "
                                                               "the problem and the sample index (default 0)")
 
@@ -75,7 +74,7 @@ def add_parser(subparsers) -> None:
                         metavar="DIR", help="folder of the leaderboard this run is added to (default: leaderboard/)")
     output.add_argument("--no-leaderboard", action="store_true", help="do not update the leaderboard")
     add_fail_under_argument(output)
-    output.add_argument("--quiet", "-q", action="store_true", help="no progress bars (for CI logs)")
+    add_quiet(output)
     add_json_argument(output)
     parser.set_defaults(handler=main)
 
@@ -84,13 +83,13 @@ def sampling_from_args(args: argparse.Namespace):
     from evalsuite.protocol.presets import load_preset
     from evalsuite.records import SamplingParams
 
-    values = dict(SAMPLING_DEFAULTS)
+    values = {name: getattr(SAMPLING_DEFAULTS, name) for name in PRESET_SAMPLING}
     preset_ks = None
     if args.preset:
         preset = load_preset(args.preset).values
         preset_ks = preset.pop("k", None)
         values.update(preset)
-    for name in SAMPLING_DEFAULTS:
+    for name in PRESET_SAMPLING:
         given = getattr(args, name)
         if given is not None:
             values[name] = given

@@ -13,7 +13,8 @@ import json
 import os
 import sys
 
-from evalsuite.cli.options import (add_execution_args, add_task_source_args, execution_options,
+from evalsuite.cli.options import (add_execution_args, add_json, add_limit, add_quiet, add_task_source_args,
+                                   execution_options,
                                        load_registry, timeout_policy)
 from evalsuite.errors import EvalsuiteError
 
@@ -27,9 +28,9 @@ def add_parser(subparsers) -> None:
         description="Execute every canonical solution of a task in the sandbox, under the time limits a run "
                     "would use on this machine now, and report passed / failed / timed out.")
     parser.add_argument("--task", default="humaneval", help="the task to check (default: humaneval)")
-    parser.add_argument("--limit", type=int, help="only the first N problems")
-    parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    parser.add_argument("--quiet", "-q", action="store_true", help="no progress bars")
+    add_limit(parser)
+    add_json(parser, "the report")
+    add_quiet(parser)
     add_execution_args(parser)
     add_task_source_args(parser)
     parser.set_defaults(handler=main)

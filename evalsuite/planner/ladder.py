@@ -24,6 +24,7 @@ from typing import Any, Mapping
 from evalsuite.errors import EvalsuiteError
 from evalsuite.planner.capacity import Capacity, format_bytes
 from evalsuite.planner.memory import Budget, ModelShape, runtime_budget
+from evalsuite.records import SamplingParams
 
 GPU, MULTI_GPU, INT8, NF4 = "gpu", "multi-gpu", "int8", "nf4"
 CPU_OFFLOAD, ZERO_INFERENCE, CPU, DS_INFERENCE = "cpu-offload", "zero-inference", "cpu", "ds-inference"
@@ -232,7 +233,7 @@ class Plan:
         return "\n".join(lines)
 
 
-HUMANEVAL_PROMPTS, HUMANEVAL_NEW_TOKENS = 164, 512
+HUMANEVAL_PROMPTS, HUMANEVAL_NEW_TOKENS = 164, SamplingParams().max_new_tokens  # a default run's budget
 
 
 def _finite(value: float) -> float | None:

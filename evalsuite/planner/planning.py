@@ -8,10 +8,11 @@ from evalsuite.planner.capacity import Capacity
 from evalsuite.planner.ladder import Plan, PlanRequest, choose_plan
 from evalsuite.planner.memory import empty_model, shape_from_model
 from evalsuite.planner.source import ModelSource, resolve_source
+from evalsuite.records import SamplingParams
 
 DEFAULT_BATCH = 8
 DEFAULT_PROMPT_LEN = 512
-DEFAULT_NEW_TOKENS = 512
+DEFAULT_NEW_TOKENS = SamplingParams().max_new_tokens  # a run's default budget: its one home is SamplingParams
 
 
 def build_request(source: ModelSource, capacity: Capacity, batch_size: int = DEFAULT_BATCH,

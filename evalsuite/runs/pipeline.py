@@ -15,7 +15,7 @@ import uuid
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from evalsuite.version import __version__
 from evalsuite.environment import hardware, package_versions
@@ -38,6 +38,9 @@ from evalsuite.runs.rundir import RunDir, run_key
 from evalsuite.scoring import Score
 from evalsuite.tasks.task import Task
 
+if TYPE_CHECKING:
+    from evalsuite.models.registry import ModelSpec
+
 
 @dataclass
 class RunOutcome:
@@ -59,16 +62,17 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def run_one(generator: Generator, model_name: str, model_id: str, model_stops: Sequence[str], task: Task,
-            config: RunConfig, load_seconds: float, ctx: DistContext = DistContext(),
-            placement: dict[str, Any] | None = None, display_name: str | None = None,
-            request_key: str | None = None, revision: str | None = None) -> RunOutcome | None:
+def run_one(generator: Generator, spec: ModelSpec, task: Task, config: RunConfig, load_seconds: float,
+            ctx: DistContext = DistContext(), placement: dict[str, Any] | None = None, display_name: str | None = None,
+            request_key: str | None = None) -> RunOutcome | None:
     """One (model, task) run. Under data parallelism every rank calls this; rank 0 returns the outcome.
 
-    ``model_name`` is the model as the user gave it, ``display_name`` what the views call it (default: the
-    same); ``placement`` says where it ran (ranks, host, device) for the record.
+    ``spec`` is the model as resolved once by :func:`run_evaluation` (its name as the user gave it, where it
+    loads from, its stop sequences and revision); ``display_name`` what the views call it (default: the name
+    given); ``placement`` says where it ran (ranks, host, device) for the record.
     """
-    requested, model_name = model_name, display_name or model_name
+    requested, model_name = spec.name, display_name or spec.name
+    model_id, model_stops, revision = spec.location, spec.extra_stop_sequences, spec.revision
     problems = select_problems(task, config.limit)
     valid_ids = {p.task_id for p in problems}
     decision = generator.decide_prompt_style(config.prompt.style)
@@ -214,12 +218,10 @@ def run_evaluation(config: RunConfig) -> list[RunOutcome] | None:
             generator = None if len(recorded) == len(config.tasks) else load_generator(spec, generation)
             load_seconds = time.perf_counter() - started
             try:
-                model_id, model_stops = spec.location, spec.extra_stop_sequences
                 for task in config.tasks:
                     acting = generator or RecordedModel(recorded[task.name])
-                    outcome = run_one(acting, name, model_id, model_stops, task, config, load_seconds,
-                                      run_ctx, placement, display_name=display, request_key=keys[task.name],
-                                      revision=spec.revision)
+                    outcome = run_one(acting, spec, task, config, load_seconds, run_ctx, placement,
+                                      display_name=display, request_key=keys[task.name])
                     if outcome is not None:
                         outcomes.append(outcome)
             finally:
