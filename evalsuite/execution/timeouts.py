@@ -142,8 +142,10 @@ def calibrate(task: Task, problems: Sequence[Problem], options: ExecutionOptions
     task.problems()  # the cache is keyed by the data's sha256, known once loaded
     path = calibration_path(task)
     cached = {"times_s": {}, "failed": {}} if recalibrate else _read_cache(path, task)
+    # A failed canonical solution is timed again next time: it may have failed for a transient reason (a broken
+    # checkout, a sandbox that could not start), and a cached failure would fix that run's fallback limits for good.
     todo = [p for p in problems if p.canonical_solution is not None
-            and (recalibrate or (p.task_id not in cached["times_s"] and p.task_id not in cached["failed"]))]
+            and (recalibrate or p.task_id not in cached["times_s"])]
     if todo:
         if options.show_progress:
             print(f"timing {len(todo)} canonical solution(s) of {task.name} once, for calibrated timeouts "
@@ -160,7 +162,7 @@ def calibrate(task: Task, problems: Sequence[Problem], options: ExecutionOptions
         on_disk = _read_cache(path, task)  # another process may have added problems meanwhile
         merged = {"times_s": {**on_disk["times_s"], **cached["times_s"]},
                   "failed": {**on_disk["failed"], **cached["failed"]}}
-        for task_id in cached["times_s"]:
+        for task_id in merged["times_s"]:
             merged["failed"].pop(task_id, None)
         atomic_write_json(path, {
             "schema": CACHE_SCHEMA, "task": task.name, "dataset_sha256": task.dataset_sha256,
@@ -187,6 +189,12 @@ def resolve_timeouts(task: Task, problems: Sequence[Problem], options: Execution
         else:
             limits[problem.task_id] = round(policy.limit_for(seconds), 6)
     values = sorted(limits.values())
+    failed = {k: v for k, v in calibration.failed.items() if k in {p.task_id for p in problems}}
+    if failed:  # never silent: these problems' samples get the fallback limit, and the task may be broken here
+        first = next(iter(failed.items()))
+        print(f"warning: {len(failed)} canonical solution(s) of {task.name} did not pass in the sandbox "
+              f"(e.g. {first[0]}: {first[1]}); their samples get the fixed limit of {policy.fallback_s:g} s. "
+              f"Check with `evalsuite selfcheck --task {task.name}`", file=sys.stderr)
     info = {
         "mode": "calibrated",
         "rule": "max(floor_s, factor x canonical solution's wall time on this machine)",
@@ -195,7 +203,7 @@ def resolve_timeouts(task: Task, problems: Sequence[Problem], options: Execution
         "cache": str(calibration.path), "machine_key": calibration.path.parent.name,
         "measured_now": calibration.measured_now,
         "fallback_s": policy.fallback_s, "fallback_problems": fallback,
-        "canonical_failed": {k: v for k, v in calibration.failed.items() if k in {p.task_id for p in problems}},
+        "canonical_failed": failed,
         "limit_s": ({"min": values[0], "median": statistics.median(values), "max": values[-1]} if values else {}),
         "per_problem_s": limits,
     }
