@@ -16,10 +16,10 @@ See docs/sandbox.md for the threat model and the rule that decides a pass.
 The public API (what evalsuite uses; nothing else of the package is): the names below.
 """
 
-from sandbox.isolation import (Jail, SandboxUnavailable, ServerProfile, detect_isolation, isolation_problem, register,
-                               unregister)
+from sandbox.isolation import (Jail, SandboxUnavailable, ServerProfile, detect_isolation, isolation_names,
+                               isolation_problem, register, unregister)
 from sandbox.jail import cache_root
 from sandbox.pool import DEFAULT_TIMEOUT_S, Executor, Job, Outcome, UnsandboxedWarning
 
 __all__ = ["DEFAULT_TIMEOUT_S", "Executor", "Job", "Outcome", "SandboxUnavailable", "UnsandboxedWarning",
-           "detect_isolation", "isolation_problem", "cache_root", "Jail", "ServerProfile", "register", "unregister"]
+           "detect_isolation", "isolation_names", "isolation_problem", "cache_root", "Jail", "ServerProfile", "register", "unregister"]

@@ -106,6 +106,11 @@ def jail_kinds() -> dict[str, type[Jail]]:
     return dict(_REGISTERED)
 
 
+def isolation_names() -> tuple[str, ...]:
+    """Every value the isolation option takes: ``"auto"`` and each registered jail's name."""
+    return (AUTO, *jail_kinds())
+
+
 def jail_kind(isolation: str) -> type[Jail]:
     """The jail named by the isolation option; ``"auto"``: the first registered one that isolates."""
     kinds = jail_kinds()

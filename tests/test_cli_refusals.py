@@ -52,6 +52,7 @@ def assert_one_line_refusal(capsys, argv: list[str], message: str, folder: Path)
     (["run", "--top-k", "-5"], "--top-k must be >= 0"),
     (["run", "--top-p", "1.5"], "--top-p in (0, 1]"),
     (["run", "--threads", "0"], "--threads must be at least 1"),
+    (["run", "--isolation", "gvisor"], "--isolation must be one of auto, bwrap, none; got 'gvisor'"),
     (["run", "--max-new-tokens", "0"], "--max-new-tokens must be at least 1"),
     (["run", "--concurrency", "0", "--backend", "openai", "--base-url", "http://127.0.0.1:9/v1"],
      "--concurrency must be at least 1"),

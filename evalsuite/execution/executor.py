@@ -30,8 +30,19 @@ class ExecutionOptions:
                           must="be at least 64")
     allow_unsandboxed: bool = flag(False, "where no namespace isolation is possible, run with rlimits only (UNSAFE: "
                                           "samples can read your files and use the network; see docs/sandbox.md)")
-    isolation: str = flag("auto", "the sandbox's jail, by its registered name (sandbox.isolation): auto, bwrap, none, ...")
+    isolation: str = flag("auto", "the sandbox's jail, by its registered name (sandbox.isolation): auto, bwrap, "
+                                  "none, ...", convert=lambda name: check_isolation(name))
     show_progress: bool = True
+
+
+def check_isolation(name: str) -> str:
+    """The isolation option names a registered jail (or auto): checked before any model loads."""
+    import sandbox
+
+    names = sandbox.isolation_names()
+    if name not in names:
+        raise EvalsuiteError(f"--isolation must be one of {', '.join(names)}; got {name!r}")
+    return name
 
 
 def result_text(status: str, reason: str) -> str:
