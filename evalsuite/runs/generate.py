@@ -7,7 +7,6 @@ Why apart from the pipeline: this is the one place that talks to a :class:`Gener
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Any, Sequence
 
 from evalsuite.errors import EvalsuiteError
@@ -16,7 +15,7 @@ from evalsuite.jsonl import JsonlAppender, read_jsonl
 from evalsuite.progress import TokenProgress, progress_bar
 from evalsuite.protocol.asking import Asking
 from evalsuite.records import GenerationRequest, SamplingParams
-from evalsuite.runs.invocations import Invocation
+from evalsuite.runs.invocations import Invocation, made_by
 from evalsuite.runs.rundir import RunDir
 from evalsuite.tasks.task import Problem, Task
 
@@ -71,22 +70,13 @@ def generate_missing(generator: Generator, task: Task, problems: Sequence[Proble
             if tally is not None:
                 if sys.exc_info()[0] is not None and invocation_id is not None:
                     # Cut off (Ctrl-C may land between a row's write and its count): the rows on disk say
-                    generated, tokens = rows_of_invocation(run_dir.path / out_name, invocation_id)
+                    rows = (row for _, row in read_jsonl(run_dir.path / out_name, tolerate_torn_tail=True))
+                    generated, tokens = made_by(rows, [invocation_id])[invocation_id]
                 tally.completions_generated, tally.tokens_generated = generated, tokens
                 tally.warning = progress.slow_warning
     if generated != total:
         raise EvalsuiteError(f"backend produced {generated} of {total} completions")
     return generated, float(tokens)
-
-
-def rows_of_invocation(path: Path, invocation_id: str) -> tuple[int, int]:
-    """How many completions (and tokens) the rows of ``path`` that carry ``invocation_id`` hold."""
-    count = tokens = 0
-    for _, row in read_jsonl(path, tolerate_torn_tail=True):
-        if row.get("invocation_id") == invocation_id:
-            count += 1
-            tokens += int(row.get("num_tokens") or 0)
-    return count, tokens
 
 
 def load_completions(run_dir: RunDir, problems: Sequence[Problem], n: int,

@@ -51,15 +51,23 @@ def earlier_invocations(previous: RunRecord | None,
                              timings.get("generate") if complete else None, timings.get("load")).to_json()]
     cut_off = {entry["invocation_id"]: entry for entry in listed if entry.get("status") == "running"}
     if cut_off:
-        for entry in cut_off.values():
-            entry.update(status="interrupted", completions_generated=0, tokens_generated=0,
+        made = made_by(saved_rows(), cut_off)
+        for invocation_id, entry in cut_off.items():
+            completions, tokens = made[invocation_id]
+            entry.update(status="interrupted", completions_generated=completions, tokens_generated=tokens,
                          generate_s=entry.get("generate_s") or None)
-        for row in saved_rows():
-            entry = cut_off.get(row.get("invocation_id"))
-            if entry is not None:
-                entry["completions_generated"] += 1
-                entry["tokens_generated"] += int(row.get("num_tokens") or 0)
     return listed
+
+
+def made_by(rows: Iterable[Mapping[str, Any]], invocation_ids: Iterable[str]) -> dict[str, tuple[int, int]]:
+    """What each of ``invocation_ids`` made, read from the saved rows that carry its id: (completions, tokens)."""
+    made = {invocation_id: [0, 0] for invocation_id in invocation_ids}
+    for row in rows:
+        counts = made.get(row.get("invocation_id"))
+        if counts is not None:
+            counts[0] += 1
+            counts[1] += int(row.get("num_tokens") or 0)
+    return {invocation_id: (completions, tokens) for invocation_id, (completions, tokens) in made.items()}
 
 
 def totals(invocations: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
