@@ -17,6 +17,7 @@ from evalsuite.cli.options import (add_execution_args, add_max_new_tokens, add_q
                                    add_temperature, execution_options,
                                        load_registry, parse_ks, timeout_policy)
 from evalsuite.errors import EvalsuiteError
+from evalsuite.records import SamplingParams
 from evalsuite.reporting.terminal import key_values
 from evalsuite.cli.json_output import add_json_argument, print_json, stdout_to_stderr
 from evalsuite.protocol.asking import SolutionTask
@@ -45,7 +46,7 @@ def add_parser(subparsers) -> None:
                        help="add the result to the leaderboard in DIR (off unless given; without DIR: leaderboard/)")
     board.add_argument("--name", help="display name of the model (default: the samples file's name)")
     add_temperature(board, "the temperature the samples were made with, for the leaderboard entry (evaluate cannot "
-                           "see it; needed when there are several samples per problem)", default=None)
+                           "see it; needed when there are several samples per problem)")
     add_max_new_tokens(board, "the token budget the samples were made with, for the leaderboard entry")
     add_task_source_args(parser)
     parser.set_defaults(handler=main)
@@ -168,9 +169,9 @@ def _facts(args: argparse.Namespace, name: str, task, covered: list, kind: str, 
     badges = [partial_badge(subset)] if subset else []
     if kind == "solution":
         badges.append("solution rows")
-    sampling = {"n": _samples_per_problem(samples),
-                "temperature": args.temperature if args.temperature is not None else 0.0,
-                "top_p": 1.0, "top_k": 0, "max_new_tokens": args.max_new_tokens, "seed": None}
+    given = SamplingParams(n=_samples_per_problem(samples), max_new_tokens=args.max_new_tokens,
+                           **({} if args.temperature is None else {"temperature": args.temperature}))
+    sampling = {**given.to_dict(), "seed": None}  # the seed the samples were drawn with is not known here
     return RunFacts(run_id=Path(args.output).resolve().name, model=name, model_id=str(args.samples), task=task.name,
                     dataset_sha256=task.dataset_sha256, prompt_template=task.prompt_template, sampling=sampling,
                     problem_set=subset, badges=tuple(badges),

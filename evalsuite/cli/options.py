@@ -31,9 +31,10 @@ def add_max_new_tokens(parser, purpose: str, preset_may_set: bool = False) -> No
                         help=f"{purpose} (default: {default})")
 
 
-def add_temperature(parser, purpose: str, default: float | None) -> None:
-    shown = "0, greedy" if default is None else default
-    parser.add_argument("--temperature", type=float, default=default, help=f"{purpose} (default: {shown})")
+def add_temperature(parser, purpose: str) -> None:
+    """``--temperature``, never set in argparse: run's preset may fill it, evaluate asks for it only when needed."""
+    parser.add_argument("--temperature", type=float, default=None,
+                        help=f"{purpose} (default: {SAMPLING_DEFAULTS.temperature:g}, greedy)")
 
 
 def add_prompt_style(parser, preset_may_set: bool = False) -> None:

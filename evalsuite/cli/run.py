@@ -48,7 +48,7 @@ def add_parser(subparsers) -> None:
                           help="base style: feed the prompt without its trailing whitespace (bigcode's default)")
     sampling.add_argument("--n", type=int, help="samples per problem (default 1)")
     sampling.add_argument("--k", help="pass@k values to report, e.g. 1,10,100 (default: those <= n of 1,10,100)")
-    add_temperature(sampling, "0 means greedy", default=None)
+    add_temperature(sampling, "0 means greedy")
     sampling.add_argument("--top-p", type=float, help="nucleus sampling: keep the smallest set of tokens whose "
                                                       "probability reaches P, 0 < P <= 1 (default 1.0: off)")
     sampling.add_argument("--top-k", type=int, help="sample among the K most likely tokens (default 0: off)")
