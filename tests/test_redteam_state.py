@@ -350,6 +350,40 @@ FACILITIES: list[tuple[str, str, str]] = [
         import os
         raise ValueError(repr(os.uname().nodename))
         """),
+    # The sample server no longer preloads hashlib, decimal, fractions, datetime, shutil or subprocess, and the
+    # guard reaches shutil/subprocess/tempfile through a meta-path hook: a writer that imports them (or not),
+    # removes the hook, caches tempfile's directory and fills the allocator must leave the next sample the same.
+    ("import_state_and_guard_hook", """
+        import sys
+        if x:
+            import decimal, fractions, hashlib, datetime, tempfile
+            hashlib.sha256(b"x" * 1000).hexdigest()
+            decimal.getcontext().prec = 7
+            tempfile.tempdir = "/tmp/elsewhere"
+            sys.meta_path[:] = [f for f in sys.meta_path if type(f).__name__ != "_OnFirstImport"]
+            sys.setrecursionlimit(123)
+        return 0
+        """, """
+        import sys
+        obs = [sorted(m for m in ("decimal", "fractions", "hashlib", "datetime", "tempfile") if m in sys.modules),
+               [type(f).__name__ for f in sys.meta_path], sys.getrecursionlimit()]
+        import decimal, tempfile
+        obs += [decimal.getcontext().prec, tempfile.gettempdir()]
+        raise ValueError(repr(obs))
+        """),
+    ("allocator_and_address_space", LIBC + """
+        if x:
+            keep = [bytearray(1 << 16) for _ in range(2000)]  # ~130 MB through malloc, freed at exit
+            libc.malloc.restype = ctypes.c_void_p
+            for _ in range(1000):
+                libc.malloc(1 << 20)
+        return 0
+        """, LIBC + """
+        libc.malloc.restype = ctypes.c_void_p
+        obs = [id(object()) % (1 << 20), libc.malloc(64) % (1 << 20), libc.malloc(1 << 20) % (1 << 20),
+               len(open("/dev/null", "rb").read(1))]
+        raise ValueError(repr(obs))
+        """),
 ]
 
 # The kernel's shared inode counter (pipes, sockets, /proc, memfds, pidfds...): the writer moves it to a value
