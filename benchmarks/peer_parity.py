@@ -50,6 +50,16 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 RESULTS = ROOT / "benchmarks" / "results"
 MODELS = Path(os.environ.get("EVALSUITE_PEER_MODELS", "/tmp/peer-models"))
+# Where both sides run: "cpu" here; "cuda" on the lent machine (benchmarks/gpu/peer_parity.sh), float32 there
+# too (torch's default: no TF32 in matrix products).
+DEVICE = os.environ.get("EVALSUITE_PEER_DEVICE", "cpu")
+# A folder of <name>/ tokenizer folders converted from the GGUF elsewhere. transformers 5.17 (the lent machine)
+# converts gemma-3's GGUF tokenizer into one that splits text into single characters and adds no <bos>;
+# 5.24 converts it right, and its saved folder loads to the same ids under 5.17 (checked on the first 40
+# HumanEval prompts of both models).
+TOKENIZERS = os.environ.get("EVALSUITE_PEER_TOKENIZERS")
+# evalsuite's --gpu-memory on the lent machine, where several runs and the peers' workers share one GPU
+GPU_MEMORY = os.environ.get("EVALSUITE_PEER_GPU_MEMORY")
 
 # bigcode-evaluation-harness, bigcode_eval/tasks/humaneval.py (GeneralHumanEval.__init__)
 BIGCODE_STOP_WORDS = ["\nclass", "\ndef", "\n#", "\n@", "\nprint", "\nif", "\n```", "<file_sep>"]
@@ -68,7 +78,8 @@ def hf_folder(name: str) -> Path:
     if (out / "model.safetensors").is_file():
         return out
     gguf = {"smollm2": smollm2_gguf, "gemma": gemma_gguf}[name]()
-    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    tokenizer = (AutoTokenizer.from_pretrained(Path(TOKENIZERS) / name) if TOKENIZERS
+                 else AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name))
     model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
     config = model.config
     if hasattr(config, "quantization_config"):  # dequantized already; save as a plain float32 checkpoint
@@ -92,8 +103,10 @@ def problems(n: int) -> list[dict]:
 def evalsuite_run(model: Path, work: Path, args: list[str], threads: int) -> dict:
     """``evalsuite run`` in a subprocess; the completions, verdicts and record of its one run folder."""
     out = work / "runs"
-    command = [sys.executable, "-m", "evalsuite", "run", "--models", str(model), "--device", "cpu", "--quiet",
+    command = [sys.executable, "-m", "evalsuite", "run", "--models", str(model), "--device", DEVICE, "--quiet",
                "--no-leaderboard", "--output", str(out), "--threads", str(threads), *args]
+    if GPU_MEMORY and DEVICE != "cpu":
+        command += ["--gpu-memory", GPU_MEMORY]
     if os.environ.get("EVALSUITE_PEER_UNSANDBOXED"):  # a machine without bubblewrap (the lent GPU machine)
         command.append("--allow-unsandboxed")
     started = time.perf_counter()
@@ -304,7 +317,7 @@ def lmeval_peer(model: Path, docs: list[dict], max_gen_toks: int | None, lm=None
     gen_kwargs = dict(config["generation_kwargs"])
     if max_gen_toks is not None:
         gen_kwargs["max_gen_toks"] = max_gen_toks
-    lm = lm or HFLM(pretrained=str(model), dtype="float32", device="cpu", batch_size=1)
+    lm = lm or HFLM(pretrained=str(model), dtype="float32", device=DEVICE, batch_size=1)
     contexts = [apply_template(config["doc_to_text"], d) for d in docs]
     requests = [Instance(request_type="generate_until", doc=d, arguments=(c, dict(gen_kwargs)), idx=0)
                 for d, c in zip(docs, contexts)]
@@ -364,7 +377,8 @@ def bigcode_load(model: Path):
     tokenizer = AutoTokenizer.from_pretrained(model, truncation_side="left", padding_side="right")
     if not tokenizer.pad_token:
         tokenizer.pad_token = tokenizer.eos_token
-    return tokenizer, AutoModelForCausalLM.from_pretrained(model, dtype=torch.float32).eval()  # --precision fp32
+    lm = AutoModelForCausalLM.from_pretrained(model, dtype=torch.float32).to(DEVICE).eval()  # --precision fp32
+    return tokenizer, lm
 
 
 def bigcode_peer(model: Path, docs: list[dict], max_new_tokens: int, max_length: int | None, loaded=None) -> dict:
@@ -397,7 +411,7 @@ def bigcode_peer(model: Path, docs: list[dict], max_new_tokens: int, max_length:
         # utils.py TokenizedDataset: tokenizer(prompts, padding=True, truncation=True, max_length=...), the
         # right padding cut off again with input_len; the tokenizer's own special tokens (gemma: <bos>)
         ids = tokenizer([prompt], truncation=True, return_tensors="pt",
-                        max_length=max_length or 10**6)["input_ids"]
+                        max_length=max_length or 10**6)["input_ids"].to(lm.device)
         length = ids.shape[1]
         with torch.no_grad():
             out = lm.generate(input_ids=ids, do_sample=False, num_return_sequences=1,

