@@ -103,8 +103,10 @@ def problems(n: int) -> list[dict]:
 def evalsuite_run(model: Path, work: Path, args: list[str], threads: int) -> dict:
     """``evalsuite run`` in a subprocess; the completions, verdicts and record of its one run folder."""
     out = work / "runs"
+    # float32 as the peers are run here (EvalPlus's --dtype, lm-eval's checkpoint dtype, bigcode's --precision
+    # fp32); evalsuite's own default is float32 on a CPU but bfloat16 on a GPU
     command = [sys.executable, "-m", "evalsuite", "run", "--models", str(model), "--device", DEVICE, "--quiet",
-               "--no-leaderboard", "--output", str(out), "--threads", str(threads), *args]
+               "--no-leaderboard", "--output", str(out), "--threads", str(threads), "--dtype", "float32", *args]
     if GPU_MEMORY and DEVICE != "cpu":
         command += ["--gpu-memory", GPU_MEMORY]
     if os.environ.get("EVALSUITE_PEER_UNSANDBOXED"):  # a machine without bubblewrap (the lent GPU machine)

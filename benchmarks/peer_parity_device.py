@@ -54,6 +54,7 @@ PRIORITY_FIRST = 40  # the first 40 problems of every part come before the rest
 # (what the peers do), to tell a difference of the engine or batching from one of the protocol
 CONTROL = ["--engine", "transformers", "--batch-size", "1"] if os.environ.get("PP_CONTROL") else []
 CONTROL_SUFFIX = "-generate-bs1"
+CONTROL_LIMIT = os.environ.get("PP_CONTROL_LIMIT")  # the control's first N problems only (batch size 1 is slow)
 # EvalPlus as shipped runs in one process in order and slows down prompt by prompt (see ``shipped``)
 SHIPPED_PROBLEMS = int(os.environ.get("PP_SHIPPED_PROBLEMS", "40"))
 
@@ -179,7 +180,8 @@ def ours(args) -> int:
                                                    "threads": threads}))
     if CONTROL:  # the same part through plain generate one prompt at a time, as the peers generate
         control = Path(args.work) / f"ours-{args.part}{CONTROL_SUFFIX}"
-        result = pp.evalsuite_run(model, control, [*spec["args"], *CONTROL, "--limit", str(spec["problems"]),
+        limit = min(spec["problems"], int(CONTROL_LIMIT or spec["problems"]))
+        result = pp.evalsuite_run(model, control, [*spec["args"], *CONTROL, "--limit", str(limit),
                                                    "--max-new-tokens", str(spec["max_new_tokens"])], threads)
         (control / "summary.json").write_text(json.dumps({"seconds": result["seconds"], "command": result["command"],
                                                           "threads": threads}))

