@@ -202,3 +202,46 @@ def test_deepspeed_inference_plans_one_whole_gpu_per_process(requests):
     plan = plan_for(requests, "gpt-j-6b", gpus(16, 16), ALL, strategy="ds-inference")
     assert plan.fits and list(plan.device_map_summary) == ["cuda:0"]
     assert not plan_for(requests, "gpt-j-6b", gpus(8, 8), ALL, strategy="ds-inference").fits
+
+
+def test_float32_asked_is_planned_at_float32_size_and_never_silently_halved(requests):
+    """--dtype float32 on a GPU: the plan loads float32 and places float32's bytes. It used to plan (and
+    load) bfloat16 whatever the flag said, so a float32 comparison with another harness silently ran bf16."""
+    half = plan_for(requests, "gpt-j-6b", gpus(80))
+    request = dataclasses.replace(requests["gpt-j-6b"], capacity=gpus(80), installed=ALL, batch_size=1,
+                                  gpu_dtype="float32")
+    full = choose_plan(request)
+    assert (half.strategy, half.dtype) == ("gpu", "bfloat16")
+    assert (full.strategy, full.dtype) == ("gpu", "float32")
+    assert full.weight_bytes == 2 * half.weight_bytes
+    # 24 GB of float32 weights do not fit a 16 GiB card: the plan moves off the single GPU instead of
+    # loading the bf16 weights that would fit there
+    small = choose_plan(dataclasses.replace(request, capacity=gpus(16, cpu_gib=64), installed=NONE))
+    assert small.strategy != "gpu" and small.dtype == "float32", (small.strategy, small.dtype)
+
+
+@pytest.mark.parametrize("asked,expected", [(None, "bfloat16"), ("bfloat16", "bfloat16"), ("float16", "float16"),
+                                            ("float32", "float32")])
+def test_gpu_dtype_follows_the_dtype_flag(asked, expected, monkeypatch):
+    import torch
+
+    from evalsuite.models.options import LoadingOptions
+    from evalsuite.planner.loaders import gpu_dtype
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert gpu_dtype(LoadingOptions(dtype=asked)) == expected
+
+
+def test_plan_command_with_dtype_float32_plans_float32(capsys):
+    """`plan --dtype float32` plans what `run --dtype float32` loads (it was refused: plans budgeted half
+    precision only, while run silently loaded bf16)."""
+    args = ["plan", "--models", "gpt-j-6b", "--gpus", "1", "--cpu-memory", "64GiB", "--json"]
+    assert cli_main([*args, "--gpu-memory", "80GiB", "--dtype", "float32"]) == 0
+    roomy = json.loads(capsys.readouterr().out)
+    assert cli_main([*args, "--gpu-memory", "16GiB", "--dtype", "float32"]) == 0
+    small = json.loads(capsys.readouterr().out)
+    [roomy], [small] = roomy, small
+    assert (roomy["strategy"], roomy["dtype"]) == ("gpu", "float32")
+    assert roomy["weight_bytes"] == roomy["bytes_per_precision"]["float32"]
+    assert small["strategy"] != "gpu" and small["dtype"] == "float32"
+    assert "float32 weights" in next(r["reason"] for r in small["rejected"] if r["strategy"] == "gpu")

@@ -71,3 +71,15 @@ def test_zero_inference_run_decodes_through_deepspeed_not_the_engine(tiny_model_
     assert record["model"]["placement"]["strategy"] == "zero-inference"
     assert record["model"]["engine"] == "transformers"
     assert record["generation_stats"]["completions_generated_now"] == 4
+
+
+def test_dtype_float32_loads_float32_on_the_gpu(tiny_model_dir):
+    """--dtype float32 on a GPU is what runs: the planned path used to load bfloat16 whatever was asked."""
+    generator = load_generator(str(tiny_model_dir("llama")), GenerationOptions(loading=LoadingOptions(dtype="float32")))
+    try:
+        described = generator.describe()
+        assert described["dtype"] == "float32"
+        assert described["placement"]["plan"]["dtype"] == "float32"
+        assert {p.dtype for p in generator.model.parameters()} == {torch.float32}
+    finally:
+        generator.close()

@@ -35,12 +35,11 @@ def main(args: argparse.Namespace) -> int:
     from evalsuite.cli import preflight
     from evalsuite.cli.options import split_names
     from evalsuite.planner import detect_capacity, plan_model
+    from evalsuite.planner.loaders import gpu_dtype
 
     if args.batch_size < 1 or args.prompt_len < 1 or args.max_new_tokens < 1:
         raise EvalsuiteError("--batch-size, --prompt-len and --max-new-tokens must be positive")
     loading = options_from_args(LoadingOptions, args, only=PLAN_FLAGS)
-    if loading.dtype == "float32":
-        raise EvalsuiteError("--dtype float32: a plan budgets a half precision; choose bfloat16 or float16")
     preflight.check_model_files(split_names(args.models))
     specs = {}
     if loading.revision is not None:  # refused in one line for anything but a hub model, before any planning
@@ -55,7 +54,7 @@ def main(args: argparse.Namespace) -> int:
         try:
             plan, _ = plan_model(name, capacity, spec=specs.get(name), strategy=loading.strategy, batch_size=args.batch_size,
                                  seq_len=args.prompt_len + args.max_new_tokens, prompt_len=args.prompt_len,
-                                 half_dtype=loading.dtype or "bfloat16")
+                                 gpu_dtype=gpu_dtype(loading, specs.get(name)))
         except EvalsuiteError as exc:
             refused += 1
             if args.json:

@@ -269,7 +269,9 @@ class PlanRequest:
     batch_size: int = 8  # the batch the user asked for; the plan may lower it so the KV cache fits
     seq_len: int = 1024  # prompt + new tokens per sequence
     prompt_len: int = 512
-    half_dtype: str = "bfloat16"  # float16 on GPUs without bf16 (V100)
+    # what the GPU rungs load the weights in: bfloat16, float16 on GPUs without bf16 (V100), or the user's
+    # --dtype (float32 included: a float32 run is planned, and placed, at float32's size)
+    gpu_dtype: str = "bfloat16"
     config_origin: str = ""
     no_split_module_classes: tuple[str, ...] = ()
     meta_model: Any = None  # the model on the meta device, for accelerate's device maps
@@ -287,8 +289,8 @@ class _Ladder:
         self.budget = runtime_budget(request.shape, batch_size or request.batch_size, request.seq_len,
                                      request.prompt_len)
         self.installed = request.installed if request.installed is not None else installed_packages()
-        self.half_bytes = self.shape.weight_bytes("bfloat16")
-        self.gpu_step = request.speed.gpu_step(self.shape, self.half_bytes)
+        self.gpu_bytes = self.shape.weight_bytes(request.gpu_dtype)
+        self.gpu_step = request.speed.gpu_step(self.shape, self.gpu_bytes)
 
     # -- helpers -------------------------------------------------------------------------------------
     def _plan(self, strategy: str, dtype: str, weight_bytes: int, device_summary: dict[str, str], step: float,
@@ -332,7 +334,7 @@ class _Ladder:
     # -- rungs ---------------------------------------------------------------------------------------
     def gpu(self) -> Plan:
         self._require(STRATEGIES[GPU])
-        return self._single_gpu(GPU, self.r.half_dtype, self.half_bytes, self.gpu_step)
+        return self._single_gpu(GPU, self.r.gpu_dtype, self.gpu_bytes, self.gpu_step)
 
     def multi_gpu(self) -> Plan:
         self._require(STRATEGIES[MULTI_GPU])
@@ -341,14 +343,14 @@ class _Ladder:
             raise _NoFit("only one GPU")
         rooms = [self._room(g, 1 / n) for g in self.cap.gpus]
         slack = (n - 1) * self.shape.block_params * 2  # a block never splits: up to one block lost per seam
-        if self.half_bytes > sum(rooms) - slack:
-            raise _NoFit(f"{format_bytes(self.half_bytes)} of weights > {format_bytes(sum(rooms) - slack)} free on "
+        if self.gpu_bytes > sum(rooms) - slack:
+            raise _NoFit(f"{format_bytes(self.gpu_bytes)} of weights > {format_bytes(sum(rooms) - slack)} free on "
                          f"{n} GPUs after the budget")
         device_map, summary = self._device_map({i: room for i, room in enumerate(rooms)}, balanced=True)
         if device_map is not None and any(d in ("cpu", "disk") for d in device_map.values()):
             raise _NoFit("accelerate's device map spills to CPU: the GPUs are too full once blocks stay whole")
-        summary = summary or {f"cuda:{i}": f"~{format_bytes(self.half_bytes / n)}" for i in range(n)}
-        return self._plan(MULTI_GPU, self.r.half_dtype, self.half_bytes, summary, self.gpu_step,
+        summary = summary or {f"cuda:{i}": f"~{format_bytes(self.gpu_bytes / n)}" for i in range(n)}
+        return self._plan(MULTI_GPU, self.r.gpu_dtype, self.gpu_bytes, summary, self.gpu_step,
                           device_map=device_map)
 
     def _quantized(self, name: str, pair: tuple[float, float]) -> Plan:
@@ -376,14 +378,14 @@ class _Ladder:
         if self.cap.offload_dir:
             max_memory["disk"] = disk_room
         # The GPU part, capped by room; the rest CPU, then disk: the same greedy order accelerate uses.
-        on_gpu = min(self.half_bytes, gpu_room - self.shape.block_params * 2)
-        rest = self.half_bytes - on_gpu
+        on_gpu = min(self.gpu_bytes, gpu_room - self.shape.block_params * 2)
+        rest = self.gpu_bytes - on_gpu
         on_cpu = min(rest, cpu_room)
         on_disk = rest - on_cpu
         if on_disk > disk_room:
             where = (f"disk {format_bytes(disk_room)} free at {self.cap.offload_dir}" if self.cap.offload_dir
                      else "no --offload-dir for disk offload")
-            raise _NoFit(f"{format_bytes(self.half_bytes)} of weights > GPU {format_bytes(on_gpu)} + CPU RAM "
+            raise _NoFit(f"{format_bytes(self.gpu_bytes)} of weights > GPU {format_bytes(on_gpu)} + CPU RAM "
                          f"{format_bytes(cpu_room)} + {where}")
         device_map, summary = self._device_map(max_memory)
         if device_map is not None:
@@ -394,10 +396,10 @@ class _Ladder:
         speed = self.r.speed
         step = self.gpu_step + on_cpu / speed.accelerate_cpu_bytes_per_s + on_disk / speed.disk_bytes_per_s
         if on_cpu == 0 and on_disk == 0:
-            return self._plan(CPU_OFFLOAD, self.r.half_dtype, self.half_bytes, summary, step,
+            return self._plan(CPU_OFFLOAD, self.r.gpu_dtype, self.gpu_bytes, summary, step,
                               device_map=device_map, offload_to=None,
                               notes=["everything fits on the GPU: nothing is offloaded"])
-        return self._plan(CPU_OFFLOAD, self.r.half_dtype, self.half_bytes, summary, step, device_map=device_map,
+        return self._plan(CPU_OFFLOAD, self.r.gpu_dtype, self.gpu_bytes, summary, step, device_map=device_map,
                           offload_to="disk" if on_disk else "cpu")
 
     def zero_inference(self) -> Plan:
@@ -411,23 +413,23 @@ class _Ladder:
                          f"{format_bytes(gpu_room)} left after the budget")
         cpu_room = _cpu_room(self.cap)
         speed = self.r.speed
-        if self.half_bytes <= cpu_room:
+        if self.gpu_bytes <= cpu_room:
             where, rate = "cpu", speed.zero_cpu_bytes_per_s
-        elif self.cap.offload_dir and self.half_bytes <= (self.cap.disk or 0) * 0.95:
+        elif self.cap.offload_dir and self.gpu_bytes <= (self.cap.disk or 0) * 0.95:
             where, rate = "nvme", speed.disk_bytes_per_s
         else:
             disk = (f"{format_bytes(self.cap.disk)} free at {self.cap.offload_dir}" if self.cap.offload_dir
                     else "no --offload-dir for NVMe offload")
-            raise _NoFit(f"{format_bytes(self.half_bytes)} of weights > CPU RAM {format_bytes(cpu_room)}; {disk}")
-        step = self.gpu_step + self.half_bytes / rate
+            raise _NoFit(f"{format_bytes(self.gpu_bytes)} of weights > CPU RAM {format_bytes(cpu_room)}; {disk}")
+        step = self.gpu_step + self.gpu_bytes / rate
         summary = {"cuda:0": f"working set ~{format_bytes(working_set)} (parameters fetched block by block)",
-                   where: f"all {format_bytes(self.half_bytes)} ({'pinned RAM' if where == 'cpu' else self.cap.offload_dir})"}
-        return self._plan(ZERO_INFERENCE, self.r.half_dtype, self.half_bytes, summary, step, offload_to=where)
+                   where: f"all {format_bytes(self.gpu_bytes)} ({'pinned RAM' if where == 'cpu' else self.cap.offload_dir})"}
+        return self._plan(ZERO_INFERENCE, self.r.gpu_dtype, self.gpu_bytes, summary, step, offload_to=where)
 
     def cpu(self) -> Plan:
         cpu_room = _cpu_room(self.cap) - self.budget.kv_cache * 2  # fp32 KV cache on CPU
         fp32 = self.shape.weight_bytes("float32")
-        dtype, weight_bytes = ("float32", fp32) if fp32 <= cpu_room else ("bfloat16", self.half_bytes)
+        dtype, weight_bytes = ("float32", fp32) if fp32 <= cpu_room else ("bfloat16", self.shape.weight_bytes("bfloat16"))
         speed = self.r.speed
         cores = self.cap.cpu_cores or speed.cpu_default_cores
         if weight_bytes <= cpu_room:
@@ -442,8 +444,9 @@ class _Ladder:
             raise _NoFit(f"{format_bytes(weight_bytes)} of bf16 weights > {format_bytes(max(cpu_room, 0))} of usable "
                          f"CPU RAM (of {format_bytes(self.cap.cpu)}){where}")
         # Spill to disk: accelerate keeps the first blocks in RAM and memory-maps the rest from offload_dir.
-        device_map, summary = self._device_map({"cpu": max(cpu_room, 0), "disk": disk_room})
-        on_disk = self._placed_bytes(device_map).get("disk", 0) if device_map else weight_bytes - cpu_room
+        device_map, summary = self._device_map({"cpu": max(cpu_room, 0), "disk": disk_room}, dtype_name=dtype)
+        on_disk = (self._placed_bytes(device_map, dtype).get("disk", 0) if device_map
+                   else weight_bytes - cpu_room)
         summary = summary or {"cpu": format_bytes(weight_bytes - on_disk), "disk": format_bytes(on_disk)}
         step = speed.cpu_step(weight_bytes, self.shape.num_params, self.shape.num_layers, self.budget.batch_size,
                               cores) + on_disk / speed.disk_bytes_per_s
@@ -457,10 +460,10 @@ class _Ladder:
         # One GPU per process: tensor parallelism over several would need one process per GPU, and
         # evalsuite's processes are data-parallel replicas (torchrun), each with its own GPU.
         step = self.gpu_step * self.r.speed.batch_factor(self.r.speed.ds_inference_factor, self.budget.batch_size)
-        return self._single_gpu(DS_INFERENCE, "float16", self.half_bytes, step)
+        return self._single_gpu(DS_INFERENCE, "float16", self.shape.weight_bytes("float16"), step)
 
     # -- accelerate's device map on the meta model ----------------------------------------------------
-    def _device_map(self, max_memory: dict[Any, int], balanced: bool = False
+    def _device_map(self, max_memory: dict[Any, int], balanced: bool = False, dtype_name: str | None = None
                     ) -> tuple[dict[str, Any] | None, dict[str, str]]:
         """accelerate's device map within ``max_memory``; ``balanced`` spreads the blocks evenly over the
         GPUs (as ``device_map="balanced"``) instead of filling the first one before the next."""
@@ -469,7 +472,7 @@ class _Ladder:
         import torch
         from accelerate.utils import get_balanced_memory, infer_auto_device_map
 
-        dtype = torch.float16 if self.r.half_dtype == "float16" else torch.bfloat16
+        dtype = getattr(torch, dtype_name or self.r.gpu_dtype)
         quiet = logging.getLogger("accelerate.utils.modeling")
         level = quiet.level
         quiet.setLevel(logging.ERROR)  # planning for GPUs this machine lacks is the point, not a mistake
@@ -482,18 +485,18 @@ class _Ladder:
                                                dtype=dtype)
         finally:
             quiet.setLevel(level)
-        sizes = self._placed_bytes(device_map)
+        sizes = self._placed_bytes(device_map, dtype_name)
         counts: dict[str, int] = {}
         for device in device_map.values():
             counts[_device_name(device)] = counts.get(_device_name(device), 0) + 1
         summary = {name: f"{counts[name]} modules, {format_bytes(sizes.get(name, 0))}" for name in counts}
         return {k: v for k, v in device_map.items()}, summary
 
-    def _placed_bytes(self, device_map: dict[str, Any]) -> dict[str, int]:
+    def _placed_bytes(self, device_map: dict[str, Any], dtype_name: str | None = None) -> dict[str, int]:
         from accelerate.utils import compute_module_sizes
         import torch
 
-        dtype = torch.float16 if self.r.half_dtype == "float16" else torch.bfloat16
+        dtype = getattr(torch, dtype_name or self.r.gpu_dtype)
         module_sizes = compute_module_sizes(self.r.meta_model, dtype=dtype)
         placed: dict[str, int] = {}
         for name, device in device_map.items():
@@ -639,10 +642,10 @@ def _forced(request: PlanRequest, strategy: str) -> Plan:
 
 def _unfit_plan(ladder: _Ladder, strategy: str, reason: str) -> Plan:
     precision = STRATEGIES[strategy].precision
-    dtype = {"half": ladder.r.half_dtype, "cpu": "bfloat16"}.get(precision, precision)
+    dtype = {"half": ladder.r.gpu_dtype, "cpu": "bfloat16"}.get(precision, precision)
     if strategy == DS_INFERENCE:
         dtype = "float16"  # its kernels are fp16-only
-    weight_bytes = ladder.shape.weight_bytes("bfloat16" if precision in ("half", "cpu") else precision)
+    weight_bytes = ladder.shape.weight_bytes(dtype if precision in ("half", "cpu") else precision)
     plan = ladder._plan(strategy, dtype, weight_bytes, {"-": "does not fit"}, float("inf"))
     plan.fits = False
     plan.rejected = [Rejection(strategy, reason)]

@@ -32,18 +32,16 @@ def _torch_dtype(name: str):
     return {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}[name]
 
 
-def half_dtype(loading: LoadingOptions, spec: ModelSpec | None = None) -> str:
-    """The half precision to load in: the user's --dtype, the registry's, then bf16 where the GPU has it."""
+def gpu_dtype(loading: LoadingOptions, spec: ModelSpec | None = None) -> str:
+    """What the GPU strategies load the weights in: the user's --dtype (float32 too: asked for, it is what
+    runs), the registry's, then bf16 where the GPU has it (float16 where it would be emulated)."""
     import torch
 
     wanted = loading.dtype or (spec.dtype if spec is not None else None)
-    if wanted in ("bfloat16", "float16"):
-        if wanted == "bfloat16" and torch.cuda.is_available() and not torch.cuda.is_bf16_supported():
-            return "float16"  # V100 and older: bf16 would be emulated
+    old_gpu = torch.cuda.is_available() and not torch.cuda.is_bf16_supported()  # V100 and older
+    if wanted in ("float16", "float32"):
         return wanted
-    if torch.cuda.is_available() and not torch.cuda.is_bf16_supported():
-        return "float16"
-    return "bfloat16"
+    return "float16" if old_gpu else "bfloat16"
 
 
 def load_planned(model_path_or_id: str, spec: ModelSpec | None, loading: LoadingOptions, *,
@@ -66,7 +64,7 @@ def load_planned(model_path_or_id: str, spec: ModelSpec | None, loading: Loading
         source = dataclasses.replace(source, trust_remote_code=True)
     new_tokens = max_new_tokens or DEFAULT_NEW_TOKENS
     request = build_request(source, capacity, batch_size or DEFAULT_BATCH,
-                            seq_len or prompt_len + new_tokens, prompt_len, half_dtype(loading, spec))
+                            seq_len or prompt_len + new_tokens, prompt_len, gpu_dtype(loading, spec))
     plan = plan_request(request, loading.strategy)
     if not cpu_only:
         plan.notes.extend(enforce_gpu_cap(capacity.gpu_cap))
@@ -101,7 +99,7 @@ def _load(model_id: str, plan: Plan, request: PlanRequest, trust_remote_code: bo
 def transformers_kwargs(plan: Plan, request: PlanRequest) -> dict[str, Any]:
     """from_pretrained keyword arguments for the plain-transformers strategies (gpu, multi-gpu, offload, cpu)."""
     kwargs: dict[str, Any] = {"dtype": _torch_dtype(plan.dtype if plan.dtype in ("bfloat16", "float16", "float32")
-                                                    else request.half_dtype)}
+                                                    else request.gpu_dtype)}
     if plan.strategy == L.GPU:
         kwargs["device_map"] = {"": plan.main_gpu}
     elif plan.strategy in (L.MULTI_GPU, L.CPU_OFFLOAD):
@@ -140,7 +138,7 @@ def _load_bitsandbytes(model_id: str, plan: Plan, request: PlanRequest, trust_re
         raise EvalsuiteError(f"strategy {plan.strategy} needs bitsandbytes: pip install 'evalsuite[quant]'")
     from transformers import AutoModelForCausalLM, BitsAndBytesConfig
 
-    compute = _torch_dtype(request.half_dtype)
+    compute = _torch_dtype(request.gpu_dtype)
     if plan.strategy == L.INT8:
         quantization = BitsAndBytesConfig(load_in_8bit=True)
     else:
@@ -257,5 +255,5 @@ def _load_ds_inference(model_id: str, plan: Plan, request: PlanRequest, trust_re
     return engine.module
 
 
-__all__ = ["half_dtype", "load_planned", "prepare_deepspeed_environment",
+__all__ = ["gpu_dtype", "load_planned", "prepare_deepspeed_environment",
            "transformers_kwargs", "zero_inference_config"]

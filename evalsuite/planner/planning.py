@@ -17,7 +17,7 @@ DEFAULT_NEW_TOKENS = SamplingParams().max_new_tokens  # a run's default budget: 
 
 def build_request(source: ModelSource, capacity: Capacity, batch_size: int = DEFAULT_BATCH,
                   seq_len: int | None = None, prompt_len: int = DEFAULT_PROMPT_LEN,
-                  half_dtype: str = "bfloat16", installed: dict[str, bool] | None = None) -> PlanRequest:
+                  gpu_dtype: str = "bfloat16", installed: dict[str, bool] | None = None) -> PlanRequest:
     meta = empty_model(source.config, source.trust_remote_code)
     shape = shape_from_model(meta, source.config, source.no_split_module_classes, source.local_dir)
     seq_len = seq_len or prompt_len + DEFAULT_NEW_TOKENS
@@ -25,7 +25,7 @@ def build_request(source: ModelSource, capacity: Capacity, batch_size: int = DEF
         seq_len = min(seq_len, int(shape.max_positions))
     return PlanRequest(model=source.name, model_id=source.model_id, shape=shape, capacity=capacity,
                        batch_size=batch_size, seq_len=seq_len, prompt_len=min(prompt_len, seq_len),
-                       half_dtype=half_dtype, config_origin=source.config_origin,
+                       gpu_dtype=gpu_dtype, config_origin=source.config_origin,
                        no_split_module_classes=source.no_split_module_classes or
                        ((shape.block_class,) if shape.block_class else ()),
                        meta_model=meta, installed=installed)
@@ -33,10 +33,10 @@ def build_request(source: ModelSource, capacity: Capacity, batch_size: int = DEF
 
 def plan_model(name: str, capacity: Capacity, *, spec: Any = None, strategy: str | None = None,
                batch_size: int = DEFAULT_BATCH, seq_len: int | None = None, prompt_len: int = DEFAULT_PROMPT_LEN,
-               half_dtype: str = "bfloat16", installed: dict[str, bool] | None = None) -> tuple[Plan, PlanRequest]:
+               gpu_dtype: str = "bfloat16", installed: dict[str, bool] | None = None) -> tuple[Plan, PlanRequest]:
     """Plan ``name`` (alias, hub id or local directory) for ``capacity``; seconds, even for 176B models."""
     source = resolve_source(name, spec)
-    request = build_request(source, capacity, batch_size, seq_len, prompt_len, half_dtype, installed)
+    request = build_request(source, capacity, batch_size, seq_len, prompt_len, gpu_dtype, installed)
     return plan_request(request, strategy), request
 
 
