@@ -52,7 +52,7 @@ PARTS = {
 PRIORITY_FIRST = 40  # the first 40 problems of every part come before the rest
 # PP_CONTROL=1: after evalsuite's default run of a part, a second one through plain generate at batch size 1
 # (what the peers do), to tell a difference of the engine or batching from one of the protocol
-CONTROL = ["--engine", "transformers", "--batch-size", "1"] if os.environ.get("PP_CONTROL") else []
+CONTROL = ["--engine", "transformers", "--batch-size", "1"] if os.environ.get("PP_CONTROL", "0") != "0" else []
 CONTROL_SUFFIX = "-generate-bs1"
 CONTROL_LIMIT = os.environ.get("PP_CONTROL_LIMIT")  # the control's first N problems only (batch size 1 is slow)
 # EvalPlus as shipped runs in one process in order and slows down prompt by prompt (see ``shipped``)

@@ -101,3 +101,32 @@ def test_same_programs_as_evalplus_own_sanitize():
              "def solve(a):\n    return a\n```\n\nsome prose", "", "    return sorted(xs)\n"]
     for code in cases:
         assert sanitize(code, "solve") == evalplus_sanitize(code, "solve"), code
+
+
+# SmolLM2-135M-Instruct's greedy answer to HumanEval/38 under the evalplus preset (float32, H100, issue 21): the
+# code before its main() does not parse, so the program depends on where the answer was cut.
+ANSWER_38 = ('def encode_cyclic(s: str):\n    """\n    returns encoded string by cycling groups of three characters.\n'
+             '    """\n    return "".join(map(str.makemap_rborder, [\n        (3 * i + 3) for i in range((len(s) + 2) // 3)])\n'
+             '    ))\n\ndef decode_cyclic(s: str):\n    """\n    takes as input string encoded with encode_cyclic function. '
+             'Returns decoded string.\n    """\n    return "".join(map(str.makemap_rborder, [\n        (3 * i + 3) for i in '
+             'range((len(s) + 2) // 3)])\n    ])\n')
+MAIN_38 = ('\ndef main():\n    print(f"Encoding: {encode_cyclic(b\'abcdef\')}")\n    print(f"Decoding: '
+           '{decode_cyclic(b\'abcdef\')}")\n\nif __name__ == "__main__":\n    main()\n```')
+
+
+def test_answer_cut_where_evalplus_cuts_it_sanitizes_as_evalplus_does():
+    """EvalPlus stops at "\\ndef main(": cut there (the evalplus preset's stops), the longest parsable run is the
+    first function's head and docstring, EvalPlus's own program; run on to the fence, it is main's block."""
+    from evalsuite.protocol.presets import load_preset
+
+    stops = load_preset("evalplus").prompt["instruct_stop_sequences"]
+    answer = ANSWER_38 + MAIN_38
+    cut = min(answer.find(s) + len(s) for s in stops if s in answer)
+    evalplus_program = 'def encode_cyclic(s: str):\n    """\n    returns encoded string by cycling groups of three characters.\n    """'
+    assert extract_program(answer[:cut], "decode_cyclic", opened_fence=True) == evalplus_program
+    assert extract_program(answer, "decode_cyclic", opened_fence=True).startswith("\ndef main():")
+    try:
+        from evalplus.sanitize import sanitize as evalplus_sanitize
+    except ImportError:
+        return
+    assert evalplus_sanitize(ANSWER_38, "decode_cyclic") == evalplus_program

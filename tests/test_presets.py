@@ -46,3 +46,39 @@ def test_bigcode_preset_carries_bigcode_stop_words_for_humaneval_only():
                                                "<file_sep>")
     assert protocol.stops_for("mbpp") == ()
     assert protocol_from_args(argparse.Namespace(preset="evalplus", prompt_style=None, strip_prompt=None)).task_stops == ()
+
+
+def test_evalplus_preset_stops_instruct_answers_where_evalplus_does():
+    """EvalPlus 0.3.1's hf decoder stops a chat model's answer at its EOS list plus "\\n```\\n"
+    (evalplus/provider/utility.py, provider/hf.py); the evalplus preset uses that set for instruct runs (issue
+    21: with evalsuite's plain fence stop, an answer ran past "\\ndef main(" and sanitized differently)."""
+    import ast as python_ast
+
+    from real_models import Unavailable, fetch_wheel
+
+    from evalsuite.cli.run import protocol_from_args
+    from evalsuite.protocol.asking import decide_asking
+    from evalsuite.protocol.prompting import PromptDecision
+    from evalsuite.tasks.discovery import TaskRegistry
+
+    try:
+        folder = fetch_wheel("evalplus", "0.3.1")
+    except Unavailable as exc:
+        pytest.skip(str(exc))
+    provider = folder / "evalplus" / "provider"
+    module = python_ast.parse((provider / "utility.py").read_text())
+    eos = next(python_ast.literal_eval(node.value) for node in module.body
+               if isinstance(node, python_ast.Assign) and node.targets[0].id == "EOS")
+    hf = python_ast.parse((provider / "hf.py").read_text())
+    chat_extra = [python_ast.literal_eval(node.value) for node in python_ast.walk(hf)
+                  if isinstance(node, python_ast.AugAssign) and python_ast.unparse(node.target) == "self.eos"
+                  and isinstance(node.value, python_ast.List)]
+    assert chat_extra == [["\n```\n"]]
+
+    task = TaskRegistry.discover([]).get("humaneval")
+    instruct = PromptDecision("auto", "instruct", "the tokenizer has a chat template")
+    evalplus = protocol_from_args(argparse.Namespace(preset="evalplus", prompt_style=None, strip_prompt=None))
+    assert evalplus.instruct_stops == tuple(eos + chat_extra[0])
+    assert decide_asking(instruct, True, task, ("<|im_end|>",), evalplus)[1] == (*eos, "\n```\n", "<|im_end|>")
+    plain = protocol_from_args(argparse.Namespace(preset=None, prompt_style=None, strip_prompt=None))
+    assert decide_asking(instruct, True, task, ("<|im_end|>",), plain)[1] == ("\n```", "<|im_end|>")

@@ -117,12 +117,13 @@ def protocol_from_args(args: argparse.Namespace):
         values["strip_prompt"] = bool(preset.get("strip_prompt", values["strip_prompt"]))
         values["task_stops"] = tuple((str(task), tuple(str(s) for s in stops))
                                      for task, stops in (preset.get("stop_sequences") or {}).items())
+        values["instruct_stops"] = tuple(str(s) for s in preset.get("instruct_stop_sequences") or ())
     if getattr(args, "prompt_style", None) is not None:
         values["style"] = args.prompt_style
     if getattr(args, "strip_prompt", None) is not None:
         values["strip_prompt"] = args.strip_prompt
     return PromptProtocol(style=values["style"], strip_prompt=values["strip_prompt"],
-                          task_stops=values.get("task_stops", ()))
+                          task_stops=values.get("task_stops", ()), instruct_stops=values.get("instruct_stops", ()))
 
 
 def warn_partial(tasks, limit: int | None, stream=None) -> None:

@@ -75,10 +75,12 @@ class Asking:
 
 def decide_asking(decision: PromptDecision, opens_code_fence: bool, task: Task, model_stops: Sequence[str],
                   protocol: PromptProtocol) -> tuple[Asking, tuple[str, ...]]:
-    """The asking and the stop sequences of one (model, task) run. Instruct: the model's stops (plus the
-    closing fence when the prompt opened one); base: the task's, the model's, then the preset's."""
+    """The asking and the stop sequences of one (model, task) run. Instruct: the preset's instruct stops, else
+    the closing fence when the prompt opened one, then the model's; base: the task's, the model's, then the
+    preset's."""
     if decision.style == "instruct":
         asking = Asking("instruct", opened_fence=opens_code_fence)
-        return asking, merge_stops(INSTRUCT_STOP_SEQUENCES if asking.opened_fence else (), model_stops)
+        fence = INSTRUCT_STOP_SEQUENCES if asking.opened_fence else ()
+        return asking, merge_stops(protocol.instruct_stops or fence, model_stops)
     asking = Asking("base", strip_prompt=protocol.strip_prompt)
     return asking, merge_stops(stop_sequences_for(task, model_stops), protocol.stops_for(task.name))

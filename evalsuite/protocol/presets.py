@@ -15,7 +15,8 @@ import yaml
 from evalsuite.errors import EvalsuiteError
 
 SAMPLING_KEYS = {"n", "temperature", "top_p", "top_k", "max_new_tokens", "k"}
-PROMPT_KEYS = {"prompt_style", "strip_prompt", "stop_sequences"}  # stop_sequences: {task: [stops]}
+# stop_sequences: {task: [stops]} added to a base-style task's own; instruct_stop_sequences: [stops] of instruct runs
+PROMPT_KEYS = {"prompt_style", "strip_prompt", "stop_sequences", "instruct_stop_sequences"}
 PRESET_KEYS = SAMPLING_KEYS | PROMPT_KEYS | {"description", "source"}
 
 

@@ -45,6 +45,9 @@ class PromptProtocol:
     strip_prompt: bool = False  # base style: feed prompt.strip() (bigcode-evaluation-harness)
     # base style: stop sequences a preset adds to a task's own, per task name (bigcode's HumanEval stop words)
     task_stops: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # instruct style: a preset's stop strings in place of INSTRUCT_STOP_SEQUENCES (the evalplus preset: EvalPlus's
+    # own set, so that its answers end where EvalPlus's do)
+    instruct_stops: tuple[str, ...] = ()
 
     def stops_for(self, task_name: str) -> tuple[str, ...]:
         return next((stops for name, stops in self.task_stops if name == task_name), ())
