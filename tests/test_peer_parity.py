@@ -147,6 +147,7 @@ def test_evalplus_codegen_and_sanitizer_give_evalsuites_program(smollm2_path, hu
         pytest.skip(f"EvalPlus's codegen cannot be imported here: {exc}")
 
     from evalsuite.protocol.extraction import extract_program
+    from evalsuite.protocol.presets import load_preset
     from evalsuite.protocol.prompting import INSTRUCTION_PREFIX, RESPONSE_PREFIX, chat_prompt
 
     folder = hf_folder(smollm2_path, tmp_path_factory.mktemp("smollm2-hf"))
@@ -160,7 +161,8 @@ def test_evalplus_codegen_and_sanitizer_give_evalsuites_program(smollm2_path, hu
     generator = load_generator(str(folder), GenerationOptions(loading=LoadingOptions(device="cpu")))
     try:
         [completion] = generator.generate([GenerationRequest(problem.task_id, problem.prompt, (0,),
-                                                             stop_sequences=("\n```",), prompt_style="instruct")],
+                                                             stop_sequences=tuple(load_preset("evalplus").prompt[
+                                                                 "instruct_stop_sequences"]), prompt_style="instruct")],
                                           SamplingParams(max_new_tokens=48))
         assert chat_prompt(generator.codec.tokenizer, problem.prompt)  # the same text EvalPlus builds (test_prompting)
     finally:
