@@ -76,6 +76,26 @@ def gemma_path() -> Path:
 
 
 @pytest.fixture(scope="session")
+def evalplus_sanitize(evalplus_module_path_or_installed):
+    """EvalPlus 0.3.1's own tree-sitter sanitizer (``evalplus.sanitize.sanitize``): the installed package, else
+    the wheel from PyPI on sys.path; its imports (tree-sitter, wget, tempdir, appdirs) are in the test extra."""
+    try:
+        from evalplus.sanitize import sanitize
+    except ImportError as exc:
+        pytest.skip(f"EvalPlus's sanitizer cannot be imported: {exc}")
+    return sanitize
+
+
+@pytest.fixture(scope="session")
+def evalplus_module_path_or_installed(request) -> None:
+    """Nothing when evalplus is installed; else the unpacked wheel on sys.path (``evalplus_module_path``)."""
+    import importlib.util
+
+    if importlib.util.find_spec("evalplus") is None:
+        request.getfixturevalue("evalplus_module_path")
+
+
+@pytest.fixture(scope="session")
 def evalplus_module_path() -> Path:
     """The evalplus 0.3.1 wheel, unpacked (not installed), put on sys.path for its prompt code."""
     import sys

@@ -89,11 +89,8 @@ def test_plain_code_without_fences_is_sanitized():
     ast.parse(program)
 
 
-def test_same_programs_as_evalplus_own_sanitize():
-    """Checked against the ``evalplus`` package's own tree-sitter sanitizer where it can be imported."""
-    import pytest
-
-    evalplus_sanitize = pytest.importorskip("evalplus.sanitize").sanitize
+def test_same_programs_as_evalplus_own_sanitize(evalplus_sanitize):
+    """Checked against EvalPlus 0.3.1's own tree-sitter sanitizer (the installed package or its wheel)."""
     cases = [PROGRAM, "x = 1\nprint(x)\n", "def solve():\n    return 1\n\ndef solve():\n    return 2\n",
              "def solve(xs):\n    return len(xs)\n\ndef other(y):\n    if y:\n        return [1,",
              "def solve(a):\n    print(a)\n", "class A:\n    pass\ndef solve():\n    return A()\n",
@@ -125,8 +122,9 @@ def test_answer_cut_where_evalplus_cuts_it_sanitizes_as_evalplus_does():
     evalplus_program = 'def encode_cyclic(s: str):\n    """\n    returns encoded string by cycling groups of three characters.\n    """'
     assert extract_program(answer[:cut], "decode_cyclic", opened_fence=True) == evalplus_program
     assert extract_program(answer, "decode_cyclic", opened_fence=True).startswith("\ndef main():")
-    try:
-        from evalplus.sanitize import sanitize as evalplus_sanitize
-    except ImportError:
-        return
-    assert evalplus_sanitize(ANSWER_38, "decode_cyclic") == evalplus_program
+
+
+def test_evalplus_sanitizes_the_cut_answer_to_the_same_program(evalplus_sanitize):
+    """EvalPlus's own sanitizer on the answer as EvalPlus cut it (before "\ndef main(")."""
+    assert evalplus_sanitize(ANSWER_38, "decode_cyclic") == \
+        extract_program(ANSWER_38 + "\ndef main(", "decode_cyclic", opened_fence=True)

@@ -136,7 +136,8 @@ def test_lm_eval_generate_until_gives_evalsuites_completions(gemma_path, humanev
     assert [ours[p.task_id] for p in problems] == theirs
 
 
-def test_evalplus_codegen_and_sanitizer_give_evalsuites_program(smollm2_path, humaneval, tmp_path_factory):
+def test_evalplus_codegen_and_sanitizer_give_evalsuites_program(smollm2_path, humaneval, tmp_path_factory,
+                                                               evalplus_module_path_or_installed):
     for module in ("evalplus", "stop_sequencer", "tree_sitter", "tree_sitter_python", "accelerate"):
         if importlib.util.find_spec(module) is None:
             pytest.skip(f"{module} is not installed (EvalPlus's codegen needs it)")
