@@ -34,7 +34,8 @@ CPU_OFFLOAD, ZERO_INFERENCE, CPU, DS_INFERENCE = "cpu-offload", "zero-inference"
 class Strategy:
     name: str
     summary: str
-    precision: str  # "half" (bf16/fp16), "int8", "nf4", or "cpu" (fp32 when it fits, else bf16)
+    # "half": the GPU dtype (bf16/fp16, float32 when --dtype asks); "int8", "nf4"; "cpu": fp32 when it fits, else bf16
+    precision: str
     needs_gpu: bool
     package: str | None = None  # import name of the optional dependency
     extra: str | None = None  # pip extra that installs it
@@ -429,7 +430,8 @@ class _Ladder:
     def cpu(self) -> Plan:
         cpu_room = _cpu_room(self.cap) - self.budget.kv_cache * 2  # fp32 KV cache on CPU
         fp32 = self.shape.weight_bytes("float32")
-        dtype, weight_bytes = ("float32", fp32) if fp32 <= cpu_room else ("bfloat16", self.shape.weight_bytes("bfloat16"))
+        half = self.shape.weight_bytes("bfloat16")
+        dtype, weight_bytes = ("float32", fp32) if fp32 <= cpu_room else ("bfloat16", half)
         speed = self.r.speed
         cores = self.cap.cpu_cores or speed.cpu_default_cores
         if weight_bytes <= cpu_room:
