@@ -245,3 +245,15 @@ def test_plan_command_with_dtype_float32_plans_float32(capsys):
     assert roomy["weight_bytes"] == roomy["bytes_per_precision"]["float32"]
     assert small["strategy"] != "gpu" and small["dtype"] == "float32"
     assert "float32 weights" in next(r["reason"] for r in small["rejected"] if r["strategy"] == "gpu")
+
+
+def test_plan_command_takes_the_dtype_a_run_would(capsys):
+    """`plan` reads the registry's dtype as `run` does (GPT-J's family: float16); it used to show bf16."""
+    from evalsuite.models.options import LoadingOptions
+    from evalsuite.models.registry import resolve_model
+    from evalsuite.planner.loaders import gpu_dtype
+
+    assert cli_main(["plan", "--models", "gpt-j-6b", "--gpus", "1", "--gpu-memory", "80GiB", "--cpu-memory", "64GiB",
+                     "--json"]) == 0
+    [plan] = json.loads(capsys.readouterr().out)
+    assert plan["dtype"] == gpu_dtype(LoadingOptions(), resolve_model("gpt-j-6b")) == "float16"

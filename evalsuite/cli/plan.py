@@ -41,20 +41,16 @@ def main(args: argparse.Namespace) -> int:
         raise EvalsuiteError("--batch-size, --prompt-len and --max-new-tokens must be positive")
     loading = options_from_args(LoadingOptions, args, only=PLAN_FLAGS)
     preflight.check_model_files(split_names(args.models))
-    specs = {}
-    if loading.revision is not None:  # refused in one line for anything but a hub model, before any planning
-        from evalsuite.models.registry import resolve_model
-
-        specs = {name: resolve_model(name, revision=loading.revision) for name in split_names(args.models)}
+    specs = {name: _spec(name, loading.revision) for name in split_names(args.models)}
     capacity = detect_capacity(loading.gpu_memory, loading.cpu_memory, loading.offload_dir, num_gpus=args.gpus)
     refused = 0
     plans = []
     for name in split_names(args.models):
         started = time.perf_counter()
         try:
-            plan, _ = plan_model(name, capacity, spec=specs.get(name), strategy=loading.strategy, batch_size=args.batch_size,
+            plan, _ = plan_model(name, capacity, spec=specs[name], strategy=loading.strategy, batch_size=args.batch_size,
                                  seq_len=args.prompt_len + args.max_new_tokens, prompt_len=args.prompt_len,
-                                 gpu_dtype=gpu_dtype(loading, specs.get(name)))
+                                 gpu_dtype=gpu_dtype(loading, specs[name]))
         except EvalsuiteError as exc:
             refused += 1
             if args.json:
@@ -71,3 +67,18 @@ def main(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(plans, indent=2))
     return 2 if refused else 0
+
+
+def _spec(name: str, revision: str | None):
+    """The registry's view of ``name``, so the plan takes the dtype a run would (the registry's, e.g. GPT-J's
+    float16); None where the registry cannot resolve it (the planner may still know it from a bundled config).
+    ``--revision`` is refused here, in one line, for anything but a hub model, before any planning."""
+    from evalsuite.models.registry import resolve_model
+
+    try:
+        return resolve_model(name, revision=revision)
+    except EvalsuiteError:
+        if revision is not None:
+            raise
+        return None
+
