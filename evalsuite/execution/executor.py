@@ -37,8 +37,6 @@ class ExecutionOptions:
 
 def check_isolation(name: str) -> str:
     """The isolation option names a registered jail (or auto): checked before any model loads."""
-    import sandbox
-
     names = sandbox.isolation_names()
     if name not in names:
         raise EvalsuiteError(f"--isolation must be one of {', '.join(names)}; got {name!r}")

@@ -18,7 +18,6 @@ BACKENDS = ("auto", "hf", "openai", "reference")
 ENGINES = ("auto", "transformers", "evalsuite")
 
 
-
 @dataclass(frozen=True)
 class HFOptions:
     """The hf backend: how batches are formed and decoded here."""

@@ -22,8 +22,9 @@ class LoadingOptions:
     device: str | None = flag(None, "cpu, cuda, cuda:1", convert=parse_device,
                               default_text="cuda when available")
     dtype: str | None = flag(None, "weights' dtype", choices=DTYPES, unset=("auto",),
-                             default_text="auto: float32 on CPU; on GPU the registry's, else the checkpoint's, "
-                                          "else bfloat16")
+                             default_text="auto: float32 on CPU; on GPU the registry's, else bfloat16 (float16 on "
+                                          "GPUs without it); a GGUF file on GPU: the registry's, else its declared "
+                                          "dtype, else bfloat16")
     trust_remote_code: bool = flag(False, "run the model repository's own Python code (needed by some hub models)")
     revision: str | None = flag(None, "hub models: the branch, tag or commit to load or plan for; recorded in the "
                                       "run's identity; refused for local folders, GGUF files and the reference model",
