@@ -6,6 +6,8 @@ trusted data, encoded with ``marshal`` (the interpreter's C encoder) for speed:
 
 * sample -> checker, once, when its jail is set up and before any of the candidate's code runs: ``("setup",)``
   (so that only a sample process that never got that far can be reported as a sandbox set-up failure);
+* checker -> sample, once, in answer: ``("program", source)``, the candidate's source. It travels on the
+  sample's own channel alone, so no process that other samples are forked from ever holds it;
 * sample -> checker, once, after the candidate's module ran: ``("ready",)`` or
   ``("load_error", builtin_class_name, exact, message)``;
 * checker -> sample: ``("call", seq, name, args, kwargs)``;
@@ -152,12 +154,14 @@ class CallClient:
             view = view[written:]
 
     # the protocol
-    def wait_ready(self) -> None:
-        """Wait until the candidate's module has run. Raises the candidate's load error as the test would see it."""
+    def wait_ready(self, source: str) -> None:
+        """Hand the sample its candidate once its jail is set up, then wait until the candidate's module has run.
+        Raises the candidate's load error as the test would see it."""
         message = self._read_message()
         if message != ("setup",):
             raise self._fail("channel tampered", "channel_tampered")
         self.setup_done = True
+        self._send(marshal.dumps(("program", source)))
         message = self._read_message()
         if message == ("ready",):
             return
@@ -408,11 +412,18 @@ def program_namespace() -> dict[str, Any]:
     return {"__builtins__": builtins.__dict__}
 
 
-def serve_calls(fd: int, source: str, namespace: dict[str, Any]) -> None:
-    """Say the jail is set up, run the candidate's module, report it ready, then answer calls until the checker
-    hangs up. Called only once the sample's process is set up (:meth:`SampleServer.run_sample`): a process that
-    exits before ``("setup",)`` reached the checker failed its set-up; any exit after it is the candidate's."""
+def serve_calls(fd: int, namespace: dict[str, Any]) -> None:
+    """Say the jail is set up, read the candidate from the channel, run its module, report it ready, then answer
+    calls until the checker hangs up. Called only once the sample's process is set up
+    (:func:`sandbox.sample_server.enter_jail`): a process that exits before ``("setup",)`` reached the checker
+    failed its set-up; any exit after it is the candidate's."""
     os.write(fd, SETUP)
+    buffer = bytearray()
+    body = _next_message(fd, buffer)
+    if body is None:
+        return
+    _, source = marshal.loads(body)
+    del body
     disable_like_the_peers()
     try:
         exec(compile(source, "<candidate>", "exec", dont_inherit=True), namespace)
@@ -421,7 +432,6 @@ def serve_calls(fd: int, source: str, namespace: dict[str, Any]) -> None:
         _write_all(fd, ("load_error", name, exact, _message_of(exc)))
         return
     os.write(fd, READY)
-    buffer = bytearray()
     while True:
         body = _next_message(fd, buffer)
         if body is None:

@@ -4,8 +4,9 @@ Started by :mod:`sandbox.pool` as ``python -I -B checker.py CONFIG_JSON`` with t
 worker's jailed sample server on fd ``config["control_fd"]``. It speaks length-prefixed marshal frames
 (:mod:`sandbox.framing`) with the harness on stdin/stdout: one job in, one outcome out.
 
-Per sample it makes a fresh socket pair (the call channel), hands one end with the candidate's source to
-the sample server (which runs the candidate in a fresh jailed process) and runs, with pristine builtins
+Per sample it makes a fresh socket pair (the call channel), hands one end to the sample server (which starts a
+fresh jailed process from its zygote), sends the candidate's source down the channel itself, so that it reaches
+the sample's process alone, and runs, with pristine builtins
 (nothing untrusted ever runs in this process), the problem's trusted prelude (the prompt's own definitions, e.g. HumanEval's
 ``poly``), the test code and the check, with the entry point's name bound to a proxy that calls the
 candidate over the channel (:class:`sandbox.channel.CallClient`). The test code, its expected values, its
@@ -227,8 +228,8 @@ class Checker:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         started = time.monotonic()
         try:
-            framing.send_frame(self.control, {"op": "run", "id": job["id"], "candidate": job["candidate"],
-                                              "entry_point": problem.entry_point, "timeout_s": timeout},
+            # The candidate itself goes to the sample on its own channel (run_test), never to the sample server.
+            framing.send_frame(self.control, {"op": "run", "id": job["id"], "timeout_s": timeout},
                                fds=[theirs.fileno()], binary=True)
         except OSError:
             ours.close()
@@ -237,7 +238,7 @@ class Checker:
             return outcome
         theirs.close()
         try:
-            report = run_test(problem, ours.fileno(), started + timeout, self.seed_for(problem))
+            report = run_test(problem, job["candidate"], ours.fileno(), started + timeout, self.seed_for(problem))
         except BaseException:
             ours.close()
             raise
@@ -354,7 +355,8 @@ class _Record:
             self.first = (exc, index, last)
 
 
-def run_test(problem: CompiledProblem, channel_fd: int, deadline: float, seed: bytes = b"") -> dict[str, Any]:
+def run_test(problem: CompiledProblem, candidate: str, channel_fd: int, deadline: float,
+             seed: bytes = b"") -> dict[str, Any]:
     """Run prelude, test and check against the candidate's proxy, in this (trusted) process.
 
     Nothing untrusted ever runs here, so ``builtins`` and every module are pristine; each sample gets a
@@ -369,7 +371,7 @@ def run_test(problem: CompiledProblem, channel_fd: int, deadline: float, seed: b
     previous = signal.signal(signal.SIGALRM, _overrun)
     signal.setitimer(signal.ITIMER_REAL, max(deadline + TEST_KILL_GRACE_S - time.monotonic(), 0.001))
     try:
-        client.wait_ready()
+        client.wait_ready(candidate)
         namespace = channel.program_namespace()
         if problem.prelude is not None:
             try:

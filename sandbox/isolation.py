@@ -35,16 +35,18 @@ class ServerProfile:
     ``namespaced``: private PID and mount namespaces, in which the server mounts each sample's /tmp, gives each
     sample a PID namespace, hides /proc and installs the seccomp filter; without them it works in a scratch folder,
     reaps orphans as a subreaper and kills a sample's process tree. ``sample_uid``: samples run under a uid of
-    their worker's own (the server is real root in the jail). ``drop_capabilities``: samples drop every capability
-    (the server holds some inside a user namespace)."""
+    their executor's own (the server is real root in the jail). ``drop_capabilities``: samples drop every capability
+    (the server holds some inside a user namespace). ``pid_counter``: where the jail binds the host's
+    ``ns_last_pid`` for the server, which then gives every sample the same pids ("": nowhere)."""
 
     namespaced: bool
     sample_uid: bool = False
     drop_capabilities: bool = False
+    pid_counter: str = ""
 
-    def to_config(self) -> dict[str, bool]:
+    def to_config(self) -> dict[str, bool | str]:
         return {"namespaced": self.namespaced, "sample_uid": self.sample_uid,
-                "drop_capabilities": self.drop_capabilities}
+                "drop_capabilities": self.drop_capabilities, "pid_counter": self.pid_counter}
 
 
 class Jail(ABC):

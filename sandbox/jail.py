@@ -3,7 +3,9 @@
 The jail is an **allow-list**: an empty root on which only these are mounted, read-only --
 
 * the Python interpreter, its standard library (with ``site-packages``/``dist-packages`` hidden under
-  empty tmpfs) and the shared libraries they load (found with ``ldd``), plus ``/etc/ld.so.cache``;
+  empty tmpfs) and the shared libraries they load (found with ``ldd``); no ``/etc/ld.so.cache`` (it lists
+  every library of the host: the loader finds the bound ones in its default folders and the interpreter's
+  run path);
 * evalsuite's own ``sandbox/`` code, **copied** (not bound) into the jail's root at :data:`JAIL_CODE_DIR`, so
   that no mount in ``/proc/self/mountinfo`` names the checkout's path;
 * a private ``/proc`` (own PID namespace) and a minimal ``/dev`` (null, zero, full, random, urandom);
@@ -40,18 +42,22 @@ import sysconfig
 from pathlib import Path
 
 from sandbox.isolation import Jail, ServerProfile
+from sandbox.uids import SAMPLE_UID_BASE
 
 SANDBOX_DIR = Path(__file__).resolve().parent
 JAIL_CODE_DIR = "/evalsuite-sandbox"  # where sandbox/ is mounted inside the jail
 DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
 ROOT_CAPABILITIES = ("CAP_SYS_ADMIN", "CAP_SETUID", "CAP_SETGID", "CAP_KILL")
 USER_CAPABILITIES = ("CAP_SYS_ADMIN",)  # inside its own user namespace only: to mount each sample's tmpfs
-SAMPLE_UID_BASE = 0x70000000  # as real root, worker i's samples run as this + i: a uid no one else uses
 SANDBOX_UID = 65534  # "nobody" inside a user namespace
 PROBE_TIMEOUT_S = 20.0
 ENVIRONMENT = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8", "TMPDIR": "/tmp"}
 FALLBACK_LIBRARY_DIRS = ("/lib", "/lib64", "/usr/lib", "/usr/lib64")
-FILES_CACHE_FORMAT = 2  # bump when the rules for what the jail binds change: older cached lists are then ignored
+# As real root, the host's ns_last_pid is bound here for the sample server alone: it opens it, then detaches the
+# bind before any sample exists, and sets the jail's PID counter back before every sample (see sample_server).
+PID_COUNTER_PATH = f"{JAIL_CODE_DIR}/pid_counter"
+HOST_PID_COUNTER = "/proc/sys/kernel/ns_last_pid"
+FILES_CACHE_FORMAT = 3  # bump when the rules for what the jail binds change: older cached lists are then ignored
 # Hidden under empty tmpfs inside the stdlib: installed packages, and what no code sample needs (CPython's own test
 # suite, IDLE, the turtle demos, pip's wheels, the static library): ~4,400 files and ~170 MB less for a sample to
 # read, and for the harness to keep in the page cache (warm_page_cache).
@@ -96,7 +102,7 @@ def _files_fingerprint(paths: list[str], dynload: str) -> str:
     change (an upgraded library, a new module) makes a cached list of the jail's files stale."""
     modules = sorted(str(p) for p in Path(dynload).glob("*.so")) if dynload else []
     entries = []
-    for path in [*paths, "/etc/ld.so.cache", *modules]:
+    for path in [*paths, *modules]:
         try:
             info = os.stat(path)
             entries.append((path, info.st_size, info.st_mtime_ns))
@@ -208,8 +214,6 @@ def _find_interpreter_files() -> tuple[tuple[str, ...], tuple[str, ...]]:
                     or name.startswith("config-") and os.path.isdir(os.path.join(p, name)))
     hidden = [h for h in hidden if os.path.isdir(h)]
     paths.update(shared_libraries())
-    if os.path.exists("/etc/ld.so.cache"):
-        paths.add("/etc/ld.so.cache")
     return tuple(sorted(paths)), tuple(hidden)
 
 
@@ -280,6 +284,8 @@ def bwrap_prefix(as_root: bool, code_fds: dict[str, int] | None = None) -> list[
     for directory in hidden:
         args += ["--size", str(1 << 16), "--tmpfs", directory, "--remount-ro", directory]
     args += ["--perms", "0755", "--dir", JAIL_CODE_DIR]
+    if as_root and os.path.exists(HOST_PID_COUNTER):
+        args += ["--bind", HOST_PID_COUNTER, PID_COUNTER_PATH]
     for name, fd in sorted((code_fds if code_fds is not None else {"sample_server.py": -1}).items()):
         args += ["--perms", "0444", "--file", str(fd), f"{JAIL_CODE_DIR}/{name}"]
     args += ["--remount-ro", "/"]
@@ -292,7 +298,7 @@ def bwrap_prefix(as_root: bool, code_fds: dict[str, int] | None = None) -> list[
     return args + ["--chdir", "/", "--"]
 
 
-ROOT_PROFILE = ServerProfile(namespaced=True, sample_uid=True)
+ROOT_PROFILE = ServerProfile(namespaced=True, sample_uid=True, pid_counter=PID_COUNTER_PATH)
 USER_PROFILE = ServerProfile(namespaced=True, drop_capabilities=True)
 
 

@@ -26,10 +26,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator, Mapping
 
-from sandbox import cgroups
+from sandbox import cgroups, uids
 from sandbox.framing import ChannelClosed, FrameReader, write_frame
 from sandbox.isolation import AUTO, FALLBACK, Jail, SandboxUnavailable, find_jail, jail_kind
-from sandbox.jail import ENVIRONMENT, SAMPLE_UID_BASE, close_code_files
+from sandbox.jail import ENVIRONMENT, close_code_files
 
 CHECKER_PATH = Path(__file__).resolve().parent / "checker.py"
 STARTUP_TIMEOUT_S = 60.0
@@ -101,8 +101,10 @@ class Limits:
 class Worker:
     """One checker and one jailed sample server, and the frame protocol to the checker."""
 
-    def __init__(self, index: int, jail: Jail, limits: Limits, cpu: int | None = None, seed: str = ""):
+    def __init__(self, index: int, jail: Jail, limits: Limits, cpu: int | None = None, seed: str = "",
+                 sample_uid: int | None = None):
         self.index, self.jail, self.limits, self.cpu, self.seed = index, jail, limits, cpu, seed
+        self.sample_uid = sample_uid  # leased by the executor (sandbox.uids): no other worker on the host has it
         self.checker: subprocess.Popen | None = None
         self.server: subprocess.Popen | None = None
         self.reader: FrameReader | None = None
@@ -118,7 +120,7 @@ class Worker:
         return self.cgroup.mode if self.cgroup else "rlimits"
 
     def _server_config(self, control_fd: int) -> dict:
-        child_uid = SAMPLE_UID_BASE + self.index if self.jail.profile.sample_uid else None
+        child_uid = self.sample_uid if self.jail.profile.sample_uid else None
         if self.scratch is not None:
             os.chmod(self.scratch, 0o700)
         return {**self.jail.profile.to_config(), "scratch": self.scratch or "/tmp",
@@ -251,6 +253,7 @@ class Executor:
         self.jail: Jail | None = None
         self.warmed: tuple[int, int] = (0, 0)  # (files, bytes read) by warm_page_cache
         self._pool: list[Worker] = []
+        self._uids: list[uids.UidLease] = []
 
     @property
     def mode(self) -> str:
@@ -297,7 +300,9 @@ class Executor:
         self.warmed = self.jail.prepare()  # bwrap: every page a sample can read, cached before any worker starts
         cpus = self._worker_cpus()
         seed = os.urandom(16).hex()  # one per run: every worker's tests draw the same inputs, no sample knows them
-        self._pool = [Worker(i, self.jail, self.limits, cpus[i % len(cpus)] if cpus else None, seed)
+        self._uids = uids.lease_uids(self.workers) if self.jail.profile.sample_uid else []
+        self._pool = [Worker(i, self.jail, self.limits, cpus[i % len(cpus)] if cpus else None, seed,
+                             self._uids[i].uid if self._uids else None)
                       for i in range(self.workers)]
         try:
             for worker in self._pool:
@@ -318,6 +323,9 @@ class Executor:
         for worker in self._pool:
             worker.close()
         self._pool = []
+        for lease in self._uids:  # after every process of its worker is gone
+            lease.release()
+        self._uids = []
 
     @property
     def restarts(self) -> int:

@@ -1,22 +1,37 @@
-"""The sample server: one per worker, inside the jail, forking a fresh process for every sample.
+"""The sample server: one per worker, inside the jail; every sample is a fresh process from a pristine zygote.
 
 Started by :mod:`sandbox.pool` as ``python -I -S -B sample_server.py CONFIG_JSON`` inside bubblewrap,
-with the control socket to the worker's checker on ``config["control_fd"]``. It never sees a test. Per
-sample it receives the candidate's source and one end of a fresh call channel, forks a child that
+with the control socket to the worker's checker on ``config["control_fd"]``. It never sees a test, and it
+never sees a candidate either: three kinds of process take part in every sample --
 
-1. starts in a fresh PID namespace (it is its init), made by the server just before the fork, and with an
-   empty, size-capped tmpfs of the server's on ``/tmp``: a new one whenever the last sample left any trace
-   in it (:meth:`SampleServer.prepare_tmp`), detached whole, never deleted file by file, so no process,
-   PID count or file outlives a sample and no directory tree can make the clean-up fail (SysV IPC and
-   POSIX message queues, the one other place for state, are refused by the seccomp filter);
+* the **server** (this module's :class:`SampleServer`, long-lived): it keeps the worker's state (how /tmp was
+  left, the running sample's pid, exit statuses) and does what needs that state: a fresh ``/tmp`` when the last
+  sample left a trace in it (:meth:`SampleServer.prepare_tmp`), the jail's PID counter set back to the same
+  value before every sample (as real root), the kill of everything a sample left, and the exit status;
+* the **zygote** (:func:`zygote_loop`), forked from the server once, after the jail's set-up and before any
+  sample: it holds nothing that any sample made or chose. Per sample it receives only the sample's call channel
+  and time limit, forks a throwaway **intermediate**, and reaps it (exit status 0, and, as real root, the same
+  pid every time);
+* the intermediate makes the sample's PID namespace, forks the **sample**, sends the sample's pid to the server
+  and exits at once, so the sample is reparented to the server (a child subreaper), which alone waits for it.
+
+The sample itself
+
+1. starts in a fresh PID namespace (it is its init) and with an empty, size-capped tmpfs of the server's on
+   ``/tmp`` (a new one whenever the last sample left any trace in it, detached whole, never deleted file by file),
+   so no process, PID count or file outlives a sample (SysV IPC and POSIX message queues, the one other place
+   for state, are refused by the seccomp filter);
 2. points fds 0-2 at ``/dev/null`` and closes every other fd but the channel;
-3. is the out-of-memory killer's first choice (``oom_score_adj`` 1000, set around the fork), sets its rlimits
-   and drops to an unprivileged uid without capabilities (``no_new_privs`` and the seccomp filter of
-   :mod:`sandbox.seccomp`, installed once in the server, are inherited);
-4. runs the candidate and answers the checker's calls (:func:`sandbox.channel.serve_calls`);
+3. is the out-of-memory killer's first choice (``oom_score_adj`` 1000, set by the zygote around the fork), sets
+   its rlimits and drops to an unprivileged uid without capabilities (``no_new_privs`` and the seccomp filter of
+   :mod:`sandbox.seccomp`, installed once before the zygote is forked, are inherited);
+4. reads its own candidate from its own channel, runs it and answers the checker's calls
+   (:func:`sandbox.channel.serve_calls`).
 
-and, when the checker says the sample is over, kills every process left in the jail and answers with
-how the sample's process ended. Stdlib only: it runs with ``-S``, without site-packages.
+So the memory a sample inherits is the zygote's, and no candidate's source, no earlier sample's pid, exit status
+or /tmp history, and no object of the server's ever passed through it. When the checker says the sample is
+over, the server kills every process left in the jail and answers with how the sample's process ended.
+Stdlib only: it runs with ``-S``, without site-packages.
 """
 
 from __future__ import annotations
@@ -30,6 +45,7 @@ import platform
 import resource
 import signal
 import socket
+import struct
 import sys
 import time
 from typing import Any
@@ -134,6 +150,19 @@ class Libc:
             return None
         return ctypes.c_int.from_buffer(buffer).value, buffer[1]
 
+    def open_pid_counter(self, path: str | None) -> int | None:
+        """Open the jail's ``ns_last_pid`` (bound by the jail as real root) for writing, then detach the bind: the
+        server keeps the fd, no sample sees the file. Writing it needs CAP_SYS_ADMIN over the jail's PID
+        namespace, which samples never hold. None where the jail binds none or it cannot be opened."""
+        if not path:
+            return None
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+        except OSError:
+            return None
+        self.lib.umount2(path.encode(), MNT_DETACH)
+        return fd
+
     def drop_proc(self) -> None:
         """Detach the jail's /proc (and the mounts under it) for good."""
         self._check(self.lib.umount2(b"/proc", MNT_DETACH), "umount /proc")
@@ -147,60 +176,203 @@ class Libc:
         self._check(self.lib.capset(ctypes.byref(header), data), "capset")
 
 
+PID_COUNTER_BASE = 100  # as real root, the jail's last pid is set to this before every sample (see reset_pid_counter)
+_PID = struct.Struct("<q")
+_TIMEOUT = struct.Struct("<d")
+
+
+def harden(config: dict[str, Any], libc: Libc, filter_: seccomp.SeccompFilter) -> int | None:
+    """Process-wide set-up, once, before the zygote is forked (so that it and every sample inherit it).
+
+    Returns an fd open for writing on the jail's ``ns_last_pid`` (as real root, where the jail binds it), else
+    None. Everything here is the server's own; nothing of a sample exists yet."""
+    namespaced = config["namespaced"]
+    libc.prctl(PR_SET_DUMPABLE, 0)  # no ptrace, no /proc/<pid>/mem, no pidfd_getfd for same-uid samples
+    libc.prctl(PR_SET_NO_NEW_PRIVS, 1)  # inherited: no sample gains privileges through execve
+    # Orphans come back to the server: the sample itself (its intermediate exits at once) and, without a PID
+    # namespace, whatever the sample leaves behind.
+    libc.prctl(PR_SET_CHILD_SUBREAPER, 1)
+    pid_counter = None
+    if namespaced:
+        libc.make_mounts_private()  # a sample's tmpfs never propagates anywhere
+        libc.devices_read_only()
+        pid_counter = libc.open_pid_counter(config.get("pid_counter"))
+        if not drops_proc(config, filter_):  # else /proc goes once the zygote is up (main): samples get none
+            # /proc with processes only (and, where samples have a uid of their own, only theirs)
+            libc.hide_other_processes(os.getgid() if config.get("child_uid") is not None else None)
+        filter_.install()  # after the set-up mounts above; every sample inherits it
+    # Limits the server can hold itself are set once here; its samples inherit them.
+    for which, value in ((resource.RLIMIT_FSIZE, config["fsize_mb"] << 20),
+                         (resource.RLIMIT_NOFILE, config["nofile"]), (resource.RLIMIT_CORE, 0)):
+        resource.setrlimit(which, (value, value))
+    for name in channel.PRELOAD:  # imported once here, so that samples do not pay for them
+        try:
+            __import__(name)
+        except ImportError:
+            pass
+    exec(WARM_UP, {})
+    gc.collect()
+    libc.lib.malloc_trim(0)  # the heap's free pages back to the kernel: fewer page-table entries per fork
+    return pid_counter
+
+
+def drops_proc(config: dict[str, Any], filter_: seccomp.SeccompFilter) -> bool:
+    """Whether samples get no /proc at all (real root with the seccomp filter), see :func:`harden`."""
+    return config["namespaced"] and config.get("child_uid") is not None and filter_.available
+
+
+def open_oom_score() -> int | None:
+    """This process's own ``oom_score_adj``, opened for writing (raising it, and lowering it back to 0, needs no
+    privilege)."""
+    try:
+        return os.open("/proc/self/oom_score_adj", os.O_WRONLY)
+    except OSError:
+        return None
+
+
+def set_oom_score(fd: int | None, value: bytes) -> None:
+    if fd is not None:
+        try:
+            os.pwrite(fd, value, 0)
+        except OSError:
+            pass
+
+
+def start_zygote(config: dict[str, Any], libc: Libc, server_end: socket.socket,
+                 zygote_end: socket.socket) -> tuple[socket.socket, int]:
+    """Fork the zygote; returns the server's end of the socket to it and its pid. Called from a frame that
+    holds no server object, so none is reachable from the zygote or a sample."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            server_end.close()
+            os.close(config["control_fd"])  # the checker's socket stays the server's
+            zygote_loop(zygote_end, config, libc, open_oom_score())
+        finally:
+            os._exit(EXIT_SETUP_FAILED)
+    zygote_end.close()
+    if server_end.recv(1) != b"z":  # the zygote has opened its own oom_score_adj: /proc may go now
+        raise SystemExit("sample server: the zygote did not start")
+    return server_end, pid
+
+
+def zygote_loop(sock: socket.socket, config: dict[str, Any], libc: Libc, oom_score: int | None) -> None:
+    """The zygote: per sample, receive the channel and the time limit, fork the intermediate, reap it.
+
+    What it receives is the trusted checker's (an fd, a float); what it learns of the intermediate is its pid
+    and exit status, the same for every sample as real root (the server resets the jail's PID counter). It
+    never waits on a sample and never sees a byte of any candidate."""
+    sock.sendall(b"z")
+    while True:
+        message, fds, _, _ = socket.recv_fds(sock, _TIMEOUT.size, 1)
+        if len(message) != _TIMEOUT.size or len(fds) != 1:
+            os._exit(0)  # the server is gone
+        channel_fd, (timeout_s,) = fds[0], _TIMEOUT.unpack(message)
+        gc.freeze()  # objects made so far are shared with the children and never touched by their GC
+        set_oom_score(oom_score, b"1000")  # over the memory limit, the sample goes first: it inherits this score
+        pid = os.fork()
+        if pid == 0:
+            try:
+                start_sample(sock, channel_fd, timeout_s, config, libc)
+            finally:
+                os._exit(EXIT_SETUP_FAILED)
+        set_oom_score(oom_score, b"0")
+        os.close(channel_fd)
+        os.waitpid(pid, 0)
+        sock.sendall(b"r")  # reaped: the intermediate's pid is free again before the next sample
+
+
+def start_sample(sock: socket.socket, channel_fd: int, timeout_s: float, config: dict[str, Any], libc: Libc) -> None:
+    """The intermediate: make the sample's PID namespace, fork the sample, tell the server its pid, exit.
+
+    Its exit hands the sample to the server (the subreaper); the sample's pid is learned here only after the
+    fork, so the sample's memory never holds it."""
+    if config["namespaced"]:
+        libc.new_pid_namespace()
+    try:
+        pid = os.fork()
+    except OSError:
+        pid = -1
+    if pid == 0:
+        sock.close()
+        try:
+            enter_jail(config, libc, channel_fd, timeout_s)
+        except BaseException:
+            os._exit(EXIT_SETUP_FAILED)
+        try:
+            channel.serve_calls(channel_fd, channel.program_namespace())
+        finally:
+            os._exit(0)
+    sock.sendall(_PID.pack(pid))
+    os._exit(0)
+
+
+def enter_jail(config: dict[str, Any], libc: Libc, channel_fd: int, timeout_s: float) -> None:
+    """In the sample's process, before any of the candidate's code exists in it: its fds, limits and uid."""
+    os.setpgid(0, 0)  # its own process group, so kill(0, ...) reaches only the sample (setsid cost ~0.25 ms)
+    if config["namespaced"]:
+        workdir = "/tmp"
+    else:
+        workdir = os.path.join(config["scratch"], f"sample-{os.getpid()}")
+        os.mkdir(workdir, 0o700)
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.closerange(3, channel_fd)
+    os.closerange(channel_fd + 1, 1 << 16)
+    cpu = int(math.ceil(timeout_s)) + 1
+    limits = {  # file size, open files and core dumps are the server's own limits already (harden())
+        resource.RLIMIT_AS: (config["memory_mb"] << 20,) * 2,
+        resource.RLIMIT_CPU: (cpu, cpu + 1),
+        resource.RLIMIT_NPROC: (config["nproc"] + processes_of_sample_uid(config),) * 2,
+    }
+    for which, value in limits.items():
+        resource.setrlimit(which, value)
+    uid = config.get("child_uid")
+    if uid is not None:  # real root in the jail: a private uid of this executor's, which drops every capability
+        os.setgroups([])
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)
+    elif config["drop_capabilities"]:
+        libc.drop_capabilities()
+    os.chdir(workdir)
+    if not config["namespaced"]:  # in the jail, bubblewrap already set them (and an update costs ~100 page faults)
+        os.environ.update(HOME=workdir, TMPDIR=workdir)
+
+
+def processes_of_sample_uid(config: dict[str, Any]) -> int:
+    """Processes that already count against RLIMIT_NPROC for the uid the sample runs as."""
+    if config.get("child_uid") is not None:
+        return 0  # a uid used by this executor's worker alone, on the whole host (sandbox.uids)
+    uid, count = os.getuid(), 0
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                count += os.stat(f"/proc/{name}").st_uid == uid
+            except OSError:
+                pass
+    return count
+
+
 class SampleServer:
-    def __init__(self, config: dict[str, Any]):
+    """The worker's long-lived state and the jail's housekeeping; samples come from the zygote, never from here."""
+
+    def __init__(self, config: dict[str, Any], libc: Libc, filter_: seccomp.SeccompFilter,
+                 zygote: socket.socket, zygote_pid: int, pid_counter: int | None):
         self.config = config
         # What the jail around us provides (sandbox.isolation.ServerProfile): we harden accordingly.
         self.namespaced: bool = config["namespaced"]
-        self.drop_capabilities: bool = config["drop_capabilities"]
         self.pid = os.getpid()
-        self.libc = Libc()
-        self.seccomp = seccomp.SeccompFilter()
-        try:  # raising one's own score, and lowering it back to 0, needs no privilege
-            self.oom_score: int | None = os.open("/proc/self/oom_score_adj", os.O_WRONLY)
-        except OSError:
-            self.oom_score = None
+        self.libc = libc
+        self.seccomp = filter_
+        self.zygote, self.zygote_pid = zygote, zygote_pid
+        self.pid_counter = pid_counter
         self.control = socket.socket(fileno=config["control_fd"])
         self.reader = framing.FrameReader(self.control.fileno(), binary=True)  # from the checker: trusted
         self.exit_status: dict[int, int] = {}
         self.clean_tmp: tuple | None = None  # how /tmp looks while no sample has changed it; None: mount anew
         self.tmp_mounts = 0  # tmpfs mounted on /tmp so far (the last one is still there)
-
-    # -- setup -----------------------------------------------------------------------------------------
-    def check_namespace(self) -> None:
-        """Refuse namespace-wide kills unless we really are in our own PID namespace."""
-        if self.namespaced and os.readlink("/proc/self/ns/pid") == self.config["host_pidns"]:
-            raise SystemExit("sample server: expected a private PID namespace; refusing to start")
-
-    def harden(self) -> None:
-        self.libc.prctl(PR_SET_DUMPABLE, 0)  # no ptrace, no /proc/<pid>/mem, no pidfd_getfd for same-uid samples
-        self.libc.prctl(PR_SET_NO_NEW_PRIVS, 1)  # inherited: no sample gains privileges through execve
-        if not self.namespaced:
-            self.libc.prctl(PR_SET_CHILD_SUBREAPER, 1)  # orphans come back to us, to be killed
-        else:
-            self.libc.make_mounts_private()  # a sample's tmpfs never propagates anywhere
-            self.libc.devices_read_only()
-            if self.config.get("child_uid") is not None and self.seccomp.available:
-                # Past this point the server needs no /proc (its own fds are open already; kill_namespace
-                # needs none when every sample is its PID namespace's init): samples get none at all. No
-                # host path (mountinfo), no counters, and no new /proc inode per lookup, which would let a
-                # sample move the kernel's shared inode counter (get_next_ino) for the next one to read.
-                self.libc.drop_proc()
-            else:  # /proc with processes only (and, where samples have a uid of their own, only theirs)
-                self.libc.hide_other_processes(os.getgid() if self.config.get("child_uid") is not None else None)
-            self.seccomp.install()  # after the set-up mounts above; every sample inherits it
-        # Limits the server can hold itself are set once here; its samples inherit them.
-        for which, value in ((resource.RLIMIT_FSIZE, self.config["fsize_mb"] << 20),
-                             (resource.RLIMIT_NOFILE, self.config["nofile"]), (resource.RLIMIT_CORE, 0)):
-            resource.setrlimit(which, (value, value))
-        for name in channel.PRELOAD:  # imported once here, so that samples do not pay for them
-            try:
-                __import__(name)
-            except ImportError:
-                pass
-        exec(WARM_UP, {})
-        gc.collect()
-        self.libc.lib.malloc_trim(0)  # the heap's free pages back to the kernel: fewer page-table entries per fork
+        self.sample_pid = -1
 
     # -- one sample ------------------------------------------------------------------------------------
     def prepare_tmp(self) -> None:
@@ -230,87 +402,45 @@ class SampleServer:
         return (info.st_atime_ns, info.st_mtime_ns, info.st_mode, info.st_uid, info.st_gid, info.st_nlink,
                 info.st_size, self.libc.free_space(info.st_dev), tuple(os.listxattr("/tmp")))
 
+    def reset_pid_counter(self) -> None:
+        """Set the jail's last pid back to the same value before every sample (as real root): the intermediate
+        and the sample then get the same pids whatever earlier samples forked, so no process's pid (the
+        zygote's memory holds the intermediate's) counts what an earlier sample did."""
+        if self.pid_counter is not None:
+            os.pwrite(self.pid_counter, str(PID_COUNTER_BASE).encode(), 0)
+
     def run_sample(self, job: dict[str, Any], channel_fd: int) -> None:
         if self.namespaced:
             self.prepare_tmp()
-            self.libc.new_pid_namespace()
-        gc.freeze()  # objects made so far are shared with the child and never touched by its GC
-        # Over the memory limit, the sample goes first: the child inherits the score we hold across the fork.
-        self.set_oom_score(b"1000")
-        pid = os.fork()
-        if pid == 0:
-            try:
-                self.enter_jail(channel_fd, float(job["timeout_s"]))
-            except BaseException:
-                os._exit(EXIT_SETUP_FAILED)
-            try:
-                channel.serve_calls(channel_fd, job["candidate"], channel.program_namespace())
-            finally:
-                os._exit(0)
-        self.set_oom_score(b"0")
-        os.close(channel_fd)
-        self.sample_pid = pid
+        self.reset_pid_counter()
+        try:
+            socket.send_fds(self.zygote, [_TIMEOUT.pack(float(job["timeout_s"]))], [channel_fd])
+        finally:
+            os.close(channel_fd)
+        self.sample_pid = _PID.unpack(self._from_zygote(_PID.size))[0]
+        if self._from_zygote(1) != b"r":
+            raise SystemExit("sample server: the zygote answered out of turn")
 
-    def set_oom_score(self, value: bytes) -> None:
-        if self.oom_score is not None:
-            try:
-                os.pwrite(self.oom_score, value, 0)
-            except OSError:
-                pass
-
-    def enter_jail(self, channel_fd: int, timeout_s: float) -> None:
-        config = self.config
-        os.setpgid(0, 0)  # its own process group, so kill(0, ...) reaches only the sample (setsid cost ~0.25 ms)
-        if self.namespaced:
-            workdir = "/tmp"
-        else:
-            workdir = os.path.join(config["scratch"], f"sample-{os.getpid()}")
-            os.mkdir(workdir, 0o700)
-        null = os.open(os.devnull, os.O_RDWR)
-        for fd in (0, 1, 2):
-            os.dup2(null, fd)
-        os.closerange(3, channel_fd)
-        os.closerange(channel_fd + 1, 1 << 16)
-        cpu = int(math.ceil(timeout_s)) + 1
-        limits = {  # file size, open files and core dumps are the server's own limits already (harden())
-            resource.RLIMIT_AS: (config["memory_mb"] << 20,) * 2,
-            resource.RLIMIT_CPU: (cpu, cpu + 1),
-            resource.RLIMIT_NPROC: (config["nproc"] + self.processes_of_sample_uid(),) * 2,
-        }
-        for which, value in limits.items():
-            resource.setrlimit(which, value)
-        uid = config.get("child_uid")
-        if uid is not None:  # real root in the jail: a private uid of this worker's, which drops every capability
-            os.setgroups([])
-            os.setresgid(uid, uid, uid)
-            os.setresuid(uid, uid, uid)
-        elif self.drop_capabilities:
-            self.libc.drop_capabilities()
-        os.chdir(workdir)
-        if not self.namespaced:  # in the jail, bubblewrap already set them (and an update costs ~100 page faults)
-            os.environ.update(HOME=workdir, TMPDIR=workdir)
-
-    def processes_of_sample_uid(self) -> int:
-        """Processes that already count against RLIMIT_NPROC for the uid the sample runs as."""
-        if self.config.get("child_uid") is not None:
-            return 0  # a uid used by this worker's samples alone
-        uid, count = os.getuid(), 0
-        for name in os.listdir("/proc"):
-            if name.isdigit():
-                try:
-                    count += os.stat(f"/proc/{name}").st_uid == uid
-                except OSError:
-                    pass
-        return count
+    def _from_zygote(self, size: int) -> bytes:
+        data = b""
+        while len(data) < size:
+            chunk = self.zygote.recv(size - len(data))
+            if not chunk:
+                raise SystemExit("sample server: the zygote is gone")
+            data += chunk
+        return data
 
     # -- after each sample -----------------------------------------------------------------------------
     def end_sample(self) -> dict[str, Any]:
+        if self.sample_pid <= 0:  # the intermediate could not fork: nothing ran
+            return {"code": None, "signal": None}
         if not self.namespaced:
             self.kill_descendants()
         else:
             self.kill_namespace()
         status = self.exit_status.pop(self.sample_pid, None)
         self.exit_status.clear()
+        self.sample_pid = -1
         if not self.namespaced:
             remove_tree(self.config["scratch"], keep_root=True)
         if status is None:
@@ -327,12 +457,14 @@ class SampleServer:
                 return
             if pid == 0:
                 return
+            if pid == self.zygote_pid:
+                raise SystemExit("sample server: the zygote died")
             self.exit_status[pid] = status
 
     def kill_namespace(self) -> None:
         """Kill every process the sample left. The sample is the init of its own PID namespace: once it is
         killed and reaped, the kernel has killed and reaped everything in that namespace. A last look at
-        /proc kills anything else in the jail but its init and us (there should be nothing)."""
+        /proc kills anything else in the jail but its init, the zygote and us (there should be nothing)."""
         try:
             os.kill(self.sample_pid, signal.SIGKILL)
         except ProcessLookupError:
@@ -344,21 +476,23 @@ class SampleServer:
         else:
             if self.seccomp.available:  # no sample process can have left its PID namespace: nothing else to find
                 return
+        keep = {1, self.pid, self.zygote_pid}
         for attempt in range(10_000):
             self.reap()
-            others = [n for n in os.listdir("/proc") if n.isdigit() and int(n) not in (1, self.pid)]
+            others = [int(n) for n in os.listdir("/proc") if n.isdigit() and int(n) not in keep]
             if not others:
                 return
-            try:
-                os.kill(-1, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+            for pid in others:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
             if attempt:
                 time.sleep(min(0.0002 * attempt, 0.01))
         raise SystemExit("sample server: could not clear the sandbox's processes")
 
     def kill_descendants(self) -> None:
-        """Without a PID namespace: kill every process descended from us (we are their subreaper)."""
+        """Without a PID namespace: kill every process descended from us (we are their subreaper), but the zygote."""
         for attempt in range(10_000):
             self.reap()
             children: dict[int, list[int]] = {}
@@ -373,7 +507,7 @@ class SampleServer:
                 fields = stat[stat.rfind(b")") + 2:].split()
                 if fields[0] != b"Z":
                     children.setdefault(int(fields[1]), []).append(int(name))
-            found, todo = [], list(children.get(self.pid, ()))
+            found, todo = [], [pid for pid in children.get(self.pid, ()) if pid != self.zygote_pid]
             while todo:
                 pid = todo.pop()
                 found.append(pid)
@@ -439,26 +573,22 @@ def remove_tree(root: str, keep_root: bool = False) -> None:
 
 def probe(config: dict[str, Any]) -> int:
     """Set up one sample's jail for real (namespaces, tmpfs, privileges) and report whether it worked."""
-    server = SampleServer.__new__(SampleServer)
-    server.config, server.pid, server.libc = config, os.getpid(), Libc()
-    server.namespaced, server.drop_capabilities = config["namespaced"], config["drop_capabilities"]
-    server.seccomp = seccomp.SeccompFilter()
-    server.check_namespace()
+    libc = Libc()
+    check_namespace(config)
     read_end, write_end = os.pipe()  # before the filter, which refuses pipes
-    if server.namespaced:
-        server.libc.prctl(PR_SET_NO_NEW_PRIVS, 1)
-        server.libc.make_mounts_private()
-        server.seccomp.install()
-        server.libc.mount_tmp(config["scratch_mb"])
-        server.libc.new_pid_namespace()
+    if config["namespaced"]:
+        libc.prctl(PR_SET_NO_NEW_PRIVS, 1)
+        libc.make_mounts_private()
+        seccomp.SeccompFilter().install()
+        libc.mount_tmp(config["scratch_mb"])
+        libc.new_pid_namespace()
     pid = os.fork()
     if pid == 0:
         try:
-            server.enter_jail(write_end, 1.0)
+            enter_jail(config, libc, write_end, 1.0)
             with open("/tmp/probe", "w") as handle:
                 handle.write("ok")
-            if server.namespaced:  # what the server may do, a sample may not (no capabilities)
-                libc = server.libc
+            if config["namespaced"]:  # what the server may do, a sample may not (no capabilities)
                 for attempt in (lambda: libc.mount_tmp(1), lambda: libc.unshare(CLONE_NEWPID)):
                     try:
                         attempt()
@@ -476,6 +606,12 @@ def probe(config: dict[str, Any]) -> int:
     return 0 if answer == b"ok" else 1
 
 
+def check_namespace(config: dict[str, Any]) -> None:
+    """Refuse namespace-wide kills unless we really are in our own PID namespace."""
+    if config["namespaced"] and os.readlink("/proc/self/ns/pid") == config["host_pidns"]:
+        raise SystemExit("sample server: expected a private PID namespace; refusing to start")
+
+
 def main(argv: list[str]) -> int:
     argv = list(argv)
     config = json.loads(argv[-1])
@@ -488,10 +624,19 @@ def main(argv: list[str]) -> int:
     os.dup2(null, 0)
     os.dup2(2, 1)
     os.close(null)
-    server = SampleServer(config)
-    server.check_namespace()
-    server.harden()
-    server.serve()
+    check_namespace(config)
+    libc, filter_ = Libc(), seccomp.SeccompFilter()
+    # The zygote's socket is made before the seccomp filter, which refuses new sockets.
+    server_end, zygote_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    pid_counter = harden(config, libc, filter_)
+    zygote, zygote_pid = start_zygote(config, libc, server_end, zygote_end)
+    if drops_proc(config, filter_):
+        # Past this point the server needs no /proc (its own fds are open already; kill_namespace needs none
+        # when every sample is its PID namespace's init): samples get none at all. No host path (mountinfo),
+        # no counters, and no new /proc inode per lookup, which would let a sample move the kernel's shared
+        # inode counter (get_next_ino) for the next one to read.
+        libc.drop_proc()
+    SampleServer(config, libc, filter_, zygote, zygote_pid, pid_counter).serve()
     return 0
 
 

@@ -21,6 +21,9 @@ there; the C library falls back to ``fstatat``), ``statmount``/``listmount``, ``
 new tmpfs has a random ``f_fsid``: a sample that leaves a trace in ``/tmp`` would re-roll it for the next one, which a
 learner can use as "keep the last guess" or "draw a new one"; ``ustat``, which the server uses for free blocks
 and inodes, has no fsid), ``sysinfo`` (host load and memory).
+Concurrent samples of other workers: ``flock``, ``fcntl`` record locks, leases and ``F_NOTIFY``, and ``inotify``
+(``fanotify`` too), each a signal carried by a read-only file every sample can open (the stdlib, ``/dev/null``):
+``fcntl`` keeps only the commands on the caller's own descriptors.
 Other workers' verdicts: ``sched_setaffinity`` and the other scheduler and priority calls (a sample would undo its
 worker's pinning), ``fcntl(F_SETPIPE_SZ)``.
 
@@ -67,7 +70,8 @@ ARCHITECTURES: dict[str, tuple[int, dict[str, int]]] = {
         "sched_setscheduler": 144, "sched_setparam": 142, "sched_setattr": 314, "setpriority": 141,
         "ioprio_set": 251, "pidfd_open": 434, "migrate_pages": 256, "move_pages": 279, "pipe": 22, "pipe2": 293,
         "memfd_create": 319, "memfd_secret": 447, "io_setup": 206, "sysinfo": 99, "statx": 332,
-        "statmount": 457, "listmount": 458, "statfs": 137, "fstatfs": 138}),
+        "statmount": 457, "listmount": 458, "statfs": 137, "fstatfs": 138, "flock": 73, "inotify_init": 253,
+        "inotify_init1": 294, "inotify_add_watch": 254, "inotify_rm_watch": 255, "fanotify_mark": 301}),
     "aarch64": (0xC00000B7, {
         "clone": 220, "clone3": 435, "unshare": 97, "setns": 268, "mount": 40, "umount2": 39, "pivot_root": 41,
         "chroot": 51, "ptrace": 117, "add_key": 217, "request_key": 218, "keyctl": 219, "bpf": 280,
@@ -87,7 +91,8 @@ ARCHITECTURES: dict[str, tuple[int, dict[str, int]]] = {
         "sched_setaffinity": 122, "sched_setscheduler": 119, "sched_setparam": 118, "sched_setattr": 274,
         "setpriority": 140, "ioprio_set": 30, "pidfd_open": 434, "migrate_pages": 238, "move_pages": 239,
         "pipe2": 59, "memfd_create": 279, "memfd_secret": 447, "io_setup": 0, "sysinfo": 179, "statx": 291,
-        "statmount": 457, "listmount": 458, "statfs": 43, "fstatfs": 44}),
+        "statmount": 457, "listmount": 458, "statfs": 43, "fstatfs": 44, "flock": 32, "inotify_init1": 26,
+        "inotify_add_watch": 27, "inotify_rm_watch": 28, "fanotify_mark": 263}),
 }
 # clone() flags that make a namespace (linux/sched.h).
 CLONE_NEWIPC, CLONE_NEWPID = 0x08000000, 0x20000000
@@ -114,7 +119,11 @@ OPEN_FLAGS_ARGUMENT = {"open": 1, "openat": 2}  # where the flags are; openat2 p
 # (24), COLLAPSE (25), HWPOISON/SOFT_OFFLINE (100/101), GUARD_INSTALL/REMOVE (102/103), anything new.
 MADVISE_ALLOWED = (0, 1, 2, 4, 8, 10, 11, 14, 15, 16, 17, 18, 19)  # NORMAL RANDOM SEQUENTIAL DONTNEED FREE DONTFORK
 # DOFORK HUGEPAGE NOHUGEPAGE DONTDUMP DODUMP WIPEONFORK KEEPONFORK: glibc's malloc and CPython use 4 and 8.
-F_SETPIPE_SZ = 1031  # a pipe up to 1 MiB: refused, pipes keep the default 64 KiB
+# fcntl: only what works on the caller's own descriptors. Every other command acts on state the file's inode keeps
+# for every process that opens it, and the read-only stdlib files and /dev nodes are shared by all samples, of every
+# worker: record locks (F_GETLK/F_SETLK/F_SETLKW and the OFD ones), leases, directory notification (F_NOTIFY),
+# write-life hints, F_SETPIPE_SZ (a pipe up to 1 MiB)... A new command is refused until it is known.
+FCNTL_ALLOWED = (0, 1, 2, 3, 4, 1030)  # F_DUPFD F_GETFD F_SETFD F_GETFL F_SETFL F_DUPFD_CLOEXEC
 # Calls allowed only when one argument is zero (argument index, errno): reads and writes that ask not to wait
 # for the page cache (RWF_NOWAIT) tell which pages of a file are cached.
 ZERO_ARGUMENT = {"preadv2": 5, "pwritev2": 5}
@@ -174,8 +183,9 @@ def build_program(machine: str | None = None) -> list[tuple[int, int, int, int]]
     checked += [("madvise", _LD_W_ABS, _OFFSET_ARG0 + _ARG_SIZE * 2)]
     checked += [(None, _JEQ_K, advice, "allow", "next") for advice in MADVISE_ALLOWED]
     checked += [(None, _RET_K, _RET_ERRNO | _EPERM)]
-    checked += [("fcntl", _LD_W_ABS, _OFFSET_ARG0 + _ARG_SIZE * 1),
-                (None, _JEQ_K, F_SETPIPE_SZ, "deny", "allow")]
+    checked += [("fcntl", _LD_W_ABS, _OFFSET_ARG0 + _ARG_SIZE * 1)]
+    checked += [(None, _JEQ_K, command, "allow", "next") for command in FCNTL_ALLOWED]
+    checked += [(None, _RET_K, _RET_ERRNO | _EPERM)]
     source: list[tuple] = [
         (None, _LD_W_ABS, _OFFSET_ARCH),
         (None, _JEQ_K, audit_arch, "next", "kill"),  # another ABI's numbers mean other calls: refuse
@@ -225,8 +235,9 @@ class SeccompFilter:
         refused = len([n for n in names if n not in limited])
         self.description = (f"seccomp filter: {refused} system calls refused, {len(SERVER_CALLS)} more allowed "
                             "only with the sample server's own arguments, clone without namespaces or pidfd, open "
-                            "without O_TMPFILE, madvise with advice about own memory only, fcntl without "
-                            "F_SETPIPE_SZ, preadv2/pwritev2 without flags" if self.available else
+                            "without O_TMPFILE, madvise with advice about own memory only, fcntl on the "
+                            "caller's own descriptors only (no locks, leases or notifications), preadv2/pwritev2 "
+                            "without flags" if self.available else
                             f"no seccomp filter ({machine or platform.machine()} has no syscall table here)")
         if program is None:
             return

@@ -1,0 +1,251 @@
+"""What samples of different workers, and of different evalsuite runs on one host, share: nothing they can use.
+
+* Locks and notifications on the files every sample can open (the read-only stdlib, /dev/null): ``flock``,
+  ``fcntl`` record locks, open-file-description locks, leases, ``F_NOTIFY``, ``inotify`` and ``fanotify`` are
+  refused by the seccomp filter, so no sample can signal a concurrent one through them.
+* The loader's cache (``/etc/ld.so.cache``, which lists every library of the host) is not in the jail, and every
+  extension module of the standard library still loads.
+* Sample uids are leased per worker, host-wide (sandbox/uids.py): two concurrent ``evaluate`` runs never run
+  samples under one uid, so a sample holding processes in one run cannot starve the other's (RLIMIT_NPROC
+  counts per uid).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+import redteam_attacks as ra
+from sandbox import Executor, Job, detect_isolation
+from sandbox import uids
+
+pytestmark = pytest.mark.skipif(detect_isolation() == "none", reason="needs namespace isolation (bubblewrap)")
+
+ADD_PRELUDE, ADD_TEST, ADD_CHECK, _ = ra.PROBLEMS["add"]
+REPO = Path(__file__).resolve().parent.parent
+
+# Each attack raises what it managed: "allowed <name>" for every call that worked.
+LOCK_ATTACKS = {
+    "flock on the stdlib": """
+        import fcntl, os
+        fd = os.open(os.__file__, os.O_RDONLY)
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    """,
+    "flock on /dev/null": """
+        import fcntl, os
+        fcntl.flock(os.open("/dev/null", os.O_RDONLY), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    """,
+    "fcntl F_SETLK read lock": """
+        import fcntl, os, struct
+        fd = os.open(os.__file__, os.O_RDONLY)
+        fcntl.fcntl(fd, fcntl.F_SETLK, struct.pack("hhqqi", fcntl.F_RDLCK, 0, 0, 1, 0))
+    """,
+    "fcntl F_GETLK probe": """
+        import fcntl, os, struct
+        fd = os.open(os.__file__, os.O_RDONLY)
+        fcntl.fcntl(fd, fcntl.F_GETLK, struct.pack("hhqqi", fcntl.F_WRLCK, 0, 0, 1, 0))
+    """,
+    "lockf": """
+        import fcntl, os
+        fcntl.lockf(os.open("/tmp/x", os.O_RDWR | os.O_CREAT), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    """,
+    "OFD lock": """
+        import fcntl, os, struct
+        fd = os.open(os.__file__, os.O_RDONLY)
+        fcntl.fcntl(fd, 37, struct.pack("hhqqi", fcntl.F_RDLCK, 0, 0, 1, 0))  # F_OFD_SETLK
+    """,
+    "lease": """
+        import fcntl, os
+        fcntl.fcntl(os.open(os.__file__, os.O_RDONLY), 1024, fcntl.F_RDLCK)  # F_SETLEASE
+    """,
+    "dnotify": """
+        import fcntl, os
+        fcntl.fcntl(os.open(os.path.dirname(os.__file__), os.O_RDONLY), 1026, 0x80000001)  # F_NOTIFY
+    """,
+    "write-life hint": """
+        import fcntl, os, struct
+        fcntl.fcntl(os.open(os.__file__, os.O_RDONLY), 1036, struct.pack("Q", 2))  # F_SET_RW_HINT
+    """,
+    "inotify": """
+        import ctypes, os
+        libc = ctypes.CDLL(None, use_errno=True)
+        fd = libc.inotify_init1(0)
+        if fd < 0:
+            raise OSError(ctypes.get_errno(), "inotify_init1")
+        if libc.inotify_add_watch(fd, os.__file__.encode(), 0x1) < 0:
+            raise OSError(ctypes.get_errno(), "inotify_add_watch")
+    """,
+    "fanotify": """
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.fanotify_init(0, 0) < 0:
+            raise OSError(ctypes.get_errno(), "fanotify_init")
+    """,
+}
+
+
+def attack_job(job_id: int, code: str) -> Job:
+    body = "try:\n" + textwrap.indent(textwrap.dedent(code), "    ") + \
+           "except OSError as exc:\n    raise ValueError(f'refused {exc.errno}')\nraise ValueError('allowed')\n"
+    source = ra.unguarded(ADD_PRELUDE + textwrap.indent(body, "    "))
+    return Job(job_id, "add", source, ADD_TEST, ADD_CHECK, prelude=ADD_PRELUDE)
+
+
+def test_locks_and_notifications_on_shared_files_are_refused():
+    names = list(LOCK_ATTACKS)
+    with Executor(workers=1, timeout_s=5) as executor:
+        outcomes = {o.job_id: o for o in executor.run(attack_job(i, LOCK_ATTACKS[n]) for i, n in enumerate(names))}
+    seen = {name: outcomes[i].sample_error for i, name in enumerate(names)}
+    assert all(text.startswith("ValueError: refused") for text in seen.values()), seen
+
+
+def test_an_honest_fcntl_still_works():
+    """What programs do use: descriptor flags, duplication, blocking mode."""
+    code = ADD_PRELUDE + "    import fcntl, os\n" + textwrap.indent(textwrap.dedent("""
+        fd = os.open("/dev/null", os.O_RDONLY)
+        flags = fcntl.fcntl(fd, fcntl.F_GETFL)
+        fcntl.fcntl(fd, fcntl.F_SETFL, flags | os.O_NONBLOCK)
+        os.set_inheritable(fd, True)
+        other = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10)
+        os.close(other)
+        return a + b
+    """), "    ")
+    with Executor(workers=1, timeout_s=5) as executor:
+        (outcome,) = executor.run([Job(0, "add", code, ADD_TEST, ADD_CHECK, prelude=ADD_PRELUDE)])
+    assert outcome.passed, (outcome.reason, outcome.sample_error)
+
+
+def test_no_loader_cache_and_every_stdlib_extension_loads():
+    from sandbox.jail import base_interpreter_paths
+
+    dynload = Path(base_interpreter_paths()[2])
+    names = sorted({p.name.split(".")[0] for p in dynload.glob("*.so")} - {"_tkinter", "_test", "_testcapi",
+                                                                          "_testinternalcapi", "_testbuffer",
+                                                                          "_testimportmultiple", "_testmultiphase",
+                                                                          "_ctypes_test", "_xxtestfuzz", "xxlimited",
+                                                                          "xxlimited_35", "_testclinic",
+                                                                          "_testsinglephase", "xxsubtype"})
+    host_failures = subprocess.run([sys.executable, "-I", "-c", f"""
+import importlib
+bad = []
+for n in {names!r}:
+    try:
+        importlib.import_module(n)
+    except Exception:
+        bad.append(n)
+print(",".join(bad))
+"""], capture_output=True, text=True).stdout.strip().split(",")
+    code = ADD_PRELUDE + textwrap.indent(textwrap.dedent(f"""
+        import importlib, os
+        cache = os.path.exists("/etc/ld.so.cache") or os.path.exists("/etc")
+        bad = []
+        for n in {names!r}:
+            try:
+                importlib.import_module(n)
+            except Exception as exc:
+                bad.append(n)
+        raise ValueError(f"cache={{cache}} bad={{','.join(bad)}}")
+    """), "    ")
+    with Executor(workers=1, timeout_s=20) as executor:
+        (outcome,) = executor.run([Job(0, "add", ra.unguarded(code), ADD_TEST, ADD_CHECK, prelude=ADD_PRELUDE)])
+    assert outcome.sample_error.startswith("ValueError: cache=False bad="), outcome.sample_error
+    bad = [n for n in outcome.sample_error.split("bad=", 1)[1].split(",") if n]
+    assert set(bad) <= set(host_failures), (bad, host_failures)
+    assert len(names) > 20
+
+
+def test_uid_leases_are_exclusive_across_processes(tmp_path):
+    """A lease held by another process is never handed out again until it is released."""
+    held = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import sys, random
+        sys.path.insert(0, {str(REPO)!r})
+        from sandbox import uids
+        leases = uids.lease_uids(3, random.Random(0))
+        print(",".join(str(l.uid) for l in leases), flush=True)
+        sys.stdin.read()
+    """)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        theirs = {int(u) for u in held.stdout.readline().split(",")}
+        import random
+
+        ours = uids.lease_uids(3, random.Random(0))  # the same starting point: it must step past theirs
+        try:
+            assert len(theirs) == 3 and not theirs & {lease.uid for lease in ours}
+        finally:
+            for lease in ours:
+                lease.release()
+    finally:
+        held.stdin.close()
+        held.wait(timeout=10)
+    again = uids.lease_uids(3, random.Random(0))  # released by their process's exit: free again
+    try:
+        assert theirs == {lease.uid for lease in again}
+    finally:
+        for lease in again:
+            lease.release()
+
+
+HOLDER = """def has_close_elements(numbers, threshold):
+    import os, time
+    for name in dir(os.__class__):
+        pass
+    import posix
+    children = 0
+    for _ in range(40):
+        try:
+            if posix.fork() == 0:
+                time.sleep(30)
+                posix._exit(0)
+            children += 1
+        except OSError:
+            break
+    time.sleep(2.5)
+    return False
+"""
+THREADED = """def has_close_elements(numbers, threshold):
+    import threading
+    results = []
+    workers = [threading.Thread(target=lambda: results.append(1)) for _ in range(4)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert len(results) == 4
+    for i, a in enumerate(numbers):
+        for j, b in enumerate(numbers):
+            if i != j and abs(a - b) < threshold:
+                return True
+    return False
+"""
+
+
+def test_two_concurrent_evaluate_runs_share_no_sample_uid(tmp_path):
+    """Run A's samples each hold as many processes as their limit allows; run B, beside it on the same host,
+    starts threads in every sample: all of B's pass (with a shared uid, RLIMIT_NPROC would refuse them)."""
+    attack, honest = tmp_path / "attack.jsonl", tmp_path / "honest.jsonl"
+    attack.write_text("".join(json.dumps({"task_id": "HumanEval/0", "solution": HOLDER}) + "\n"
+                              for _ in range(6)))
+    honest.write_text("".join(json.dumps({"task_id": "HumanEval/0", "solution": THREADED}) + "\n" for _ in range(30)))
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+
+    def evaluate(samples: Path, out: str) -> subprocess.Popen:
+        return subprocess.Popen([sys.executable, "-m", "evalsuite", "evaluate", str(samples), "--tasks", "humaneval",
+                                 "--k", "1", "--workers", "1", "--timeout", "3", "--output", str(tmp_path / out),
+                                 "--json", "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=env, cwd=tmp_path)
+
+    first = evaluate(attack, "a")
+    time.sleep(4.0)  # run A is executing its holders when run B starts
+    second = evaluate(honest, "b")
+    out_b, err_b = second.communicate(timeout=300)
+    first.communicate(timeout=300)
+    assert second.returncode == 0, err_b[-2000:]
+    rows = [json.loads(line) for line in (tmp_path / "b" / "results.jsonl").read_text().splitlines()]
+    assert len(rows) == 30 and all(row["passed"] for row in rows), [r.get("result") for r in rows if not r["passed"]]
