@@ -2,7 +2,7 @@
 
 Started by :mod:`sandbox.pool` as ``python -I -S -B sample_server.py CONFIG_JSON`` inside bubblewrap,
 with the control socket to the worker's checker on ``config["control_fd"]``. It never sees a test, and it
-never sees a candidate either: three kinds of process take part in every sample --
+never sees a candidate either. Three processes take part in every sample --
 
 * the **server** (this module's :class:`SampleServer`, long-lived): it keeps the worker's state (how /tmp was
   left, the running sample's pid, exit statuses) and does what needs that state: a fresh ``/tmp`` when the last
@@ -10,10 +10,9 @@ never sees a candidate either: three kinds of process take part in every sample 
   value before every sample (as real root), the kill of everything a sample left, and the exit status;
 * the **zygote** (:func:`zygote_loop`), forked from the server once, after the jail's set-up and before any
   sample: it holds nothing that any sample made or chose. Per sample it receives only the sample's call channel
-  and time limit, forks a throwaway **intermediate**, and reaps it (exit status 0, and, as real root, the same
-  pid every time);
-* the intermediate makes the sample's PID namespace, forks the **sample**, sends the sample's pid to the server
-  and exits at once, so the sample is reparented to the server (a child subreaper), which alone waits for it.
+  and time limit, makes the sample's PID namespace, forks the **sample**, tells the server its pid (as real root
+  the same for every sample: the server resets the jail's PID counter first), and, once the server has killed
+  the sample, reaps it into a buffer it forwards to the server and zeroes (:class:`ExitRecord`).
 
 The sample itself
 
@@ -28,8 +27,9 @@ The sample itself
 4. reads its own candidate from its own channel, runs it and answers the checker's calls
    (:func:`sandbox.channel.serve_calls`).
 
-So the memory a sample inherits is the zygote's, and no candidate's source, no earlier sample's pid, exit status
-or /tmp history, and no object of the server's ever passed through it. When the checker says the sample is
+So the memory a sample inherits is the zygote's: no candidate's source, no object of the server's and no /tmp
+history ever passed through it, an earlier sample's pid is the one this sample gets too, and an earlier exit
+status was zeroed where the kernel wrote it. When the checker says the sample is
 over, the server kills every process left in the jail and answers with how the sample's process ended.
 Stdlib only: it runs with ``-S``, without site-packages.
 """
@@ -37,6 +37,7 @@ Stdlib only: it runs with ``-S``, without site-packages.
 from __future__ import annotations
 
 import ctypes
+import errno
 import gc
 import json
 import math
@@ -189,8 +190,7 @@ def harden(config: dict[str, Any], libc: Libc, filter_: seccomp.SeccompFilter) -
     namespaced = config["namespaced"]
     libc.prctl(PR_SET_DUMPABLE, 0)  # no ptrace, no /proc/<pid>/mem, no pidfd_getfd for same-uid samples
     libc.prctl(PR_SET_NO_NEW_PRIVS, 1)  # inherited: no sample gains privileges through execve
-    # Orphans come back to the server: the sample itself (its intermediate exits at once) and, without a PID
-    # namespace, whatever the sample leaves behind.
+    # Without a PID namespace, whatever a sample leaves behind comes back to the server, to be killed and reaped.
     libc.prctl(PR_SET_CHILD_SUBREAPER, 1)
     pid_counter = None
     if namespaced:
@@ -256,55 +256,72 @@ def start_zygote(config: dict[str, Any], libc: Libc, server_end: socket.socket,
     return server_end, pid
 
 
-def zygote_loop(sock: socket.socket, config: dict[str, Any], libc: Libc, oom_score: int | None) -> None:
-    """The zygote: per sample, receive the channel and the time limit, fork the intermediate, reap it.
+class ExitRecord:
+    """Where the zygote has the kernel write a sample's end (``waitid``'s ``siginfo_t``), and nowhere else.
 
-    What it receives is the trusted checker's (an fd, a float); what it learns of the intermediate is its pid
-    and exit status, the same for every sample as real root (the server resets the jail's PID counter). It
-    never waits on a sample and never sees a byte of any candidate."""
+    The zygote forwards the two fields the server needs (how it ended, the code or signal), straight from this
+    buffer, then zeroes it: no Python object of the zygote's, which the next sample will inherit, ever holds a
+    sample's exit status."""
+
+    SIZE = 128  # sizeof(siginfo_t)
+    P_PID, WEXITED = 1, 4
+    CODE, STATUS = slice(8, 12), slice(24, 28)  # si_code, si_status (x86-64 and aarch64 alike)
+
+    def __init__(self, libc: Libc):
+        self.waitid = libc.lib.waitid
+        self.buffer = ctypes.create_string_buffer(self.SIZE)
+        self.view = memoryview(self.buffer).cast("B")
+
+    def wait_and_forward(self, pid: int, sock: socket.socket) -> None:
+        while self.waitid(self.P_PID, pid, self.buffer, self.WEXITED) != 0:
+            if ctypes.get_errno() != errno.EINTR:
+                break
+        sock.sendall(self.view[self.CODE])
+        sock.sendall(self.view[self.STATUS])
+        ctypes.memset(self.buffer, 0, self.SIZE)
+
+
+CLD_EXITED, CLD_KILLED, CLD_DUMPED = 1, 2, 3
+_INT = struct.Struct("<i")
+
+
+def zygote_loop(sock: socket.socket, config: dict[str, Any], libc: Libc, oom_score: int | None) -> None:
+    """The zygote: per sample, receive the channel and the time limit, make the sample's PID namespace, fork the
+    sample, tell the server its pid, and reap it once the server has killed it.
+
+    What it receives is the trusted checker's (an fd, a float); the sample's pid is the same for every sample as
+    real root (the server resets the jail's PID counter first); its exit status passes through
+    :class:`ExitRecord` alone. It never sees a byte of any candidate."""
+    exits = ExitRecord(libc)
     sock.sendall(b"z")
     while True:
         message, fds, _, _ = socket.recv_fds(sock, _TIMEOUT.size, 1)
         if len(message) != _TIMEOUT.size or len(fds) != 1:
             os._exit(0)  # the server is gone
         channel_fd, (timeout_s,) = fds[0], _TIMEOUT.unpack(message)
-        gc.freeze()  # objects made so far are shared with the children and never touched by their GC
+        if config["namespaced"]:
+            libc.new_pid_namespace()
+        gc.freeze()  # objects made so far are shared with the sample and never touched by its GC
         set_oom_score(oom_score, b"1000")  # over the memory limit, the sample goes first: it inherits this score
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError:
+            pid = -1
         if pid == 0:
+            sock.close()
             try:
-                start_sample(sock, channel_fd, timeout_s, config, libc)
-            finally:
+                enter_jail(config, libc, channel_fd, timeout_s)
+            except BaseException:
                 os._exit(EXIT_SETUP_FAILED)
+            try:
+                channel.serve_calls(channel_fd, channel.program_namespace())
+            finally:
+                os._exit(0)
         set_oom_score(oom_score, b"0")
         os.close(channel_fd)
-        os.waitpid(pid, 0)
-        sock.sendall(b"r")  # reaped: the intermediate's pid is free again before the next sample
-
-
-def start_sample(sock: socket.socket, channel_fd: int, timeout_s: float, config: dict[str, Any], libc: Libc) -> None:
-    """The intermediate: make the sample's PID namespace, fork the sample, tell the server its pid, exit.
-
-    Its exit hands the sample to the server (the subreaper); the sample's pid is learned here only after the
-    fork, so the sample's memory never holds it."""
-    if config["namespaced"]:
-        libc.new_pid_namespace()
-    try:
-        pid = os.fork()
-    except OSError:
-        pid = -1
-    if pid == 0:
-        sock.close()
-        try:
-            enter_jail(config, libc, channel_fd, timeout_s)
-        except BaseException:
-            os._exit(EXIT_SETUP_FAILED)
-        try:
-            channel.serve_calls(channel_fd, channel.program_namespace())
-        finally:
-            os._exit(0)
-    sock.sendall(_PID.pack(pid))
-    os._exit(0)
+        sock.sendall(_PID.pack(pid))
+        if pid > 0:
+            exits.wait_and_forward(pid, sock)
 
 
 def enter_jail(config: dict[str, Any], libc: Libc, channel_fd: int, timeout_s: float) -> None:
@@ -369,7 +386,6 @@ class SampleServer:
         self.pid_counter = pid_counter
         self.control = socket.socket(fileno=config["control_fd"])
         self.reader = framing.FrameReader(self.control.fileno(), binary=True)  # from the checker: trusted
-        self.exit_status: dict[int, int] = {}
         self.clean_tmp: tuple | None = None  # how /tmp looks while no sample has changed it; None: mount anew
         self.tmp_mounts = 0  # tmpfs mounted on /tmp so far (the last one is still there)
         self.sample_pid = -1
@@ -418,8 +434,6 @@ class SampleServer:
         finally:
             os.close(channel_fd)
         self.sample_pid = _PID.unpack(self._from_zygote(_PID.size))[0]
-        if self._from_zygote(1) != b"r":
-            raise SystemExit("sample server: the zygote answered out of turn")
 
     def _from_zygote(self, size: int) -> bytes:
         data = b""
@@ -430,53 +444,52 @@ class SampleServer:
             data += chunk
         return data
 
+    def sample_exit(self) -> dict[str, Any]:
+        """How the sample ended, as the zygote reaped it (it is the sample's parent)."""
+        code, value = (_INT.unpack(self._from_zygote(_INT.size))[0] for _ in range(2))
+        if code == CLD_EXITED:
+            return {"code": value, "signal": None}
+        if code in (CLD_KILLED, CLD_DUMPED):
+            return {"code": None, "signal": value}
+        return {"code": None, "signal": None}
+
     # -- after each sample -----------------------------------------------------------------------------
     def end_sample(self) -> dict[str, Any]:
-        if self.sample_pid <= 0:  # the intermediate could not fork: nothing ran
+        if self.sample_pid <= 0:  # the zygote could not fork: nothing ran
             return {"code": None, "signal": None}
         if not self.namespaced:
             self.kill_descendants()
         else:
             self.kill_namespace()
-        status = self.exit_status.pop(self.sample_pid, None)
-        self.exit_status.clear()
         self.sample_pid = -1
+        ended = self.sample_exit()
         if not self.namespaced:
             remove_tree(self.config["scratch"], keep_root=True)
-        if status is None:
-            return {"code": None, "signal": None}
-        if os.WIFSIGNALED(status):
-            return {"code": None, "signal": os.WTERMSIG(status)}
-        return {"code": os.WEXITSTATUS(status), "signal": None}
+        return ended
 
     def reap(self) -> None:
+        """Reap orphans (without a PID namespace, what a sample leaves comes back to us, the subreaper)."""
         while True:
             try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
+                pid, _ = os.waitpid(-1, os.WNOHANG)
             except ChildProcessError:
                 return
             if pid == 0:
                 return
             if pid == self.zygote_pid:
                 raise SystemExit("sample server: the zygote died")
-            self.exit_status[pid] = status
 
     def kill_namespace(self) -> None:
         """Kill every process the sample left. The sample is the init of its own PID namespace: once it is
-        killed and reaped, the kernel has killed and reaped everything in that namespace. A last look at
-        /proc kills anything else in the jail but its init, the zygote and us (there should be nothing)."""
+        killed, the kernel kills everything in that namespace, and the zygote reaps it. Without the seccomp
+        filter a last look at /proc kills anything else in the jail but its init, the zygote and us."""
         try:
             os.kill(self.sample_pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-        try:
-            _, self.exit_status[self.sample_pid] = os.waitpid(self.sample_pid, 0)
-        except ChildProcessError:
-            pass
-        else:
-            if self.seccomp.available:  # no sample process can have left its PID namespace: nothing else to find
-                return
-        keep = {1, self.pid, self.zygote_pid}
+        if self.seccomp.available:  # no sample process can have left its PID namespace: nothing else to find
+            return
+        keep = {1, self.pid, self.zygote_pid, self.sample_pid}
         for attempt in range(10_000):
             self.reap()
             others = [int(n) for n in os.listdir("/proc") if n.isdigit() and int(n) not in keep]
@@ -507,7 +520,9 @@ class SampleServer:
                 fields = stat[stat.rfind(b")") + 2:].split()
                 if fields[0] != b"Z":
                     children.setdefault(int(fields[1]), []).append(int(name))
+            # The sample is the zygote's child; everything else of it (orphans) ours.
             found, todo = [], [pid for pid in children.get(self.pid, ()) if pid != self.zygote_pid]
+            todo += children.get(self.zygote_pid, ())
             while todo:
                 pid = todo.pop()
                 found.append(pid)
