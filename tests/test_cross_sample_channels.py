@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -249,3 +250,36 @@ def test_two_concurrent_evaluate_runs_share_no_sample_uid(tmp_path):
     assert second.returncode == 0, err_b[-2000:]
     rows = [json.loads(line) for line in (tmp_path / "b" / "results.jsonl").read_text().splitlines()]
     assert len(rows) == 30 and all(row["passed"] for row in rows), [r.get("result") for r in rows if not r["passed"]]
+
+
+def test_workers_of_concurrent_executors_run_samples_under_distinct_uids():
+    code = ADD_PRELUDE + "    import os\n    raise ValueError(f'uid={os.getuid()}')\n"
+    seen = set()
+    with Executor(workers=2, timeout_s=5) as first, Executor(workers=2, timeout_s=5) as second:
+        for executor in (first, second):
+            jobs = [Job(i, "add", code, ADD_TEST, ADD_CHECK, prelude=ADD_PRELUDE) for i in range(8)]
+            seen |= {outcome.sample_error for outcome in executor.run(jobs)}
+        if os.geteuid() != 0:
+            pytest.skip("samples run under a uid of their own only as real root")
+        assert len(seen) == 4, seen
+        assert all(int(text.split("uid=")[1]) >= uids.SAMPLE_UID_BASE for text in seen)
+
+
+def test_the_library_folders_hold_only_what_is_bound():
+    """The jail shows no host library beyond the ones the interpreter loads (the loader's cache named them all)."""
+    from sandbox.jail import interpreter_files
+
+    bound = {path for path in interpreter_files()[0]}
+    folders = sorted({os.path.dirname(p) for p in bound if ".so" in os.path.basename(p)})
+    code = ADD_PRELUDE + textwrap.indent(textwrap.dedent(f"""
+        import os
+        listed = []
+        for folder in {folders!r}:
+            listed += [os.path.join(folder, name) for name in os.listdir(folder)]
+        libraries = [path for path in listed if ".so" in os.path.basename(path)]
+        unbound = sorted(set(libraries) - set({sorted(bound)!r}))
+        raise ValueError(f"libraries={{len(libraries)}} unbound={{unbound[:5]}}")
+    """), "    ")
+    with Executor(workers=1, timeout_s=5) as executor:
+        (outcome,) = executor.run([Job(0, "add", ra.unguarded(code), ADD_TEST, ADD_CHECK, prelude=ADD_PRELUDE)])
+    assert re.fullmatch(r"ValueError: libraries=[1-9]\d* unbound=\[\]", outcome.sample_error), outcome.sample_error
