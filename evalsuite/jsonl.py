@@ -5,6 +5,9 @@
   the record being written; :func:`read_jsonl` with ``tolerate_torn_tail`` ignores such a torn last line.
 * :func:`atomic_write_text` writes through a temporary file and ``os.replace``: readers see the old
   file or the new one, never half of one.
+
+Every JSON record is serialized by :func:`evalsuite.untrusted.dumps`: valid UTF-8 whatever a sample or a samples
+file put in a string, and no raw control or bidi character in the file.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from evalsuite.errors import EvalsuiteError
+from evalsuite.untrusted import dumps
 
 
 def sha256_file(path: str | Path) -> str:
@@ -85,7 +89,7 @@ class JsonlAppender:
             handle.truncate(cut)
 
     def write(self, record: dict[str, Any]) -> None:
-        self._handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+        self._handle.write(dumps(record) + "\n")
         self._handle.flush()
         if self._fsync:
             os.fsync(self._handle.fileno())
@@ -124,8 +128,8 @@ def atomic_write_text(path: str | Path, text: str) -> None:
 
 
 def atomic_write_json(path: str | Path, data: Any) -> None:
-    atomic_write_text(path, json.dumps(data, indent=2, ensure_ascii=False, sort_keys=False) + "\n")
+    atomic_write_text(path, dumps(data, indent=2, sort_keys=False) + "\n")
 
 
 def atomic_write_jsonl(path: str | Path, records: Iterable[dict[str, Any]]) -> None:
-    atomic_write_text(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+    atomic_write_text(path, "".join(dumps(r) + "\n" for r in records))

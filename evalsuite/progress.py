@@ -13,9 +13,13 @@ import time
 
 from tqdm import tqdm
 
+from evalsuite.untrusted import visible
+
 
 def progress_bar(total: int, desc: str, unit: str, enabled: bool = True) -> tqdm:
-    return tqdm(total=total, desc=desc, unit=unit, disable=not enabled, file=sys.stderr, dynamic_ncols=True,
+    """``desc`` names a task or model, which plugins and users choose: shown escaped (no control reaches the
+    terminal)."""
+    return tqdm(total=total, desc=visible(desc), unit=unit, disable=not enabled, file=sys.stderr, dynamic_ncols=True,
                 smoothing=0, mininterval=0, miniters=1)
 
 

@@ -284,11 +284,11 @@ def test_cli_reports_broken_file_and_bad_threshold(board_dir: Path, capsys):
     assert "argument --fail-under: pass@1: 'lots' is not a number" in capsys.readouterr().err
 
 
-def test_terminal_table_strips_control_characters(tmp_path: Path, capsys):
-    update_leaderboard(tmp_path, [make_entry(model="evil\x1b[2J\x07name")], render_html=False)
+def test_terminal_table_escapes_control_characters(tmp_path: Path, capsys):
+    update_leaderboard(tmp_path, [make_entry(model="evil\x1b[2J\x07na\u202eme")], render_html=False)
     assert cli_main(["leaderboard", "--dir", str(tmp_path), "--no-html"]) == 0
     out = capsys.readouterr().out
-    assert "\x1b" not in out and "evil?[2J?name" in out
+    assert "\x1b" not in out and "\u202e" not in out and "evil\\x1b[2J\\x07na\\u202eme" in out
 
 
 def test_concurrent_updates_lose_no_entry(tmp_path: Path):

@@ -118,8 +118,10 @@ class ScriptedServer:
     """A real HTTP server on 127.0.0.1: answers POST /v1/completions with the next status in ``script``
     (then 200s), records every request and how many were in flight at once."""
 
-    def __init__(self, script=(), delay_s: float = 0.0, retry_after: str | None = None):
+    def __init__(self, script=(), delay_s: float = 0.0, retry_after: str | None = None,
+                 text: str = "    return {i}\ndef more():"):
         self.script = list(script)
+        self.text = text
         self.delay_s = delay_s
         self.retry_after = retry_after
         self.requests: list[tuple[dict, dict]] = []
@@ -164,7 +166,7 @@ class ScriptedServer:
                         choices = [{"index": i, "message": {"role": "assistant", "content": answer},
                                     "finish_reason": "stop"} for i in range(body.get("n", 1))]
                     else:
-                        choices = [{"index": i, "text": f"    return {i}\ndef more():", "finish_reason": "stop"}
+                        choices = [{"index": i, "text": server.text.format(i=i), "finish_reason": "stop"}
                                    for i in range(body.get("n", 1))]
                     self._send(200, {"choices": choices, "usage": {"completion_tokens": 5}})
                 finally:
@@ -225,6 +227,14 @@ def test_concurrency_limit_and_api_key_never_recorded(monkeypatch):
     assert len({body["seed"] for _, body in server.requests}) == 12
     assert "sk-secret-123" not in json.dumps(generator.describe())
     assert generator.describe()["api_key_set"] is True
+
+
+def test_a_lone_surrogate_in_an_answer_is_kept_as_its_escape():
+    """Valid JSON, not text: the completion that runs must be the one completions.jsonl can hold."""
+    with ScriptedServer(text="    return '\ud800\u202e'") as server:
+        [completion] = OpenAIGenerator("scripted", server.base_url).generate(one_request(), SamplingParams())
+    assert completion.text == "    return '\\ud800\u202e'"  # the bidi character is text, and kept
+    completion.text.encode("utf-8")
 
 
 def test_samples_per_request_uses_n():

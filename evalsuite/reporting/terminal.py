@@ -1,10 +1,16 @@
 """The one formatter of every terminal table (run's results, the leaderboard, evaluate's summary, the models
-and tasks lists): columns two spaces apart, each as wide as its widest cell, so that all tables read alike."""
+and tasks lists): columns two spaces apart, each as wide as its widest cell, so that all tables read alike.
+
+Cells hold names from users, plugins and files (a model name, a task id): each is shown through
+:func:`evalsuite.untrusted.visible`, so no cell drives the terminal (``ESC [``), reorders a line (bidi controls)
+or starts a line of its own."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Sequence
+
+from evalsuite.untrusted import visible
 
 GAP = "  "
 
@@ -21,6 +27,11 @@ class Table:
     right: frozenset[int] = field(default_factory=frozenset)
     rule: bool = False
     pad_last: bool = True
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "rows", [[visible(cell) for cell in row] for row in self.rows])
+        if self.header is not None:
+            object.__setattr__(self, "header", [visible(cell) for cell in self.header])
 
     def widths(self) -> list[int]:
         lines = [*([self.header] if self.header else []), *self.rows]

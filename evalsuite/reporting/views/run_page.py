@@ -4,7 +4,9 @@ filters for failed, timed out and flagged samples.
 
 Built from what the run wrote (``summary.json``, ``results.jsonl``, the completions) plus the prompts, so
 ``evalsuite run`` and ``evaluate`` make the same page. Everything a sample wrote is untrusted text: it is
-escaped by :func:`~evalsuite.reporting.views.style.esc`, never put into the page as markup.
+escaped by :func:`~evalsuite.reporting.views.style.esc` (or ``esc_block`` for the program, the output and the
+error message, where an escape for a hidden code point such as ``\u202e`` is marked), never put into the page as
+markup or as a raw control or bidi character.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any, Mapping, Sequence
 
 from evalsuite.jsonl import atomic_write_text
 from evalsuite.reporting.views.contract import DETAIL_FIELDS, RunHeader, RunView, SampleView, count_of, detail_of
-from evalsuite.reporting.views.style import ci_text, esc as _e, footer, pct, safe_href, shell
+from evalsuite.reporting.views.style import ci_text, esc as _e, esc_block as _block, footer, pct, safe_href, shell
 from evalsuite.scoring.passk import pass_at_k
 
 PAGE_FILE = "report.html"
@@ -140,16 +142,16 @@ def _sample(sample: SampleView, prompt: str) -> str:
             + (f'<dt>flags</dt><dd>{_e(", ".join(sample.flags))}</dd>' if sample.flags else "") + '</dl>']
     detail = detail_of(sample.failure_detail)
     if detail:
-        rows = "".join(f'<dt>{_e(label)}</dt><dd><code class="detail-{_e(key)}">{_e(detail[key])}</code></dd>'
+        rows = "".join(f'<dt>{_e(label)}</dt><dd><code class="detail-{_e(key)}">{_block(detail[key])}</code></dd>'
                        for key, label in DETAIL_FIELDS if key in detail)
         body.append(f'<div><h4>Where it failed (the trusted checker\'s account)</h4><dl class="kv failure-detail">'
                     f'{rows}</dl></div>')
     if error:
-        body.append(f'<div><h4>Error message (the sample\'s own text)</h4><pre class="sample-error">{_e(_clip(error))}'
+        body.append(f'<div><h4>Error message (the sample\'s own text)</h4><pre class="sample-error">{_block(_clip(error))}'
                     '</pre></div>')
-    body.append(f'<div><h4>Program that ran</h4><pre class="program">{_e(_clip(sample.program))}</pre></div>')
-    body.append(f'<div><h4>Raw model output{tokens}{finish}</h4><pre class="raw">{_e(_clip(sample.raw))}</pre></div>')
-    body.append(f'<details><summary class="sub">Prompt</summary><pre class="prompt">{_e(_clip(prompt))}</pre></details>')
+    body.append(f'<div><h4>Program that ran</h4><pre class="program">{_block(_clip(sample.program))}</pre></div>')
+    body.append(f'<div><h4>Raw model output{tokens}{finish}</h4><pre class="raw">{_block(_clip(sample.raw))}</pre></div>')
+    body.append(f'<details><summary class="sub">Prompt</summary><pre class="prompt">{_block(_clip(prompt))}</pre></details>')
     return (f'<details class="sample" data-status="{_e(sample.status)}" data-flagged="{"1" if sample.flags else "0"}" '
             f'data-problem="{_e(sample.task_id)}" id="{_e(f"s-{sample.task_id}-{sample.completion_id}")}">'
             f'<summary><span class="id">{_e(sample.task_id)} #{_e(sample.completion_id)}</span>'

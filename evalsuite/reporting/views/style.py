@@ -1,22 +1,39 @@
 """What the leaderboard page and the run pages share: escaping, the page shell and the stylesheet.
 
-Every string a page shows goes through :func:`esc` (HTML text and attributes) or :func:`json_for_script`
-(data read by the page's script), in this one module: model names are user input and everything a sample
-wrote (completion, raw output, its error message) is untrusted. Pages are self-contained (inline CSS and
+Every string a page shows goes through :func:`esc` (HTML text and attributes), :func:`esc_block` (a program,
+an output, an error message) or :func:`json_for_script` (data read by the page's script), in this one module:
+model names are user input and everything a sample wrote (completion, raw output, its error message) is
+untrusted. Each first makes the text :func:`~evalsuite.untrusted.visible` (bidi and invisible characters,
+controls and lone surrogates become escapes such as ``\u202e``), so the page shows what ran, and can always be
+written as UTF-8. Pages are self-contained (inline CSS and
 JS, no network; a Content-Security-Policy forbids any fetch) so they open from disk or a CI artifact.
 """
 
 from __future__ import annotations
 
 import html
-import json
+import unicodedata
 from typing import Any
+
+from evalsuite.untrusted import MULTILINE, dumps, visible, visible_data, visible_parts
 
 from evalsuite.version import __version__
 
 
 def esc(text: object) -> str:
-    return html.escape(str(text), quote=True)
+    return html.escape(visible(text, MULTILINE), quote=True)
+
+
+def esc_block(text: object) -> str:
+    """Text shown as a block (inside ``<pre>``): as :func:`esc`, and each escape that stands for a hidden code
+    point is marked (``<span class="cp">``), so that it reads apart from the same six characters typed."""
+    return "".join(f'<span class="cp" title="{_name(hidden)}">{html.escape(piece)}</span>' if hidden is not None
+                   else html.escape(piece, quote=True) for piece, hidden in visible_parts(text, MULTILINE))
+
+
+def _name(char: str) -> str:
+    """``U+202E RIGHT-TO-LEFT OVERRIDE``: what an escape stands for, as its tooltip."""
+    return f"U+{ord(char):04X} {unicodedata.name(char, '')}".strip()
 
 
 def safe_href(path: str | None) -> str | None:
@@ -33,9 +50,8 @@ def pct(value: float) -> str:
 def json_for_script(data: Any) -> str:
     """JSON safe inside ``<script type="application/json">``: no ``<``, ``>`` or ``&`` survive as such, so
     no text can close the element or open a comment, whatever a model name contains."""
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
-    return (text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
-            .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
+    text = dumps(visible_data(data), separators=(",", ":"))  # the script shows these strings: escaped
+    return text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
 
 
 def ci_text(low: float, high: float, method: str | None) -> str:
@@ -78,6 +94,7 @@ main{padding:0 32px 32px;max-width:1400px}
 .meta,.sub,.muted{color:var(--muted)}
 .meta{margin:4px 0 0}
 .sub{font-size:12px}
+.cp{color:var(--fail);background:var(--head);border-radius:3px;padding:0 1px}
 .crumb{font-size:13px;margin:0 0 6px}
 .toolbar{display:flex;flex-wrap:wrap;gap:8px 16px;align-items:center;margin:16px 0 10px}
 select,input[type=search]{font:inherit;padding:4px 8px;border:1px solid var(--line);border-radius:6px;
