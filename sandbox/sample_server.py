@@ -238,15 +238,17 @@ def set_oom_score(fd: int | None, value: bytes) -> None:
             pass
 
 
-def start_zygote(config: dict[str, Any], libc: Libc, server_end: socket.socket,
-                 zygote_end: socket.socket) -> tuple[socket.socket, int]:
+def start_zygote(config: dict[str, Any], libc: Libc, server_end: socket.socket, zygote_end: socket.socket,
+                 server_fds: tuple[int, ...]) -> tuple[socket.socket, int]:
     """Fork the zygote; returns the server's end of the socket to it and its pid. Called from a frame that
-    holds no server object, so none is reachable from the zygote or a sample."""
+    holds no server object, so none is reachable from the zygote or a sample. ``server_fds`` (the checker's
+    socket, the PID counter) stay the server's alone."""
     pid = os.fork()
     if pid == 0:
         try:
             server_end.close()
-            os.close(config["control_fd"])  # the checker's socket stays the server's
+            for fd in server_fds:
+                os.close(fd)
             zygote_loop(zygote_end, config, libc, open_oom_score())
         finally:
             os._exit(EXIT_SETUP_FAILED)
@@ -640,11 +642,13 @@ def main(argv: list[str]) -> int:
     os.dup2(2, 1)
     os.close(null)
     check_namespace(config)
+    del config["host_pidns"]  # the harness's namespace, needed for that check alone: no sample inherits it
     libc, filter_ = Libc(), seccomp.SeccompFilter()
     # The zygote's socket is made before the seccomp filter, which refuses new sockets.
     server_end, zygote_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     pid_counter = harden(config, libc, filter_)
-    zygote, zygote_pid = start_zygote(config, libc, server_end, zygote_end)
+    server_fds = (config["control_fd"],) + ((pid_counter,) if pid_counter is not None else ())
+    zygote, zygote_pid = start_zygote(config, libc, server_end, zygote_end, server_fds)
     if drops_proc(config, filter_):
         # Past this point the server needs no /proc (its own fds are open already; kill_namespace needs none
         # when every sample is its PID namespace's init): samples get none at all. No host path (mountinfo),
