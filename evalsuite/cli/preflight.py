@@ -21,13 +21,14 @@ from typing import Any, Mapping, Sequence
 from evalsuite.errors import EvalsuiteError
 
 
-def check_sandbox(allow_unsandboxed: bool) -> None:
-    """Refuse now, not after generation, where the jail cannot be built (the answer is cached)."""
+def check_sandbox(allow_unsandboxed: bool, isolation: str = "auto") -> None:
+    """Refuse now, not after generation, where the jail the user chose (``--isolation``) cannot be built (the
+    answer is cached)."""
     if allow_unsandboxed:
         return
     from sandbox import isolation_problem
 
-    why = isolation_problem()
+    why = isolation_problem(isolation)  # the name itself was checked when the option was read
     if why:
         raise EvalsuiteError(f"cannot isolate sample execution: {why}; nothing was generated. Install bubblewrap "
                              "or allow user namespaces, or pass --allow-unsandboxed (UNSAFE, see docs/sandbox.md)")

@@ -190,7 +190,7 @@ def execute(args: argparse.Namespace, argv: list[str] | None = None):
     if not args.no_leaderboard:
         preflight.check_writable_dir(args.leaderboard_dir, "--leaderboard-dir")
     check_gpu_only_options(generation.loading)
-    preflight.check_sandbox(args.allow_unsandboxed)
+    preflight.check_sandbox(args.allow_unsandboxed, args.isolation)
     config = RunConfig(models=models, tasks=tasks, sampling=sampling, ks=ks, limit=args.limit,
                        output_dir=Path(args.output), generation=generation, execution=execution,
                        timeouts=timeout_policy(args), show_progress=not args.quiet,

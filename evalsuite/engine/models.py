@@ -117,7 +117,12 @@ LAYOUTS: dict[str, Layout] = {
 
 
 def layout_for(model) -> tuple[str, Layout] | None:
-    name = type(model).__name__
+    return layout_for_architecture(type(model).__name__)
+
+
+def layout_for_architecture(name: str) -> tuple[str, Layout] | None:
+    """The engine's layout for a model class (``Gemma3ForCausalLM``), matched on the class, never on
+    ``config.model_type`` (Gemma 3's text config says ``gemma3_text``)."""
     for family, layout in LAYOUTS.items():
         if name in layout.architectures:
             return family, layout

@@ -521,10 +521,10 @@ def engine_workspace_bytes(shape: ModelShape, batch: int, weight_bytes: int) -> 
     runtime budget."""
     try:
         from evalsuite.engine.engine import workspace_margin_bytes
-        from evalsuite.engine.models import LAYOUTS
+        from evalsuite.engine.models import layout_for_architecture
     except ImportError:  # no torch: nothing runs on a GPU anyway
         return 0
-    if shape.model_type not in LAYOUTS:
+    if layout_for_architecture(shape.architecture) is None:
         return 0
     return batch * (shape.vocab_size * 48 + 64 * shape.hidden_size) + workspace_margin_bytes(weight_bytes)
 

@@ -48,6 +48,7 @@ class ModelShape:
     checkpoint_dtype: str | None  # dtype the weights are stored in (safetensors headers or config)
     checkpoint_bytes: int | None  # bytes on disk when a local checkpoint exists
     block_class: str | None
+    architecture: str = ""  # the model's class (Gemma3ForCausalLM): what the engine's layouts are matched on
 
     def weight_bytes(self, precision: str) -> int:
         """Bytes of all weights loaded in ``precision`` (bf16, fp32, int8, nf4 as bitsandbytes does it)."""
@@ -204,7 +205,7 @@ def shape_from_model(model: Any, config: Any, block_classes: tuple[str, ...] = (
         vocab_size=sizes.vocab_size, intermediate_size=sizes.intermediate_size,
         max_positions=_config_value(text_config, "max_position_embeddings", "n_positions", "seq_length"),
         checkpoint_dtype=ckpt_dtype, checkpoint_bytes=ckpt_bytes,
-        block_class=type(blocks[0]).__name__ if blocks else None,
+        block_class=type(blocks[0]).__name__ if blocks else None, architecture=type(model).__name__,
     )
 
 
