@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from evalsuite.cli import main
+from evalsuite.errors import EvalsuiteError
 
 
 @pytest.fixture()
@@ -147,3 +148,39 @@ def test_a_task_spec_without_its_data_is_refused_before_any_folder_is_made(no_mo
     shutil.copy(spec, no_model_loads / "specs" / spec.name)  # the spec alone: its wordbench.jsonl is missing
     assert_one_line_refusal(capsys, ["run", "--quiet", "--task-dir", "specs", "--tasks", "wordbench"],
                             "wordbench.jsonl: no such file or folder", no_model_loads)
+
+
+def test_the_sandbox_preflight_asks_the_chosen_jail():
+    from evalsuite.cli import preflight
+    from sandbox import isolation
+    from sandbox.isolation import Jail
+
+    class BrokenJail(Jail):
+        name = "broken-for-test"
+
+        @classmethod
+        def find(cls):
+            return None, "it never works"
+
+        def command(self, config, code_fds):
+            raise AssertionError("never started")
+
+    isolation.register(BrokenJail)
+    try:
+        with pytest.raises(EvalsuiteError, match="it never works"):
+            preflight.check_sandbox(False, "broken-for-test")
+        preflight.check_sandbox(True, "broken-for-test")  # --allow-unsandboxed: the run decides
+    finally:
+        isolation.unregister("broken-for-test")
+
+
+@pytest.mark.parametrize("command", ["run", "evaluate"])
+def test_isolation_none_without_the_opt_in_is_refused_before_anything_runs(command, no_model_loads, capsys):
+    """The preflight asks the jail --isolation names: ``none`` without --allow-unsandboxed is refused at once."""
+    samples = no_model_loads / "s.jsonl"
+    samples.write_text('{"task_id": "HumanEval/0", "completion": "    return True\\n"}\n')
+    argv = [command, "--isolation", "none", "--output", str(no_model_loads / "out")]
+    argv += [str(samples)] if command == "evaluate" else ["--models", "reference", "--limit", "1"]
+    assert main(argv) == 2
+    assert "isolation='none' was requested" in capsys.readouterr().err
+    assert not (no_model_loads / "out").exists()

@@ -257,3 +257,19 @@ def test_plan_command_takes_the_dtype_a_run_would(capsys):
                      "--json"]) == 0
     [plan] = json.loads(capsys.readouterr().out)
     assert plan["dtype"] == gpu_dtype(LoadingOptions(), resolve_model("gpt-j-6b")) == "float16"
+
+
+def test_the_engine_workspace_is_planned_for_gemma3_text_configs():
+    transformers = pytest.importorskip("transformers")
+    pytest.importorskip("torch")
+    from evalsuite.planner.ladder import engine_workspace_bytes
+    from evalsuite.planner.memory import shape_from_config
+
+    config = transformers.Gemma3TextConfig(vocab_size=512, hidden_size=64, intermediate_size=128,
+                                           num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                                           head_dim=16, max_position_embeddings=256)
+    shape = shape_from_config(config)
+    assert shape.model_type == "gemma3_text" and shape.architecture == "Gemma3ForCausalLM"
+    assert engine_workspace_bytes(shape, batch=8, weight_bytes=10 << 20) > 8 * 512 * 48
+    gpt2 = shape_from_config(transformers.GPT2Config(n_layer=2, n_embd=64, n_head=4, vocab_size=512))
+    assert engine_workspace_bytes(gpt2, batch=8, weight_bytes=10 << 20) == 0  # a family the engine does not cover

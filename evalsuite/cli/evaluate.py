@@ -113,7 +113,7 @@ def execute(args: argparse.Namespace):
     options = execution_options(args)
     policy = timeout_policy(args)
     ks = parse_ks(args.k)
-    preflight.check_sandbox(args.allow_unsandboxed, args.isolation)
+    preflight.check_sandbox(options.allow_unsandboxed, options.isolation)
     task = load_registry(args).get(args.task)
     problems = task.problems()
     samples = read_samples(args.samples, {p.task_id for p in problems}, task.name)

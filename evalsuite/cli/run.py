@@ -186,11 +186,11 @@ def execute(args: argparse.Namespace, argv: list[str] | None = None):
     preflight.check_fail_under(thresholds, ks)
     if thresholds and args.no_leaderboard:
         raise EvalsuiteError("--fail-under needs the leaderboard; drop --no-leaderboard")
-    preflight.check_writable_dir(args.output, "--output")
+    check_gpu_only_options(generation.loading)
+    preflight.check_sandbox(execution.allow_unsandboxed, execution.isolation)
+    preflight.check_writable_dir(args.output, "--output")  # the last checks: they make the folders
     if not args.no_leaderboard:
         preflight.check_writable_dir(args.leaderboard_dir, "--leaderboard-dir")
-    check_gpu_only_options(generation.loading)
-    preflight.check_sandbox(args.allow_unsandboxed, args.isolation)
     config = RunConfig(models=models, tasks=tasks, sampling=sampling, ks=ks, limit=args.limit,
                        output_dir=Path(args.output), generation=generation, execution=execution,
                        timeouts=timeout_policy(args), show_progress=not args.quiet,
