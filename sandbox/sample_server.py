@@ -295,6 +295,7 @@ def zygote_loop(sock: socket.socket, config: dict[str, Any], libc: Libc, oom_sco
     real root (the server resets the jail's PID counter first); its exit status passes through
     :class:`ExitRecord` alone. It never sees a byte of any candidate."""
     exits = ExitRecord(libc)
+    channel.guard_the_zygote()
     sock.sendall(b"z")
     while True:
         message, fds, _, _ = socket.recv_fds(sock, _TIMEOUT.size, 1)
