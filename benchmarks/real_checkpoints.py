@@ -42,7 +42,7 @@ def run(model: Path, style: str, problems: int, max_new_tokens: int, output: Pat
                        generation=GenerationOptions(loading=LoadingOptions(device="cpu")), execution=ExecutionOptions(show_progress=False),
                        show_progress=False)
     started = time.perf_counter()
-    [outcome] = run_evaluation(config)
+    [outcome] = run_evaluation(config).outcomes
     rows = [json.loads(line) for line in outcome.run_dir.completions.read_text().splitlines()]
     return outcome, rows, time.perf_counter() - started
 

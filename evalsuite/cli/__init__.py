@@ -4,9 +4,12 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
+import signal
 import sys
+import threading
 
 from evalsuite.version import __version__
 from evalsuite.errors import EvalsuiteError
@@ -34,6 +37,37 @@ def _never_fail_on_output() -> None:
         pass
 
 
+class Stopped(KeyboardInterrupt):
+    """SIGTERM or SIGHUP (a scheduler's time limit, ``docker stop``, ``kill``, a closed terminal), handled as Ctrl-C
+    is: finished rows are kept, the record says interrupted, and the exit status names the signal (128 + it)."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def stops_as_interrupts():
+    """While a command runs in the main thread, SIGTERM and SIGHUP raise :class:`Stopped` there, once: a second
+    signal while the first is being handled is ignored, so the finished rows are written whole."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    stopping: list[int] = []
+
+    def stop(signum: int, frame: object) -> None:
+        if not stopping:
+            stopping.append(signum)
+            raise Stopped(signum)
+
+    previous = {signum: signal.signal(signum, stop) for signum in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -47,14 +81,16 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        return int(args.handler(args) or 0)
+        with stops_as_interrupts():
+            return int(args.handler(args) or 0)
     except EvalsuiteError as exc:
         print(f"error: {visible(exc)}", file=sys.stderr)  # it may quote a path or a name: shown escaped
         return exc.exit_code
     except BrokenPipeError:  # `evalsuite models | head`: the reader left; not an error worth a traceback
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    except KeyboardInterrupt:
-        print("interrupted: completions written so far are kept; rerun the same command to resume",
-              file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        signum = getattr(exc, "signum", None) or signal.SIGINT  # Stopped, or a batch that a Stopped cut short
+        print(f"interrupted by {signal.Signals(signum).name}: completions written so far are kept; rerun the same "
+              "command to resume", file=sys.stderr)
+        return 128 + int(signum)

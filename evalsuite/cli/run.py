@@ -146,6 +146,11 @@ def main(args: argparse.Namespace) -> int:
         return 0
     if json_out:
         print_json(result.to_json())
+    if result.failures:
+        names = ", ".join(failure.model for failure in result.failures)
+        print(f"error: {len(result.failures)} model(s) failed: {names} (see above); the others' results stand",
+              file=sys.stderr)
+        return max(failure.exit_code for failure in result.failures)
     if result.fail_under is not None:  # checked on this run's own entries (see execute)
         from evalsuite.reporting.gate import raise_shortfalls
 
@@ -197,25 +202,26 @@ def execute(args: argparse.Namespace, argv: list[str] | None = None):
                        argv=sys.argv if argv is None else argv,
                        spread=args.spread, prompt=protocol, names=names,
                        leaderboard_dir=None if args.no_leaderboard else Path(args.leaderboard_dir))
-    outcomes = run_evaluation(config)
-    if not outcomes:  # a data-parallel worker rank (rank 0 reports), or a rank given no model
-        return None
+    evaluation = run_evaluation(config)
+    if evaluation is None or not (evaluation.outcomes or evaluation.failures):
+        return None  # a data-parallel worker rank (rank 0 reports), or a rank given no model
+    outcomes = evaluation.outcomes
     if not (json_out and args.quiet):
-        print_results_table(outcomes, ks)
-    result = RunResult(scores=[score_from_outcome(outcome) for outcome in outcomes], ks=list(ks))
+        print_results_table(outcomes, ks, failures=evaluation.failures)
+    result = RunResult(scores=[score_from_outcome(outcome) for outcome in outcomes], ks=list(ks),
+                       failures=list(evaluation.failures))
     if args.no_leaderboard:
         return result
     from evalsuite.reporting.gate import check_fail_under
-    from evalsuite.runs.finish import add_to_leaderboard
 
-    new_entries = add_to_leaderboard(Path(args.leaderboard_dir), [outcome.leaderboard_summary() for outcome in outcomes])
+    new_entries = evaluation.entries  # each added as soon as its run was scored
     if not args.quiet:
         print(f"leaderboard: {Path(args.leaderboard_dir) / 'leaderboard.json'} (page: index.html; each run's page: "
               "report.html in its folder)")
     # Gate on this run's own entries: an old, better entry must not hide today's regression.
     gate = FailUnder(dict(thresholds), check_fail_under(new_entries, thresholds)) if thresholds else None
     return RunResult(scores=result.scores, ks=result.ks, leaderboard=Path(args.leaderboard_dir) / "leaderboard.json",
-                     fail_under=gate)
+                     fail_under=gate, failures=result.failures)
 
 
 def quiet_libraries() -> None:

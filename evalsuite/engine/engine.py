@@ -158,6 +158,12 @@ class Engine:
                 for index in fan_out.get(completion.task_id, (completion.sample_index,)):
                     yield replace(completion, sample_index=index)
 
+    def close(self) -> None:
+        """Drop every GPU tensor this engine holds (the model's reference, the fused weight copies); the KV cache,
+        workspaces and CUDA graphs live only while :meth:`generate` runs."""
+        self.model = None
+        self.adapter = None
+
     def describe(self) -> dict[str, Any]:
         return {"engine": "evalsuite", "family": self.adapter.family,
                 "attention": "triton" if self.use_triton else "torch", "cuda_graphs": self.use_graphs,

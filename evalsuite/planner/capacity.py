@@ -184,3 +184,14 @@ def enforce_gpu_cap(cap_bytes: int | None) -> list[str]:
         notes.append(f"GPU {index}: allocator capped at {format_bytes(cap_bytes)} "
                      f"({fraction:.3f} of {format_bytes(total)})")
     return notes
+
+
+def release_gpu_cap() -> None:
+    """Undo :func:`enforce_gpu_cap` once the model it was set for is closed: the next model of the command plans
+    against the whole card (or its own cap), never against what the last one left."""
+    import torch
+
+    if not torch.cuda.is_available() or not torch.cuda.is_initialized():
+        return  # nothing was capped, and no CUDA context is made just to say so
+    for index in range(torch.cuda.device_count()):
+        torch.cuda.set_per_process_memory_fraction(1.0, index)

@@ -28,12 +28,13 @@ from evalsuite.records import SampleResult
 from evalsuite.reporting.views.run_page import PAGE_FILE
 from evalsuite.runs.config import RunConfig, validate_config
 from evalsuite.runs.distributed import DistContext, context_from_env, shutdown
-from evalsuite.runs.finish import RunFacts, ScoredRun, finish
+from evalsuite.runs.finish import RunFacts, ScoredRun, add_to_leaderboard, finish
 from evalsuite.runs.generate import generate_missing, load_completions
 from evalsuite.runs.identity import problem_set, prompt_settings, run_identity, select_problems
 from evalsuite.runs.invocations import Invocation, earlier_invocations, totals as invocation_totals
 from evalsuite.runs.record import ModelDescription, RecordedTask, RunRecord, per_problem_results
 from evalsuite.runs.resume import RecordedModel, finished_record, request_key as make_request_key
+from evalsuite.runs.results import ModelFailure
 from evalsuite.runs.rundir import RunDir, run_key
 from evalsuite.scoring import Score
 from evalsuite.tasks.task import Task
@@ -114,6 +115,7 @@ def run_one(generator: Generator, spec: ModelSpec, task: Task, config: RunConfig
         invocation.status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
         invocation.finished_at, invocation.generate_s = _now(), round(time.perf_counter() - started, 3)
         if ctx.is_main:
+            record.status = invocation.status  # not "running": this invocation ended here
             record.invocations = [*history, invocation.to_json()]
             atomic_write_json(run_dir.record, record.to_json())
         raise
@@ -179,10 +181,23 @@ def run_one(generator: Generator, spec: ModelSpec, task: Task, config: RunConfig
                       generated_now=generated)
 
 
-def run_evaluation(config: RunConfig) -> list[RunOutcome] | None:
+@dataclass
+class Evaluation:
+    """What one command's models produced: the scored runs, the leaderboard entries they added (each as soon as
+    its run was scored) and the models that failed while the others ran."""
+
+    outcomes: list[RunOutcome]
+    entries: list[Any]
+    failures: list[ModelFailure]
+
+
+def run_evaluation(config: RunConfig) -> Evaluation | None:
     """Run every model on every task. Models are resolved before any work, so a typo fails in a second.
 
-    Under torchrun / accelerate launch each rank takes a shard; rank 0 returns the outcomes, others None.
+    Each model runs as if alone: its generator is closed (everything it put on a GPU released) before the next
+    one loads, its results and leaderboard entry are final as soon as it is scored, and a model that fails (a
+    load error, out of memory, a bad checkpoint) is reported and the others still run. Under torchrun /
+    accelerate launch each rank takes a shard; rank 0 returns the evaluation, others None.
     """
     from evalsuite.generation import load_generator
     from evalsuite.models.registry import resolve_model
@@ -206,30 +221,73 @@ def run_evaluation(config: RunConfig) -> list[RunOutcome] | None:
         run_ctx = DistContext()
     placement = {"world_size": ctx.world_size, "rank": ctx.rank, "spread": config.spread if ctx.enabled else None,
                  "host": socket.gethostname(), "device": generation.loading.device}
-    outcomes = []
+    outcomes: list[RunOutcome] = []
+    entries: list[Any] = []
+    failures: list[ModelFailure] = []
     try:
         for name, spec in assignments:
             display = display_name(name, spec, config.names)
-            keys = {task.name: make_request_key(spec, task, [p.task_id for p in select_problems(task, config.limit)],
-                                                replace(config, generation=generation)) for task in config.tasks}
-            recorded = {} if ctx.enabled else _finished_runs(config, display, keys)
-            started = time.perf_counter()
-            # Nothing left to generate for any task: the recorded model stands in, no weights are loaded.
-            generator = None if len(recorded) == len(config.tasks) else load_generator(spec, generation)
-            load_seconds = time.perf_counter() - started
+            generator = None
             try:
+                keys = {task.name: make_request_key(spec, task, [p.task_id for p in select_problems(task, config.limit)],
+                                                    replace(config, generation=generation)) for task in config.tasks}
+                recorded = {} if ctx.enabled else _finished_runs(config, display, keys)
+                started = time.perf_counter()
+                # Nothing left to generate for any task: the recorded model stands in, no weights are loaded.
+                generator = None if len(recorded) == len(config.tasks) else load_generator(spec, generation)
+                load_seconds = time.perf_counter() - started
+                if generator is not None and run_ctx.is_main:
+                    announce_plan(display, generator.describe(), config.show_progress)
                 for task in config.tasks:
                     acting = generator or RecordedModel(recorded[task.name])
                     outcome = run_one(acting, spec, task, config, load_seconds, run_ctx, placement,
                                       display_name=display, request_key=keys[task.name])
                     if outcome is not None:
                         outcomes.append(outcome)
+                        if config.leaderboard_dir is not None:  # final now, whatever happens to the next model
+                            entries += add_to_leaderboard(config.leaderboard_dir, [outcome.leaderboard_summary()])
+            except Exception as exc:  # noqa: BLE001 - one model's failure, reported; the others still run
+                if len(assignments) == 1 or ctx.enabled and config.spread != "models":
+                    raise  # a command of one model stops with its error; ranks sharing a model's work stop together
+                failures.append(ModelFailure(display, one_line(exc), getattr(exc, "exit_code", 1)))
+                print(f"error: {display}: {one_line(exc)} (the other models still run; the exit status will say "
+                      "this one failed)", file=sys.stderr)
             finally:
                 if generator is not None:
                     generator.close()
     finally:
         shutdown(ctx)
-    return outcomes if run_ctx.is_main else None
+    return Evaluation(outcomes, entries, failures) if run_ctx.is_main else None
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception as one line: its message's first line, with its class where the message does not say."""
+    lines = str(exc).strip().splitlines()
+    text = lines[0][:400] if lines else ""
+    return text if isinstance(exc, EvalsuiteError) and text else f"{type(exc).__name__}: {text}".rstrip(": ")
+
+
+SLOW_PLAN = 0.1  # a plan this far below whole-GPU speed is said loudly
+
+
+def announce_plan(display: str, description: Mapping[str, Any], show: bool) -> None:
+    """One line per model, before it generates: how it was placed and how fast that is expected to be; a plan
+    more than 10x slower than the model whole on one GPU is a warning, with the flags that would avoid it."""
+    placement = description.get("placement") or {}
+    plan = placement.get("plan") or {}
+    if not plan and not description.get("device"):
+        return  # a model that is not loaded on a device (the reference, a server)
+    strategy = placement.get("strategy") or f"on {description.get('device')}"
+    speed = plan.get("speed_class") or "no plan (not placed by the memory planner)"
+    if show:
+        estimate = plan.get("est_ms_per_token")
+        per_token = f", ~{estimate:.3g} ms a token at full batch" if estimate else ""
+        print(f"plan: {display}: {strategy}, {description.get('dtype')}, {speed}{per_token}", file=sys.stderr)
+    relative = plan.get("relative_speed")
+    if relative is not None and 0 < relative < SLOW_PLAN:
+        print(f"WARNING: {display} is planned as {strategy} at {relative:.2g}x of its whole-GPU speed: expect hours, "
+              "not minutes. To avoid it: a larger --gpu-memory (or more GPUs), --strategy nf4 or int8 (with "
+              "bitsandbytes installed), or --dtype bfloat16 where float32 was asked", file=sys.stderr)
 
 
 def _finished_runs(config: RunConfig, display: str, keys: Mapping[str, str | None]) -> dict[str, RunRecord]:
@@ -266,7 +324,8 @@ def _rank_device(ctx: DistContext) -> str:
     return f"cuda:{ctx.local_rank}" if torch.cuda.is_available() else "cpu"
 
 
-def print_results_table(outcomes: Sequence[RunOutcome], ks: Sequence[int], stream=None) -> None:
+def print_results_table(outcomes: Sequence[RunOutcome], ks: Sequence[int], stream=None,
+                        failures: Sequence[ModelFailure] = ()) -> None:
     from evalsuite.reporting.labels import interval_label
     from evalsuite.reporting.terminal import Table
 
@@ -283,5 +342,6 @@ def print_results_table(outcomes: Sequence[RunOutcome], ks: Sequence[int], strea
                          if value else "n/a")
         cells.append(str(outcome.run_dir.path))
         rows.append(cells)
+    for failure in failures:
+        rows.append([f"{failure.model} (FAILED)", "-", "-"] + ["failed"] * len(ks) + [failure.error[:120]])
     print(Table(rows, header).render(), file=stream)
-

@@ -8,7 +8,7 @@ covers ``evalsuite leaderboard --json``. Nothing here imports torch.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Sequence
@@ -16,7 +16,7 @@ from typing import Any, Sequence
 from evalsuite.scoring.passk import PassAtK  # one type for pass@k everywhere: scores, API results, --json
 from evalsuite.scoring.score import Score
 
-OUTPUT_SCHEMA_VERSION = "1.0"
+OUTPUT_SCHEMA_VERSION = "1.1"
 OUTPUT_SCHEMA_PATH = Path(__file__).parent.parent / "reporting" / "cli_output.schema.json"
 
 
@@ -84,6 +84,18 @@ class FailUnder:
 
 
 @dataclass(frozen=True)
+class ModelFailure:
+    """A model of the command that could not be evaluated; the others ran, and the exit status says so."""
+
+    model: str
+    error: str  # one line
+    exit_code: int = 1  # a user's error (an unknown model, a bad flag for it) is 2, as when it stops a command
+
+    def to_json(self) -> dict[str, str]:
+        return {"model": self.model, "error": self.error}
+
+
+@dataclass(frozen=True)
 class RunResult:
     """What ``evalsuite run`` (or :func:`evalsuite.run`) produced: one :class:`TaskScore` per (model, task)."""
 
@@ -92,6 +104,7 @@ class RunResult:
     leaderboard: Path | None = None  # leaderboard.json, when it was updated
     fail_under: FailUnder | None = None
     command: str = "run"
+    failures: list[ModelFailure] = field(default_factory=list)
 
     def score(self, model: str, task: str) -> TaskScore:
         """The score of ``model`` (as given, or its display name) on ``task``."""
@@ -104,7 +117,8 @@ class RunResult:
         return {"schema_version": OUTPUT_SCHEMA_VERSION, "command": self.command, "k": list(self.ks),
                 "results": [item.to_json() for item in self.scores],
                 "leaderboard": None if self.leaderboard is None else str(self.leaderboard),
-                "fail_under": None if self.fail_under is None else self.fail_under.to_json()}
+                "fail_under": None if self.fail_under is None else self.fail_under.to_json(),
+                **({"failures": [failure.to_json() for failure in self.failures]} if self.failures else {})}
 
 
 # ``evaluate`` returns the same shape, with command "evaluate" and one score.

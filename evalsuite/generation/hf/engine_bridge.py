@@ -78,6 +78,9 @@ class HFEngineBridge:
     def describe(self) -> dict[str, Any]:
         return self.engine.describe()
 
+    def close(self) -> None:
+        self.engine.close()
+
     @staticmethod
     def _note(log: list[str] | None, line: str) -> None:
         if log is not None:

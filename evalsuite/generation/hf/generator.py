@@ -27,6 +27,7 @@ from evalsuite.generation.hf.stopping import MaskIdsFrom, StopTracker
 from evalsuite.generation.hf.tokenizer_fixes import PromptCodec, prepare_codec
 from evalsuite.records import Completion, GenerationRequest, SamplingParams
 from evalsuite.models.registry import ModelSpec
+from evalsuite.planner.capacity import release_gpu_cap
 from evalsuite.tasks.task import truncate_at_stop
 
 # Settings a checkpoint's generation_config.json may carry that would change what greedy/seeded decoding
@@ -38,9 +39,10 @@ class InterruptedBatch(KeyboardInterrupt):
     """Ctrl-C inside one ``generate`` call, carrying the completions of the rows that had already ended: a whole
     batch is one call, and without them a Ctrl-C would lose rows finished minutes ago."""
 
-    def __init__(self, ended: list[Completion]):
+    def __init__(self, ended: list[Completion], signum: int | None = None):
         super().__init__()
         self.ended = ended
+        self.signum = signum  # the signal that stopped the run (SIGTERM, SIGHUP), None for Ctrl-C
 
 
 class HFGenerator(Generator):
@@ -168,9 +170,17 @@ class HFGenerator(Generator):
         return {"name": "evalsuite", **bridge.describe()} if bridge is not None else "transformers"
 
     def close(self) -> None:
+        """Release everything this generator put on a device, so that the next model of the command plans and
+        loads as if it were alone: the engine (its fused weights; its cache and graphs are gone once it
+        returns), the model, the allocator's cached blocks and the ``--gpu-memory`` cap set for this load."""
+        bridge = getattr(self, "_engine_bridge", None)
+        if bridge is not None:
+            bridge.close()
+        self._engine_bridge = None
         self.model = None
         self.loaded.model = None
         free_accelerator_memory()
+        release_gpu_cap()
 
     # -- internals ---------------------------------------------------------------------------------
     def _fast_engine(self) -> Any | None:
@@ -229,8 +239,8 @@ class HFGenerator(Generator):
                                              generation_config=self._generation_config(max_new),
                                              logits_processor=processors,
                                              stopping_criteria=StoppingCriteriaList([tracker]))
-        except KeyboardInterrupt:
-            raise InterruptedBatch(self._ended_rows(batch, tracker, length)) from None
+        except KeyboardInterrupt as stop:
+            raise InterruptedBatch(self._ended_rows(batch, tracker, length), getattr(stop, "signum", None)) from None
         generated = output[:, length:].tolist()
         completions = []
         for i, row in enumerate(batch):

@@ -1,0 +1,61 @@
+"""A job stopped by SIGTERM or SIGHUP (a scheduler's time limit, ``docker stop``, a closed terminal) loses
+nothing: the rows finished so far are kept, the record says interrupted, the exit status names the signal, and
+the rerun generates only the rest."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+N, LIMIT = 12, 3
+
+
+def run_command(model: Path) -> list[str]:
+    return [sys.executable, "-m", "evalsuite", "run", "--models", str(model), "--limit", str(LIMIT), "--n", str(N),
+            "--temperature", "0.8", "--max-new-tokens", "160", "--device", "cpu", "--batch-size", "4", "--quiet",
+            "--no-leaderboard"]
+
+
+def completions(cwd: Path) -> list[dict]:
+    found = list(cwd.glob("runs/*/completions.jsonl"))
+    if not found:
+        return []
+    return [json.loads(line) for line in found[0].read_text().splitlines() if line.strip()]
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_a_stopped_run_keeps_its_rows_and_resumes(tiny_model_dir, tmp_path, signum):
+    model = tiny_model_dir("gpt2")
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    process = subprocess.Popen(run_command(model), cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while len(completions(tmp_path)) < 4 and time.monotonic() < deadline and process.poll() is None:
+        time.sleep(0.05)
+    assert process.poll() is None, "the run ended before it could be stopped"
+    process.send_signal(signum)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 128 + signum, err[-2000:]
+    assert f"interrupted by {signal.Signals(signum).name}" in err
+    kept = completions(tmp_path)
+    assert 4 <= len(kept) < N * LIMIT
+    record = json.loads(next(tmp_path.glob("runs/*/record.json")).read_text())
+    assert record["status"] == "interrupted" and record["invocations"][-1]["status"] == "interrupted"
+    assert record["invocations"][-1]["completions_generated"] == len(kept)
+
+    rerun = subprocess.run(run_command(model), cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert rerun.returncode == 0, rerun.stderr[-2000:]
+    record = json.loads(next(tmp_path.glob("runs/*/record.json")).read_text())
+    assert record["status"] == "complete"
+    assert record["generation_stats"]["completions_generated_now"] == N * LIMIT - len(kept)
+    rows = completions(tmp_path)
+    assert len(rows) == N * LIMIT and {(r["task_id"], r["completion_id"]) for r in kept} <= \
+        {(r["task_id"], r["completion_id"]) for r in rows}
