@@ -165,7 +165,8 @@ def gpu_tests() -> None:
     if left() < 60:
         ROWS.append(Row("gpu tests", "pytest", "skipped", note="budget"))
         return
-    tests = ["tests/test_engine_gpu.py", "tests/test_engine_kernels.py", "tests/test_planner_gpu.py"]
+    tests = ["tests/test_engine_gpu.py", "tests/test_engine_kernels.py", "tests/test_planner_gpu.py",
+             "tests/test_many_models.py"]
     done = run([PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests],
                min(float(os.environ.get("TEST_TIMEOUT", "170")), left() - 30))
     summary = next((line for line in reversed(done.stdout.splitlines()) if re.search(r"\d+ (passed|failed)", line)),
@@ -299,11 +300,62 @@ def rungs(builder: threading.Thread | None = None) -> None:
             row.agreement = "no reference"
 
 
-def two_models() -> None:
-    """Issue 29 point 1, acceptance 1: the two-model command (GPT-J-6B fp32 then BLOOM-7B1 fp16 under
-    ``--gpu-memory 16GiB``, and the reverse order), each model on the GPU within 15% of its solo tok/s, both
-    leaderboard entries present. Written separately; append its rows to ROWS with section "models"."""
-    ROWS.append(Row("models", "two-model command, both orders", "skipped", note="not written yet"))
+TWO_MODEL_FLAGS = ["--gpu-memory", "16GiB", "--n", "20", "--k", "1,10", "--limit", "4", "--max-new-tokens", "128",
+                   "--temperature", "0.8", "--seed", "1"]
+
+
+def two_models(builder: threading.Thread | None = None) -> None:
+    """The card's command with two models: GPT-J-6B fp32 and BLOOM-7B1 fp16 under ``--gpu-memory 16GiB``, in both
+    orders, each model on the GPU within 15% of its solo tok/s, both leaderboard entries present."""
+    if builder is not None:
+        builder.join(timeout=max(left() - 300, 1))
+    gptj, bloom = CKPT / "gpt-j-6b", CKPT / "bloom-7b1"
+    if not (bloom / "config.json").exists():
+        run([PY, "benchmarks/bench_loading.py", "make", "--dir", str(CKPT), "--models", "bloom-7b1"], 300)
+    if not (gptj / "config.json").exists() or not (bloom / "config.json").exists():
+        ROWS.append(Row("models", "checkpoints", "failed", note="GPT-J-6B or BLOOM-7B1 was not built in time"))
+        return
+    solo: dict[str, float] = {}
+    for path in (gptj, bloom):
+        if evalsuite_run("models", f"{path.name} alone", str(path), TWO_MODEL_FLAGS, 60) is not None:
+            solo[path.name] = ROWS[-1].tokens_per_s or 0.0
+    for pair in ((gptj, bloom), (bloom, gptj)):
+        case = f"{pair[0].name} then {pair[1].name}"
+        if left() < 100:
+            ROWS.append(Row("models", case, "skipped", note=f"budget: {left():.0f} s left"))
+            continue
+        output = Path("/tmp/acceptance-runs") / case.replace(" ", "_")
+        shutil.rmtree(output, ignore_errors=True)
+        board = output / "leaderboard"
+        done = run([PY, "-m", "evalsuite", "run", "--models", ",".join(str(p) for p in pair), "--output", str(output),
+                    "--leaderboard-dir", str(board), "--quiet", *SANDBOX, *TWO_MODEL_FLAGS], left() - 5)
+        entries = []
+        if (board / "leaderboard.json").exists():
+            entries = [e["model"] for e in json.loads((board / "leaderboard.json").read_text())["entries"]]
+        for position, path in enumerate(pair):
+            records = sorted(output.glob(f"{path.name}__humaneval__*/record.json"))
+            if not records:
+                ROWS.append(Row("models", f"{case}: {path.name}", "failed", note=_last_line(done)))
+                continue
+            record = json.loads(records[-1].read_text())
+            (OUT / "records").mkdir(exist_ok=True)
+            (OUT / "records" / f"models-{case.replace(' ', '_')}-{path.name}.json").write_text(json.dumps(record))
+            info = record["model"]
+            strategy = str(info.get("placement", {}).get("strategy") or "")
+            speed = record["generation_stats"]["tokens_per_s"] or 0.0
+            ratio = speed / solo[path.name] if solo.get(path.name) else None
+            good = record["status"] == "complete" and strategy in ("gpu", "multi-gpu") and path.name in entries \
+                and ratio is not None and ratio >= 0.85
+            engine = info.get("engine")
+            ROWS.append(Row("models", f"{case}: {path.name} ({'first' if position == 0 else 'second'})",
+                            "ok" if good else "failed",
+                            engine=engine["name"] if isinstance(engine, dict) else str(engine), strategy=strategy,
+                            peak_reserved_gib=info.get("gpu_peak_reserved_gib"), load_s=record["timings_s"]["load"],
+                            generate_s=record["timings_s"]["generate"], tokens_per_s=speed,
+                            note=(f"{ratio:.2f}x of alone" if ratio is not None else "no solo figure")
+                            + f"; leaderboard entries {entries}"))
+        if done.returncode != 0:
+            ROWS[-1].note += f"; command exit {done.returncode}"
 
 
 def engine_throughput() -> None:
@@ -416,7 +468,7 @@ def main() -> int:
     if wanted("rungs"):
         guarded("rungs", lambda: rungs(builder))
     if wanted("models"):  # the two-model command (issue 29 point 1): its rows go here
-        guarded("models", two_models)
+        guarded("models", lambda: two_models(builder))
     if wanted("throughput"):
         guarded("throughput", engine_throughput)
     order = lambda row: ORDER.index(row.section) if row.section in ORDER else len(ORDER)  # noqa: E731

@@ -181,6 +181,8 @@ class HFGenerator(Generator):
         self.loaded.model = None
         free_accelerator_memory()
         release_gpu_cap()
+        if torch.cuda.is_available() and torch.cuda.is_initialized():
+            torch.cuda.reset_peak_memory_stats()  # the next model's peak is its own
 
     # -- internals ---------------------------------------------------------------------------------
     def _fast_engine(self) -> Any | None:
