@@ -27,7 +27,7 @@ def broken_checkpoint(tiny_model_dir, tmp_path: Path) -> Path:
 
 
 def evalsuite_run(models: list[str], cwd: Path) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=str(REPO))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
     return subprocess.run([sys.executable, "-m", "evalsuite", "run", "--models", ",".join(models), "--limit", "2",
                            "--n", "1", "--max-new-tokens", "8", "--device", "cpu", "--json"],
                           capture_output=True, text=True, cwd=cwd, env=env, timeout=600)
@@ -101,14 +101,19 @@ def test_closing_a_generator_gives_its_gpu_memory_back(tiny_model_dir):
     from evalsuite.models.options import LoadingOptions
     from evalsuite.records import GenerationRequest, SamplingParams
 
+    def cycle() -> int:
+        generator = load_generator(str(tiny_model_dir("llama")), GenerationOptions(
+            loading=LoadingOptions(device="cuda", gpu_memory="4GiB")))
+        request = GenerationRequest(task_id="t", prompt="def add(a, b):\n", sample_indices=tuple(range(8)),
+                                    stop_sequences=())
+        list(generator.generate([request], SamplingParams(n=8, temperature=0.8, max_new_tokens=16)))
+        assert torch.cuda.memory_allocated() > before
+        generator.close()
+        return torch.cuda.memory_allocated()
+
     torch.cuda.empty_cache()
     before = torch.cuda.memory_allocated()
-    generator = load_generator(str(tiny_model_dir("llama")), GenerationOptions(
-        loading=LoadingOptions(device="cuda", gpu_memory="4GiB")))
-    request = GenerationRequest(task_id="t", prompt="def add(a, b):\n", sample_indices=tuple(range(8)),
-                                stop_sequences=())
-    list(generator.generate([request], SamplingParams(n=8, temperature=0.8, max_new_tokens=16)))
-    assert torch.cuda.memory_allocated() > before
-    generator.close()
-    assert torch.cuda.memory_allocated() == before
-    assert torch.cuda.memory_reserved() <= before + (2 << 20)
+    first, second = cycle(), cycle()
+    # What stays is torch's own: a cuBLAS workspace per stream the engine used (32 MiB on Hopper), made once.
+    assert first - before <= 64 << 20, (before, first)
+    assert second == first, "a second model of the command found the first one's memory still held"

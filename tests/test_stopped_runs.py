@@ -34,7 +34,7 @@ def completions(cwd: Path) -> list[dict]:
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
 def test_a_stopped_run_keeps_its_rows_and_resumes(tiny_model_dir, tmp_path, signum):
     model = tiny_model_dir("gpt2")
-    env = dict(os.environ, PYTHONPATH=str(REPO))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
     process = subprocess.Popen(run_command(model), cwd=tmp_path, env=env, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120

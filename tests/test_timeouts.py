@@ -124,3 +124,16 @@ def test_a_canonical_solution_that_fails_is_said_not_silently_given_the_fallback
     err = capsys.readouterr().err
     assert "warning: 1 canonical solution(s) of slowtask did not pass" in err and "slow/2" in err
     assert info["fallback_problems"] == ["slow/2"] and "slow/2" not in limits
+
+
+def test_instruct_runs_calibrate_with_the_canonical_solution_as_a_whole_program(tmp_path, monkeypatch):
+    """Under instruct, completions are whole programs (SolutionTask): the canonical solution is timed as the
+    prompt's completion by it, not as a bare body (which failed every problem with IndentationError, so every
+    instruct run fell back to the fixed limit)."""
+    from evalsuite.protocol.asking import SolutionTask
+
+    monkeypatch.setenv("EVALSUITE_CACHE_DIR", str(tmp_path))
+    task = TaskRegistry.discover([]).get("humaneval")
+    problems = task.problems()[:4]
+    calibration = calibrate(SolutionTask(task), problems, ExecutionOptions(workers=1, show_progress=False))
+    assert calibration.failed == {} and len(calibration.times_s) == 4

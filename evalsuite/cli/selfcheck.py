@@ -51,7 +51,7 @@ def main(args: argparse.Namespace) -> int:
         raise EvalsuiteError(f"task {task.name!r} has no canonical solution for {len(missing)} problem(s) "
                              f"(first: {missing[0]}); selfcheck needs one for every problem")
     load_before = os.getloadavg()
-    results, execution = execute_with_timeouts(task, canonical_samples(problems), options, policy)
+    results, execution = execute_with_timeouts(task, canonical_samples(task, problems), options, policy)
     timeout_info = execution["timeouts"]
     summary = score(results, [1]).summary_json()
     failures = [r for r in results if not r.passed]

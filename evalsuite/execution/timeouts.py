@@ -130,9 +130,10 @@ class Calibration:
     measured_now: int  # problems timed by this call (0: everything came from the cache)
 
 
-def canonical_samples(problems: Sequence[Problem], repeat: int = 1) -> list[dict[str, Any]]:
-    """Samples whose completions are the canonical solutions (``repeat`` copies of each)."""
-    return [{"task_id": p.task_id, "completion_id": i, "completion": p.canonical_solution}
+def canonical_samples(task: Task, problems: Sequence[Problem], repeat: int = 1) -> list[dict[str, Any]]:
+    """Samples whose completions are the canonical solutions (``repeat`` copies of each), in the form the task
+    as executed takes them (a whole program where instruct answers are whole programs)."""
+    return [{"task_id": p.task_id, "completion_id": i, "completion": task.canonical_completion(p)}
             for p in problems if p.canonical_solution is not None for i in range(repeat)]
 
 
@@ -150,7 +151,7 @@ def calibrate(task: Task, problems: Sequence[Problem], options: ExecutionOptions
         if options.show_progress:
             print(f"timing {len(todo)} canonical solution(s) of {task.name} once, for calibrated timeouts "
                   f"(cached in {path.parent})", file=sys.stderr)
-        results, info = execute_samples(task, canonical_samples(todo), options,
+        results, info = execute_samples(task, canonical_samples(task, todo), options,
                                         default_timeout_s=CALIBRATION_LIMIT_S)
         for result in results:
             cached["times_s"].pop(result.task_id, None)

@@ -43,6 +43,10 @@ class SolutionTask:
     def build_program(self, problem: Problem, completion: str):
         return self._task.build_solution_program(problem, completion)
 
+    def canonical_completion(self, problem: Problem) -> str:
+        """The canonical solution as a whole program: what the prompt's completion by it makes."""
+        return self._task.build_program(problem, self._task.canonical_completion(problem)).candidate
+
 
 @dataclass(frozen=True)
 class Asking:

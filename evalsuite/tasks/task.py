@@ -127,6 +127,10 @@ class Task:
             entry_point=problem.entry_point,
         )
 
+    def canonical_completion(self, problem: Problem) -> str:
+        """The canonical solution in the form this task's completions take (the body that follows the prompt)."""
+        return problem.canonical_solution or ""
+
     def build_solution_program(self, problem: Problem, solution: str) -> Program:
         """An instruct-style answer is a whole program (EvalPlus runs the sanitized solution alone): it
         replaces prompt + completion; the trusted test and check stay the task's."""
