@@ -10,6 +10,7 @@ from __future__ import annotations
 import gc
 import os
 import re
+import sys
 from typing import Any
 
 from evalsuite.errors import EvalsuiteError
@@ -53,24 +54,23 @@ def cuda_index(device: Any) -> int:
     return device.index if device.index is not None else torch.cuda.current_device()
 
 
-def allocatable_bytes(device: Any) -> int:
+def allocatable_bytes(device: Any, cap_bytes: int | None = None) -> int:
     """Bytes PyTorch may still allocate on ``device``: the GPU's free memory plus what its allocator holds
-    unused, and no more than an enforced ``--gpu-memory`` cap (``set_per_process_memory_fraction``) leaves,
-    which ``mem_get_info`` alone does not see."""
+    unused, and no more than the model's ``--gpu-memory`` cap (``cap_bytes``, carried by its loading plan)
+    leaves, which ``mem_get_info`` alone does not see."""
     import torch
 
     index = cuda_index(device)
-    free, total = torch.cuda.mem_get_info(index)
+    free, _ = torch.cuda.mem_get_info(index)
     allocated, reserved = torch.cuda.memory_allocated(index), torch.cuda.memory_reserved(index)
-    fraction = torch.cuda.get_per_process_memory_fraction(index)
-    return capped_free_bytes(free, total, allocated, reserved, fraction)
+    return capped_free_bytes(free, allocated, reserved, cap_bytes)
 
 
-def capped_free_bytes(free: int, total: int, allocated: int, reserved: int, fraction: float) -> int:
+def capped_free_bytes(free: int, allocated: int, reserved: int, cap_bytes: int | None) -> int:
     """Free device memory as the allocator sees it (see :func:`allocatable_bytes`)."""
     available = free + (reserved - allocated)
-    if fraction < 1.0:
-        available = min(available, int(fraction * total) - allocated)
+    if cap_bytes:
+        available = min(available, cap_bytes - allocated)
     return max(0, available)
 
 
@@ -81,6 +81,21 @@ def free_accelerator_memory() -> None:
 
     if torch.cuda.is_available():
         torch.cuda.empty_cache()
+
+
+def release_device_memory() -> None:
+    """Everything a closed model left to the process goes back to the GPU: unreachable tensors (reference
+    cycles included), cuBLAS's per-stream workspaces (allocator blocks no ``empty_cache`` frees) and the
+    allocator's cached blocks. A no-op where torch was never imported (the reference model, a server)."""
+    gc.collect()
+    torch = sys.modules.get("torch")
+    if torch is None or not torch.cuda.is_available() or not torch.cuda.is_initialized():
+        return
+    torch.cuda.synchronize()
+    clear_workspaces = getattr(torch._C, "_cuda_clearCublasWorkspaces", None)
+    if clear_workspaces is not None:
+        clear_workspaces()
+    torch.cuda.empty_cache()
 
 
 def is_out_of_memory(exc: BaseException) -> bool:

@@ -47,10 +47,13 @@ def test_a_failing_model_leaves_the_others_their_results_and_fails_the_command(t
     assert [score["model"] for score in output["results"]] == [Path(good).name]
     assert output["failures"][0]["model"] == "broken-gpt2" and "Error" in output["failures"][0]["error"]
     assert leaderboard_models(tmp_path) == [Path(good).name]
+    [summary] = (tmp_path / "runs").glob(f"{Path(good).name}__humaneval__*/summary.json")
+    assert len((summary.parent / "results.jsonl").read_text().splitlines()) == 2  # its results, scored
     assert "broken-gpt2 (FAILED)" in done.stderr and "1 model(s) failed: broken-gpt2" in done.stderr
+    assert f"plan: {Path(good).name}: single-device on cpu, float32, " in done.stderr  # before it generated
 
 
-def test_each_models_entry_is_on_the_leaderboard_before_the_next_model_loads(tiny_model_dir, tmp_path, monkeypatch):
+def test_each_models_entry_is_on_the_leaderboard_before_the_next_model_loads_and_generates(tiny_model_dir, tmp_path, monkeypatch):
     """The second model's load sees the first's entry already written (a command stopped during the second
     model keeps the first's result)."""
     import evalsuite.generation as generation
@@ -60,60 +63,222 @@ def test_each_models_entry_is_on_the_leaderboard_before_the_next_model_loads(tin
     seen: list[list[str]] = []
     real_load = generation.load_generator
 
+    board = tmp_path / "leaderboard" / "leaderboard.json"
+
+    def on_board() -> list[str]:
+        return leaderboard_models(tmp_path) if board.exists() else []
+
     def load(spec, options):
-        board = tmp_path / "leaderboard" / "leaderboard.json"
-        seen.append(leaderboard_models(tmp_path) if board.exists() else [])
-        return real_load(spec, options)
+        seen.append(on_board())
+        generator = real_load(spec, options)
+        generate = generator.generate
+
+        def generating(requests, params):  # the model's first completion: the earlier model's entry is there
+            for index, completion in enumerate(generate(requests, params)):
+                if index == 0:
+                    seen.append(on_board())
+                yield completion
+
+        generator.generate = generating
+        return generator
 
     monkeypatch.setattr(generation, "load_generator", load)
     first, second = tiny_model_dir("gpt2"), tiny_model_dir("llama")
     assert main(["run", "--models", f"{first},{second}", "--limit", "1", "--n", "1", "--max-new-tokens", "4",
                  "--device", "cpu", "--quiet"]) == 0
-    assert seen == [[], [first.name]]
+    assert seen == [[], [], [first.name], [first.name]]  # load and generate of each model
 
 
-def test_closing_a_generator_drops_the_model_and_the_engine(tiny_model_dir):
-    """Nothing the generator or its engine made stays referenced once it is closed (on a GPU: its memory)."""
+def test_closing_a_generator_drops_the_model_the_engine_and_its_fused_weights(tiny_model_dir):
+    """Nothing the generator or its engine made stays referenced once it is closed (on a GPU: its memory):
+    the model, the engine, its adapter and the fused weight copies, and the run's progress callback."""
     from evalsuite.generation import load_generator
     from evalsuite.generation.base import GenerationOptions
     from evalsuite.generation.options import HFOptions
     from evalsuite.models.options import LoadingOptions
     from evalsuite.records import GenerationRequest, SamplingParams
 
-    generator = load_generator(str(tiny_model_dir("llama")), GenerationOptions(
+    generator = load_generator(str(tiny_model_dir("gptj")), GenerationOptions(
         loading=LoadingOptions(device="cpu"), hf=HFOptions(engine="evalsuite")))
+    listener = Listener()
+    generator.token_listener = listener
     request = GenerationRequest(task_id="t", prompt="def add(a, b):\n", sample_indices=(0, 1), stop_sequences=())
     made = list(generator.generate([request], SamplingParams(n=2, temperature=0.8, max_new_tokens=6)))
-    assert len(made) == 2 and generator.describe()["engine"] not in (None, "transformers")
-    model = weakref.ref(generator.model)
-    adapter = weakref.ref(generator._engine_bridge.engine.adapter)
+    assert len(made) == 2 and isinstance(generator.describe()["engine"], dict) and listener.tokens
+    engine = generator._engine_bridge.engine
+    assert engine.adapter._fused, "GPT-J's projections are fused: the copies this test follows"
+    alive = {"model": weakref.ref(generator.model), "engine": weakref.ref(engine),
+             "adapter": weakref.ref(engine.adapter), "listener": weakref.ref(listener),
+             **{f"fused weight {i}": weakref.ref(fused.weight) for i, fused in enumerate(engine.adapter._fused)}}
+    del engine, listener
     generator.close()
+    generator.close()  # twice is harmless (a failing run closes in a finally)
     gc.collect()
-    assert model() is None and adapter() is None
+    assert [name for name, ref in alive.items() if ref() is not None] == []
+
+
+class Listener:
+    """A progress callback that can be followed with a weak reference."""
+
+    def __init__(self) -> None:
+        self.tokens = 0
+
+    def __call__(self, count: int) -> None:
+        self.tokens += count
+
+
+class FakeCuda:
+    """torch.cuda's allocator-cap calls on two 80 GiB GPUs, for a CPU machine."""
+
+    def __init__(self, monkeypatch):
+        import torch
+
+        self.fractions = {0: 1.0, 1: 0.5}  # GPU 1 capped by someone else before: that cap comes back
+        for name, value in {"device_count": lambda: 2, "is_initialized": lambda: True,
+                            "get_device_properties": lambda i: type("Props", (), {"total_memory": 80 * 2**30}),
+                            "get_per_process_memory_fraction": lambda i: self.fractions[i],
+                            "set_per_process_memory_fraction": lambda f, i: self.fractions.__setitem__(i, f)}.items():
+            monkeypatch.setattr(torch.cuda, name, value)
+
+
+def test_a_gpu_cap_is_a_handle_released_with_its_model(monkeypatch):
+    """--gpu-memory caps PyTorch's allocator (process-wide) only while the model it was set for is loaded:
+    releasing the handle restores each GPU's fraction as it was, and the cap's size is read from the handle."""
+    from evalsuite.planner.capacity import GiB, enforce_gpu_cap
+
+    cuda = FakeCuda(monkeypatch)
+    assert enforce_gpu_cap(None) is None
+    cap = enforce_gpu_cap(16 * GiB)
+    assert cap.cap_bytes == 16 * GiB and cuda.fractions == {0: 0.2, 1: 0.2} and len(cap.notes) == 2
+    cap.release()
+    assert cuda.fractions == {0: 1.0, 1: 0.5}
+
+
+@pytest.mark.parametrize("failure", ["bad checkpoint", "out of memory at every rung"])
+def test_a_load_that_fails_lifts_its_gpu_cap(monkeypatch, tiny_model_dir, failure):
+    """A model whose load fails never reaches close(): the load itself lifts the cap it set, or the next model
+    of the command would plan and load under this one's cap."""
+    import torch
+
+    from evalsuite.errors import EvalsuiteError
+    from evalsuite.models.options import LoadingOptions
+    from evalsuite.planner import loaders
+    from evalsuite.planner.capacity import Capacity, GiB
+
+    cuda = FakeCuda(monkeypatch)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda: True)
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
+
+    def load(*args, **kwargs):
+        if failure == "bad checkpoint":
+            raise ValueError("header too small")
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 12.12 GiB")
+
+    monkeypatch.setattr(loaders, "_load", load)
+    capacity = Capacity(gpus=(16 * GiB, 16 * GiB), cpu=64 * GiB, gpu_cap=16 * GiB)
+    forced = None if failure == "bad checkpoint" else "gpu"  # forced: out of memory stops instead of stepping down
+    with pytest.raises(ValueError if forced is None else EvalsuiteError):
+        loaders.load_planned(str(tiny_model_dir("gptj")), None, LoadingOptions(gpu_memory="16GiB", strategy=forced),
+                             capacity=capacity)
+    assert cuda.fractions == {0: 1.0, 1: 0.5}
+
+
+def test_a_loaded_model_carries_its_cap_and_release_lifts_it(monkeypatch, tiny_model_dir):
+    import torch
+
+    from evalsuite.generation.hf.loading import LoadedModel
+    from evalsuite.models.options import LoadingOptions
+    from evalsuite.planner import loaders
+    from evalsuite.planner.capacity import Capacity, GiB
+
+    cuda = FakeCuda(monkeypatch)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda: True)
+    model = torch.nn.Linear(2, 2)
+    monkeypatch.setattr(loaders, "_load", lambda *args, **kwargs: model)
+    capacity = Capacity(gpus=(16 * GiB, 16 * GiB), cpu=64 * GiB, gpu_cap=16 * GiB)
+    loaded_model, plan = loaders.load_planned(str(tiny_model_dir("gptj")), None, LoadingOptions(gpu_memory="16GiB"),
+                                              capacity=capacity)
+    assert plan.gpu_cap.cap_bytes == 16 * GiB and cuda.fractions[0] == 0.2
+    assert "gpu_cap" not in plan.to_json()  # the record keeps the cap's notes, not the handle
+    loaded = LoadedModel(model=loaded_model, tokenizer=None, spec=None, device=torch.device("cpu"), dtype="bfloat16",
+                         revision=None, gpu_cap=plan.gpu_cap)
+    assert loaded.gpu_cap_bytes == 16 * GiB
+    loaded.release()
+    assert loaded.model is None and loaded.gpu_cap is None and cuda.fractions == {0: 1.0, 1: 0.5}
+
+
+def test_the_plan_line_estimates_the_time_and_a_slow_plan_names_the_flags_that_avoid_it():
+    """GPT-J-6B asked in float32 under a 16 GiB cap without bitsandbytes falls off the GPU: the warning names
+    --dtype bfloat16, a --gpu-memory that would hold it whole, and the quantized rungs with their install."""
+    import dataclasses
+
+    from evalsuite.planner.capacity import Capacity, GiB
+    from evalsuite.planner.ladder import choose_plan
+    from evalsuite.planner.planning import build_request
+    from evalsuite.planner.source import resolve_source
+    from evalsuite.runs.plan_line import Workload, plan_line, slow_plan_warning
+
+    request = build_request(resolve_source("gpt-j-6b"), Capacity(), batch_size=8, seq_len=640, prompt_len=512)
+
+    def described(gib: int, dtype: str) -> dict:
+        plan = choose_plan(dataclasses.replace(request, capacity=Capacity(gpus=(gib * GiB,), cpu=64 * GiB,
+                                                                          gpu_cap=gib * GiB),
+                                               installed={}, gpu_dtype=dtype))
+        return {"placement": {"strategy": plan.strategy, "plan": plan.to_json()}, "dtype": plan.dtype,
+                "device": "cuda:0"}
+
+    work = Workload(samples=80, max_new_tokens=128)
+    whole = described(16, "bfloat16")
+    line = plan_line("gpt-j", whole, work)
+    assert line.startswith("plan: gpt-j: gpu, bfloat16, 1x of whole-GPU") and "80 sample(s) x 128 new tokens" in line
+    assert slow_plan_warning("gpt-j", whole) is None
+    slow = described(16, "float32")
+    assert " min for 80 sample(s)" in plan_line("gpt-j", slow, work)
+    warning = slow_plan_warning("gpt-j", slow)
+    assert warning.startswith(f"WARNING: gpt-j is planned as {slow['placement']['strategy']}, ")
+    for flag in ("--dtype bfloat16", "--gpu-memory 29GiB", "pip install 'evalsuite[quant]'", "--strategy nf4"):
+        assert flag in warning, (flag, warning)
+
+
+def test_a_cpu_model_line_says_what_is_known(tiny_model_dir):
+    from evalsuite.runs.plan_line import Workload, plan_line
+
+    description = {"placement": {"strategy": "single-device", "device": "cpu"}, "dtype": "float32", "device": "cpu"}
+    line = plan_line("tiny", description, Workload(4, 8), cpu_tokens_per_s=2.0)
+    assert line == ("plan: tiny: single-device on cpu, float32, not placed by the memory planner (no whole-GPU "
+                    "comparison); ~16 s for 4 sample(s) x 8 new tokens at ~2.0 tokens/s")
+    assert "no time estimate" in plan_line("tiny", description, Workload(4, 8))
+    assert plan_line("reference", {"placement": {}}, Workload(4, 8)) is None
 
 
 @pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs a CUDA GPU")
-def test_closing_a_generator_gives_its_gpu_memory_back(tiny_model_dir):
+def test_closing_a_generator_gives_its_gpu_memory_and_its_cap_back(tiny_model_dir):
+    """Through the engine (fused weights, KV cache, CUDA graphs): after close() the allocator holds what it held
+    before the load, and the --gpu-memory cap set for the model is lifted."""
     import torch
 
+    from evalsuite.devices import allocatable_bytes, release_device_memory
     from evalsuite.generation import load_generator
     from evalsuite.generation.base import GenerationOptions
+    from evalsuite.generation.options import HFOptions
     from evalsuite.models.options import LoadingOptions
     from evalsuite.records import GenerationRequest, SamplingParams
 
-    def cycle() -> int:
-        generator = load_generator(str(tiny_model_dir("llama")), GenerationOptions(
-            loading=LoadingOptions(device="cuda", gpu_memory="4GiB")))
-        request = GenerationRequest(task_id="t", prompt="def add(a, b):\n", sample_indices=tuple(range(8)),
-                                    stop_sequences=())
-        list(generator.generate([request], SamplingParams(n=8, temperature=0.8, max_new_tokens=16)))
-        assert torch.cuda.memory_allocated() > before
-        generator.close()
-        return torch.cuda.memory_allocated()
-
-    torch.cuda.empty_cache()
-    before = torch.cuda.memory_allocated()
-    first, second = cycle(), cycle()
-    # What stays is torch's own: a cuBLAS workspace per stream the engine used (32 MiB on Hopper), made once.
-    assert first - before <= 64 << 20, (before, first)
-    assert second == first, "a second model of the command found the first one's memory still held"
+    release_device_memory()  # what earlier tests left cached is not this model's
+    before = torch.cuda.memory_allocated(), torch.cuda.memory_reserved()
+    fraction, free = torch.cuda.get_per_process_memory_fraction(0), allocatable_bytes(0)
+    generator = load_generator(str(tiny_model_dir("gptj")), GenerationOptions(
+        loading=LoadingOptions(device="cuda", gpu_memory="4GiB"), hf=HFOptions(engine="evalsuite")))
+    assert torch.cuda.get_per_process_memory_fraction(0) < fraction
+    requests = [GenerationRequest(task_id=f"t{i}", prompt=f"def f{i}(a, b):\n", sample_indices=tuple(range(8)),
+                                  stop_sequences=()) for i in range(4)]
+    made = list(generator.generate(requests, SamplingParams(n=8, temperature=0.8, max_new_tokens=16)))
+    assert len(made) == 32 and isinstance(generator.describe()["engine"], dict)
+    assert torch.cuda.memory_allocated() > before[0]
+    generator.close()
+    assert torch.cuda.memory_allocated() == before[0]
+    assert torch.cuda.memory_reserved() <= before[1] + (2 << 20)
+    assert torch.cuda.get_per_process_memory_fraction(0) == fraction
+    assert allocatable_bytes(0) >= free - (64 << 20)  # what the next model's plan and engine will see

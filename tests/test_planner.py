@@ -163,18 +163,18 @@ def test_unknown_model_without_config_is_a_clear_error():
         resolve_source("no-such-org/no-such-model")
 
 
-@pytest.mark.parametrize("free, total, allocated, reserved, fraction, expected", [
-    (70 * GiB, 80 * GiB, 10 * GiB, 10 * GiB, 1.0, 70 * GiB),   # no cap: what the driver reports
-    (70 * GiB, 80 * GiB, 10 * GiB, 12 * GiB, 1.0, 72 * GiB),   # the allocator's unused blocks count too
-    (70 * GiB, 80 * GiB, 10 * GiB, 10 * GiB, 0.2, 6 * GiB),    # a 16 GiB cap on 80: 16 - 10 left
-    (70 * GiB, 80 * GiB, 17 * GiB, 17 * GiB, 0.2, 0),          # past the cap: nothing, never negative
+@pytest.mark.parametrize("free, allocated, reserved, cap, expected", [
+    (70 * GiB, 10 * GiB, 10 * GiB, None, 70 * GiB),      # no cap: what the driver reports
+    (70 * GiB, 10 * GiB, 12 * GiB, None, 72 * GiB),      # the allocator's unused blocks count too
+    (70 * GiB, 10 * GiB, 10 * GiB, 16 * GiB, 6 * GiB),   # a 16 GiB cap: 16 - 10 left
+    (70 * GiB, 17 * GiB, 17 * GiB, 16 * GiB, 0),         # past the cap: nothing, never negative
 ])
-def test_free_memory_respects_an_enforced_gpu_cap(free, total, allocated, reserved, fraction, expected):
+def test_free_memory_respects_an_enforced_gpu_cap(free, allocated, reserved, cap, expected):
     """Batch sizing and the engine's KV cache read this; mem_get_info alone ignores --gpu-memory and would
     size a 16 GiB-capped run for the whole 80 GiB card."""
     from evalsuite.devices import capped_free_bytes
 
-    assert capped_free_bytes(free, total, allocated, reserved, fraction) == expected
+    assert capped_free_bytes(free, allocated, reserved, cap) == expected
 
 
 def test_a_small_model_that_fits_the_gpu_stays_on_the_gpu(tiny_model_dir):

@@ -34,11 +34,14 @@ def uncapped_afterwards():
 
 
 def test_free_memory_seen_by_batching_and_engine_stays_under_the_cap(uncapped_afterwards):
-    enforce_gpu_cap(2 * GiB)
+    cap = enforce_gpu_cap(2 * GiB)
     held = torch.empty(256 * 2**20, dtype=torch.uint8, device="cuda")
-    assert allocatable_bytes(torch.device("cuda", 0)) <= 2 * GiB - torch.cuda.memory_allocated(0)
+    assert allocatable_bytes(torch.device("cuda", 0), cap.cap_bytes) <= 2 * GiB - torch.cuda.memory_allocated(0)
     assert torch.cuda.mem_get_info(0)[0] > 2 * GiB  # what the driver alone would have offered
+    with pytest.raises(torch.OutOfMemoryError):  # the allocator itself refuses past the cap
+        torch.empty(2 * GiB, dtype=torch.uint8, device="cuda")
     del held
+    cap.release()
 
 
 def test_engine_generates_under_a_small_cap(tiny_model_dir, uncapped_afterwards):

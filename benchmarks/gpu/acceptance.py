@@ -310,15 +310,19 @@ def two_models(builder: threading.Thread | None = None) -> None:
     if builder is not None:
         builder.join(timeout=max(left() - 300, 1))
     gptj, bloom = CKPT / "gpt-j-6b", CKPT / "bloom-7b1"
-    if not (bloom / "config.json").exists():
-        run([PY, "benchmarks/bench_loading.py", "make", "--dir", str(CKPT), "--models", "bloom-7b1"], 300)
+    missing = [name for name, path in (("gpt-j-6b", gptj), ("bloom-7b1", bloom)) if not (path / "config.json").exists()]
+    if missing:  # a call of this section alone (no rungs section building GPT-J beside it)
+        run([PY, "benchmarks/bench_loading.py", "make", "--dir", str(CKPT), "--models", ",".join(missing)], 300)
     if not (gptj / "config.json").exists() or not (bloom / "config.json").exists():
         ROWS.append(Row("models", "checkpoints", "failed", note="GPT-J-6B or BLOOM-7B1 was not built in time"))
         return
     solo: dict[str, float] = {}
+    solo_plan: dict[str, tuple] = {}
     for path in (gptj, bloom):
-        if evalsuite_run("models", f"{path.name} alone", str(path), TWO_MODEL_FLAGS, 60) is not None:
+        folder = evalsuite_run("models", f"{path.name} alone", str(path), TWO_MODEL_FLAGS, 60)
+        if folder is not None:
             solo[path.name] = ROWS[-1].tokens_per_s or 0.0
+            solo_plan[path.name] = _plan_key(json.loads((folder / "record.json").read_text())["model"])
     for pair in ((gptj, bloom), (bloom, gptj)):
         case = f"{pair[0].name} then {pair[1].name}"
         if left() < 100:
@@ -344,8 +348,9 @@ def two_models(builder: threading.Thread | None = None) -> None:
             strategy = str(info.get("placement", {}).get("strategy") or "")
             speed = record["generation_stats"]["tokens_per_s"] or 0.0
             ratio = speed / solo[path.name] if solo.get(path.name) else None
+            same_plan = solo_plan.get(path.name) == _plan_key(info)  # the next model plans as if alone
             good = record["status"] == "complete" and strategy in ("gpu", "multi-gpu") and path.name in entries \
-                and ratio is not None and ratio >= 0.85
+                and ratio is not None and ratio >= 0.85 and same_plan
             engine = info.get("engine")
             ROWS.append(Row("models", f"{case}: {path.name} ({'first' if position == 0 else 'second'})",
                             "ok" if good else "failed",
@@ -353,9 +358,20 @@ def two_models(builder: threading.Thread | None = None) -> None:
                             peak_reserved_gib=info.get("gpu_peak_reserved_gib"), load_s=record["timings_s"]["load"],
                             generate_s=record["timings_s"]["generate"], tokens_per_s=speed,
                             note=(f"{ratio:.2f}x of alone" if ratio is not None else "no solo figure")
-                            + f"; leaderboard entries {entries}"))
+                            + ("; plan as alone" if same_plan else f"; plan {_plan_key(info)} != alone "
+                               f"{solo_plan.get(path.name)}") + f"; leaderboard entries {entries}"))
         if done.returncode != 0:
             ROWS[-1].note += f"; command exit {done.returncode}"
+
+
+def _plan_key(model_info: dict) -> tuple:
+    """What must not change when a model runs after another: strategy, dtype, batch, the GPU room it planned
+    with and whether the engine ran."""
+    plan = model_info.get("placement", {}).get("plan") or {}
+    engine = model_info.get("engine")
+    return (plan.get("strategy"), plan.get("dtype"), (plan.get("budget") or {}).get("batch_size"),
+            tuple((plan.get("capacity") or {}).get("gpus") or ()),
+            engine.get("name") if isinstance(engine, dict) else engine)
 
 
 def engine_throughput() -> None:

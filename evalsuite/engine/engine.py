@@ -55,6 +55,8 @@ class EngineOptions:
     # projections that read one input as one matrix product (models.py, Layout.fused; the model's weights
     # become views into one tensor per layer)
     fuse_projections: bool = True
+    # the model's --gpu-memory cap (its loading plan's): cache, workspace and fused weights are sized within it
+    gpu_cap_bytes: int | None = None
 
 
 @dataclass
@@ -107,7 +109,7 @@ class Engine:
         if reason:
             raise EvalsuiteError(f"the sampling engine cannot run this model: {reason}")
         self.model = model.eval()
-        self.adapter = GenericAdapter(model, fuse=options.fuse_projections)
+        self.adapter = GenericAdapter(model, fuse=options.fuse_projections, cap_bytes=options.gpu_cap_bytes)
         self.tokenizer = tokenizer
         self.options = options
         self.device = next(model.parameters()).device
@@ -159,10 +161,10 @@ class Engine:
                     yield replace(completion, sample_index=index)
 
     def close(self) -> None:
-        """Drop every GPU tensor this engine holds (the model's reference, the fused weight copies); the KV cache,
-        workspaces and CUDA graphs live only while :meth:`generate` runs."""
-        self.model = None
-        self.adapter = None
+        """Drop every reference this engine holds to device memory (the model, the adapter and its fused weight
+        copies) or to its caller (tokenizer, listener); the KV cache, workspaces and CUDA graphs (their private
+        pool) belong to one :meth:`generate` call and are gone when it ends or is closed."""
+        self.model = self.adapter = self.tokenizer = self.token_listener = None
 
     def describe(self) -> dict[str, Any]:
         return {"engine": "evalsuite", "family": self.adapter.family,
@@ -210,7 +212,7 @@ class Engine:
                               gen_capacity=gen_capacity, num_prompts=len(prompts), samples_per_prompt=per_prompt,
                               max_rows=max_rows)
         torch.cuda.empty_cache()
-        free = allocatable_bytes(self.device)  # within an enforced --gpu-memory cap
+        free = allocatable_bytes(self.device, self.options.gpu_cap_bytes)  # within the model's --gpu-memory cap
         budget = int(free * self.options.memory_fraction) - self.workspace_bytes(max_rows, prompt_capacity)
         plan = plan_cache(budget_bytes=budget, bytes_per_token=per_token, prompt_capacity=prompt_capacity,
                           gen_capacity=gen_capacity, num_prompts=len(prompts), samples_per_prompt=per_prompt,

@@ -196,7 +196,7 @@ class GenericAdapter:
     """The decode step of any family in :data:`LAYOUTS`, reading the model's modules in place.
     ``fuse``: run :attr:`Layout.fused` projections as one matrix product (their weights become views)."""
 
-    def __init__(self, model, fuse: bool = True):
+    def __init__(self, model, fuse: bool = True, cap_bytes: int | None = None):
         found = layout_for(model)
         if found is None:
             raise ValueError(f"architecture {type(model).__name__} is not covered by the engine")
@@ -238,6 +238,7 @@ class GenericAdapter:
         self.fuse_skipped: str | None = None  # why the projections run unfused, where fusing was asked for
         self._fused: list[FusedLinear] = []
         self._activation = None
+        self.cap_bytes = cap_bytes  # the model's --gpu-memory cap: fusing makes copies only within it
         if self.fuse:
             self._fuse_all()
         if self.fuse and lay.mlp_steps is not None:
@@ -256,7 +257,7 @@ class GenericAdapter:
             from evalsuite.devices import allocatable_bytes
 
             torch.cuda.empty_cache()
-            room = allocatable_bytes(device)
+            room = allocatable_bytes(device, self.cap_bytes)
             if room < need + FUSE_MARGIN_BYTES:
                 return self._skip_fusing(f"no room to fuse the projections: one block's fused weights take "
                                          f"{need / 2**20:.0f} MiB, {room / 2**20:.0f} MiB allocatable")

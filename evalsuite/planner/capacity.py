@@ -166,32 +166,43 @@ def cpu_cores() -> int:
     return min(cores, int(threads)) if threads.isdigit() and int(threads) > 0 else cores
 
 
-def enforce_gpu_cap(cap_bytes: int | None) -> list[str]:
-    """Make ``--gpu-memory`` binding: PyTorch's allocator refuses to grow past it on every GPU.
+@dataclass(frozen=True)
+class GpuCap:
+    """``--gpu-memory`` made binding for one model's lifetime. PyTorch's allocator cap is per process, so the
+    handle remembers what each GPU's fraction was before and :meth:`release` puts it back when the model is
+    closed (or its load failed): the next model of a command plans and loads as if it were alone. Whoever
+    sizes a workspace reads the cap from here (``cap_bytes``), never back from PyTorch."""
+
+    cap_bytes: int
+    previous: tuple[float, ...]  # each GPU's allocator fraction before this cap
+    notes: tuple[str, ...] = ()
+
+    def release(self) -> None:
+        import torch
+
+        if not torch.cuda.is_initialized():  # a forked child, or CUDA never started: nothing to undo
+            return
+        for index, fraction in enumerate(self.previous):
+            torch.cuda.set_per_process_memory_fraction(fraction, index)
+
+
+def enforce_gpu_cap(cap_bytes: int | None) -> GpuCap | None:
+    """Make ``--gpu-memory`` binding: PyTorch's allocator refuses to grow past it on every GPU, until the
+    returned handle is released.
 
     This is how a 16 GB V100 is emulated on an 80 GB H100; the CUDA context itself (a few hundred MiB)
     is outside the allocator and not counted, as on the real card.
     """
     if not cap_bytes:
-        return []
+        return None
     import torch
 
-    notes = []
+    notes, previous = [], []
     for index in range(torch.cuda.device_count()):
         total = torch.cuda.get_device_properties(index).total_memory
         fraction = min(1.0, cap_bytes / total)
+        previous.append(torch.cuda.get_per_process_memory_fraction(index))
         torch.cuda.set_per_process_memory_fraction(fraction, index)
         notes.append(f"GPU {index}: allocator capped at {format_bytes(cap_bytes)} "
                      f"({fraction:.3f} of {format_bytes(total)})")
-    return notes
-
-
-def release_gpu_cap() -> None:
-    """Undo :func:`enforce_gpu_cap` once the model it was set for is closed: the next model of the command plans
-    against the whole card (or its own cap), never against what the last one left."""
-    import torch
-
-    if not torch.cuda.is_available() or not torch.cuda.is_initialized():
-        return  # nothing was capped, and no CUDA context is made just to say so
-    for index in range(torch.cuda.device_count()):
-        torch.cuda.set_per_process_memory_fraction(1.0, index)
+    return GpuCap(cap_bytes, tuple(previous), tuple(notes))

@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping
 
 from evalsuite.errors import EvalsuiteError
-from evalsuite.planner.capacity import Capacity, format_bytes
+from evalsuite.planner.capacity import Capacity, GpuCap, format_bytes
 from evalsuite.planner.memory import Budget, ModelShape, runtime_budget
 from evalsuite.records import SamplingParams
 
@@ -152,6 +152,7 @@ class Plan:
     engine_room: bool = True  # whether the sampling engine's workspace fits beside weights and cache
     rejected: list[Rejection] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    gpu_cap: GpuCap | None = None  # the --gpu-memory cap in force for this model's load, released with it
 
     @property
     def main_gpu(self) -> int:

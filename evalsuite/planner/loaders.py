@@ -66,21 +66,34 @@ def load_planned(model_path_or_id: str, spec: ModelSpec | None, loading: Loading
     request = build_request(source, capacity, batch_size or DEFAULT_BATCH,
                             seq_len or prompt_len + new_tokens, prompt_len, gpu_dtype(loading, spec))
     plan = plan_request(request, loading.strategy)
-    if not cpu_only:
-        plan.notes.extend(enforce_gpu_cap(capacity.gpu_cap))
+    cap = None if cpu_only else enforce_gpu_cap(capacity.gpu_cap)
+    if cap is not None:
+        plan.notes.extend(cap.notes)
+    try:
+        model, plan = _load_stepping_down(source, plan, request)
+    except BaseException:
+        if cap is not None:
+            cap.release()  # the next model of the command must not inherit this one's cap
+        raise  # what the failed load left is freed once its traceback is gone (the run's model loop)
+    plan.gpu_cap = cap  # released with the model (LoadedModel.release)
+    return model, plan
+
+
+def _load_stepping_down(source: Any, plan: Plan, request: PlanRequest) -> tuple[Any, Plan]:
+    """Load ``plan``; on out of memory, step one rung down and load again (a forced strategy stops instead)."""
     while True:
         try:
-            model = _load(source.model_id, plan, request, source.trust_remote_code, source.revision)
-            return model, plan
+            return _load(source.model_id, plan, request, source.trust_remote_code, source.revision), plan
         except Exception as exc:  # noqa: BLE001 - only out-of-memory is handled, the rest re-raised
             if not is_out_of_memory(exc):
                 raise
-            free_accelerator_memory()
             why = f"ran out of GPU memory while loading ({str(exc).splitlines()[0][:160]})"
-            if plan.forced:
-                raise EvalsuiteError(f"{plan.model}: forced strategy {plan.strategy} {why}; "
-                                     f"drop --strategy to let the planner step down") from None
-            plan = step_down(plan, request, why)
+        # outside the handler: its traceback (and the half-loaded weights its frames hold) is gone now
+        free_accelerator_memory()
+        if plan.forced:
+            raise EvalsuiteError(f"{plan.model}: forced strategy {plan.strategy} {why}; "
+                                 f"drop --strategy to let the planner step down")
+        plan = step_down(plan, request, why)
 
 
 def _load(model_id: str, plan: Plan, request: PlanRequest, trust_remote_code: bool,

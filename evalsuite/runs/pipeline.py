@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from evalsuite.version import __version__
+from evalsuite.devices import release_device_memory
 from evalsuite.environment import hardware, package_versions
 from evalsuite.errors import EvalsuiteError
 from evalsuite.execution.timeouts import execute_with_timeouts
@@ -32,6 +33,7 @@ from evalsuite.runs.finish import RunFacts, ScoredRun, add_to_leaderboard, finis
 from evalsuite.runs.generate import generate_missing, load_completions
 from evalsuite.runs.identity import problem_set, prompt_settings, run_identity, select_problems
 from evalsuite.runs.invocations import Invocation, earlier_invocations, totals as invocation_totals
+from evalsuite.runs.plan_line import Workload, announce_plan
 from evalsuite.runs.record import ModelDescription, RecordedTask, RunRecord, per_problem_results
 from evalsuite.runs.resume import RecordedModel, finished_record, request_key as make_request_key
 from evalsuite.runs.results import ModelFailure
@@ -237,7 +239,8 @@ def run_evaluation(config: RunConfig) -> Evaluation | None:
                 generator = None if len(recorded) == len(config.tasks) else load_generator(spec, generation)
                 load_seconds = time.perf_counter() - started
                 if generator is not None and run_ctx.is_main:
-                    announce_plan(display, generator.describe(), config.show_progress)
+                    announce_plan(display, generator.describe(), workload(config), config.show_progress,
+                                  generator.expected_tokens_per_s())
                 for task in config.tasks:
                     acting = generator or RecordedModel(recorded[task.name])
                     outcome = run_one(acting, spec, task, config, load_seconds, run_ctx, placement,
@@ -255,9 +258,17 @@ def run_evaluation(config: RunConfig) -> Evaluation | None:
             finally:
                 if generator is not None:
                     generator.close()
+                else:
+                    release_device_memory()  # what a failed load left (its traceback is gone by now)
     finally:
         shutdown(ctx)
     return Evaluation(outcomes, entries, failures) if run_ctx.is_main else None
+
+
+def workload(config: RunConfig) -> Workload:
+    """The most this command asks of each model (resumed samples make it less)."""
+    problems = sum(len(select_problems(task, config.limit)) for task in config.tasks)
+    return Workload(samples=problems * config.sampling.n, max_new_tokens=config.sampling.max_new_tokens)
 
 
 def one_line(exc: BaseException) -> str:
@@ -265,29 +276,6 @@ def one_line(exc: BaseException) -> str:
     lines = str(exc).strip().splitlines()
     text = lines[0][:400] if lines else ""
     return text if isinstance(exc, EvalsuiteError) and text else f"{type(exc).__name__}: {text}".rstrip(": ")
-
-
-SLOW_PLAN = 0.1  # a plan this far below whole-GPU speed is said loudly
-
-
-def announce_plan(display: str, description: Mapping[str, Any], show: bool) -> None:
-    """One line per model, before it generates: how it was placed and how fast that is expected to be; a plan
-    more than 10x slower than the model whole on one GPU is a warning, with the flags that would avoid it."""
-    placement = description.get("placement") or {}
-    plan = placement.get("plan") or {}
-    if not plan and not description.get("device"):
-        return  # a model that is not loaded on a device (the reference, a server)
-    strategy = placement.get("strategy") or f"on {description.get('device')}"
-    speed = plan.get("speed_class") or "no plan (not placed by the memory planner)"
-    if show:
-        estimate = plan.get("est_ms_per_token")
-        per_token = f", ~{estimate:.3g} ms a token at full batch" if estimate else ""
-        print(f"plan: {display}: {strategy}, {description.get('dtype')}, {speed}{per_token}", file=sys.stderr)
-    relative = plan.get("relative_speed")
-    if relative is not None and 0 < relative < SLOW_PLAN:
-        print(f"WARNING: {display} is planned as {strategy} at {relative:.2g}x of its whole-GPU speed: expect hours, "
-              "not minutes. To avoid it: a larger --gpu-memory (or more GPUs), --strategy nf4 or int8 (with "
-              "bitsandbytes installed), or --dtype bfloat16 where float32 was asked", file=sys.stderr)
 
 
 def _finished_runs(config: RunConfig, display: str, keys: Mapping[str, str | None]) -> dict[str, RunRecord]:

@@ -59,11 +59,11 @@ def bytes_per_row(config: Any, dtype_bytes: int, sequence_length: int) -> int:
 
 
 def auto_batch_size(config: Any, device: Any, dtype_bytes: int, longest_prompt: int, max_new_tokens: int,
-                    free_bytes: int | None = None) -> int:
+                    free_bytes: int | None = None, cap_bytes: int | None = None) -> int:
     """The largest batch whose estimated memory fits the device's free memory (CPU: a fixed size)."""
     if getattr(device, "type", "cpu") != "cuda" and free_bytes is None:
         return CPU_BATCH_SIZE
     if free_bytes is None:
-        free_bytes = allocatable_bytes(device)
+        free_bytes = allocatable_bytes(device, cap_bytes)  # within the model's --gpu-memory cap
     per_row = bytes_per_row(config, dtype_bytes, longest_prompt + max_new_tokens)
     return max(1, min(MAX_BATCH_SIZE, int(free_bytes * MEMORY_HEADROOM) // max(per_row, 1)))

@@ -36,12 +36,14 @@ class HFEngineBridge:
         codec = generator.codec
         self.codec = codec
         on_cpu = generator.model.device.type != "cuda"
+        cap = generator.loaded.gpu_cap
         self.engine = Engine(
             generator.model, generator.loaded.tokenizer, eos_token_ids=sorted(codec.eos_ids),
             decode_tokens=codec.decode,
             decode=lambda request, prompt_ids, ids: codec.decode_continuation(prompt_ids, ids),
             vocab_limit=codec.vocab_limit, context_length=generator.context_length,
-            options=EngineOptions(max_rows=64) if on_cpu else EngineOptions())
+            options=EngineOptions(max_rows=64) if on_cpu else EngineOptions(
+                gpu_cap_bytes=cap.cap_bytes if cap is not None else None))
         self.retries: list[str] = []  # "out of memory with R rows: retried with R/2", in order
         self.failure: str | None = None  # why plain generate took over mid-run, if it did
 
@@ -59,20 +61,22 @@ class HFEngineBridge:
                     yield completion
                 return []
             except Exception as error:  # noqa: BLE001 - any engine failure: keep what was made, then go on
-                pending = unfinished(requests, made)
-                free_accelerator_memory()
-                left = sum(len(r.sample_indices) for r in pending)
-                rows = self.engine.stats.rows or min(self.engine.options.max_rows, left)
-                done = sum(len(indices) for indices in made.values())
-                if is_out_of_memory(error) and rows // 2 >= MIN_ROWS:
-                    self.engine.options = replace(self.engine.options, max_rows=rows // 2)
-                    self._note(self.retries, f"engine out of memory with {rows} rows after {done} completions: "
-                                             f"retrying the rest with {rows // 2} rows")
-                    continue
-                self.failure = (f"engine failed mid-run after {done} completions ({_one_line(error)}); plain "
-                                "transformers generate made the rest")
-                self._note(None, self.failure)
-                return pending
+                out_of_memory, why = is_out_of_memory(error), _one_line(error)
+            # outside the handler: the failed call's frames (its cache and activations) are unreachable now
+            pending = unfinished(requests, made)
+            free_accelerator_memory()
+            left = sum(len(r.sample_indices) for r in pending)
+            rows = self.engine.stats.rows or min(self.engine.options.max_rows, left)
+            done = sum(len(indices) for indices in made.values())
+            if out_of_memory and rows // 2 >= MIN_ROWS:
+                self.engine.options = replace(self.engine.options, max_rows=rows // 2)
+                self._note(self.retries, f"engine out of memory with {rows} rows after {done} completions: "
+                                         f"retrying the rest with {rows // 2} rows")
+                continue
+            self.failure = (f"engine failed mid-run after {done} completions ({why}); plain "
+                            "transformers generate made the rest")
+            self._note(None, self.failure)
+            return pending
         return []
 
     def describe(self) -> dict[str, Any]:
@@ -124,8 +128,9 @@ def engine_for(generator: Any) -> HFEngineBridge | None:
         try:
             bridge = HFEngineBridge(generator)
         except Exception as error:  # noqa: BLE001 - set-up failed: plain generate runs the whole workload
-            free_accelerator_memory()
             reason = f"engine set-up failed ({_one_line(error)}); plain transformers generate ran"
+        if bridge is None:  # outside the handler: what the failed set-up made is unreachable now
+            free_accelerator_memory()
             HFEngineBridge._note(None, reason)
     generator._engine_fallback = reason
     generator._engine_bridge = bridge

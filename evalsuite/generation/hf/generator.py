@@ -17,7 +17,7 @@ from typing import Any, Iterator, Sequence
 import torch
 from transformers import GenerationConfig, LogitsProcessorList, StoppingCriteriaList
 
-from evalsuite.devices import free_accelerator_memory
+from evalsuite.devices import free_accelerator_memory, release_device_memory
 from evalsuite.errors import EvalsuiteError
 from evalsuite.generation.base import GenerationOptions, Generator
 from evalsuite.generation.hf.batching import Row, auto_batch_size, make_rows
@@ -27,7 +27,6 @@ from evalsuite.generation.hf.stopping import MaskIdsFrom, StopTracker
 from evalsuite.generation.hf.tokenizer_fixes import PromptCodec, prepare_codec
 from evalsuite.records import Completion, GenerationRequest, SamplingParams
 from evalsuite.models.registry import ModelSpec
-from evalsuite.planner.capacity import release_gpu_cap
 from evalsuite.tasks.task import truncate_at_stop
 
 # Settings a checkpoint's generation_config.json may carry that would change what greedy/seeded decoding
@@ -62,7 +61,12 @@ class HFGenerator(Generator):
 
     @classmethod
     def load(cls, spec: ModelSpec, options: GenerationOptions) -> "HFGenerator":
-        return cls(load_model(spec, options), options)
+        loaded = load_model(spec, options)
+        try:
+            return cls(loaded, options)
+        except BaseException:
+            loaded.release()  # the caller frees the memory once this traceback is gone
+            raise
 
     # -- the contract ----------------------------------------------------------------------------------
     def generate(self, requests: Sequence[GenerationRequest], params: SamplingParams) -> Iterator[Completion]:
@@ -171,16 +175,17 @@ class HFGenerator(Generator):
 
     def close(self) -> None:
         """Release everything this generator put on a device, so that the next model of the command plans and
-        loads as if it were alone: the engine (its fused weights; its cache and graphs are gone once it
-        returns), the model, the allocator's cached blocks and the ``--gpu-memory`` cap set for this load."""
+        loads as if it were alone: the engine (its fused weights; its KV cache and CUDA graphs live only while
+        a generate call runs), the model, the allocator's cached blocks and cuBLAS workspaces, and the
+        ``--gpu-memory`` cap set for this load. Idempotent."""
         bridge = getattr(self, "_engine_bridge", None)
         if bridge is not None:
             bridge.close()
         self._engine_bridge = None
+        self.token_listener = None  # the run's progress callback: nothing of the run outlives it here
         self.model = None
-        self.loaded.model = None
-        free_accelerator_memory()
-        release_gpu_cap()
+        self.loaded.release()
+        release_device_memory()
         if torch.cuda.is_available() and torch.cuda.is_initialized():
             torch.cuda.reset_peak_memory_stats()  # the next model's peak is its own
 
@@ -198,7 +203,7 @@ class HFGenerator(Generator):
         # weights are int8/nf4 (loaded.dtype names the weights' precision)
         dtype_bytes = self.model.dtype.itemsize if self.model.dtype.is_floating_point else 2
         return auto_batch_size(self.model.config, self.loaded.device, dtype_bytes,
-                               len(rows[0].prompt_ids), params.max_new_tokens)
+                               len(rows[0].prompt_ids), params.max_new_tokens, cap_bytes=self.loaded.gpu_cap_bytes)
 
     def _check_context(self, rows: list[Row], params: SamplingParams) -> None:
         if self.context_length is None:

@@ -18,6 +18,7 @@ from evalsuite.generation.base import GenerationOptions
 from evalsuite.models.options import LoadingOptions
 from evalsuite.models.fingerprint import WEIGHT_SUFFIXES, local_fingerprint
 from evalsuite.models.registry import ModelSpec, with_family
+from evalsuite.planner.capacity import GpuCap
 
 
 @dataclass
@@ -30,6 +31,19 @@ class LoadedModel:
     revision: str | None
     placement: dict[str, Any] = field(default_factory=dict)
     batch_limit: int | None = None  # the loading plan's cap on batch width (DeepSpeed-Inference kernels)
+    gpu_cap: GpuCap | None = None  # the --gpu-memory cap set for this load (the plan's), lifted by release()
+
+    @property
+    def gpu_cap_bytes(self) -> int | None:
+        return self.gpu_cap.cap_bytes if self.gpu_cap is not None else None
+
+    def release(self) -> None:
+        """Drop the weights and lift this load's allocator cap; the caller frees the memory
+        (:func:`evalsuite.devices.release_device_memory`) once nothing else refers to it."""
+        self.model = None
+        if self.gpu_cap is not None:
+            self.gpu_cap.release()
+            self.gpu_cap = None
 
 
 def pick_device(loading: LoadingOptions):
@@ -200,7 +214,7 @@ def _load_model(spec: ModelSpec, options: GenerationOptions) -> LoadedModel:
         return LoadedModel(model=model, tokenizer=tokenizer, spec=spec, device=device, dtype=plan.dtype,
                            revision=revision_of(spec, config),
                            placement={"strategy": plan.strategy, "plan": plan.to_json()},
-                           batch_limit=plan.batch_limit)
+                           batch_limit=plan.batch_limit, gpu_cap=plan.gpu_cap)
     location, extra = pretrained_args(spec)
     try:
         model = AutoModelForCausalLM.from_pretrained(location, config=config, dtype=getattr(torch, dtype),
