@@ -266,19 +266,26 @@ def test_closing_a_generator_gives_its_gpu_memory_and_its_cap_back(tiny_model_di
     from evalsuite.models.options import LoadingOptions
     from evalsuite.records import GenerationRequest, SamplingParams
 
+    def cycle() -> int:
+        """Load, generate through the engine, close; what the next model's plan would see free."""
+        generator = load_generator(str(tiny_model_dir("gptj")), GenerationOptions(
+            loading=LoadingOptions(device="cuda", gpu_memory="4GiB"), hf=HFOptions(engine="evalsuite")))
+        assert torch.cuda.get_per_process_memory_fraction(0) < fraction
+        requests = [GenerationRequest(task_id=f"t{i}", prompt=f"def f{i}(a, b):\n", sample_indices=tuple(range(8)),
+                                      stop_sequences=()) for i in range(4)]
+        made = list(generator.generate(requests, SamplingParams(n=8, temperature=0.8, max_new_tokens=16)))
+        assert len(made) == 32 and isinstance(generator.describe()["engine"], dict)
+        assert torch.cuda.memory_allocated() > before[0]
+        generator.close()
+        assert torch.cuda.memory_allocated() == before[0]
+        assert torch.cuda.memory_reserved() <= before[1] + (2 << 20)
+        assert torch.cuda.get_per_process_memory_fraction(0) == fraction
+        return allocatable_bytes(0)
+
     release_device_memory()  # what earlier tests left cached is not this model's
     before = torch.cuda.memory_allocated(), torch.cuda.memory_reserved()
-    fraction, free = torch.cuda.get_per_process_memory_fraction(0), allocatable_bytes(0)
-    generator = load_generator(str(tiny_model_dir("gptj")), GenerationOptions(
-        loading=LoadingOptions(device="cuda", gpu_memory="4GiB"), hf=HFOptions(engine="evalsuite")))
-    assert torch.cuda.get_per_process_memory_fraction(0) < fraction
-    requests = [GenerationRequest(task_id=f"t{i}", prompt=f"def f{i}(a, b):\n", sample_indices=tuple(range(8)),
-                                  stop_sequences=()) for i in range(4)]
-    made = list(generator.generate(requests, SamplingParams(n=8, temperature=0.8, max_new_tokens=16)))
-    assert len(made) == 32 and isinstance(generator.describe()["engine"], dict)
-    assert torch.cuda.memory_allocated() > before[0]
-    generator.close()
-    assert torch.cuda.memory_allocated() == before[0]
-    assert torch.cuda.memory_reserved() <= before[1] + (2 << 20)
-    assert torch.cuda.get_per_process_memory_fraction(0) == fraction
-    assert allocatable_bytes(0) >= free - (64 << 20)  # what the next model's plan and engine will see
+    fraction = torch.cuda.get_per_process_memory_fraction(0)
+    # The first use of the engine's kernels loads their code into the CUDA context (outside the allocator, for
+    # the life of the process): measured after one model, a second one must find exactly as much free.
+    first = cycle()
+    assert cycle() >= first - (64 << 20)  # what the next model's plan and engine will see
