@@ -37,6 +37,11 @@ def leaderboard_models(cwd: Path) -> list[str]:
     return [entry["model"] for entry in json.loads((cwd / "leaderboard" / "leaderboard.json").read_text())["entries"]]
 
 
+NEEDS_SANDBOX = pytest.mark.skipif(__import__("sandbox").detect_isolation() == "none",
+                                   reason="needs namespace isolation (bubblewrap) to execute the samples")
+
+
+@NEEDS_SANDBOX
 @pytest.mark.parametrize("order", ["good first", "broken first"])
 def test_a_failing_model_leaves_the_others_their_results_and_fails_the_command(tiny_model_dir, tmp_path, order):
     good, bad = str(tiny_model_dir("gpt2")), str(broken_checkpoint(tiny_model_dir, tmp_path))
@@ -53,6 +58,7 @@ def test_a_failing_model_leaves_the_others_their_results_and_fails_the_command(t
     assert f"plan: {Path(good).name}: single-device on cpu, float32, " in done.stderr  # before it generated
 
 
+@NEEDS_SANDBOX
 def test_each_models_entry_is_on_the_leaderboard_before_the_next_model_loads_and_generates(tiny_model_dir, tmp_path, monkeypatch):
     """The second model's load sees the first's entry already written (a command stopped during the second
     model keeps the first's result)."""
