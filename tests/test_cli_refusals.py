@@ -184,3 +184,24 @@ def test_isolation_none_without_the_opt_in_is_refused_before_anything_runs(comma
     assert main(argv) == 2
     assert "isolation='none' was requested" in capsys.readouterr().err
     assert not (no_model_loads / "out").exists()
+
+
+def test_offline_an_alias_whose_checkpoint_is_not_cached_is_named_with_its_hub_id(monkeypatch):
+    """`--models gpt-j-6b` offline said "'gpt-j-6b' is not an alias" although it is: what is missing is the hub
+    checkpoint behind it, and the line says so."""
+    huggingface_hub = pytest.importorskip("huggingface_hub")
+    from huggingface_hub import constants
+
+    from evalsuite.generation.hf.loading import check_hub_reachable
+    from evalsuite.models.registry import resolve_model
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(huggingface_hub, "try_to_load_from_cache", lambda *args, **kwargs: None)
+    spec = resolve_model("gpt-j-6b")
+    with pytest.raises(EvalsuiteError) as refused:
+        check_hub_reachable(spec)
+    message = str(refused.value)
+    assert "'gpt-j-6b' is an alias of the hub model 'EleutherAI/gpt-j-6b'" in message
+    assert "not an alias" not in message and "HF_HUB_OFFLINE" in message
+    with pytest.raises(EvalsuiteError, match="'someone/typo' is not an alias"):
+        check_hub_reachable(resolve_model("someone/typo"))

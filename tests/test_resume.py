@@ -80,6 +80,14 @@ def test_two_ranks_match_one_process_and_a_killed_rank_resumes(tiny_model_dir, t
     assert two.returncode == 0, out
     assert records(tmp_path / "two") == clean_records
     run_dir = next((tmp_path / "two").iterdir())
+    # a fresh folder: no rank took the other's shard, being written, for earlier work
+    assert "resuming" not in out, out
+    record = json.loads((run_dir / "record.json").read_text())
+    assert record["generation_stats"]["completions_resumed"] == 0
+    (invocation,) = record["invocations"]  # the rows of both ranks name the one invocation the record lists
+    assert {r["invocation_id"] for f in run_dir.glob("completions*.jsonl") for _, r in read_jsonl(f)} == \
+        {invocation["invocation_id"]}
+    assert invocation["completions_generated"] == 6 * 4
     assert sorted(p.name for p in run_dir.glob("completions*.jsonl")) == [
         "completions.rank0.jsonl", "completions.rank1.jsonl"]
 

@@ -282,7 +282,10 @@ def niced_jail():
 
 
 def test_a_registered_jail_runs_samples_through_the_real_executor(niced_jail):
-    niceness = "    import os\n    return a + b if os.nice(0) == 7 else -1\n"  # passes only in this jail's server
+    # passes only in this jail's server: 7 above the suite's own niceness, which nice caps at 19 (under
+    # `nice -n 19` the marker cannot tell; the mode asserted below still names this jail)
+    expected = min(os.nice(0) + 7, 19)
+    niceness = f"    import os\n    return a + b if os.nice(0) == {expected} else -1\n"
     with pytest.warns(UnsandboxedWarning, match="WITHOUT A SANDBOX"):
         with Executor(workers=1, isolation=niced_jail, allow_unsandboxed=True) as executor:
             outcomes = {o.job_id: o for o in executor.run([job(0, niceness), job(1, "    return a - b\n")])}

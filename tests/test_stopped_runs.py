@@ -1,11 +1,16 @@
 """A job stopped by SIGTERM or SIGHUP (a scheduler's time limit, ``docker stop``, a closed terminal) loses
 nothing: the rows finished so far are kept, the record says interrupted, the exit status names the signal, and
-the rerun generates only the rest."""
+the rerun generates only the rest.
+
+Every sample of the run is one row of a single ``generate`` batch, so the signal lands inside that batch: the
+rows that ended before it are on disk (each saved the moment it ended) and counted by the progress line, the
+others are not made up."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -16,12 +21,13 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 N, LIMIT = 12, 3
+TOTAL = N * LIMIT  # one batch: --batch-size TOTAL
 
 
-def run_command(model: Path) -> list[str]:
+def run_command(model: Path, quiet: bool = True) -> list[str]:
     return [sys.executable, "-m", "evalsuite", "run", "--models", str(model), "--limit", str(LIMIT), "--n", str(N),
-            "--temperature", "0.8", "--max-new-tokens", "160", "--device", "cpu", "--batch-size", "4", "--quiet",
-            "--no-leaderboard"]
+            "--temperature", "0.8", "--max-new-tokens", "400", "--device", "cpu", "--batch-size", str(TOTAL),
+            "--threads", "1", "--no-leaderboard"] + (["--quiet"] if quiet else [])
 
 
 def completions(cwd: Path) -> list[dict]:
@@ -35,7 +41,7 @@ def completions(cwd: Path) -> list[dict]:
 def test_a_stopped_run_keeps_its_rows_and_resumes(tiny_model_dir, tmp_path, signum):
     model = tiny_model_dir("gpt2")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
-    process = subprocess.Popen(run_command(model), cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+    process = subprocess.Popen(run_command(model, quiet=False), cwd=tmp_path, env=env, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
     while len(completions(tmp_path)) < 4 and time.monotonic() < deadline and process.poll() is None:
@@ -44,9 +50,11 @@ def test_a_stopped_run_keeps_its_rows_and_resumes(tiny_model_dir, tmp_path, sign
     process.send_signal(signum)
     _, err = process.communicate(timeout=60)
     assert process.returncode == 128 + signum, err[-2000:]
-    assert f"interrupted by {signal.Signals(signum).name}" in err
+    assert f"interrupted by {signal.Signals(signum).name}" in err and "Traceback" not in err
     kept = completions(tmp_path)
-    assert 4 <= len(kept) < N * LIMIT
+    assert 4 <= len(kept) < TOTAL  # rows of the batch were still decoding: the signal came mid-batch
+    counted = re.findall(rf"(\d+)/{TOTAL} \[", err.split("generate ", 1)[1].split("interrupted by")[0])
+    assert counted and int(counted[-1]) == len(kept)  # the progress line counted each row as it was saved
     record = json.loads(next(tmp_path.glob("runs/*/record.json")).read_text())
     assert record["status"] == "interrupted" and record["invocations"][-1]["status"] == "interrupted"
     assert record["invocations"][-1]["completions_generated"] == len(kept)
@@ -55,7 +63,7 @@ def test_a_stopped_run_keeps_its_rows_and_resumes(tiny_model_dir, tmp_path, sign
     assert rerun.returncode == 0, rerun.stderr[-2000:]
     record = json.loads(next(tmp_path.glob("runs/*/record.json")).read_text())
     assert record["status"] == "complete"
-    assert record["generation_stats"]["completions_generated_now"] == N * LIMIT - len(kept)
+    assert record["generation_stats"]["completions_generated_now"] == TOTAL - len(kept)
     rows = completions(tmp_path)
-    assert len(rows) == N * LIMIT and {(r["task_id"], r["completion_id"]) for r in kept} <= \
+    assert len(rows) == TOTAL and {(r["task_id"], r["completion_id"]) for r in kept} <= \
         {(r["task_id"], r["completion_id"]) for r in rows}

@@ -10,9 +10,22 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any, Sequence, TypeVar
+from typing import Any, Mapping, Sequence, TypeVar
+
+from evalsuite.errors import EvalsuiteError
 
 T = TypeVar("T")
+
+
+class RankLost(EvalsuiteError):
+    """Another rank stopped (killed, crashed, its machine gone) while this one needed it: said in one line, at
+    once, instead of waiting on a collective that can never complete."""
+
+    exit_code = 1
+
+    def __init__(self, rank: int, during: str, cause: BaseException):
+        super().__init__(f"rank {rank}: another rank stopped {during} ({_first_sentence(cause)}); the completions "
+                         "saved so far are kept: rerun the same command to resume")
 
 
 @dataclass(frozen=True)
@@ -43,19 +56,37 @@ class DistContext:
         import torch.distributed as dist
 
         out: list[Any] | None = [None] * self.world_size if self.is_main else None
-        dist.gather_object(obj, out, dst=0)
+        try:
+            dist.gather_object(obj, out, dst=0)
+        except RuntimeError as exc:  # DistBackendError: a peer's connection closed, or the collective timed out
+            raise RankLost(self.rank, "before the ranks gathered their results", exc) from None
         return out
 
+    def agree(self, obj: T) -> T:
+        """Rank 0's ``obj`` on every rank: one invocation id for the rows of all ranks, so a later resume can
+        count what this invocation made."""
+        if not self.enabled:
+            return obj
+        import torch.distributed as dist
 
-def context_from_env() -> DistContext:
+        box = [obj]
+        try:
+            dist.broadcast_object_list(box, src=0)
+        except RuntimeError as exc:
+            raise RankLost(self.rank, "before generation started", exc) from None
+        return box[0]
+
+
+def context_from_env(environ: Mapping[str, str] = os.environ) -> DistContext:
     """Join the process group that torchrun / accelerate launch set up through the environment."""
-    world_size = int(os.environ.get("WORLD_SIZE", "1"))
+    world_size = int(environ.get("WORLD_SIZE", "1"))
     if world_size <= 1:
+        check_one_process_launch(environ)
         return DistContext()
     import torch
     import torch.distributed as dist
 
-    rank, local_rank = int(os.environ["RANK"]), int(os.environ.get("LOCAL_RANK", "0"))
+    rank, local_rank = int(environ["RANK"]), int(environ.get("LOCAL_RANK", "0"))
     if not dist.is_initialized():
         use_nccl = torch.cuda.is_available() and torch.cuda.device_count() > local_rank
         if use_nccl:
@@ -63,6 +94,27 @@ def context_from_env() -> DistContext:
         # gloo also carries the object collectives (gather of verdicts) on CPU-only machines.
         dist.init_process_group(backend="nccl" if use_nccl else "gloo")
     return DistContext(rank=rank, world_size=world_size, local_rank=local_rank)
+
+
+def check_one_process_launch(environ: Mapping[str, str]) -> None:
+    """Refuse a launcher that was asked for several processes but started this one alone. ``accelerate launch
+    --num_processes 2`` on a machine without GPUs (and no ``accelerate config``) runs its one-process launcher: it
+    sets its ``ACCELERATE_*`` variables and, because more than one process was asked for, ``MASTER_PORT``, but no
+    ``WORLD_SIZE``; a run would silently be one process."""
+    if "WORLD_SIZE" in environ or "MASTER_PORT" not in environ:
+        return
+    if any(name.startswith("ACCELERATE_") for name in environ):
+        raise EvalsuiteError("accelerate launch started one process where several were asked for (without a GPU "
+                             "or an accelerate config it runs them as one); add --multi_gpu (on CPU the ranks talk "
+                             "over gloo), or use torchrun --nproc-per-node N, or drop --num_processes")
+
+
+def _first_sentence(exc: BaseException) -> str:
+    """A collective's error in a few words: gloo's starts with its source location and ends with advice."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if text.startswith("[") and "] " in text:
+        text = text.split("] ", 1)[1]
+    return text.split(". ", 1)[0].rstrip(".")[:200]
 
 
 def shutdown(ctx: DistContext) -> None:

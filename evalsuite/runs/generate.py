@@ -30,7 +30,10 @@ def generate_missing(generator: Generator, task: Task, problems: Sequence[Proble
     Every row names the ``invocation_id`` that made it. Returns (completions generated now, tokens generated now);
     ``tally`` counts them as they arrive, so an interrupted invocation can still say what it made.
     """
-    done = run_dir.existing_completions(valid_ids, sampling.n)
+    # Only this shard's rows count as earlier work: under data parallelism the other ranks append to their own
+    # files meanwhile, and on a fresh folder their first rows are not something this rank resumed.
+    mine = {problem.task_id for problem in problems}
+    done = {key: row for key, row in run_dir.existing_completions(valid_ids, sampling.n).items() if key[0] in mine}
     requests = []
     for problem in problems:
         missing = tuple(i for i in range(sampling.n) if (problem.task_id, i) not in done)

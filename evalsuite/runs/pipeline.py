@@ -87,7 +87,7 @@ def run_one(generator: Generator, spec: ModelSpec, task: Task, config: RunConfig
     run_dir = RunDir.for_run(config.output_dir, model_name, task.name, run_key(identity))
     previous = run_dir.check_identity(identity)
     run_dir.path.mkdir(parents=True, exist_ok=True)
-    invocation_id = uuid.uuid4().hex
+    invocation_id = ctx.agree(uuid.uuid4().hex)  # every rank's rows name the invocation the record lists
     invocation = Invocation(invocation_id, _now(), load_s=round(load_seconds, 3))
     history = earlier_invocations(previous,
                                   lambda: run_dir.existing_completions(valid_ids, config.sampling.n).values())
@@ -108,29 +108,31 @@ def run_one(generator: Generator, spec: ModelSpec, task: Task, config: RunConfig
     my_problems = ctx.shard(problems)
 
     started = time.perf_counter()
+    generate_seconds: float | None = None
     try:
         generated, tokens = generate_missing(generator, task, my_problems, stops, config.sampling, run_dir, label,
                                              config.show_progress and ctx.is_main, valid_ids,
                                              ctx.completions_name(), asking=asking, invocation_id=invocation_id,
                                              tally=invocation)
-    except BaseException as exc:  # Ctrl-C or a failure: the record says what this invocation made first
+        generate_seconds = time.perf_counter() - started
+
+        samples = load_completions(run_dir, my_problems, config.sampling.n, valid_ids)
+        executing = time.perf_counter()
+        executed = asking.executed(task)
+        results, execution_info = execute_with_timeouts(executed, samples, config.execution, config.timeouts)
+        execute_seconds = time.perf_counter() - executing
+
+        gathered = ctx.gather({"results": results, "execution": execution_info, "generated": generated,
+                               "tokens": tokens, "generate_s": generate_seconds, "execute_s": execute_seconds})
+    except BaseException as exc:  # a signal, a failure or a lost rank: the record says what this invocation made
         invocation.status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
-        invocation.finished_at, invocation.generate_s = _now(), round(time.perf_counter() - started, 3)
+        elapsed = generate_seconds if generate_seconds is not None else time.perf_counter() - started
+        invocation.finished_at, invocation.generate_s = _now(), round(elapsed, 3)
         if ctx.is_main:
             record.status = invocation.status  # not "running": this invocation ended here
             record.invocations = [*history, invocation.to_json()]
             atomic_write_json(run_dir.record, record.to_json())
         raise
-    generate_seconds = time.perf_counter() - started
-
-    samples = load_completions(run_dir, my_problems, config.sampling.n, valid_ids)
-    started = time.perf_counter()
-    executed = asking.executed(task)
-    results, execution_info = execute_with_timeouts(executed, samples, config.execution, config.timeouts)
-    execute_seconds = time.perf_counter() - started
-
-    gathered = ctx.gather({"results": results, "execution": execution_info, "generated": generated,
-                           "tokens": tokens, "generate_s": generate_seconds, "execute_s": execute_seconds})
     if not ctx.is_main:
         return None
     by_task: dict[str, list[SampleResult]] = {}

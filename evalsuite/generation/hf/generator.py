@@ -1,11 +1,12 @@
 """The ``hf`` backend: a transformers causal LM generating batches of left-padded prompts.
 
-Batches hold rows of similar prompt length (see :mod:`evalsuite.generation.hf.batching`); each batch's
-completions are yielded as soon as it ends. Sampling goes through the counter-based
+Batches hold rows of similar prompt length (see :mod:`evalsuite.generation.hf.batching`); each row's
+completions are yielded the moment the row ends, not when its batch does (see
+:mod:`evalsuite.generation.hf.streaming`). Sampling goes through the counter-based
 :class:`~evalsuite.engine.sampling.SeededSampler`, so a sample's text does not depend on which other
-rows share its batch. On CUDA out-of-memory the batch is halved and retried; completions already
-yielded are never redone. Where the fast engine (``evalsuite.engine``) applies, it takes the whole
-workload instead, through the same :class:`~evalsuite.generation.hf.tokenizer_fixes.PromptCodec`.
+rows share its batch. On CUDA out-of-memory the batch is halved and the rows not yet yielded are
+retried; completions already yielded are never redone. Where the fast engine (``evalsuite.engine``)
+applies, it takes the whole workload instead, through the same :class:`~evalsuite.generation.hf.tokenizer_fixes.PromptCodec`.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from evalsuite.generation.hf.batching import Row, auto_batch_size, make_rows
 from evalsuite.generation.hf.loading import LoadedModel, config_summary, load_model, model_context_length
 from evalsuite.engine.sampling import SeededSampler, row_seeds
 from evalsuite.generation.hf.stopping import MaskIdsFrom, StopTracker
+from evalsuite.generation.hf.streaming import BatchDone, RowEnded, StreamedCall, TokensDecoded
 from evalsuite.generation.hf.tokenizer_fixes import PromptCodec, prepare_codec
 from evalsuite.records import Completion, GenerationRequest, SamplingParams
 from evalsuite.models.registry import ModelSpec
@@ -33,16 +35,6 @@ from evalsuite.tasks.task import truncate_at_stop
 # picks; they are reset so that the sampling parameters of the run are the only ones in force.
 _NEUTRAL_GENERATION = dict(do_sample=False, num_beams=1, repetition_penalty=1.0, no_repeat_ngram_size=0,
                            min_new_tokens=0, length_penalty=1.0, encoder_repetition_penalty=1.0)
-
-class InterruptedBatch(KeyboardInterrupt):
-    """Ctrl-C inside one ``generate`` call, carrying the completions of the rows that had already ended: a whole
-    batch is one call, and without them a Ctrl-C would lose rows finished minutes ago."""
-
-    def __init__(self, ended: list[Completion], signum: int | None = None):
-        super().__init__()
-        self.ended = ended
-        self.signum = signum  # the signal that stopped the run (SIGTERM, SIGHUP), None for Ctrl-C
-
 
 class HFGenerator(Generator):
     def __init__(self, loaded: LoadedModel, options: GenerationOptions):
@@ -85,16 +77,15 @@ class HFGenerator(Generator):
         if self.loaded.batch_limit:
             size = min(size, self.loaded.batch_limit)
         pending = deque(rows)
-        run_batch = self._generate_batch
         while pending:
             batch = [pending.popleft() for _ in range(min(size, len(pending)))]
+            ended: set[int] = set()  # rows of this batch already yielded
             try:
-                completions = run_batch(batch, params)
-            except InterruptedBatch as interrupted:  # Ctrl-C: the rows of this batch that had already ended are kept
-                yield from interrupted.ended
-                raise
+                for index, completions in self._generate_batch(batch, params):
+                    ended.add(index)
+                    yield from completions
             except torch.OutOfMemoryError:
-                pending.extendleft(reversed(batch))
+                pending.extendleft(reversed([row for i, row in enumerate(batch) if i not in ended]))
                 free_accelerator_memory()
                 if size == 1:
                     raise EvalsuiteError(f"model {self.loaded.spec.name!r} runs out of memory even at batch size "
@@ -105,7 +96,6 @@ class HFGenerator(Generator):
                 print(f"out of memory: batch size halved to {size}", file=sys.stderr)
                 continue
             self.batch_size = size  # the size that worked is kept for the next call
-            yield from completions
 
     def describe(self) -> dict[str, Any]:
         spec = self.loaded.spec
@@ -219,7 +209,8 @@ class HFGenerator(Generator):
                                 eos_token_id=eos or None, bos_token_id=self.codec.bos_id, use_cache=True,
                                 **_NEUTRAL_GENERATION)
 
-    def _generate_batch(self, batch: list[Row], params: SamplingParams) -> list[Completion]:
+    def _generate_batch(self, batch: list[Row], params: SamplingParams) -> Iterator[tuple[int, list[Completion]]]:
+        """One ``generate`` call; yields (row index, its completions) as each row ends, the others at the end."""
         device = self.loaded.device
         length = max(len(row.prompt_ids) for row in batch)
         input_ids = torch.full((len(batch), length), self.codec.pad_id, dtype=torch.long)
@@ -238,29 +229,41 @@ class HFGenerator(Generator):
             seeds = torch.cat([row_seeds(params.seed, row.request.task_id, row.sample_indices) for row in batch])
             processors.append(SeededSampler(seeds.to(device), params, prompt_length=length))
         tracker = StopTracker(self.codec, [row.prompt_ids for row in batch],
-                              [row.request.stop_sequences for row in batch], prompt_length=length,
-                              on_tokens=self.token_listener)
-        try:
-            with torch.inference_mode():
-                output = self.model.generate(input_ids=input_ids.to(device), attention_mask=attention_mask.to(device),
-                                             generation_config=self._generation_config(max_new),
-                                             logits_processor=processors,
-                                             stopping_criteria=StoppingCriteriaList([tracker]))
-        except KeyboardInterrupt as stop:
-            raise InterruptedBatch(self._ended_rows(batch, tracker, length), getattr(stop, "signum", None)) from None
-        generated = output[:, length:].tolist()
-        completions = []
-        for i, row in enumerate(batch):
-            completions.extend(self._completions(row, generated[i], tracker.ended_at[i], tracker.reason[i]))
-        return completions
+                              [row.request.stop_sequences for row in batch], prompt_length=length)
 
-    def _ended_rows(self, batch: list[Row], tracker: StopTracker, length: int) -> list[Completion]:
-        """The completions of the rows that had ended when generation was interrupted."""
-        if tracker.last_input_ids is None:
-            return []
-        generated = tracker.last_input_ids[:, length:].tolist()
-        return [completion for i, row in enumerate(batch) if tracker.ended_at[i] is not None
-                for completion in self._completions(row, generated[i], tracker.ended_at[i], tracker.reason[i])]
+        def call() -> torch.Tensor:
+            with torch.inference_mode():  # thread-local: entered in the thread that decodes
+                return self.model.generate(input_ids=input_ids.to(device), attention_mask=attention_mask.to(device),
+                                           generation_config=self._generation_config(max_new),
+                                           logits_processor=processors,
+                                           stopping_criteria=StoppingCriteriaList([tracker]))
+
+        def row_completions(index: int, generated: list[int]) -> list[Completion]:
+            return self._completions(batch[index], generated, tracker.ended_at[index], tracker.reason[index])
+
+        streamed = StreamedCall(call, tracker.cancel)
+        tracker.on_tokens = lambda count: streamed.post(TokensDecoded(count))
+        tracker.on_row_end = lambda index, generated: streamed.post(RowEnded(index, generated))
+        with streamed:
+            ended: set[int] = set()
+            try:
+                for event in streamed.events():
+                    if isinstance(event, TokensDecoded):
+                        if self.token_listener is not None:
+                            self.token_listener(event.count)
+                    elif isinstance(event, RowEnded):
+                        ended.add(event.index)
+                        yield event.index, row_completions(event.index, event.generated)
+                    elif isinstance(event, BatchDone):
+                        generated = event.output[:, length:].tolist()
+                        for index in range(len(batch)):
+                            if index not in ended:
+                                yield index, row_completions(index, generated[index])
+            except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP: the rows that ended before the call stopped are kept
+                for event in streamed.stop():
+                    if event.index not in ended:
+                        yield event.index, row_completions(event.index, event.generated)
+                raise
 
     def _completions(self, row: Row, generated: list[int], ended_at: int | None,
                      reason: str | None) -> list[Completion]:

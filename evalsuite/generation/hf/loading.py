@@ -165,10 +165,15 @@ def check_hub_reachable(spec: ModelSpec) -> None:
 
     if isinstance(try_to_load_from_cache(spec.location, "config.json", revision=spec.revision), str):
         return
-    what = (f"model {spec.name!r} is not an alias in evalsuite/configs/models.yaml, not a local directory, and "
-            f"{spec.location!r} is not in the Hugging Face cache")
+    if spec.source == "alias":  # the name is known: what is missing is the checkpoint behind it
+        what = (f"model {spec.name!r} is an alias of the hub model {spec.location!r}, which is not in the Hugging "
+                "Face cache")
+    else:
+        what = (f"model {spec.name!r} is not an alias in evalsuite/configs/models.yaml, not a local directory, "
+                f"and {spec.location!r} is not in the Hugging Face cache")
     if constants.HF_HUB_OFFLINE:
-        raise EvalsuiteError(f"{what}, and HF_HUB_OFFLINE is set")
+        raise EvalsuiteError(f"{what}, and HF_HUB_OFFLINE is set: download {spec.location!r} first "
+                             "(`hf download` on a machine online) or unset HF_HUB_OFFLINE")
     reason = hub_unreachable_reason()
     if reason is not None:
         raise EvalsuiteError(f"{what}, and the hub ({hub_host()}) cannot be reached: {reason}; check the name "

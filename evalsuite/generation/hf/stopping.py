@@ -23,10 +23,14 @@ class StopTracker(StoppingCriteria):
 
     def __init__(self, codec: PromptCodec, prompt_ids: Sequence[Sequence[int]],
                  stop_sequences: Sequence[Sequence[str]], prompt_length: int,
-                 on_tokens: Callable[[int], None] | None = None):
-        """``on_tokens(n)``: told after each step how many rows were still decoding (progress in tokens)."""
+                 on_tokens: Callable[[int], None] | None = None,
+                 on_row_end: Callable[[int, list[int]], None] | None = None):
+        """``on_tokens(n)``: told after each step how many rows were still decoding (progress in tokens);
+        ``on_row_end(row, generated_ids)``: told the moment a row ends, so it can be saved before its batch ends."""
         self.codec = codec
         self.on_tokens = on_tokens
+        self.on_row_end = on_row_end
+        self.cancelled = False  # set from another thread: every row stops at the next step (a stopped job)
         self.prompt_ids = [list(ids) for ids in prompt_ids]
         self.stops = [tuple(s for s in stops if s) for stops in stop_sequences]
         self.prompt_length = prompt_length
@@ -34,7 +38,9 @@ class StopTracker(StoppingCriteria):
         self.window = longest + TAIL_MARGIN_TOKENS
         self.ended_at: list[int | None] = [None] * len(self.prompt_ids)
         self.reason: list[str | None] = [None] * len(self.prompt_ids)
-        self.last_input_ids: torch.Tensor | None = None  # the sequences so far: rows that ended survive a Ctrl-C
+
+    def cancel(self) -> None:
+        self.cancelled = True
 
     def tail_text(self, row: int, generated: list[int], total: int) -> str:
         if total <= self.window:  # the whole continuation, as the completion will read
@@ -43,7 +49,6 @@ class StopTracker(StoppingCriteria):
 
     def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor, **kwargs) -> torch.Tensor:
         total = input_ids.shape[1] - self.prompt_length
-        self.last_input_ids = input_ids
         if self.on_tokens is not None:
             self.on_tokens(sum(ended is None for ended in self.ended_at))
         if total > 0:
@@ -57,6 +62,10 @@ class StopTracker(StoppingCriteria):
                     text = self.tail_text(row, ids, total)
                     if any(stop in text for stop in self.stops[row]):
                         self.ended_at[row], self.reason[row] = total, "stop"
+                if self.ended_at[row] is not None and self.on_row_end is not None:
+                    self.on_row_end(row, input_ids[row, self.prompt_length:].tolist())
+        if self.cancelled:
+            return torch.ones(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
         done = [ended is not None for ended in self.ended_at]
         return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
 

@@ -1,0 +1,106 @@
+"""Ranks that start together and stop together: on a fresh folder no rank takes another's shard, being written,
+for earlier work; a launcher that started one process of several is refused in one line; a rank that dies makes
+the others stop with one clear error within a bounded time (the launch is by hand, as ``srun`` does it, so no
+torchrun agent tears the others down for us). torchrun's own two-rank run is in ``tests/test_resume.py``."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from evalsuite.errors import EvalsuiteError
+from evalsuite.generation.reference import ReferenceGenerator
+from evalsuite.jsonl import JsonlAppender
+from evalsuite.records import SamplingParams
+from evalsuite.runs.distributed import DistContext, check_one_process_launch
+from evalsuite.runs.generate import generate_missing
+from evalsuite.runs.rundir import RunDir
+from evalsuite.tasks.discovery import TaskRegistry
+
+REPO = Path(__file__).resolve().parent.parent
+ACCELERATE = shutil.which("accelerate", path=str(Path(sys.executable).parent))
+
+
+def test_a_rank_does_not_take_the_other_ranks_rows_for_earlier_work(tmp_path, capsys):
+    task = TaskRegistry.discover([]).get("humaneval")
+    problems = task.problems()[:4]
+    rank0, rank1 = DistContext(0, 2), DistContext(1, 2)
+    run_dir = RunDir(tmp_path / "run")
+    with JsonlAppender(run_dir.path / rank1.completions_name()) as other:  # rank 1 got there first
+        for problem in rank1.shard(problems):
+            other.write({"task_id": problem.task_id, "completion_id": 0, "completion": "pass"})
+    mine = rank0.shard(problems)
+    generated, _ = generate_missing(ReferenceGenerator(), task, mine, (), SamplingParams(), run_dir, "reference",
+                                    True, {p.task_id for p in problems}, rank0.completions_name())
+    assert generated == len(mine)
+    assert "resuming" not in capsys.readouterr().err
+
+
+def test_a_launcher_that_started_one_process_of_several_is_refused():
+    accelerate_one_of_two = {"ACCELERATE_MIXED_PRECISION": "no", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500"}
+    with pytest.raises(EvalsuiteError, match="accelerate launch started one process where several were asked"):
+        check_one_process_launch(accelerate_one_of_two)
+    check_one_process_launch({**accelerate_one_of_two, "WORLD_SIZE": "2"})  # its multi-process launcher
+    check_one_process_launch({"ACCELERATE_MIXED_PRECISION": "no"})  # accelerate launch of one process
+    check_one_process_launch({"MASTER_PORT": "29500"})  # a stray variable of the user's own
+
+
+@pytest.mark.skipif(ACCELERATE is None, reason="accelerate not installed")
+def test_accelerate_launch_runs_the_ranks_asked_for_or_refuses(tmp_path):
+    import torch
+
+    if torch.cuda.device_count() > 1:
+        pytest.skip("with several GPUs accelerate launches the processes asked for")
+    env = dict(os.environ, HF_HOME=str(tmp_path / "hf"), OMP_NUM_THREADS="1",  # no accelerate config of the user's
+               PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+    launched = subprocess.run([ACCELERATE, "launch", "--num_processes", "2", "-m", "evalsuite", "--", "run",
+                               "--models", "reference", "--limit", "1", "--output", str(tmp_path / "runs"),
+                               "--no-leaderboard", "--quiet"], env=env, capture_output=True, text=True, timeout=120)
+    assert launched.returncode != 0
+    assert "error: accelerate launch started one process where several were asked for" in launched.stderr
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_a_rank_that_dies_stops_the_other_with_one_clear_error(tiny_model_dir, tmp_path):
+    args = [sys.executable, "-m", "evalsuite", "run", "--models", str(tiny_model_dir("gpt2")), "--n", "4",
+            "--limit", "6", "--temperature", "0.8", "--max-new-tokens", "48", "--batch-size", "2", "--device", "cpu",
+            "--threads", "1", "--quiet", "--no-leaderboard", "--output", str(tmp_path / "runs")]
+    env = dict(os.environ, OMP_NUM_THREADS="1", WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()),
+               PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+    ranks = [subprocess.Popen(args, env=dict(env, RANK=str(rank), LOCAL_RANK=str(rank)), stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True) for rank in (0, 1)]
+    try:
+        deadline = time.monotonic() + 180
+        while not list(tmp_path.glob("runs/*/completions.rank1.jsonl")):
+            assert time.monotonic() < deadline and all(rank.poll() is None for rank in ranks), "rank 1 never wrote"
+            time.sleep(0.02)
+        ranks[1].send_signal(signal.SIGKILL)
+        killed = time.monotonic()
+        _, err = ranks[0].communicate(timeout=120)
+        waited = time.monotonic() - killed
+    finally:
+        for rank in ranks:
+            if rank.poll() is None:
+                rank.kill()
+                rank.communicate()
+    assert ranks[0].returncode == 1, err[-2000:]
+    assert "error: rank 0: another rank stopped" in err and "rerun the same command" in err
+    assert "Traceback" not in err, err[-2000:]
+    assert waited < 60  # its own shard's work, then the error at once: never a collective's 30-minute timeout
+    (record,) = tmp_path.glob("runs/*/record.json")
+    assert json.loads(record.read_text())["status"] == "failed"  # not left "running"
