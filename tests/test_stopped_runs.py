@@ -67,3 +67,45 @@ def test_a_stopped_run_keeps_its_rows_and_resumes(tiny_model_dir, tmp_path, sign
     rows = completions(tmp_path)
     assert len(rows) == TOTAL and {(r["task_id"], r["completion_id"]) for r in kept} <= \
         {(r["task_id"], r["completion_id"]) for r in rows}
+
+
+def test_a_stop_signal_waits_for_the_row_being_saved_and_counted():
+    """A signal landing between a row's write and its count is delivered right after both, through the handler
+    that was in place (here one that records when it ran)."""
+    from evalsuite.runs.stops import stops_held
+
+    steps: list[str] = []
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: steps.append("handled"))
+    try:
+        with stops_held():
+            steps.append("written")
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.05)  # the signal has arrived by now: it must not be handled inside the step
+            steps.append("counted")
+        assert steps == ["written", "counted", "handled"]
+        assert signal.getsignal(signal.SIGTERM) is not None and steps.count("handled") == 1
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def test_a_stop_while_a_row_is_being_saved_still_hands_over_the_rows_that_had_ended(tiny_model_dir):
+    """Every row of this batch ends at the same step (no stop sequences): the stop comes while the caller saves
+    the first, and the backend still hands over the other seven, each as an uninterrupted run makes it."""
+    from evalsuite.generation import GenerationOptions, load_generator
+    from evalsuite.generation.options import HFOptions
+    from evalsuite.models.options import LoadingOptions
+    from evalsuite.records import GenerationRequest, SamplingParams
+    from evalsuite.runs.generate import finished_before
+
+    generator = load_generator(str(tiny_model_dir("gpt2")), GenerationOptions(
+        loading=LoadingOptions(device="cpu"), hf=HFOptions(batch_size=8, engine="transformers", threads=1)))
+    requests = [GenerationRequest(task_id=f"t/{i}", prompt=f"def f{i}():\n", sample_indices=(0,), stop_sequences=())
+                for i in range(8)]
+    params = SamplingParams(max_new_tokens=12)
+    clean = {c.task_id: c for c in generator.generate(requests, params)}
+    stream = generator.generate(requests, params)
+    first = next(stream)
+    handed = list(finished_before(stream, KeyboardInterrupt()))
+    kept = [first, *handed]
+    assert sorted(c.task_id for c in kept) == sorted(clean) and all(c == clean[c.task_id] for c in kept)
+    generator.close()

@@ -7,16 +7,17 @@ Why apart from the pipeline: this is the one place that talks to a :class:`Gener
 from __future__ import annotations
 
 import sys
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from evalsuite.errors import EvalsuiteError
 from evalsuite.generation.base import Generator
 from evalsuite.jsonl import JsonlAppender, read_jsonl
 from evalsuite.progress import TokenProgress, progress_bar
 from evalsuite.protocol.asking import Asking
-from evalsuite.records import GenerationRequest, SamplingParams
+from evalsuite.records import Completion, GenerationRequest, SamplingParams
 from evalsuite.runs.invocations import Invocation, made_by
 from evalsuite.runs.rundir import RunDir
+from evalsuite.runs.stops import stops_held
 from evalsuite.tasks.task import Problem, Task
 
 
@@ -53,22 +54,37 @@ def generate_missing(generator: Generator, task: Task, problems: Sequence[Proble
             bar.write(f"resuming {run_dir.path}: {len(done)} completions kept, {total} to generate")
         progress = TokenProgress(bar, total, sampling.max_new_tokens, generator.expected_tokens_per_s())
         generator.token_listener = progress.on_tokens
-        try:
-            for completion in generator.generate(requests, sampling):
-                expected = (completion.task_id, completion.sample_index)
-                if completion.task_id not in by_id or expected in done:
-                    raise EvalsuiteError(f"backend returned an unexpected completion {expected}")
-                done[expected] = {}
-                row = completion.to_json()
-                raw = completion.text if completion.raw_text is None else completion.raw_text
-                row.update(asking.completion_row(task, by_id[completion.task_id], completion.text, raw))
-                if invocation_id is not None:
-                    row["invocation_id"] = invocation_id
+        stream = generator.generate(requests, sampling)
+
+        def save(completion: Completion) -> None:
+            nonlocal generated, tokens
+            expected = (completion.task_id, completion.sample_index)
+            if completion.task_id not in by_id or expected in done:
+                raise EvalsuiteError(f"backend returned an unexpected completion {expected}")
+            done[expected] = {}
+            row = completion.to_json()
+            raw = completion.text if completion.raw_text is None else completion.raw_text
+            row.update(asking.completion_row(task, by_id[completion.task_id], completion.text, raw))
+            if invocation_id is not None:
+                row["invocation_id"] = invocation_id
+            with stops_held():  # the row saved and counted together
                 out.write(row)
                 generated += 1
                 tokens += completion.num_tokens
                 progress.on_completion(completion.num_tokens)
+
+        try:
+            try:
+                for completion in stream:
+                    save(completion)
+            except KeyboardInterrupt as stop:  # it came while a row was being saved: the backend hands over the rest
+                for completion in finished_before(stream, stop):
+                    save(completion)
+                raise
         finally:  # also on Ctrl-C: the record says what this invocation made
+            close = getattr(stream, "close", None)
+            if close is not None:
+                close()  # a backend left mid-way stops now (its decoding thread included), not when collected
             generator.token_listener = None
             if tally is not None:
                 if sys.exc_info()[0] is not None and invocation_id is not None:
@@ -80,6 +96,21 @@ def generate_missing(generator: Generator, task: Task, problems: Sequence[Proble
     if generated != total:
         raise EvalsuiteError(f"backend produced {generated} of {total} completions")
     return generated, float(tokens)
+
+
+def finished_before(stream: Iterator[Completion], stop: KeyboardInterrupt) -> Iterator[Completion]:
+    """The completions a backend had finished when ``stop`` came while the caller was busy: the stop is thrown in
+    where the backend waits, and one that holds finished rows (a batch cut short) yields them before re-raising."""
+    throw = getattr(stream, "throw", None)
+    if throw is None:
+        return
+    try:
+        completion = throw(stop)
+        while True:
+            yield completion
+            completion = next(stream)
+    except (KeyboardInterrupt, StopIteration):
+        return
 
 
 def load_completions(run_dir: RunDir, problems: Sequence[Problem], n: int,

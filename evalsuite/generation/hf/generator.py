@@ -81,9 +81,7 @@ class HFGenerator(Generator):
             batch = [pending.popleft() for _ in range(min(size, len(pending)))]
             ended: set[int] = set()  # rows of this batch already yielded
             try:
-                for index, completions in self._generate_batch(batch, params):
-                    ended.add(index)
-                    yield from completions
+                yield from self._generate_batch(batch, params, ended)
             except torch.OutOfMemoryError:
                 pending.extendleft(reversed([row for i, row in enumerate(batch) if i not in ended]))
                 free_accelerator_memory()
@@ -209,8 +207,10 @@ class HFGenerator(Generator):
                                 eos_token_id=eos or None, bos_token_id=self.codec.bos_id, use_cache=True,
                                 **_NEUTRAL_GENERATION)
 
-    def _generate_batch(self, batch: list[Row], params: SamplingParams) -> Iterator[tuple[int, list[Completion]]]:
-        """One ``generate`` call; yields (row index, its completions) as each row ends, the others at the end."""
+    def _generate_batch(self, batch: list[Row], params: SamplingParams, ended: set[int]) -> Iterator[Completion]:
+        """One ``generate`` call: yields each row's completions as the row ends (the others when the call returns),
+        adding the row's index to ``ended``. Stopped (Ctrl-C, SIGTERM, SIGHUP, raised here or thrown in at a yield
+        by the caller), it first yields every row that had ended, then re-raises."""
         device = self.loaded.device
         length = max(len(row.prompt_ids) for row in batch)
         input_ids = torch.full((len(batch), length), self.codec.pad_id, dtype=torch.long)
@@ -231,38 +231,49 @@ class HFGenerator(Generator):
         tracker = StopTracker(self.codec, [row.prompt_ids for row in batch],
                               [row.request.stop_sequences for row in batch], prompt_length=length)
 
+        # Thread-local state the call needs in the thread that decodes: inference mode, the current CUDA device.
+        cuda_device = torch.cuda.current_device() if torch.cuda.is_available() and torch.cuda.is_initialized() \
+            else None
+
         def call() -> torch.Tensor:
-            with torch.inference_mode():  # thread-local: entered in the thread that decodes
+            if cuda_device is not None:
+                torch.cuda.set_device(cuda_device)
+            with torch.inference_mode():
                 return self.model.generate(input_ids=input_ids.to(device), attention_mask=attention_mask.to(device),
                                            generation_config=self._generation_config(max_new),
                                            logits_processor=processors,
                                            stopping_criteria=StoppingCriteriaList([tracker]))
 
-        def row_completions(index: int, generated: list[int]) -> list[Completion]:
-            return self._completions(batch[index], generated, tracker.ended_at[index], tracker.reason[index])
+        ready: deque[Completion] = deque()  # completions of ended rows, not yielded yet
+
+        def row_ended(index: int, generated: list[int]) -> None:
+            if index not in ended:
+                ended.add(index)
+                ready.extend(self._completions(batch[index], generated, tracker.ended_at[index],
+                                               tracker.reason[index]))
 
         streamed = StreamedCall(call, tracker.cancel)
         tracker.on_tokens = lambda count: streamed.post(TokensDecoded(count))
         tracker.on_row_end = lambda index, generated: streamed.post(RowEnded(index, generated))
         with streamed:
-            ended: set[int] = set()
             try:
                 for event in streamed.events():
                     if isinstance(event, TokensDecoded):
                         if self.token_listener is not None:
                             self.token_listener(event.count)
                     elif isinstance(event, RowEnded):
-                        ended.add(event.index)
-                        yield event.index, row_completions(event.index, event.generated)
+                        row_ended(event.index, event.generated)
                     elif isinstance(event, BatchDone):
-                        generated = event.output[:, length:].tolist()
+                        output = event.output[:, length:].tolist()
                         for index in range(len(batch)):
-                            if index not in ended:
-                                yield index, row_completions(index, generated[index])
-            except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP: the rows that ended before the call stopped are kept
+                            row_ended(index, output[index])
+                    while ready:
+                        yield ready.popleft()
+            except KeyboardInterrupt:  # the rows that had ended when the job was stopped are handed over first
                 for event in streamed.stop():
-                    if event.index not in ended:
-                        yield event.index, row_completions(event.index, event.generated)
+                    row_ended(event.index, event.generated)
+                while ready:
+                    yield ready.popleft()
                 raise
 
     def _completions(self, row: Row, generated: list[int], ended_at: int | None,
