@@ -109,3 +109,33 @@ def test_a_stop_while_a_row_is_being_saved_still_hands_over_the_rows_that_had_en
     kept = [first, *handed]
     assert sorted(c.task_id for c in kept) == sorted(clean) and all(c == clean[c.task_id] for c in kept)
     generator.close()
+
+
+@pytest.mark.parametrize("threaded", [True, False])
+def test_a_streamed_call_hands_over_its_ended_rows_in_either_mode(threaded):
+    """On the CPU the call runs in a worker thread and rows come as they end; on a GPU it runs in the caller's
+    thread and rows come once it returns. Stopped mid-call, both hand over every row that had ended."""
+    from evalsuite.generation.hf.streaming import BatchDone, RowEnded, StreamedCall
+
+    def finishing() -> str:
+        streamed.post(RowEnded(0, [1]))
+        streamed.post(RowEnded(1, [2]))
+        return "output"
+
+    streamed = StreamedCall(finishing, lambda: None, threaded=threaded)
+    with streamed:
+        events = list(streamed.events())
+    assert [type(e) for e in events] == [RowEnded, RowEnded, BatchDone] and events[-1].output == "output"
+
+    def stopped() -> str:
+        stopping.post(RowEnded(3, [4]))
+        raise KeyboardInterrupt
+
+    stopping = StreamedCall(stopped, lambda: None, threaded=threaded)
+    seen: list = []
+    with stopping:
+        with pytest.raises(KeyboardInterrupt):
+            for event in stopping.events():
+                seen.append(event)
+        handed = seen + stopping.stop()  # read before the stop, or handed over by it
+    assert [e.index for e in handed] == [3]

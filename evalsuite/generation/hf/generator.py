@@ -252,7 +252,8 @@ class HFGenerator(Generator):
                 ready.extend(self._completions(batch[index], generated, tracker.ended_at[index],
                                                tracker.reason[index]))
 
-        streamed = StreamedCall(call, tracker.cancel)
+        # Rows are saved as they end on the CPU, where one batch can take minutes; a GPU decodes where it always has.
+        streamed = StreamedCall(call, tracker.cancel, threaded=device.type == "cpu")
         tracker.on_tokens = lambda count: streamed.post(TokensDecoded(count))
         tracker.on_row_end = lambda index, generated: streamed.post(RowEnded(index, generated))
         with streamed:

@@ -48,9 +48,13 @@ class StreamedCall:
     with :class:`BatchDone` (or raising the call's exception). Leaving the ``with`` block stops the call at its next
     step (``cancel`` is called from here) and waits for it."""
 
-    def __init__(self, call: Callable[[], Any], cancel: Callable[[], None]):
+    def __init__(self, call: Callable[[], Any], cancel: Callable[[], None], threaded: bool = True):
+        """``threaded`` False runs the call in the calling thread when :meth:`events` starts: rows are then read
+        once the call returns (or is stopped), as on a GPU, where a batch's rows end within seconds and the
+        decoding stays on the thread that made the model's CUDA state."""
         self._call, self._cancel = call, cancel
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._threaded = threaded
         self._worker = threading.Thread(target=self._work, name="evalsuite-generate", daemon=True)
 
     def post(self, event: Event) -> None:
@@ -58,13 +62,16 @@ class StreamedCall:
         self._queue.put(event)
 
     def __enter__(self) -> "StreamedCall":
-        self._worker.start()
+        if self._threaded:
+            self._worker.start()
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         self.stop()
 
     def events(self) -> Iterator[Event]:
+        if not self._threaded:
+            self._queue.put(BatchDone(self._call()))  # a stop raises here; stop() then hands over the ended rows
         while True:
             try:
                 event = self._queue.get(timeout=POLL_S)
