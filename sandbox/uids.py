@@ -47,10 +47,19 @@ class UidLease:
 
 
 def lock_folder() -> str:
-    parent = next((folder for folder in LOCK_FOLDERS if os.path.isdir(folder)), "/tmp")
-    folder = os.path.join(parent, LOCK_FOLDER_NAME)
-    os.makedirs(folder, mode=0o700, exist_ok=True)
-    return folder
+    """The first of :data:`LOCK_FOLDERS` where the lock folder exists or can be made (a read-only ``/run/lock`` in
+    a container falls through to ``/tmp``)."""
+    error: OSError | None = None
+    for parent in LOCK_FOLDERS:
+        folder = os.path.join(parent, LOCK_FOLDER_NAME)
+        try:
+            os.makedirs(folder, mode=0o700, exist_ok=True)
+        except OSError as exc:
+            error = exc
+            continue
+        if os.access(folder, os.W_OK):
+            return folder
+    raise error or PermissionError(f"no writable folder for sample uid leases among {LOCK_FOLDERS}")
 
 
 def lease_uids(count: int, rng: random.Random | None = None) -> list[UidLease]:
