@@ -1424,3 +1424,12 @@ def problem_of(candidate: str) -> str:
         if marker in candidate:
             return key
     return "add"
+
+
+def bits_carried(bits: list[int], observations: list[str]) -> int:
+    """Pairs decoded right by the best map from observation to bit, beyond what a constant guess gets."""
+    votes: dict[str, list[int]] = {}
+    for bit, obs in zip(bits, observations):
+        votes.setdefault(obs, [0, 0])[bit] += 1
+    right = sum(max(v) for v in votes.values())
+    return right - max(bits.count(0), bits.count(1))

@@ -30,6 +30,7 @@ from pathlib import Path
 import pytest
 
 import redteam_attacks as ra
+from redteam_attacks import bits_carried
 from sandbox import Executor, detect_isolation
 from sandbox import Job as _Job
 
@@ -440,15 +441,6 @@ def balanced_bits(rng: random.Random, count: int) -> list[int]:
     bits = [k % 2 for k in range(count)]
     rng.shuffle(bits)
     return bits
-
-
-def bits_carried(bits: list[int], observations: list[str]) -> int:
-    """Pairs decoded right by the best map from observation to bit, beyond what a constant guess gets."""
-    votes: dict[str, list[int]] = {}
-    for bit, obs in zip(bits, observations):
-        votes.setdefault(obs, [0, 0])[bit] += 1
-    right = sum(max(v) for v in votes.values())
-    return right - max(bits.count(0), bits.count(1))
 
 
 @pytest.fixture(scope="module")

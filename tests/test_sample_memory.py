@@ -18,6 +18,7 @@ import textwrap
 import pytest
 
 import redteam_attacks as ra
+from redteam_attacks import bits_carried
 import sample_memory_attacks as sma
 from sandbox import Executor, Job, detect_isolation
 
@@ -170,8 +171,6 @@ def test_thieves_find_no_correct_code_to_return(workers, search):
 def test_no_server_object_marker_or_sample_count_is_reachable(marker):
     """Writers fork processes and dirty /tmp (what the server counts) or not, by a random bit; the next sample
     looks at every object and frame it can reach: no server object, no marker, and nothing that tells the bit."""
-    from test_redteam_state import bits_carried
-
     rng = random.Random(5)
     bits = [rng.randint(0, 1) for _ in range(10)]
     jobs: list[Job] = []
@@ -201,8 +200,6 @@ def test_no_server_object_marker_or_sample_count_is_reachable(marker):
 def test_no_earlier_exit_status_or_pid_is_left_to_read():
     """Writers end with an exit code (or a signal) chosen by a random bit; the next sample reads the zygote's exit
     buffer (reachable from its own stack) and every integer its frames hold: all the same whatever the bit."""
-    from test_redteam_state import bits_carried
-
     rng = random.Random(11)
     bits = [rng.randint(0, 1) for _ in range(10)]
     jobs: list[Job] = []
