@@ -5,9 +5,10 @@ with the control socket to the worker's checker on ``config["control_fd"]``. It 
 never sees a candidate either. Three processes take part in every sample --
 
 * the **server** (this module's :class:`SampleServer`, long-lived): it keeps the worker's state (how /tmp was
-  left, the running sample's pid, exit statuses) and does what needs that state: a fresh ``/tmp`` when the last
+  left, the running sample's pid) and does what needs that state: a fresh ``/tmp`` when the last
   sample left a trace in it (:meth:`SampleServer.prepare_tmp`), the jail's PID counter set back to the same
-  value before every sample (as real root), the kill of everything a sample left, and the exit status;
+  value before every sample (as real root), the kill of everything a sample left, and the exit status the zygote
+  forwards;
 * the **zygote** (:func:`zygote_loop`), forked from the server once, after the jail's set-up and before any
   sample: it holds nothing that any sample made or chose. Per sample it receives only the sample's call channel
   and time limit, makes the sample's PID namespace, forks the **sample**, tells the server its pid (as real root
@@ -422,9 +423,9 @@ class SampleServer:
                 info.st_size, self.libc.free_space(info.st_dev), tuple(os.listxattr("/tmp")))
 
     def reset_pid_counter(self) -> None:
-        """Set the jail's last pid back to the same value before every sample (as real root): the intermediate
-        and the sample then get the same pids whatever earlier samples forked, so no process's pid (the
-        zygote's memory holds the intermediate's) counts what an earlier sample did."""
+        """Set the jail's last pid back to the same value before every sample (as real root): the sample then gets
+        the same pid whatever earlier samples forked, so the pid the zygote learns from ``fork`` (and keeps in its
+        memory, which the next sample inherits) counts nothing an earlier sample did."""
         if self.pid_counter is not None:
             os.pwrite(self.pid_counter, str(PID_COUNTER_BASE).encode(), 0)
 

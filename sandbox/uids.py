@@ -16,8 +16,8 @@ import os
 import random
 from dataclasses import dataclass
 
-SAMPLE_UID_BASE = 0x70000000  # the range's first uid: far above any uid a system hands out
-SAMPLE_UID_COUNT = 1 << 20
+SAMPLE_UID_BASE = 0x70000000  # far above any uid a system hands out; the jail's probe (sandbox.jail) runs as it
+SAMPLE_UID_COUNT = 1 << 20  # leased uids: BASE + 1 ... BASE + COUNT, so that none is the probe's
 LOCK_FOLDERS = ("/run/lock", "/tmp")  # the first that exists: every process on the host picks the same one
 LOCK_FOLDER_NAME = "evalsuite-sample-uids"
 
@@ -70,7 +70,7 @@ def lease_uids(count: int, rng: random.Random | None = None) -> list[UidLease]:
     for step in range(SAMPLE_UID_COUNT):
         if len(leases) == count:
             return leases
-        uid = SAMPLE_UID_BASE + (start + step) % SAMPLE_UID_COUNT
+        uid = SAMPLE_UID_BASE + 1 + (start + step) % SAMPLE_UID_COUNT
         path = os.path.join(folder, str(uid))
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 from evalsuite.version import __version__
 from evalsuite.devices import release_device_memory
 from evalsuite.environment import hardware, package_versions
-from evalsuite.errors import EvalsuiteError
+from evalsuite.errors import EvalsuiteError, one_line
 from evalsuite.execution.timeouts import execute_with_timeouts
 from evalsuite.generation.base import Generator
 from evalsuite.jsonl import atomic_write_json, atomic_write_jsonl
@@ -254,9 +254,10 @@ def run_evaluation(config: RunConfig) -> Evaluation | None:
             except Exception as exc:  # noqa: BLE001 - one model's failure, reported; the others still run
                 if len(assignments) == 1 or ctx.enabled and config.spread != "models":
                     raise  # a command of one model stops with its error; ranks sharing a model's work stop together
-                failures.append(ModelFailure(display, one_line(exc), getattr(exc, "exit_code", 1)))
-                print(f"error: {display}: {one_line(exc)} (the other models still run; the exit status will say "
-                      "this one failed)", file=sys.stderr)
+                why = one_line(exc, limit=400)
+                failures.append(ModelFailure(display, why, getattr(exc, "exit_code", 1)))
+                print(f"error: {display}: {why} (the other models still run; the exit status will say this one "
+                      "failed)", file=sys.stderr)
             finally:
                 if generator is not None:
                     generator.close()
@@ -271,13 +272,6 @@ def workload(config: RunConfig) -> Workload:
     """The most this command asks of each model (resumed samples make it less)."""
     problems = sum(len(select_problems(task, config.limit)) for task in config.tasks)
     return Workload(samples=problems * config.sampling.n, max_new_tokens=config.sampling.max_new_tokens)
-
-
-def one_line(exc: BaseException) -> str:
-    """An exception as one line: its message's first line, with its class where the message does not say."""
-    lines = str(exc).strip().splitlines()
-    text = lines[0][:400] if lines else ""
-    return text if isinstance(exc, EvalsuiteError) and text else f"{type(exc).__name__}: {text}".rstrip(": ")
 
 
 def _finished_runs(config: RunConfig, display: str, keys: Mapping[str, str | None]) -> dict[str, RunRecord]:

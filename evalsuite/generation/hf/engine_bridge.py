@@ -22,6 +22,7 @@ from dataclasses import replace
 from typing import Any, Generator, Sequence
 
 from evalsuite.devices import free_accelerator_memory, is_out_of_memory
+from evalsuite.errors import one_line
 from evalsuite.records import Completion, GenerationRequest, SamplingParams
 
 MIN_ROWS = 4  # below this many rows the engine gives way to plain generate, which pads but needs no cache plan
@@ -61,7 +62,7 @@ class HFEngineBridge:
                     yield completion
                 return []
             except Exception as error:  # noqa: BLE001 - any engine failure: keep what was made, then go on
-                out_of_memory, why = is_out_of_memory(error), _one_line(error)
+                out_of_memory, why = is_out_of_memory(error), one_line(error)
             # outside the handler: the failed call's frames (its cache and activations) are unreachable now
             pending = unfinished(requests, made)
             free_accelerator_memory()
@@ -102,11 +103,6 @@ def unfinished(requests: Sequence[GenerationRequest], made: dict[str, set[int]])
     return left
 
 
-def _one_line(error: BaseException) -> str:
-    text = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {text[0][:300]}" if text else type(error).__name__
-
-
 WHOLE_MODEL_PLACEMENTS = (None, "single-device", "gpu")  # placements whose modules hold plain, whole weights
 
 
@@ -128,7 +124,7 @@ def engine_for(generator: Any) -> HFEngineBridge | None:
         try:
             bridge = HFEngineBridge(generator)
         except Exception as error:  # noqa: BLE001 - set-up failed: plain generate runs the whole workload
-            reason = f"engine set-up failed ({_one_line(error)}); plain transformers generate ran"
+            reason = f"engine set-up failed ({one_line(error)}); plain transformers generate ran"
         if bridge is None:  # outside the handler: what the failed set-up made is unreachable now
             free_accelerator_memory()
             HFEngineBridge._note(None, reason)
