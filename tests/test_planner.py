@@ -113,6 +113,17 @@ def test_deepspeed_inference_refuses_bloom_up_front(requests):
     assert plan_for(requests, "gpt-j-6b", gpus(80), ALL, strategy="ds-inference").fits
 
 
+def test_zero_inference_keeps_torchs_own_linear(requests):
+    """DeepSpeed's default "memory efficient linear" swaps torch.nn.functional.linear for matmul-then-add for the
+    whole process: float32 greedy tokens of GPT-J-6B under ZeRO-Inference then differed from the whole-GPU
+    model's (GPU acceptance run 7, 0/4), and every later model of the command would inherit it."""
+    from evalsuite.planner.loaders import zero_inference_config
+
+    plan = plan_for(requests, "gpt-j-6b", gpus(16), {"deepspeed": True}, strategy="zero-inference")
+    zero = zero_inference_config(plan, plan.shape.hidden_size)["zero_optimization"]
+    assert zero["memory_efficient_linear"] is False and zero["stage"] == 3
+
+
 @pytest.mark.parametrize("text,expected", [("16GiB", 16 * 2**30), ("16GB", 16 * 10**9), ("512 MiB", 512 * 2**20),
                                            ("1.5TiB", int(1.5 * 2**40)), ("1024B", 1024), ("8g", 8 * 2**30)])
 def test_parse_size(text, expected):

@@ -74,6 +74,13 @@ def test_zero_inference_run_decodes_through_deepspeed_not_the_engine(tiny_model_
     assert record["model"]["placement"]["strategy"] == "zero-inference"
     assert record["model"]["engine"] == "transformers"
     assert record["generation_stats"]["completions_generated_now"] == 4
+    # the process keeps torch's own linear after a ZeRO-Inference load (see test_planner.py)
+    probe = ("import torch, torch.nn.functional as F; from evalsuite.generation import GenerationOptions, load_generator;"
+             "from evalsuite.models.options import LoadingOptions; own = F.linear;"
+             f"g = load_generator({str(tiny_model_dir('gptj'))!r}, GenerationOptions(loading=LoadingOptions("
+             "strategy='zero-inference'))); print('same' if F.linear is own else 'replaced'); g.close()")
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300)
+    assert proc.stdout.strip().splitlines()[-1:] == ["same"], proc.stderr[-2000:]
 
 
 def test_dtype_float32_loads_float32_on_the_gpu(tiny_model_dir):

@@ -219,6 +219,11 @@ def zero_inference_config(plan: Plan, hidden_size: int) -> dict[str, Any]:
             "stage": 3, "offload_param": offload, "overlap_comm": True,
             "stage3_prefetch_bucket_size": int(0.9 * hidden_size * hidden_size),
             "stage3_param_persistence_threshold": 10 * hidden_size,
+            # DeepSpeed's "memory efficient" linear (on by default) replaces torch.nn.functional.linear for the
+            # whole process, for good, with matmul-then-add: a training-memory trick that changes every linear's
+            # rounding (float32 greedy tokens then differ from the same model whole on the GPU) and would reach
+            # every later model of the command.
+            "memory_efficient_linear": False,
         },
         "train_micro_batch_size_per_gpu": 1, "steps_per_print": 10**9, "wall_clock_breakdown": False,
     }
@@ -234,11 +239,17 @@ def _load_zero_inference(model_id: str, plan: Plan, request: PlanRequest, trust_
         if not plan.capacity.offload_dir:
             raise EvalsuiteError("ZeRO-Inference to NVMe needs --offload-dir")
         Path(plan.capacity.offload_dir).mkdir(parents=True, exist_ok=True)
+    import torch.nn.functional
+
     config = zero_inference_config(plan, plan.shape.hidden_size)
+    linear = torch.nn.functional.linear
     keep_alive = HfDeepSpeedConfig(config)  # must exist while from_pretrained runs: it switches on zero.Init
-    model = AutoModelForCausalLM.from_pretrained(model_id, dtype=_torch_dtype(plan.dtype),
-                                                 trust_remote_code=trust_remote_code, **hub)
-    engine = deepspeed.initialize(model=model, config_params=config)[0]
+    try:
+        model = AutoModelForCausalLM.from_pretrained(model_id, dtype=_torch_dtype(plan.dtype),
+                                                     trust_remote_code=trust_remote_code, **hub)
+        engine = deepspeed.initialize(model=model, config_params=config)[0]
+    finally:  # whatever DeepSpeed's version does with the setting above, the process keeps torch's own linear
+        torch.nn.functional.linear = linear
     engine.module.eval()
     engine.module._evalsuite_ds_config = keep_alive
     return engine.module
