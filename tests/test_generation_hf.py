@@ -326,3 +326,25 @@ def test_automatic_batch_size_with_quantized_weights(tiny_model_dir):
     generator.loaded.dtype = "nf4"
     completions = list(generator.generate(requests_for(mixed_length_prompts(3)), SamplingParams(max_new_tokens=3)))
     assert len(completions) == 3 and generator.batch_size is not None
+
+
+def test_vocabulary_is_read_from_a_zero3_shell_by_its_full_shape(tiny_model_dir):
+    """Under ZeRO-3 a parameter outside a forward is an empty shell whose real shape is ``ds_shape``. Reading
+    ``weight.shape`` gave 0 rows: the codec kept no id, so GPT-J-6B's ZeRO-Inference completions decoded to
+    '' (GPU acceptance, 2026-11-27). Here the shell is made by hand, as DeepSpeed leaves it."""
+    from evalsuite.generation.hf.loading import output_embedding_rows
+
+    generator = load_generator(str(tiny_model_dir("gptj")), GenerationOptions(loading=LoadingOptions(device="cpu")))
+    try:
+        head = generator.model.get_output_embeddings()
+        rows = head.weight.shape[0]
+        assert output_embedding_rows(generator.model) == rows
+        shell = torch.nn.Parameter(torch.empty(0), requires_grad=False)
+        shell.ds_shape = torch.Size((rows, head.weight.shape[1]))
+        head.weight = shell
+        assert output_embedding_rows(generator.model) == rows
+        del shell.ds_shape  # a shell nobody describes is refused, never read as "no vocabulary"
+        with pytest.raises(EvalsuiteError, match="cannot tell the vocabulary"):
+            output_embedding_rows(generator.model)
+    finally:
+        generator.close()

@@ -74,6 +74,19 @@ def test_zero_inference_run_decodes_through_deepspeed_not_the_engine(tiny_model_
     assert record["model"]["placement"]["strategy"] == "zero-inference"
     assert record["model"]["engine"] == "transformers"
     assert record["generation_stats"]["completions_generated_now"] == 4
+    # float32 greedy: the same completions as the model whole on the GPU (they were '' : see test_generation_hf.py)
+    greedy = {}
+    for strategy in ("gpu", "zero-inference"):
+        folder = tmp_path / f"greedy-{strategy}"
+        done = subprocess.run(
+            [sys.executable, "-m", "evalsuite", "run", "--models", str(tiny_model_dir("gptj")), "--strategy", strategy,
+             "--dtype", "float32", "--temperature", "0", "--limit", "3", "--max-new-tokens", "12",
+             "--engine", "transformers", "--output", str(folder), "--no-leaderboard", "--quiet",
+             "--allow-unsandboxed"], capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+        greedy[strategy] = sorted(json.loads(line)["raw_completion"] for path in folder.glob("*/completions*.jsonl")
+                                  for line in path.read_text().splitlines())
+    assert len(greedy["gpu"]) == 3 and all(greedy["gpu"]) and greedy["zero-inference"] == greedy["gpu"]
     # the process keeps torch's own linear after a ZeRO-Inference load (see test_planner.py)
     probe = ("import torch, torch.nn.functional as F; from evalsuite.generation import GenerationOptions, load_generator;"
              "from evalsuite.models.options import LoadingOptions; own = F.linear;"

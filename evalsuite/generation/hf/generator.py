@@ -22,7 +22,8 @@ from evalsuite.devices import free_accelerator_memory, release_device_memory
 from evalsuite.errors import EvalsuiteError
 from evalsuite.generation.base import GenerationOptions, Generator
 from evalsuite.generation.hf.batching import Row, auto_batch_size, make_rows
-from evalsuite.generation.hf.loading import LoadedModel, config_summary, load_model, model_context_length
+from evalsuite.generation.hf.loading import (LoadedModel, config_summary, load_model, model_context_length,
+                                             output_embedding_rows)
 from evalsuite.engine.sampling import SeededSampler, row_seeds
 from evalsuite.generation.hf.stopping import MaskIdsFrom, StopTracker
 from evalsuite.generation.hf.streaming import BatchDone, RowEnded, StreamedCall, TokensDecoded
@@ -41,9 +42,9 @@ class HFGenerator(Generator):
         self.loaded = loaded
         self.options = options
         self.model = loaded.model
-        embedding = self.model.get_output_embeddings()
-        rows = embedding.weight.shape[0] if embedding is not None else None
-        self.codec: PromptCodec = prepare_codec(loaded.tokenizer, loaded.spec, rows, self.model.generation_config)
+        self.embedding_rows = output_embedding_rows(self.model)
+        self.codec: PromptCodec = prepare_codec(loaded.tokenizer, loaded.spec, self.embedding_rows,
+                                                self.model.generation_config)
         self.ignored_generation_config = _non_neutral(self.model.generation_config)
         # generate() fills every unset setting from model.generation_config: make it neutral, once.
         self.model.generation_config = self._generation_config(max_new_tokens=None)
@@ -223,7 +224,7 @@ class HFGenerator(Generator):
             max_new = max(1, min(max_new, self.context_length - length))
 
         processors = LogitsProcessorList()
-        if self.codec.vocab_limit < self.model.get_output_embeddings().weight.shape[0]:
+        if self.embedding_rows is not None and self.codec.vocab_limit < self.embedding_rows:
             processors.append(MaskIdsFrom(self.codec.vocab_limit))
         if not params.greedy:
             seeds = torch.cat([row_seeds(params.seed, row.request.task_id, row.sample_indices) for row in batch])

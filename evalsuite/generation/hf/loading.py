@@ -234,6 +234,22 @@ def _load_model(spec: ModelSpec, options: GenerationOptions) -> LoadedModel:
                        revision=revision_of(spec, config), placement=placement)
 
 
+def output_embedding_rows(model: Any) -> int | None:
+    """How many ids the model can emit (rows of its output embedding), or None where it has no such layer.
+
+    Read from the parameter's full shape: under ZeRO-3 a parameter outside a forward is an empty shell
+    (``weight.shape`` is ``(0,)``) and DeepSpeed keeps the real shape in ``ds_shape``. Reading the shell gave
+    0 rows: every id was masked and no end-of-sequence id was left, so ZeRO-Inference runs decoded garbage."""
+    embedding = model.get_output_embeddings()
+    if embedding is None:
+        return None
+    shape = getattr(embedding.weight, "ds_shape", None) or embedding.weight.shape
+    rows = int(shape[0])
+    if rows <= 0 or len(shape) != 2:
+        raise EvalsuiteError(f"the output embedding's weight has shape {tuple(shape)}: cannot tell the vocabulary")
+    return rows
+
+
 def model_context_length(config: Any) -> int | None:
     """Longest sequence the model's position scheme supports (None: no fixed limit, e.g. ALiBi)."""
     for name in ("max_position_embeddings", "n_positions", "seq_length", "max_sequence_length"):
