@@ -150,6 +150,7 @@ class Plan:
     offload_to: str | None = None  # "cpu" or "disk"/"nvme" for offloading strategies
     batch_limit: int | None = None  # widest batch the loaded model may generate (a runtime's own limit)
     engine_room: bool = True  # whether the sampling engine's workspace fits beside weights and cache
+    sampling_engine: bool = False  # whether the sampling engine decodes this plan (whole GPU, a family it covers)
     rejected: list[Rejection] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     gpu_cap: GpuCap | None = None  # the --gpu-memory cap in force for this model's load, released with it
@@ -188,7 +189,8 @@ class Plan:
             "num_params": self.shape.num_params, "bytes_per_precision": self.shape.bytes_per_precision(),
             "shape": self.shape.to_json(), "budget": self.budget.to_json(), "capacity": self.capacity.to_json(),
             "device_map_summary": self.device_map_summary, "device_map": self.device_map,
-            "offload_to": self.offload_to, "batch_limit": self.batch_limit, "engine_room": self.engine_room, "est_step_s": _finite(self.est_step_s),
+            "offload_to": self.offload_to, "batch_limit": self.batch_limit, "engine_room": self.engine_room,
+            "sampling_engine": self.sampling_engine, "est_step_s": _finite(self.est_step_s),
             "est_ms_per_token": _finite(self.est_ms_per_token), "relative_speed": _finite(self.relative_speed),
             "speed_class": self.speed_class if self.fits else None, "config_origin": self.config_origin,
             "no_split_module_classes": list(self.no_split_module_classes),
@@ -326,6 +328,7 @@ class _Ladder:
                               f"{self.budget.batch_size}, {format_bytes(room - weight_bytes)} left): plain "
                               "transformers generate decodes")
         elif engine:
+            plan.sampling_engine = True
             plan.notes.append(f"the budget leaves room for the sampling engine's workspace ({format_bytes(engine)} "
                               f"at batch {self.budget.batch_size})")
         index = plan.main_gpu
@@ -542,6 +545,17 @@ def _batches(requested: int) -> list[int]:
 
 
 TIE_MARGIN = 1.2  # a rung higher in the ladder (better numerics) wins unless a lower one is >20% faster
+# How much faster the sampling engine decodes than transformers' generate at the batch the planner sizes, as
+# the ladder ranks rungs (the estimates are plain generate's): its paged cache holds more rows than a padded
+# batch, and its steps are CUDA graphs. The smallest measured on an H100 (docs/benchmarks.md): 2.3x
+# (SmolLM2 float32 greedy; GPT-J under a 16 GiB cap 5.6x, realistic sampling 18-29x). Without it BLOOM-7B1
+# under 16 GiB was planned nf4 (plain generate, 784 tok/s) over whole-GPU bf16 on the engine (1,172).
+ENGINE_SPEEDUP = 2.0
+
+
+def ranked_ms_per_token(plan: Plan) -> float:
+    """The time per token the ladder compares rungs by: the estimate, less the engine's speed-up where it runs."""
+    return plan.est_ms_per_token / (ENGINE_SPEEDUP if plan.sampling_engine else 1.0)
 
 
 def _fit_largest_batch(request: PlanRequest, name: str) -> tuple[Plan | None, str]:
@@ -597,22 +611,26 @@ def choose_plan(request: PlanRequest, strategy: str | None = None) -> Plan:
         candidates = [p for p in candidates if p.strategy != CPU]
         rejected.append(Rejection(CPU, "the weights fit on the GPU: CPU-only decoding competes only with "
                                        "offloading (force it with --strategy cpu)"))
-    fastest = min(p.est_ms_per_token for p in candidates)
-    chosen = next(p for p in candidates if p.est_ms_per_token <= TIE_MARGIN * fastest)
+    fastest = min(ranked_ms_per_token(p) for p in candidates)
+    chosen = next(p for p in candidates if ranked_ms_per_token(p) <= TIE_MARGIN * fastest)
     for plan in candidates:
         if plan is chosen:
             continue
-        if plan.est_ms_per_token > chosen.est_ms_per_token:
+        if ranked_ms_per_token(plan) > ranked_ms_per_token(chosen):
             verdict = "slower"
         elif LADDER.index(plan.strategy) < LADDER.index(chosen.strategy):
             verdict = f"more than 20% slower than {chosen.strategy}"
         else:
             verdict = f"not 20% faster, and the ladder prefers {chosen.strategy}"
         rejected.append(Rejection(plan.strategy, f"fits (batch {plan.budget.batch_size}, "
-                                                 f"~{plan.est_ms_per_token:.3g} ms/token vs "
-                                                 f"~{chosen.est_ms_per_token:.3g}): {verdict}"))
+                                                 f"~{_ranked_text(plan)} ms/token vs "
+                                                 f"~{_ranked_text(chosen)}): {verdict}"))
     chosen.rejected = sorted(rejected, key=lambda r: LADDER.index(r.strategy))
     return chosen
+
+
+def _ranked_text(plan: Plan) -> str:
+    return f"{ranked_ms_per_token(plan):.3g}" + (" on the sampling engine" if plan.sampling_engine else "")
 
 
 def check_strategy(strategy: str) -> None:
