@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 SAMPLE_UID_BASE = 0x70000000  # far above any uid a system hands out; the jail's probe (sandbox.jail) runs as it
 SAMPLE_UID_COUNT = 1 << 20  # leased uids: BASE + 1 ... BASE + COUNT, so that none is the probe's
-LOCK_FOLDERS = ("/run/lock", "/tmp")  # the first that exists: every process on the host picks the same one
+LOCK_FOLDERS = ("/run/lock", "/tmp")  # the first where the lock folder can be made and written (see lock_folder)
 LOCK_FOLDER_NAME = "evalsuite-sample-uids"
 
 

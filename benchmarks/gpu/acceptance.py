@@ -321,10 +321,8 @@ def two_models(builder: threading.Thread | None = None) -> None:
     # slower than the same model in a pair).
     warm = Path("/tmp/acceptance-runs/warm-up")
     shutil.rmtree(warm, ignore_errors=True)
-    warm_flags = [*TWO_MODEL_FLAGS[:TWO_MODEL_FLAGS.index("--limit")], "--limit", "1",
-                  *TWO_MODEL_FLAGS[TWO_MODEL_FLAGS.index("--limit") + 2:]]
     run([PY, "-m", "evalsuite", "run", "--models", f"{gptj},{bloom}", "--output", str(warm), "--no-leaderboard",
-         "--quiet", *SANDBOX, *warm_flags], min(240, left() - 200))
+         "--quiet", *SANDBOX, *_with_value(TWO_MODEL_FLAGS, "--limit", "1")], min(240, left() - 200))
     solo: dict[str, float] = {}
     solo_plan: dict[str, tuple] = {}
     for path in (gptj, bloom):
@@ -371,6 +369,12 @@ def two_models(builder: threading.Thread | None = None) -> None:
                                f"{solo_plan.get(path.name)}") + f"; leaderboard entries {entries}"))
         if done.returncode != 0:
             ROWS[-1].note += f"; command exit {done.returncode}"
+
+
+def _with_value(flags: list[str], name: str, value: str) -> list[str]:
+    """``flags`` with flag ``name``'s value replaced."""
+    at = flags.index(name)
+    return [*flags[:at + 1], value, *flags[at + 2:]]
 
 
 def _ratio_note(ratio: float | None) -> str:
