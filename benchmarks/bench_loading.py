@@ -25,7 +25,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SHAPES = {"gpt-j-6b": "float32", "bloom-7b1": "float16"}  # bundled config -> checkpoint dtype (as on the hub)
+SHAPES = {"gpt-j-6b": "float32", "bloom-7b1": "float16", "llama-2-7b": "float16",  # bundled config -> checkpoint dtype
+          "mistral-7b": "bfloat16"}  # (as on the hub)
 SLOW = {"cpu-offload", "zero-inference", "cpu"}
 
 

@@ -227,3 +227,34 @@ def test_fused_projections_are_views_and_follow_replaced_weights():
     got = _run(engine, PROMPTS, SamplingParams(max_new_tokens=12))
     assert [_ids(got[(f"t/{i}", 0)].text) for i in range(len(PROMPTS))] == expected
     assert engine.adapter._fused[0].current()
+
+
+def test_batch_invariant_steps_are_always_full_width_and_shards_reproduce_the_whole_run():
+    """Under ``batch_invariant`` every step computes ``invariant_rows`` rows (idle ones padded), however few
+    samples are left, so the prompts split in two engine calls (as two data-parallel ranks would run them)
+    give the whole run's tokens."""
+    model = _tiny("llama")
+    params = SamplingParams(n=5, temperature=0.9, max_new_tokens=14, seed=11)
+    lengths = {s: 2 + (5 * s) % 13 for s in range(5)}  # the batch empties unevenly
+
+    def engine():
+        return Engine(model, decode_tokens=_text, eos_token_ids=[],
+                      options=EngineOptions(batch_invariant=True, invariant_rows=8, max_rows=512))
+
+    def run(prompt_indices):
+        requests = [GenerationRequest(task_id=f"t/{i}", prompt="", sample_indices=tuple(range(5)))
+                    for i in prompt_indices]
+        made = engine()
+        got = {(c.task_id, c.sample_index): c for c in made.generate(
+            requests, params, prompt_ids=[PROMPTS[i] for i in prompt_indices],
+            forced_lengths=lambda task_id, sample: lengths[sample])}
+        return got, made.stats
+
+    whole, stats = run(range(4))
+    assert stats.steps > 0 and stats.row_steps == 8 * stats.steps  # never a smaller bucket at the end
+    first, _ = run([0, 2])
+    second, stats = run([3, 1])
+    assert stats.row_steps == 8 * stats.steps
+    assert {**first, **second} == whole
+    assert Engine(model, decode_tokens=_text, options=EngineOptions(batch_invariant=True)).decode_width(3) == 256
+    assert _engine(model).decode_width(3) == 3

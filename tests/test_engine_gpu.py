@@ -111,3 +111,36 @@ def test_add3_rounds_like_two_torch_adds(dtype):
     g = torch.Generator().manual_seed(3)
     a, b, c = ((torch.randn(255, 4096, generator=g) * 10 ** k).to(dtype).cuda() for k in (0, 1, 2))
     assert torch.equal(add3(a, b, c), a + b + c)
+
+
+def test_batch_invariant_tokens_do_not_depend_on_the_rest_of_the_batch():
+    """bfloat16, a shape whose matrix products pick different kernels for different batch sizes: under
+    ``batch_invariant`` the prompts run in two engine calls (two data-parallel ranks) give exactly the whole
+    run's sampled tokens, and every step is full width."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from evalsuite.engine import Engine, EngineOptions
+    from evalsuite.records import GenerationRequest
+
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=4096, hidden_size=1024, intermediate_size=2816, num_hidden_layers=4,
+                         num_attention_heads=16, num_key_value_heads=16, max_position_embeddings=1024,
+                         initializer_range=0.3, bos_token_id=0, eos_token_id=1)
+    model = LlamaForCausalLM(config).to(device="cuda", dtype=torch.bfloat16).eval()
+    prompts = [[(7 * i + j) % 4000 + 2 for j in range(5 + 3 * i)] for i in range(12)]
+    params = SamplingParams(n=24, temperature=1.0, top_p=0.95, max_new_tokens=96, seed=3)
+
+    def run(indices):
+        engine = Engine(model, decode_tokens=lambda ids: " ".join(map(str, ids)), eos_token_ids=[],
+                        options=EngineOptions(batch_invariant=True, invariant_rows=128))
+        requests = [GenerationRequest(task_id=f"t/{i}", prompt="", sample_indices=tuple(range(params.n)))
+                    for i in indices]
+        lengths = lambda task_id, sample: 8 + (int(task_id[2:]) * 31 + sample * 17) % 89  # noqa: E731
+        got = {(c.task_id, c.sample_index): c.text for c in engine.generate(
+            requests, params, prompt_ids=[prompts[i] for i in indices], forced_lengths=lengths)}
+        assert engine.stats.row_steps == 128 * engine.stats.steps
+        return got
+
+    whole = run(range(12))
+    halves = {**run(range(0, 12, 2)), **run(range(1, 12, 2))}
+    assert len(whole) == 288 and halves == whole

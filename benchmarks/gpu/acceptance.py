@@ -325,10 +325,12 @@ def two_models(builder: threading.Thread | None = None) -> None:
          "--quiet", *SANDBOX, *_with_value(TWO_MODEL_FLAGS, "--limit", "1")], min(240, left() - 200))
     solo: dict[str, float] = {}
     solo_plan: dict[str, tuple] = {}
+    solo_decode: dict[str, float | None] = {}
     for path in (gptj, bloom):
         folder = evalsuite_run("models", f"{path.name} alone", str(path), TWO_MODEL_FLAGS, 60)
         if folder is not None:
             solo[path.name] = ROWS[-1].tokens_per_s or 0.0
+            solo_decode[path.name] = _decode_rate(json.loads((folder / "record.json").read_text()))
             solo_plan[path.name] = _plan_key(json.loads((folder / "record.json").read_text())["model"])
     for pair in ((gptj, bloom), (bloom, gptj)):
         case = f"{pair[0].name} then {pair[1].name}"
@@ -355,6 +357,7 @@ def two_models(builder: threading.Thread | None = None) -> None:
             strategy = str(info.get("placement", {}).get("strategy") or "")
             speed = record["generation_stats"]["tokens_per_s"] or 0.0
             ratio = speed / solo[path.name] if solo.get(path.name) else None
+            decode_ratio = _decode_rate(record) / solo_decode[path.name] if solo_decode.get(path.name) else None
             same_plan = solo_plan.get(path.name) == _plan_key(info)  # the next model plans as if alone
             good = record["status"] == "complete" and strategy in ("gpu", "multi-gpu") and path.name in entries \
                 and ratio is not None and ratio >= 0.85 and same_plan
@@ -364,11 +367,27 @@ def two_models(builder: threading.Thread | None = None) -> None:
                             engine=engine["name"] if isinstance(engine, dict) else str(engine), strategy=strategy,
                             peak_reserved_gib=info.get("gpu_peak_reserved_gib"), load_s=record["timings_s"]["load"],
                             generate_s=record["timings_s"]["generate"], tokens_per_s=speed,
-                            note=_ratio_note(ratio)
+                            note=_ratio_note(ratio) + _decode_note(decode_ratio)
                             + ("; plan as alone" if same_plan else f"; plan {_plan_key(info)} != alone "
                                f"{solo_plan.get(path.name)}") + f"; leaderboard entries {entries}"))
         if done.returncode != 0:
             ROWS[-1].note += f"; command exit {done.returncode}"
+
+
+def _decode_rate(record: dict) -> float | None:
+    """Tokens per second of generation without the engine's one-time set-up (warm-up, graph capture), which
+    the first model in a process pays with the process's lazy CUDA start and a later model does not."""
+    engine = record["model"].get("engine")
+    setup = engine.get("setup_s") if isinstance(engine, dict) else None
+    seconds = record["timings_s"]["generate"] - (setup or 0.0)
+    tokens = record["generation_stats"]["tokens_generated_total"]
+    return tokens / seconds if setup is not None and seconds > 0 else None
+
+
+def _decode_note(ratio: float | None) -> str:
+    if ratio is None:
+        return ""
+    return f"; decoding alone {ratio:.2f}x" + (" (within 15%)" if abs(ratio - 1) <= 0.15 else "")
 
 
 def _with_value(flags: list[str], name: str, value: str) -> list[str]:

@@ -3,9 +3,11 @@
 #  1. the multi-gpu rung: GPT-J-6B (bf16, 12.1 GB) under --gpu-memory 8GiB fits neither GPU alone; the planner
 #     must split it over both by itself. Greedy tokens compared with the same model whole on one GPU (plain
 #     generate both: the split model runs through accelerate's hooks). Peak memory per GPU from nvidia-smi.
-#  2. torchrun data parallel, 2 ranks vs 1 GPU, the realistic sampling workload: generate time, tok/s and
-#     identical completions (data_parallel_h200x2.sh's run).
-# Carry .whl-core; the table is printed last, JSON in $OUT.
+#  2. torchrun data parallel, 2 ranks vs 1 GPU, the realistic sampling workload, both --batch-invariant:
+#     generate time, tok/s and identical completions (data_parallel.sh's run); then the same one-GPU run
+#     without --batch-invariant, for what invariance costs.
+# Carry .whl-core; the table is printed last, JSON in $OUT. On a host with more GPUs: SPLIT_DEVICES=0,1 keeps the
+# split on two of them, RANKS="2 4" adds data-parallel runs at more ranks.
 cd "$(dirname "$0")/../.." && source benchmarks/gpu/common.sh
 export PYTHONPATH=/tmp/site:$PWD
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
@@ -22,8 +24,9 @@ watch_memory() {  # the most memory used on each GPU while "$@" runs, into $1's 
   return $status
 }
 echo "== 1. multi-gpu rung: --gpu-memory 8GiB, planner's choice"
-watch_memory /tmp/peak-split $PY -m evalsuite run --models "$MODEL" --gpu-memory 8GiB "${GREEDY[@]}" \
-  --output /tmp/split || echo "split run failed"
+( if [ -n "${SPLIT_DEVICES:-}" ]; then export CUDA_VISIBLE_DEVICES=$SPLIT_DEVICES; fi
+  watch_memory /tmp/peak-split $PY -m evalsuite run --models "$MODEL" --gpu-memory 8GiB "${GREEDY[@]}" \
+    --output /tmp/split ) || echo "split run failed"
 echo "== 1b. the same model whole on one GPU"
 CUDA_VISIBLE_DEVICES=0 $PY -m evalsuite run --models "$MODEL" --strategy gpu "${GREEDY[@]}" --output /tmp/whole \
   || echo "whole run failed"
@@ -56,5 +59,10 @@ json.dump({"status": status, "strategy": placement.get("strategy"), "peak": peak
            "whole_tokens_per_s": whole["generation_stats"]["tokens_per_s"]},
           open(__import__("os").environ["OUT"] + "/multi_gpu.json", "w"))
 PY
-echo "== 2. data parallel: 1 GPU vs torchrun 2 ranks"
-bash benchmarks/gpu/data_parallel_h200x2.sh 2>&1 | grep -v -i warn | tail -8
+echo "== 2. data parallel: 1 GPU vs torchrun 2 ranks, --batch-invariant"
+EXTRA=--batch-invariant bash benchmarks/gpu/data_parallel.sh 2>&1 | grep -v -i warn | grep -v "^\[" | tail -24
+echo "== 2b. the one-GPU run without --batch-invariant"
+CUDA_VISIBLE_DEVICES=0 $PY -m evalsuite run --models "$MODEL" --n "${N:-40}" --limit "${LIMIT:-64}" --temperature 0.8 \
+  --top-p 0.95 --max-new-tokens "${NEW:-256}" --no-leaderboard --quiet $SANDBOX_FLAG --output /tmp/dp-1-default \
+  && $PY benchmarks/gpu/summarize_runs.py "$OUT/record-1gpu.json" /tmp/dp-1-default/*/record.json \
+       --completions /tmp/dp-1 /tmp/dp-1-default --json "$OUT/invariance_cost.json" | tee "$OUT/invariance_cost.txt"

@@ -57,6 +57,12 @@ class EngineOptions:
     fuse_projections: bool = True
     # the model's --gpu-memory cap (its loading plan's): cache, workspace and fused weights are sized within it
     gpu_cap_bytes: int | None = None
+    # Every decode step as wide as ``invariant_rows`` (idle rows padded) and attention over a row's keys in
+    # one part, so a sample's tokens do not depend on which other samples share its batch: matrix-product
+    # kernels and attention's split are chosen by the batch's size, and their rounding differs between choices.
+    # The same completions on one GPU and under data parallel (2,559 of 2,560 without it, issue 29).
+    batch_invariant: bool = False
+    invariant_rows: int = 256
 
 
 @dataclass
@@ -170,7 +176,11 @@ class Engine:
         return {"engine": "evalsuite", "family": self.adapter.family,
                 "attention": "triton" if self.use_triton else "torch", "cuda_graphs": self.use_graphs,
                 "fused_projections": self.adapter.fuse, "fuse_skipped": self.adapter.fuse_skipped,
-                "rows": self.stats.rows, "cache_gib": round(self.stats.cache_gib, 3)}
+                "rows": self.stats.rows, "cache_gib": round(self.stats.cache_gib, 3),
+                # one-time work of the last generate call (kernel warm-up, graph capture): its first call in a
+                # process also pays the process's lazy CUDA set-up, which a later model's does not
+                "setup_s": round(self.stats.capture_s, 3),
+                **({"batch_invariant_rows": self.options.invariant_rows} if self.options.batch_invariant else {})}
 
     # ------------------------------------------------------------------------------------------ setup
     def _jobs(self, requests, prompt_ids, params, forced_lengths) -> list[PromptJob]:
@@ -207,13 +217,16 @@ class Engine:
         per_prompt = max(len(p.samples) for p in prompts)
         per_token = kv_bytes_per_token(spec, self.adapter.num_layers, self.dtype)
         max_rows = min(self.options.max_rows, samples)
+        if self.options.batch_invariant:
+            max_rows = min(self.options.invariant_rows, samples)
         if self.device.type != "cuda":
             return plan_cache(budget_bytes=1 << 62, bytes_per_token=per_token, prompt_capacity=prompt_capacity,
                               gen_capacity=gen_capacity, num_prompts=len(prompts), samples_per_prompt=per_prompt,
                               max_rows=max_rows)
         torch.cuda.empty_cache()
         free = allocatable_bytes(self.device, self.options.gpu_cap_bytes)  # within the model's --gpu-memory cap
-        budget = int(free * self.options.memory_fraction) - self.workspace_bytes(max_rows, prompt_capacity)
+        budget = int(free * self.options.memory_fraction) - self.workspace_bytes(self.decode_width(max_rows),
+                                                                                  prompt_capacity)
         plan = plan_cache(budget_bytes=budget, bytes_per_token=per_token, prompt_capacity=prompt_capacity,
                           gen_capacity=gen_capacity, num_prompts=len(prompts), samples_per_prompt=per_prompt,
                           max_rows=max_rows)
@@ -223,6 +236,11 @@ class Engine:
                 f"{max(budget, 0) / GiB:.2f} GiB of {free / GiB:.2f} GiB allocatable is left after the "
                 f"{max_rows}-row workspace")
         return plan
+
+    def decode_width(self, rows: int) -> int:
+        """Rows every decode step computes: ``rows`` (fewer at the end, in buckets), or under
+        ``batch_invariant`` always ``invariant_rows``, whatever the workload."""
+        return self.options.invariant_rows if self.options.batch_invariant else rows
 
     def workspace_bytes(self, rows: int, prompt_length: int) -> int:
         """Device memory the engine needs beside its KV cache: per row, the logits and the sampler's float32
@@ -257,9 +275,10 @@ class Engine:
         worth_it = spec.num_kv_heads == spec.num_heads or not self.options.shared_prefix_mha_only
         shared = (per_prompt if self.use_triton and worth_it and per_prompt >= self.options.shared_prefix_min_samples
                   else 0)
-        runner = DecodeRunner(self.adapter, cache, tables, params, plan.gen_slots, seeds=seeds,
+        runner = DecodeRunner(self.adapter, cache, tables, params, self.decode_width(plan.gen_slots), seeds=seeds,
                               first_tokens=first_tokens, vocab_limit=self.vocab_limit, use_graphs=self.use_graphs,
-                              use_triton=self.use_triton, shared_prefix=shared)
+                              use_triton=self.use_triton, shared_prefix=shared,
+                              fixed_width=self.options.batch_invariant)
         self.stats = EngineStats(rows=plan.gen_slots, capture_s=time.perf_counter() - started,
                                  cache_gib=plan.total_bytes / GiB, shared_prefix=bool(shared))
         rule = FinishRule(eos_ids=self.eos_ids, ignore_eos=ignore_eos, decode=self.decode,

@@ -62,7 +62,9 @@ class _Staging:
 class DecodeRunner:
     def __init__(self, adapter: GenericAdapter, cache: KVCache, tables: list[PositionTables], params: SamplingParams,
                  rows: int, *, seeds: torch.Tensor, first_tokens: torch.Tensor, vocab_limit: int | None,
-                 use_graphs: bool, use_triton: bool, shared_prefix: int = 0):
+                 use_graphs: bool, use_triton: bool, shared_prefix: int = 0, fixed_width: bool = False):
+        """``fixed_width``: every step computes all ``rows`` (no smaller bucket) with attention in one part:
+        a row's arithmetic is then the same whatever else is in the batch (EngineOptions.batch_invariant)."""
         self.adapter = adapter
         self.spec = adapter.spec
         self.cache = cache
@@ -77,7 +79,8 @@ class DecodeRunner:
         self.state = RowState.allocate(rows, cache.scratch_slot, self.device)
         self.use_triton = use_triton
         self.shared_prefix = shared_prefix  # most rows of one prompt (0: attention over prompts per row)
-        self.buckets = buckets_up_to(rows)
+        self.fixed_width = fixed_width
+        self.buckets = [rows] if fixed_width else buckets_up_to(rows)
         self._graphs: dict[int, torch.cuda.CUDAGraph] = {}
         pin = self.device.type == "cuda"
         self._staging = _Staging(host=[torch.zeros(_COLUMNS * rows, dtype=torch.int64, pin_memory=pin)
@@ -94,7 +97,8 @@ class DecodeRunner:
         rotary_and_store = rotary_and_store_triton if self.use_triton else rotary_and_store_reference
         if self.use_triton:
             groups = prefix_groups(p_slot, p_len, self.cache.prompt.shape[2]) if self.shared_prefix else None
-            attention = partial(decode_attention_triton, shared_prefix=self.shared_prefix, groups=groups)
+            attention = partial(decode_attention_triton, shared_prefix=self.shared_prefix, groups=groups,
+                                split=1 if self.fixed_width else None)
         else:
             attention = decode_attention_reference
 

@@ -28,6 +28,9 @@ class HFOptions:
     engine: str = flag("auto", "auto: evalsuite's engine where it applies (CUDA, a covered family), else plain "
                                "transformers generate; transformers: always plain generate; evalsuite: the engine "
                                "wherever it can run, the CPU included (slow there: for checks)", choices=ENGINES)
+    batch_invariant: bool = flag(False, "engine: every decode step 256 rows wide and attention in one part, so a "
+                                        "sample's tokens never depend on the rest of its batch: the same completions "
+                                        "on one GPU and under torchrun (default: rare sampled tokens may differ)")
 
 
 @dataclass(frozen=True)
@@ -58,5 +61,8 @@ class GenerationOptions:
 
     def to_dict(self) -> dict[str, Any]:
         """Flat, as recorded before the split (same keys, same values: resume keys do not change)."""
-        return {"backend": self.backend, **asdict(self.loading), **asdict(self.hf), **asdict(self.openai),
+        hf = asdict(self.hf)
+        if not hf["batch_invariant"]:  # named only where set, so the keys of earlier runs stay as they were
+            del hf["batch_invariant"]
+        return {"backend": self.backend, **asdict(self.loading), **hf, **asdict(self.openai),
                 "max_new_tokens": self.max_new_tokens}

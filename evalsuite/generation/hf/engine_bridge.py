@@ -38,13 +38,14 @@ class HFEngineBridge:
         self.codec = codec
         on_cpu = generator.model.device.type != "cuda"
         cap = generator.loaded.gpu_cap
+        invariant = generator.options.hf.batch_invariant
+        options = (EngineOptions(max_rows=64, invariant_rows=64, batch_invariant=invariant) if on_cpu else
+                   EngineOptions(gpu_cap_bytes=cap.cap_bytes if cap is not None else None, batch_invariant=invariant))
         self.engine = Engine(
             generator.model, generator.loaded.tokenizer, eos_token_ids=sorted(codec.eos_ids),
             decode_tokens=codec.decode,
             decode=lambda request, prompt_ids, ids: codec.decode_continuation(prompt_ids, ids),
-            vocab_limit=codec.vocab_limit, context_length=generator.context_length,
-            options=EngineOptions(max_rows=64) if on_cpu else EngineOptions(
-                gpu_cap_bytes=cap.cap_bytes if cap is not None else None))
+            vocab_limit=codec.vocab_limit, context_length=generator.context_length, options=options)
         self.retries: list[str] = []  # "out of memory with R rows: retried with R/2", in order
         self.failure: str | None = None  # why plain generate took over mid-run, if it did
 
@@ -70,7 +71,8 @@ class HFEngineBridge:
             rows = self.engine.stats.rows or min(self.engine.options.max_rows, left)
             done = sum(len(indices) for indices in made.values())
             if out_of_memory and rows // 2 >= MIN_ROWS:
-                self.engine.options = replace(self.engine.options, max_rows=rows // 2)
+                self.engine.options = replace(self.engine.options, max_rows=rows // 2,
+                                              invariant_rows=min(rows // 2, self.engine.options.invariant_rows))
                 self._note(self.retries, f"engine out of memory with {rows} rows after {done} completions: "
                                          f"retrying the rest with {rows // 2} rows")
                 continue

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Data parallel: the generation stage of one `evalsuite run` on one GPU vs the same run under torchrun with N
+# ranks (each N of RANKS, default 2), same machine. Targets: 2 ranks >= 1.9x, 4 >= 3.7x, 8 >= 7.2x one GPU's
+# tokens/s, completions identical to one GPU's (with EXTRA="--batch-invariant"; without it rare sampled tokens
+# differ, as each rank's batches differ from one GPU's).
+#   [RANKS="2 4"] [EXTRA=...] bash benchmarks/gpu/data_parallel.sh       (tables and JSON under $OUT)
+cd "$(dirname "$0")/../.." && source benchmarks/gpu/common.sh
+N=${N:-40} LIMIT=${LIMIT:-64} NEW=${NEW:-256} DEVICE_FLAG=""
+[ "${TINY:-0}" = 1 ] && DEVICE_FLAG="--device cpu"
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null
+ARGS=(run --models "$MODEL" --n "$N" --limit "$LIMIT" --temperature 0.8 --top-p 0.95 --max-new-tokens "$NEW"
+      --no-leaderboard --quiet $SANDBOX_FLAG $DEVICE_FLAG ${EXTRA:-})
+rm -rf /tmp/dp-1
+CUDA_VISIBLE_DEVICES=0 $PY -m evalsuite "${ARGS[@]}" --output /tmp/dp-1 || exit 1
+cp /tmp/dp-1/*/record.json "$OUT/record-1gpu.json"
+for ranks in ${RANKS:-2}; do
+  rm -rf "/tmp/dp-$ranks"
+  $PY -m torch.distributed.run --standalone --nproc-per-node "$ranks" -m evalsuite -- "${ARGS[@]}" \
+    --output "/tmp/dp-$ranks" || { echo "$ranks ranks: FAILED"; continue; }
+  cp /tmp/dp-$ranks/*/record.json "$OUT/record-${ranks}gpu.json"
+  echo "-- $ranks ranks vs 1 GPU"
+  $PY benchmarks/gpu/summarize_runs.py "$OUT/record-1gpu.json" "$OUT/record-${ranks}gpu.json" \
+    --completions /tmp/dp-1 "/tmp/dp-$ranks" --json "$OUT/summary-${ranks}gpu.json" | tee "$OUT/summary-${ranks}gpu.txt"
+done
