@@ -91,11 +91,14 @@ def release_device_memory() -> None:
     torch = sys.modules.get("torch")
     if torch is None or not torch.cuda.is_available() or not torch.cuda.is_initialized():
         return
-    torch.cuda.synchronize()
-    clear_workspaces = getattr(torch._C, "_cuda_clearCublasWorkspaces", None)
-    if clear_workspaces is not None:
-        clear_workspaces()
-    torch.cuda.empty_cache()
+    try:
+        torch.cuda.synchronize()
+        clear_workspaces = getattr(torch._C, "_cuda_clearCublasWorkspaces", None)
+        if clear_workspaces is not None:
+            clear_workspaces()
+        torch.cuda.empty_cache()
+    except RuntimeError:  # a CUDA error is sticky: the error that caused it is what the caller reports, not this
+        pass
 
 
 def is_out_of_memory(exc: BaseException) -> bool:
