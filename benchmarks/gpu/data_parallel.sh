@@ -10,7 +10,10 @@ N=${N:-40} LIMIT=${LIMIT:-64} NEW=${NEW:-256} DEVICE_FLAG=""
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null
 ARGS=(run --models "$MODEL" --n "$N" --limit "$LIMIT" --temperature 0.8 --top-p 0.95 --max-new-tokens "$NEW"
       --no-leaderboard --quiet $SANDBOX_FLAG $DEVICE_FLAG ${EXTRA:-})
-rm -rf /tmp/dp-1
+# untimed first: a fresh machine compiles the engine's kernels on first use (Triton's disk cache), which the one-GPU
+# run, timed first, would otherwise pay alone (2026-11-27 on 4 H100s: set-up 4.8 s on one GPU, 1.2 s per rank)
+rm -rf /tmp/dp-warm /tmp/dp-1
+CUDA_VISIBLE_DEVICES=0 $PY -m evalsuite "${ARGS[@]}" --limit 1 --output /tmp/dp-warm >/dev/null 2>&1
 CUDA_VISIBLE_DEVICES=0 $PY -m evalsuite "${ARGS[@]}" --output /tmp/dp-1 || exit 1
 cp /tmp/dp-1/*/record.json "$OUT/record-1gpu.json"
 for ranks in ${RANKS:-2}; do
