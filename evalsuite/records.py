@@ -19,13 +19,26 @@ class SamplingParams:
     top_k: int = 0
     max_new_tokens: int = 512
     seed: int = 0
+    # Prompt plus generation at most this many tokens (bigcode-evaluation-harness's ``max_length_generation``,
+    # ``model.generate(max_length=...)``): each sample's budget is the smaller of ``max_new_tokens`` and this
+    # less its prompt's tokens (at least one token). None: ``max_new_tokens`` alone.
+    max_length: int | None = None
 
     @property
     def greedy(self) -> bool:
         return self.temperature == 0.0
 
+    def new_tokens_for(self, prompt_tokens: int) -> int:
+        """The most tokens one sample of a ``prompt_tokens``-token prompt may generate."""
+        if self.max_length is None:
+            return self.max_new_tokens
+        return max(1, min(self.max_new_tokens, self.max_length - prompt_tokens))
+
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        values = asdict(self)
+        if values["max_length"] is None:  # named only where set, so the keys of earlier runs stay as they were
+            del values["max_length"]
+        return values
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from evalsuite.generation import GenerationOptions, load_generator
 from evalsuite.generation.options import HFOptions
 from evalsuite.models.options import LoadingOptions
 from evalsuite.generation.hf.generator import HFGenerator
+from evalsuite.generation.hf.stopping import MaskIdsFrom
 from evalsuite.records import Completion, GenerationRequest, SamplingParams
 from evalsuite.tasks.task import DEFAULT_STOP_SEQUENCES, truncate_at_stop
 from tiny_models import FAMILIES, humaneval_prompts
@@ -348,3 +349,35 @@ def test_vocabulary_is_read_from_a_zero3_shell_by_its_full_shape(tiny_model_dir)
             output_embedding_rows(generator.model)
     finally:
         generator.close()
+
+
+@pytest.mark.parametrize("engine", ["transformers", "evalsuite"])
+def test_max_length_counts_each_prompt_as_bigcode_does(engine, tiny_model_dir):
+    """``max_length`` is bigcode's ``model.generate(max_length=L)`` at batch size 1, row by row inside a batch of
+    mixed prompt lengths: each completion gets L less its own prompt's tokens, in plain generate and in the engine."""
+    prompts = mixed_length_prompts(4)
+    generator = load(tiny_model_dir("llama"), batch_size=4, engine=engine)
+    codec = generator.codec
+    lengths = {task_id: len(codec.encode(prompt)) for task_id, prompt in prompts}
+    limit = max(lengths.values()) + 6  # the longest prompt gets 6 new tokens, shorter ones more
+    got = by_key(generator.generate(requests_for(prompts), SamplingParams(max_new_tokens=48, max_length=limit)))
+    budgets = set()
+    for task_id, prompt in prompts:
+        ids = torch.tensor([codec.encode(prompt)])
+        with torch.inference_mode():
+            out = generator.model.generate(ids, attention_mask=torch.ones_like(ids),
+                                           max_length=min(limit, lengths[task_id] + 48),
+                                           min_new_tokens=0, do_sample=False, pad_token_id=codec.pad_id,
+                                           eos_token_id=sorted(codec.eos_ids),
+                                           logits_processor=[MaskIdsFrom(codec.vocab_limit)])
+        expected = out[0, ids.shape[1]:].tolist()
+        budget = min(48, limit - lengths[task_id])
+        budgets.add(budget)
+        completion = got[(task_id, 0)]
+        assert completion.num_tokens == len(expected) <= budget, task_id
+        assert completion.finish_reason == ("eos" if expected[-1] in codec.eos_ids else "length"), task_id
+        assert completion.text == reference_text(generator, prompt, expected), task_id
+    assert min(budgets) < 48 == max(budgets)  # rows of one batch: some capped by max_length, some not
+    assert SamplingParams(max_length=600).new_tokens_for(100) == 500
+    assert SamplingParams(max_length=600).new_tokens_for(700) == 1 and SamplingParams().new_tokens_for(700) == 512
+    assert "max_length" not in SamplingParams().to_dict()  # earlier runs' resume keys unchanged

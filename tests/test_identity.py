@@ -151,4 +151,5 @@ def test_presets_carry_their_prompt_protocol():
         assert load_preset(name).description
     assert "evalplus" in load_preset("evalplus").source and "bigcode" in load_preset("bigcode").source
     assert load_preset("bigcode").values == {"n": 200, "temperature": 0.2, "top_p": 0.95, "max_new_tokens": 512,
+                                             "max_length": 512,
                                              "k": [1, 10, 100]}

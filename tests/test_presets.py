@@ -12,7 +12,8 @@ from evalsuite.protocol.presets import list_presets
 
 
 def args(**given):
-    base = dict(preset=None, n=None, k=None, temperature=None, top_p=None, top_k=None, max_new_tokens=None, seed=0)
+    base = dict(preset=None, n=None, k=None, temperature=None, top_p=None, top_k=None, max_new_tokens=None, max_length=None,
+                seed=0)
     base.update(given)
     return argparse.Namespace(**base)
 
@@ -28,6 +29,25 @@ def test_defaults_are_greedy_pass_at_1():
     sampling, ks = sampling_from_args(args())
     assert (sampling.n, sampling.temperature, sampling.max_new_tokens, ks) == (1, 0.0, 512, [1])
     assert sampling_from_args(args(n=20, temperature=0.8))[1] == [1, 10]
+
+
+def test_bigcode_preset_counts_the_prompt_in_its_512_and_a_flag_wins():
+    assert sampling_from_args(args(preset="bigcode"))[0].max_length == 512
+    assert sampling_from_args(args(preset="bigcode", max_length=300))[0].max_length == 300
+    assert sampling_from_args(args())[0].max_length is None
+
+
+def test_max_length_is_refused_where_the_prompt_cannot_be_counted():
+    from evalsuite.generation.options import GenerationOptions, OpenAIOptions
+    from evalsuite.records import SamplingParams
+    from evalsuite.runs.config import RunConfig, validate_config
+
+    server = GenerationOptions(openai=OpenAIOptions(base_url="http://localhost:8000/v1"))
+    with pytest.raises(EvalsuiteError, match="--max-length needs a model loaded here"):
+        validate_config(RunConfig(models=["m"], tasks=[], sampling=SamplingParams(max_length=512), ks=[1],
+                                  generation=server))
+    with pytest.raises(EvalsuiteError, match="--max-length must be >= 2"):
+        validate_config(RunConfig(models=["m"], tasks=[], sampling=SamplingParams(max_length=1), ks=[1]))
 
 
 def test_unknown_preset_lists_known_ones():

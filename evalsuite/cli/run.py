@@ -21,7 +21,7 @@ from evalsuite.models.options import LoadingOptions
 from evalsuite.errors import EvalsuiteError, ThresholdNotMet
 
 # The sampling flags a preset may fill (a given flag wins); their defaults are SamplingParams's.
-PRESET_SAMPLING = ("n", "temperature", "top_p", "top_k", "max_new_tokens")
+PRESET_SAMPLING = ("n", "temperature", "top_p", "top_k", "max_new_tokens", "max_length")
 
 
 def add_parser(subparsers) -> None:
@@ -53,6 +53,8 @@ def add_parser(subparsers) -> None:
                                                       "probability reaches P, 0 < P <= 1 (default 1.0: off)")
     sampling.add_argument("--top-k", type=int, help="sample among the K most likely tokens (default 0: off)")
     add_max_new_tokens(sampling, "tokens generated per completion at most", preset_may_set=True)
+    sampling.add_argument("--max-length", type=int, help="prompt plus completion at most this many tokens, per "
+                                                         "sample (bigcode's max_length_generation; default: off)")
     sampling.add_argument("--seed", type=int, default=0, help="sampling seed; each sample's stream is derived from it, "
                                                               "the problem and the sample index (default 0)")
 
@@ -95,7 +97,8 @@ def sampling_from_args(args: argparse.Namespace):
             values[name] = given
     sampling = SamplingParams(n=int(values["n"]), temperature=float(values["temperature"]),
                               top_p=float(values["top_p"]), top_k=int(values["top_k"]),
-                              max_new_tokens=int(values["max_new_tokens"]), seed=args.seed)
+                              max_new_tokens=int(values["max_new_tokens"]), seed=args.seed,
+                              max_length=None if values["max_length"] is None else int(values["max_length"]))
     if args.k:
         ks = parse_ks(args.k)
     elif preset_ks:

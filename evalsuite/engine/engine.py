@@ -189,7 +189,7 @@ class Engine:
             if not ids:
                 raise EvalsuiteError(f"{request.task_id}: empty prompt")
             prompt = PromptJob(request=request, ids=ids, first_sample=index)
-            room = params.max_new_tokens
+            room = params.new_tokens_for(len(ids))
             if self.context_length is not None:
                 if len(ids) >= self.context_length:
                     raise EvalsuiteError(f"prompt of {request.task_id} is {len(ids)} tokens; the model takes at "

@@ -14,7 +14,7 @@ import yaml
 
 from evalsuite.errors import EvalsuiteError
 
-SAMPLING_KEYS = {"n", "temperature", "top_p", "top_k", "max_new_tokens", "k"}
+SAMPLING_KEYS = {"n", "temperature", "top_p", "top_k", "max_new_tokens", "max_length", "k"}
 # stop_sequences: {task: [stops]} added to a base-style task's own; instruct_stop_sequences: [stops] of instruct runs
 PROMPT_KEYS = {"prompt_style", "strip_prompt", "stop_sequences", "instruct_stop_sequences"}
 PRESET_KEYS = SAMPLING_KEYS | PROMPT_KEYS | {"description", "source"}

@@ -24,7 +24,8 @@ def describe_settings(settings: Mapping[str, Any]) -> str:
     text = f"n={settings['n']}, T={settings['temperature']:g}"
     if settings["temperature"] > 0:
         text += f", top_p={settings['top_p']:g}" + (f", top_k={settings['top_k']}" if settings["top_k"] else "")
-    return text + f", max_new_tokens={settings['max_new_tokens']}"
+    text += f", max_new_tokens={settings['max_new_tokens']}"
+    return text + (f", max_length={settings['max_length']}" if settings.get("max_length") else "")
 
 
 def _setting_text(name: str, value: Any) -> str:

@@ -40,8 +40,8 @@ from evalsuite.errors import EvalsuiteError
 
 KEY_FIELDS = ("n", "temperature", "top_p", "top_k", "max_new_tokens", "prompt_template", "dataset_sha256")
 # keyed where present (see the module docstring): quantized weights; instruct prompting; stripped prompts; a
-# --limit run's problem subset
-OPTIONAL_KEY_FIELDS = ("weights", "prompt_style", "strip_prompt", "problem_set")
+# --limit run's problem subset; a prompt-plus-generation cap (--max-length)
+OPTIONAL_KEY_FIELDS = ("weights", "prompt_style", "strip_prompt", "problem_set", "max_length")
 QUANTIZED_WEIGHTS = ("int8", "nf4")
 METRIC_NAME = re.compile(r"^pass@([1-9][0-9]*)$")
 
@@ -173,6 +173,8 @@ def settings_for(sampling: Any, prompt_template: str, dataset_sha256: str,
         settings["prompt_style"] = "instruct"
     if strip_prompt:
         settings["strip_prompt"] = True
+    if params.get("max_length") is not None:
+        settings["max_length"] = int(params["max_length"])
     if problem_set:
         settings["problem_set"] = {"n_problems": int(problem_set["n_problems"]), "of": int(problem_set["of"]),
                                    "ids_sha256": str(problem_set["ids_sha256"])}

@@ -53,5 +53,12 @@ def validate_config(config: RunConfig) -> None:
         raise EvalsuiteError("--temperature must be >= 0 and --top-p in (0, 1]")
     if config.sampling.max_new_tokens < 1:
         raise EvalsuiteError("--max-new-tokens must be >= 1")
+    if config.sampling.max_length is not None and config.sampling.max_length < 2:
+        raise EvalsuiteError("--max-length must be >= 2 (prompt plus completion tokens)")
+    server = config.generation.backend == "openai" or (config.generation.backend == "auto"
+                                                        and config.generation.openai.base_url is not None)
+    if config.sampling.max_length is not None and server:
+        raise EvalsuiteError("--max-length needs a model loaded here (the prompt's tokens are counted with its "
+                             "tokenizer); an OpenAI-compatible server takes --max-new-tokens only")
     if config.limit is not None and config.limit < 1:
         raise EvalsuiteError("--limit must be >= 1")

@@ -219,7 +219,8 @@ class HFGenerator(Generator):
         for i, row in enumerate(batch):  # left padding: every prompt ends where generation starts
             input_ids[i, length - len(row.prompt_ids):] = torch.tensor(row.prompt_ids)
             attention_mask[i, length - len(row.prompt_ids):] = 1
-        max_new = params.max_new_tokens
+        limits = [params.new_tokens_for(len(row.prompt_ids)) for row in batch]  # each row's own (--max-length)
+        max_new = max(limits)
         if self.context_length is not None:
             max_new = max(1, min(max_new, self.context_length - length))
 
@@ -230,7 +231,8 @@ class HFGenerator(Generator):
             seeds = torch.cat([row_seeds(params.seed, row.request.task_id, row.sample_indices) for row in batch])
             processors.append(SeededSampler(seeds.to(device), params, prompt_length=length))
         tracker = StopTracker(self.codec, [row.prompt_ids for row in batch],
-                              [row.request.stop_sequences for row in batch], prompt_length=length)
+                              [row.request.stop_sequences for row in batch], prompt_length=length,
+                              limits=limits if min(limits) < max_new else None)
 
         # Thread-local state the call needs in the thread that decodes: inference mode, the current CUDA device.
         cuda_device = torch.cuda.current_device() if torch.cuda.is_available() and torch.cuda.is_initialized() \

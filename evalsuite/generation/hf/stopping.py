@@ -24,9 +24,10 @@ class StopTracker(StoppingCriteria):
     def __init__(self, codec: PromptCodec, prompt_ids: Sequence[Sequence[int]],
                  stop_sequences: Sequence[Sequence[str]], prompt_length: int,
                  on_tokens: Callable[[int], None] | None = None,
-                 on_row_end: Callable[[int, list[int]], None] | None = None):
+                 on_row_end: Callable[[int, list[int]], None] | None = None, limits: Sequence[int] | None = None):
         """``on_tokens(n)``: told after each step how many rows were still decoding (progress in tokens);
-        ``on_row_end(row, generated_ids)``: told the moment a row ends, so it can be saved before its batch ends."""
+        ``on_row_end(row, generated_ids)``: told the moment a row ends, so it can be saved before its batch ends;
+        ``limits``: each row's own token budget where rows differ (``--max-length`` counts the prompt)."""
         self.codec = codec
         self.on_tokens = on_tokens
         self.on_row_end = on_row_end
@@ -38,6 +39,7 @@ class StopTracker(StoppingCriteria):
         self.window = longest + TAIL_MARGIN_TOKENS
         self.ended_at: list[int | None] = [None] * len(self.prompt_ids)
         self.reason: list[str | None] = [None] * len(self.prompt_ids)
+        self.limits = list(limits) if limits is not None else None
 
     def cancel(self) -> None:
         self.cancelled = True
@@ -62,6 +64,8 @@ class StopTracker(StoppingCriteria):
                     text = self.tail_text(row, ids, total)
                     if any(stop in text for stop in self.stops[row]):
                         self.ended_at[row], self.reason[row] = total, "stop"
+                if self.ended_at[row] is None and self.limits is not None and total >= self.limits[row]:
+                    self.ended_at[row], self.reason[row] = total, "length"
                 if self.ended_at[row] is not None and self.on_row_end is not None:
                     self.on_row_end(row, input_ids[row, self.prompt_length:].tolist())
         if self.cancelled:
