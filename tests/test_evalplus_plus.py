@@ -1,0 +1,93 @@
+"""HumanEval+ and MBPP+ as EvalPlus scores them (``--preset evalplus``): the data files, the MBPP+ input decoding and
+the base and plus verdicts, each against EvalPlus 0.3.1's own code (the installed package, or its wheel unpacked).
+
+The probe programs are ``benchmarks/parity_evalplus_plus.py``'s (without its timing probes, which take minutes):
+float answers near the tolerance, answers that differ only in type, exceptions, load errors, wrong answers only on
+plus inputs, EvalPlus's special oracles. EvalPlus runs through its Python API (``check_correctness``, the function
+``evalplus.evaluate`` calls per sample), evalsuite through the sandbox.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+DATA = ROOT / "evalsuite" / "tasks" / "builtin" / "data"
+
+
+@pytest.fixture(scope="module")
+def evalplus(request):
+    pytest.importorskip("numpy")
+    pytest.importorskip("psutil")
+    try:
+        import evalplus.evaluate  # noqa: F401
+    except ImportError:
+        request.getfixturevalue("evalplus_module_path")
+    import evalplus
+
+    assert evalplus.__version__ == "0.3.1"
+    return evalplus
+
+
+def test_data_files_are_what_the_readme_records():
+    readme = (DATA / "README.md").read_text()
+    for name, problems in (("HumanEvalPlus-2023-04.jsonl.gz", 164), ("MbppPlus-2023-11.jsonl.gz", 399)):
+        text = gzip.decompress((DATA / name).read_bytes())
+        assert hashlib.sha256(text).hexdigest() in readme
+        assert len(text.decode().splitlines()) == problems
+
+
+def test_mbpp_inputs_decode_as_evalplus_decodes_them(evalplus):
+    from evalplus.data.mbpp import mbpp_deserialize_inputs as theirs
+
+    from evalsuite.tasks.evalplus_tasks import mbpp_deserialize_inputs as ours
+
+    rows = [json.loads(line) for line in gzip.decompress((DATA / "MbppPlus-2023-11.jsonl.gz").read_bytes()).splitlines()]
+    for row in rows:
+        for field in ("base_input", "plus_input"):
+            mine, peer = ours(row["task_id"], json.loads(json.dumps(row[field]))), theirs(row["task_id"], row[field])
+            assert repr(mine) == repr(peer), (row["task_id"], field)  # repr: types too (tuple vs list, 1 vs 1.0)
+
+
+def test_preset_evalplus_swaps_the_plus_tasks_and_keeps_the_others():
+    from evalsuite.protocol.presets import load_preset
+    from evalsuite.tasks.discovery import TaskRegistry
+    from evalsuite.tasks.evalplus_tasks import EvalPlusTask, for_evaluation
+
+    registry = TaskRegistry.discover([])
+    evaluation = load_preset("evalplus").evaluation
+    assert evaluation == "evalplus" and load_preset("bigcode").evaluation == ""
+    swapped = {name: for_evaluation(registry.get(name), evaluation) for name in ("humaneval-plus", "mbpp-plus", "humaneval")}
+    assert isinstance(swapped["humaneval-plus"], EvalPlusTask) and isinstance(swapped["mbpp-plus"], EvalPlusTask)
+    assert not isinstance(swapped["humaneval"], EvalPlusTask)
+    assert not isinstance(for_evaluation(registry.get("mbpp-plus"), ""), EvalPlusTask)  # bigcode's check stays
+    mbpp = swapped["mbpp-plus"].problems()
+    assert len(mbpp) == 399 and mbpp[0].prompt.startswith('"""\nWrite a function to find the shared elements')
+    assert "assert similar_elements((3, 4, 5, 6),(5, 7, 4, 10)) == (4, 5)" in mbpp[0].prompt  # the file's first assert
+
+
+@pytest.mark.parametrize("dataset", ["humaneval", "mbpp"])
+def test_probe_programs_get_evalplus_verdicts_base_and_plus(evalplus, dataset):
+    import parity_evalplus_plus as parity
+
+    rows = parity.HUMANEVAL_ROWS if dataset == "humaneval" else parity.MBPP_ROWS
+    programs = parity.he_programs(slow=False) if dataset == "humaneval" else parity.mbpp_programs()
+    report = parity.compare(dataset, rows, programs, workers=2, api=True)
+    unexplained = [c for c in report["cases"] if not c["agree_pass"] and not c["known"]]
+    assert unexplained == []
+    statuses = [c for c in report["cases"] if c["agree_pass"] and not c["agree_status"] and not c.get("known")]
+    assert statuses == []
+    # the probes do probe: both verdicts occur, and plus fails where base passes
+    peer = [c["evalplus"] for c in report["cases"]]
+    assert any(p["base"] == "pass" and p["plus"] == "pass" for p in peer)
+    assert any(p["base"] == "pass" and p["plus"] != "pass" for p in peer)
+    assert sum(p["base"] != "pass" for p in peer) >= 5
+    # the known differences are still differences (else the list would hide a fixed one)
+    assert all(not c["agree_pass"] for c in report["cases"] if (c["task_id"], c["program"]) in parity.KNOWN)
