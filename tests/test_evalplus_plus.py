@@ -91,3 +91,64 @@ def test_probe_programs_get_evalplus_verdicts_base_and_plus(evalplus, dataset):
     assert sum(p["base"] != "pass" for p in peer) >= 5
     # the known differences are still differences (else the list would hide a fixed one)
     assert all(not c["agree_pass"] for c in report["cases"] if (c["task_id"], c["program"]) in parity.KNOWN)
+
+
+IO = {"dataset": "mbpp", "entry_point": "similar_elements", "atol": 0, "fast_check": True,
+      "sets": [{"name": "base", "inputs": [[[1, 2], [2]], [[3], [3, 4]], [[5], [6]]], "expected": [(2,), (3,), ()],
+                "time_limits": [1.0, 1.0, 1.0]},
+               {"name": "plus", "inputs": [[[7, 8], [8]]], "expected": [(8,)], "time_limits": [1.0]}]}
+
+
+def _run_io(candidates: dict[str, str]) -> dict:
+    import sandbox
+
+    jobs = [sandbox.Job(i, "io/similar", source, "", "", timeout_s=20, io=IO, io_digest="t")
+            for i, source in enumerate(candidates.values())]
+    with sandbox.Executor(workers=2, timeout_s=5) as executor:
+        outcomes = sorted(executor.run(jobs), key=lambda o: o.job_id)
+    return dict(zip(candidates, outcomes))
+
+
+def test_io_calls_do_not_depend_on_the_answers_and_forged_replies_fail():
+    """The sample is called on every input whatever it answered (a wrong answer decides the verdict, as EvalPlus's
+    early stop, but the calls go on); only its own slowness ends them. Forged frames and a "reduced" reply to a call
+    that did not ask for one are channel tampering; a set reduction of a non-plain answer is compared, not trusted."""
+    out = _run_io({
+        "right": "def similar_elements(a, b):\n    return tuple(set(a) & set(b))\n",
+        "wrong": "def similar_elements(a, b):\n    return (99,)\n",
+        "filter": "def similar_elements(a, b):\n    return filter(lambda x: x in b, a)\n",
+        "slow-second": "import time\nn = 0\ndef similar_elements(a, b):\n    global n\n    n += 1\n"
+                       "    if n == 2:\n        time.sleep(3)\n    return tuple(set(a) & set(b))\n",
+        "garbage": "import os\nfor fd in range(3, 40):\n    try:\n        os.write(fd, b'\\x00\\x00\\x00\\x05hello')\n"
+                   "    except OSError:\n        pass\ndef similar_elements(a, b):\n    return ()\n",
+    })
+    assert out["right"].passed and out["right"].sets["plus"]["status"] == "pass"
+    assert out["wrong"].sets["base"]["status"] == "fail" and out["wrong"].sets["base"]["failed_input"] == 0
+    assert out["wrong"].sets["base"]["calls"] == out["right"].sets["base"]["calls"] == 3
+    assert out["filter"].passed  # EvalPlus: set(filter(...)) == set(expected)
+    slow = out["slow-second"].sets["base"]
+    assert (slow["status"], slow["reason"], slow["failed_input"], slow["calls"]) == ("fail", "timed out", 1, 2)
+    assert out["slow-second"].sets["plus"]["status"] == "pass"  # plus runs in a fresh process, as in EvalPlus
+    assert not out["garbage"].passed and "channel_tampered" in out["garbage"].flags
+
+
+def test_a_reduced_reply_is_accepted_only_for_a_set_call():
+    import os
+    import socket
+    import time
+
+    from sandbox import channel, wire
+
+    ours, theirs = socket.socketpair()
+    client = channel.CallClient(ours.fileno(), deadline=time.monotonic() + 5)
+    body = wire.encode(("reduced", 1, {1, 2}))
+    os.write(theirs.fileno(), len(body).to_bytes(4, "big") + body)
+    with pytest.raises(channel.ChannelFailure):
+        client.call("f", (1,), {})  # mode "": a reduced reply is forged
+    assert client.failure == ("channel tampered", "channel_tampered")
+    ours2, theirs2 = socket.socketpair()
+    client = channel.CallClient(ours2.fileno(), deadline=time.monotonic() + 5)
+    os.write(theirs2.fileno(), len(body).to_bytes(4, "big") + body)
+    assert client.call("f", (1,), {}, mode="set") == {1, 2} and client.reduced
+    for sock in (ours, theirs, ours2, theirs2):
+        sock.close()
