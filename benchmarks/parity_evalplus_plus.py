@@ -259,9 +259,6 @@ KNOWN = {
     ("HumanEval/0", "numpy"): "NumPy is not in evalsuite's jail (site-packages hidden, docs/sandbox.md): the import fails; "
                               "EvalPlus's process has it and np.float64 compares equal",
     ("Mbpp/9007", "numpy"): "NumPy is not in evalsuite's jail: the import fails at load; EvalPlus runs it",
-    ("HumanEval/41", "catches-timeout"): "EvalPlus's per-input limit is a SIGALRM raised inside the candidate, which "
-                                         "its `except Exception` swallows and returns: EvalPlus passes it; evalsuite's "
-                                         "limit is the checker's wait, the call is over (timed out)",
 }
 # Status differences (pass/not-pass agree) with a known cause, by evalsuite reason.
 STATUS_KNOWN = {
@@ -378,18 +375,25 @@ def compare(dataset: str, rows: list[dict], programs: list[tuple[str, str, str]]
 
 
 def summarize(reports: list[dict]) -> dict[str, Any]:
+    """Agreement counts. ``pass_agree.plus`` is EvalPlus's "+" verdict (base and plus passed) against evalsuite's
+    ``passed``; ``status_agree`` compares each set's own status (pass / fail / timeout)."""
     cases = [c for r in reports for c in r["cases"]]
+
+    def plus_pass(side: dict) -> bool:
+        return side["base"] == side["plus"] == "pass"
+
     return {
         "programs": len(cases),
         "pass_agree": {"base": sum((c["evalsuite"]["base"] == "pass") == (c["evalplus"]["base"] == "pass") for c in cases),
-                       "plus": sum(c["agree_pass"] or (c["evalsuite"]["base"] == "pass") != (c["evalplus"]["base"] == "pass")
-                                   for c in cases)},
+                       "plus": sum(plus_pass(c["evalsuite"]) == plus_pass(c["evalplus"]) for c in cases)},
         "status_agree": {"base": sum(c["evalsuite"]["base"] == c["evalplus"]["base"] for c in cases),
                          "plus": sum(c["evalsuite"]["plus"] == c["evalplus"]["plus"] for c in cases)},
         "pass_disagreements": [c for c in cases if not c["agree_pass"]],
         "status_only_disagreements": [c for c in cases if c["agree_pass"] and not c["agree_status"]],
         "evalplus_passes": {"base": sum(c["evalplus"]["base"] == "pass" for c in cases),
-                            "plus": sum(c["evalplus"]["base"] == c["evalplus"]["plus"] == "pass" for c in cases)},
+                            "plus": sum(plus_pass(c["evalplus"]) for c in cases)},
+        "evalsuite_passes": {"base": sum(c["evalsuite"]["base"] == "pass" for c in cases),
+                             "plus": sum(plus_pass(c["evalsuite"]) for c in cases)},
     }
 
 

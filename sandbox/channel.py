@@ -11,8 +11,11 @@ trusted data, encoded with ``marshal`` (the interpreter's C encoder) for speed:
   sample's own channel alone, so no process that other samples are forked from ever holds it;
 * sample -> checker, once, after the candidate's module ran: ``("ready",)`` or
   ``("load_error", builtin_class_name, exact, message)``;
-* checker -> sample: ``("call", seq, name, args, kwargs)``, or ``("call", seq, name, args, kwargs, mode)`` where
-  an EvalPlus oracle reads more of the output than its plain value (:data:`sandbox.differential.REPLY_MODES`);
+* checker -> sample: ``("call", seq, name, args, kwargs)``, or ``("call", seq, name, args, kwargs, mode,
+  limit_s)`` for EvalPlus's differential test: ``mode`` where an EvalPlus oracle reads more of the output than its
+  plain value (:data:`sandbox.differential.REPLY_MODES`), ``limit_s`` EvalPlus's per-input time limit, which it
+  enforces inside the candidate's process (a timer raising ``TimeoutException`` in the call, which a candidate
+  may catch) and the checker backs up with a deadline of its own;
 * sample -> checker, one per call: ``("return", seq, value)``, ``("raise", seq, builtin_class_name, exact,
   message)`` or ``("not_plain", seq, kind)``; and, to a call of mode ``"set"`` whose output is not plain data,
   ``("reduced", seq, set(output))``.
@@ -33,6 +36,7 @@ import functools
 import marshal
 import os
 import select
+import signal
 import struct
 import time
 from typing import Any, Callable
@@ -71,15 +75,15 @@ class ChannelFailure(BaseException):
 _PLAIN_ARGUMENT_TYPES = frozenset({type(None), bool, int, float, complex, str, bytes, list, tuple, dict, set, frozenset})
 
 
-def encode_call(seq: int, name: str, args: tuple, kwargs: dict, mode: str = "") -> bytes:
+def encode_call(seq: int, name: str, args: tuple, kwargs: dict, mode: str = "", limit_s: float = 0.0) -> bytes:
     """A call, from the trusted test into the sample: ``marshal`` (the interpreter's own C encoder). Only the
     trusted side encodes it and only the sample decodes it, so its format needs no defending; the values
     must be plain data (checked here, one level deep; marshal refuses anything it cannot represent)."""
     for value in (*args, *kwargs.values()):
         if type(value) not in _PLAIN_ARGUMENT_TYPES:
             raise TypeError("unsupported argument")
-    if mode:
-        return marshal.dumps(("call", seq, name, tuple(args), dict(kwargs), mode))
+    if mode or limit_s:
+        return marshal.dumps(("call", seq, name, tuple(args), dict(kwargs), mode, float(limit_s)))
     return marshal.dumps(("call", seq, name, tuple(args), dict(kwargs)))
 
 
@@ -175,13 +179,13 @@ class CallClient:
             raise self._candidate_exception(message[1], message[2], message[3])
         raise self._fail("channel tampered", "channel_tampered")
 
-    def call(self, name: str, args: tuple, kwargs: dict, mode: str = "") -> Any:
+    def call(self, name: str, args: tuple, kwargs: dict, mode: str = "", limit_s: float = 0.0) -> Any:
         if self.failure is not None:
             raise ChannelFailure(self.failure[0])
         self.seq += 1
         self.reduced = False
         try:
-            data = encode_call(self.seq, name, args, kwargs, mode)
+            data = encode_call(self.seq, name, args, kwargs, mode, limit_s)
         except (ValueError, TypeError):
             raise self._fail("unsupported argument") from None
         self._send(data)
@@ -460,24 +464,45 @@ def serve_calls(fd: int, namespace: dict[str, Any]) -> None:
         body = _next_message(fd, buffer)
         if body is None:
             return
-        _, seq, name, args, kwargs, *mode = marshal.loads(body)
+        _, seq, name, args, kwargs, *extra = marshal.loads(body)
         try:
             function = namespace[name]
         except KeyError:
             exc: BaseException = NameError(f"name {name!r} is not defined")
             _write_all(fd, ("raise", seq, "NameError", True, str(exc)))
             continue
+        limit = extra[1] if len(extra) > 1 else 0.0
         try:
-            value = function(*args, **kwargs)
+            if limit:
+                _arm(limit)
+            try:
+                value = function(*args, **kwargs)
+            finally:
+                if limit:
+                    signal.setitimer(signal.ITIMER_REAL, 0)
         except BaseException as exc:
-            name_, exact = builtin_class_of(exc)
+            name_, exact = ("TimeoutError", False) if isinstance(exc, TimeoutException) else builtin_class_of(exc)
             _write_all(fd, ("raise", seq, name_, exact, _message_of(exc)))
             continue
-        if mode:
-            _answer_for_oracle(fd, seq, mode[0], value)
+        if extra:
+            _answer_for_oracle(fd, seq, extra[0], value)
             continue
         value = _as_plain(value)
         _write_all(fd, ("return", seq, value))
+
+
+class TimeoutException(Exception):
+    """EvalPlus's per-input time limit (``evalplus.eval.utils.time_limit``), raised inside the call by a timer: a
+    candidate that catches it goes on, as under EvalPlus. Reported as ``TimeoutError`` (not exact)."""
+
+
+def _time_is_up(signum: int, frame: Any) -> None:
+    raise TimeoutException("Timed out!")
+
+
+def _arm(seconds: float) -> None:
+    signal.signal(signal.SIGALRM, _time_is_up)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
 
 
 def _answer_for_oracle(fd: int, seq: int, mode: str, value: Any) -> None:

@@ -12,7 +12,9 @@ go on), and only its own slowness (a call past its time limit, or the set's whol
 
 EvalPlus's rules, kept here because its verdicts depend on them:
 
-* per input: ``time_limit = max(min_time_limit, gt_time_limit_factor * ground truth's time)``; the whole set gets
+* per input: ``time_limit = max(min_time_limit, gt_time_limit_factor * ground truth's time)``, a timer in the
+  candidate's process that raises ``TimeoutException`` inside the call (the sample end sets it, see
+  :mod:`sandbox.channel`; the checker waits ``CALL_GRACE_S`` more before it gives up on the sample); the whole set gets
   ``min(EVALPLUS_TIMEOUT_PER_TASK = 60, sum of limits) + 1`` s, + 1 without ``fast_check``, and the process is
   killed ``+ 1`` s after that (``p.join(timeout=timeout + 1)``): a process still running then is ``timeout``;
 * ``atol`` is a local variable that the loop overwrites: the first expected output that ``is_floats`` (with
@@ -37,6 +39,9 @@ else:  # imported by the checker run as a script, with this folder on sys.path
     import channel  # type: ignore[no-redef]
 
 PASS, FAIL, TIMEOUT = "pass", "fail", "timeout"
+# Past an input's limit, how long the checker waits for the sample's own timer (EvalPlus's, which raises inside the
+# call) to end the call, before it gives up on the sample (a call stuck in C code, a candidate that ignores it).
+CALL_GRACE_S = 0.5
 DEFAULT_TIMEOUT_PER_TASK_S = 60.0  # EvalPlus's EVALPLUS_TIMEOUT_PER_TASK default
 
 # evalplus/eval/_special_oracle.py
@@ -267,18 +272,20 @@ def run_input_set(client: channel.CallClient, comparator: Comparator, input_set:
         book.load_failed(_reason(client, exc))
         return _report(book, client, report)
     for i, inp in enumerate(input_set.inputs):
-        call_end = time.monotonic() + input_set.time_limits[i]
+        limit = input_set.time_limits[i]
+        call_end = time.monotonic() + limit + CALL_GRACE_S
         client.deadline = min(call_end, budget_end)
         try:
-            out = client.call(comparator.entry_point, tuple(inp), {}, mode=mode)
+            out = client.call(comparator.entry_point, tuple(inp), {}, mode=mode, limit_s=limit)
         except channel.ChannelFailure:
-            if client.timed_out and call_end < budget_end:  # its own limit: TimeoutException in EvalPlus
+            if client.timed_out and call_end < budget_end:  # over its limit, and the sample's timer did not end it
                 book.failed(i, "timed out")
             else:
                 _ended(client, book, i)
             break
-        except Exception as exc:  # the candidate raised
-            book.failed(i, _reason(client, exc))
+        except Exception as exc:  # the candidate raised (TimeoutError: EvalPlus's timer, in the sample)
+            reason = _reason(client, exc)
+            book.failed(i, "timed out" if client.raised.get(id(exc)) == ("TimeoutError", False) else reason)
             continue
         finally:
             report.calls += 1

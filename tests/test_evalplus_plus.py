@@ -111,7 +111,7 @@ def _run_io(candidates: dict[str, str]) -> dict:
 
 def test_io_calls_do_not_depend_on_the_answers_and_forged_replies_fail():
     """The sample is called on every input whatever it answered (a wrong answer decides the verdict, as EvalPlus's
-    early stop, but the calls go on); only its own slowness ends them. Forged frames and a "reduced" reply to a call
+    early stop, but the calls go on); a call over its limit is ended by EvalPlus's timer inside the sample. Forged frames and a "reduced" reply to a call
     that did not ask for one are channel tampering; a set reduction of a non-plain answer is compared, not trusted."""
     out = _run_io({
         "right": "def similar_elements(a, b):\n    return tuple(set(a) & set(b))\n",
@@ -127,7 +127,8 @@ def test_io_calls_do_not_depend_on_the_answers_and_forged_replies_fail():
     assert out["wrong"].sets["base"]["calls"] == out["right"].sets["base"]["calls"] == 3
     assert out["filter"].passed  # EvalPlus: set(filter(...)) == set(expected)
     slow = out["slow-second"].sets["base"]
-    assert (slow["status"], slow["reason"], slow["failed_input"], slow["calls"]) == ("fail", "timed out", 1, 2)
+    # EvalPlus's timer ends the slow call inside the sample, which goes on answering: every input is still called
+    assert (slow["status"], slow["reason"], slow["failed_input"], slow["calls"]) == ("fail", "timed out", 1, 3)
     assert out["slow-second"].sets["plus"]["status"] == "pass"  # plus runs in a fresh process, as in EvalPlus
     assert not out["garbage"].passed and "channel_tampered" in out["garbage"].flags
 
