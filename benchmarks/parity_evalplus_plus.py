@@ -200,6 +200,9 @@ def he_programs(slow: bool) -> list[tuple[str, str, str]]:
         add(41, "sleep-0.7", "    import time\n    time.sleep(0.7)\n    return x\n")
         add(41, "sleep-1.4", "    import time\n    time.sleep(1.4)\n    return x\n")
         add(41, "busy-loop-forever", "    while True:\n        pass\n")
+        add(41, "wrong-then-hang", "    if x == 1:\n        return -1\n    while True:\n        pass\n")
+        add(41, "hang-only-on-plus", "    if x == 3:\n        while True:\n            pass\n    return x\n")
+        add(41, "sleep-in-c-code", "    import time\n    time.sleep(2.5) if x == 2 else None\n    return x\n")
         add(41, "catches-timeout", "    import time\n    try:\n        time.sleep(3)\n    except Exception:\n"
                                    "        pass\n    return x\n")
     return p
