@@ -175,3 +175,29 @@ def test_real_problems_canonical_and_broken_agree_with_evalplus(evalplus, name, 
     assert all(c["agree_pass"] and c["agree_status"] for c in report["cases"]), \
         [c for c in report["cases"] if not (c["agree_pass"] and c["agree_status"])]
     assert sum(c["evalplus"]["base"] == "pass" for c in report["cases"]) >= 6
+
+
+def test_base_and_plus_pass_at_k_are_scored_apart_and_reach_the_leaderboard():
+    from evalsuite.records import SampleResult, SetVerdict
+    from evalsuite.reporting.entries import entry_from_run
+    from evalsuite.scoring import score
+
+    def result(task_id: str, base: str, plus: str) -> SampleResult:
+        return SampleResult(task_id, 0, base == plus == "pass", "passed" if base == plus == "pass" else "failed", 0.1,
+                            sets={"base": SetVerdict(base), "plus": SetVerdict(plus)})
+
+    results = [result("A", "pass", "pass"), result("B", "pass", "fail"), result("C", "fail", "pass"),
+               result("D", "fail", "fail")]
+    scored = score(results, [1])
+    assert scored.pass_at[1].value == 0.25  # EvalPlus's "+": base and plus
+    assert scored.sets["base"].pass_at[1].value == 0.5 and scored.sets["plus"].n_passed == 1
+    summary = scored.summary_json()
+    assert summary["sets"]["base"]["pass@1"] == 0.5 and summary["sets"]["plus"]["pass@1"] == 0.25
+    run = {"model": "m", "model_id": "m", "task": "humaneval-plus", "dataset_sha256": "0" * 64,
+           "prompt_template": "{prompt}", "sampling": {"n": 1, "temperature": 0.0, "top_p": 1.0, "top_k": 0,
+                                                      "max_new_tokens": 768, "seed": 0},
+           "run_id": "r", "hardware": "cpu"}
+    for form in (scored, summary):
+        entry = entry_from_run({**run, "score": form})
+        assert entry.metrics["pass@1"].value == 0.25 and entry.base_metrics["pass@1"].value == 0.5
+        assert entry.to_json()["base_metrics"]["pass@1"]["value"] == 0.5

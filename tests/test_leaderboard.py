@@ -116,7 +116,7 @@ def test_update_leaderboard_round_trips_through_the_file(tmp_path: Path):
     assert loaded == second and len(first) == len(second) == 2
     assert sorted(e.run_id for e in loaded) == ["b", "c"]
     document = json.loads((tmp_path / "leaderboard.json").read_text())
-    assert document["schema_version"] == "1.3"
+    assert document["schema_version"] == "1.4"
     jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text())).validate(document)
 
 
@@ -277,7 +277,7 @@ def test_cli_reports_broken_file_and_bad_threshold(board_dir: Path, capsys):
     path.write_text(path.read_text().replace('"hardware": "cpu"', '"hardware": 7', 1))
     assert cli_main(["leaderboard", "--dir", str(board_dir)]) == 2
     assert capsys.readouterr().err == (f"error: {path}: invalid leaderboard at $.entries[0].hardware: "
-                                       "7 is not of type 'string' (schema 1.3)\n")
+                                       "7 is not of type 'string' (schema 1.4)\n")
     with pytest.raises(SystemExit) as info:
         cli_main(["leaderboard", "--dir", str(board_dir), "--fail-under", "pass@1=lots"])
     assert info.value.code == 2

@@ -15,7 +15,7 @@ from typing import Any
 from evalsuite.version import __version__
 from evalsuite.errors import EvalsuiteError
 
-SCHEMA_VERSION = "1.3"
+SCHEMA_VERSION = "1.4"
 SCHEMA_PATH = Path(__file__).parent / "leaderboard.schema.json"
 _VERSION = re.compile(r"[0-9]+\.[0-9]+")
 
