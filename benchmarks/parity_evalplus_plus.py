@@ -414,7 +414,7 @@ def main() -> int:
     import evalplus
 
     document = {"date": time.strftime("%Y-%m-%d"), "python": sys.version.split()[0], "peer": "api" if args.api else
-                "python -m evalplus.evaluate",
+                "python -m evalplus.evaluate", "command": " ".join(["python", *sys.argv]),
                 "evalplus": getattr(evalplus, "__version__", "?"), "quick": args.quick, "summary": summary,
                 "reports": reports}
     print(json.dumps({k: v for k, v in summary.items() if k != "status_only_disagreements"}, indent=1))
