@@ -28,7 +28,8 @@ OUT = ROOT / "evalsuite" / "tasks" / "builtin" / "data"
 HUMANEVAL_PLUS = ("8939a53", "HumanEvalPlus.jsonl")  # 2023-04-26: base_input, contract, atol, reference (164 rows)
 HUMANEVAL_PLUS_INPUTS = ("fe4e481", "HumanEvalPlusInputs.jsonl")  # 2023-04-18: extra inputs (161 problems)
 MBPP_PLUS = ("767efcc", "MbppPlus.jsonl")  # 2023-11-16: 399 problems, base_input and plus_input
-INPUT_LIMIT_S = 1.0  # a ground truth slower than this on one extra input drops the input (evalplus's trusted_check_exec)
+# a ground truth slower than this on one extra input drops the input (evalplus's trusted_check_exec)
+INPUT_LIMIT_S = 1.0
 
 
 def git_show(mirror: Path, commit: str, path: str) -> bytes:
@@ -107,7 +108,8 @@ def humaneval_rows(mirror: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
                      "base_input": patch["base_input"], "plus_input": kept, "atol": patch["atol"]})
     info = {"extra_inputs_given": sum(len(v) for v in extra.values()), "extra_inputs_dropped": dropped_total,
             "problems_without_extra_inputs": missing,
-            "plus_inputs": sum(len(r["plus_input"]) for r in rows), "base_inputs": sum(len(r["base_input"]) for r in rows)}
+            "plus_inputs": sum(len(r["plus_input"]) for r in rows),
+            "base_inputs": sum(len(r["base_input"]) for r in rows)}
     return rows, info
 
 

@@ -45,7 +45,8 @@ def compare_run(run_dir: Path) -> dict[str, Any]:
     completions = read_jsonl(run_dir / "completions.jsonl")
     results = {(r["task_id"], r["completion_id"]): r for r in read_jsonl(run_dir / "results.jsonl")}
     wanted = {c["task_id"] for c in completions}
-    raw = gzip.decompress(data_file.read_bytes()).decode("utf-8") if data_file.suffix == ".gz" else data_file.read_text()
+    blob = data_file.read_bytes()
+    raw = (gzip.decompress(blob) if data_file.suffix == ".gz" else blob).decode("utf-8")
     rows = [line for line in raw.splitlines() if line.strip() and json.loads(line)["task_id"] in wanted]
     order = sorted(completions, key=lambda c: (list(problems).index(c["task_id"]), c["completion_id"]))
     solutions = [c["completion"] if style == "instruct" else problems[c["task_id"]].prompt + c["completion"]
@@ -79,16 +80,19 @@ def compare_run(run_dir: Path) -> dict[str, Any]:
         cases.append(case)
     n = len(cases)
     return {
-        "run": run_dir.name, "model": record["model"]["name"], "task": task_name, "style": style,
+        "run": run_dir.name, "model": record["model"]["display_name"], "task": task_name, "style": style,
         "data_sha256": record["task"]["dataset_sha256"], "samples": n,
         "pass@1": {"evalsuite": {"base": sum(c["evalsuite"]["base"] == "pass" for c in cases) / n,
                                  "plus": sum(results[(c["task_id"], c["completion_id"])]["passed"] for c in cases) / n},
                    "evalplus": {"base": sum(c["evalplus"]["base"] == "pass" for c in cases) / n,
-                                "plus": sum(c["evalplus"]["base"] == c["evalplus"]["plus"] == "pass" for c in cases) / n}},
-        "agree": {"base_pass": sum(c["base_pass_agree"] for c in cases), "plus_pass": sum(c["plus_pass_agree"] for c in cases),
+                                "plus": sum(c["evalplus"]["base"] == c["evalplus"]["plus"] == "pass"
+                                            for c in cases) / n}},
+        "agree": {"base_pass": sum(c["base_pass_agree"] for c in cases),
+                  "plus_pass": sum(c["plus_pass_agree"] for c in cases),
                   "status": sum(c["status_agree"] for c in cases)},
         "evalplus_s": round(evalplus_s, 1),
-        "disagreements": [c for c in cases if not (c["base_pass_agree"] and c["plus_pass_agree"] and c["status_agree"])],
+        "disagreements": [c for c in cases
+                          if not (c["base_pass_agree"] and c["plus_pass_agree"] and c["status_agree"])],
         "cases": cases,
     }
 

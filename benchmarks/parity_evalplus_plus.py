@@ -39,6 +39,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 # -- the problems (EvalPlus data rows) ---------------------------------------------------------------------------
+FIND_ZERO = ("    begin, end = -1., 1.\n    while poly(xs, begin) * poly(xs, end) > 0:\n        begin *= 2.0\n"
+             "        end *= 2.0\n    while end - begin > 1e-10:\n        center = (begin + end) / 2.0\n"
+             "        if poly(xs, center) * poly(xs, begin) > 0:\n            begin = center\n"
+             "        else:\n            end = center\n    return begin\n")
 HE_PROMPT = 'def {name}({args}):\n    """{doc}"""\n'
 
 
@@ -67,10 +71,7 @@ HUMANEVAL_ROWS = [
     {"task_id": "HumanEval/32", "entry_point": "find_zero",
      "prompt": "import math\n\n\ndef poly(xs: list, x: float):\n    return sum([coeff * math.pow(x, i) for i, coeff in "
                "enumerate(xs)])\n\n\ndef find_zero(xs: list):\n    \"\"\"zero of a polynomial\"\"\"\n",
-     "canonical_solution": "    begin, end = -1., 1.\n    while poly(xs, begin) * poly(xs, end) > 0:\n        begin *= 2.0\n"
-                           "        end *= 2.0\n    while end - begin > 1e-10:\n        center = (begin + end) / 2.0\n"
-                           "        if poly(xs, center) * poly(xs, begin) > 0:\n            begin = center\n"
-                           "        else:\n            end = center\n    return begin\n",
+     "canonical_solution": FIND_ZERO,
      "contract": "", "base_input": [[[1, 2]], [[-6, 11, -6, 1]]], "plus_input": [[[2, 4]]], "atol": 1e-4},
 ]
 SLOW_ROWS = [
@@ -100,7 +101,8 @@ MBPP_ROWS = [
     {"task_id": "Mbpp/9004", "entry_point": "sum_div",
      "prompt": "'''\nWrite a function to return the sum of all divisors of a number.\n'''",
      "canonical_solution": "\ndef sum_div(n):\n  return sum(i for i in range(1, n) if n % i == 0)\n",
-     "base_input": [[8], [12]], "plus_input": [[7], [1]], "atol": 0, "contract": "", "assertion": "assert sum_div(8)==7"},
+     "base_input": [[8], [12]], "plus_input": [[7], [1]], "atol": 0, "contract": "",
+     "assertion": "assert sum_div(8)==7"},
     {"task_id": "Mbpp/9005", "entry_point": "surface_Area",
      "prompt": "'''\nWrite a python function to find the surface area of a square pyramid.\n'''",
      "canonical_solution": "\ndef surface_Area(b, s):\n  return 2 * b * s + pow(b, 2)\n",
@@ -115,7 +117,8 @@ MBPP_ROWS = [
      "prompt": "'''\nWrite a function which takes a tuple of tuples and returns the average of each column.\n'''",
      "canonical_solution": "\ndef average_tuple(nums):\n  return [sum(x) / len(x) for x in zip(*nums)]\n",
      "base_input": [[[[10, 10, 10, 12], [30, 45, 56, 45]]]], "plus_input": [[[[1, 2], [2, 4], [3, 3]]]],
-     "atol": 0, "contract": "", "assertion": "assert average_tuple(((10, 10, 10, 12), (30, 45, 56, 45)))==[20.0, 27.5, 33.0, 28.5]"},
+     "atol": 0, "contract": "",
+     "assertion": "assert average_tuple(((10, 10, 10, 12), (30, 45, 56, 45)))==[20.0, 27.5, 33.0, 28.5]"},
 ]
 
 
@@ -151,7 +154,8 @@ def he_programs(slow: bool) -> list[tuple[str, str, str]]:
     add(1, "sys-exit", "    import sys\n    sys.exit(0)\n")
     add(1, "os-exit", "    import os\n    os._exit(0)\n")
     add(1, "recursion", "    return count_a(s)\n")
-    add(1, "keeps-state", "    global calls\n    calls = globals().get('calls', 0) + 1\n    return s.count('a') if calls < 4 else -1\n")
+    add(1, "keeps-state", "    global calls\n    calls = globals().get('calls', 0) + 1\n"
+                          "    return s.count('a') if calls < 4 else -1\n")
     add(1, "load-error", "    return s.count('a')\n\n1 / 0\n")
     add(1, "syntax-error", "    return s.count('a'\n")
     add(1, "no-entry-point", "    return s.count('a')\n".replace("", "") + "del count_a\n")
@@ -182,10 +186,7 @@ def he_programs(slow: bool) -> list[tuple[str, str, str]]:
     add(5, "over-strict-precondition", "    assert x > 1, 'x must exceed 1'\n    return 1 / x\n")
     add(5, "precondition-only-on-plus", "    if x > 5:\n        raise ValueError('out of range')\n    return 1 / x\n")
     add(5, "rounded", "    return round(1 / x, 3)\n")
-    add(32, "canonical", "    begin, end = -1., 1.\n    while poly(xs, begin) * poly(xs, end) > 0:\n        begin *= 2.0\n"
-                         "        end *= 2.0\n    while end - begin > 1e-10:\n        center = (begin + end) / 2.0\n"
-                         "        if poly(xs, center) * poly(xs, begin) > 0:\n            begin = center\n"
-                         "        else:\n            end = center\n    return begin\n")
+    add(32, "canonical", FIND_ZERO)
     add(32, "wrong", "    return 0.0\n")
     if slow:
         add(0, "sleep-0.6-per-input", "    import time\n    time.sleep(0.6)\n    return x / 2\n")
@@ -259,8 +260,8 @@ def mbpp_programs() -> list[tuple[str, str, str]]:
 KNOWN = {
     ("HumanEval/0", "decimal"): "a Decimal is not plain data: it cannot cross evalsuite's channel (non-plain value); "
                                 "EvalPlus compares Decimal(x) / 2 == 0.5 in its own process and passes it",
-    ("HumanEval/0", "numpy"): "NumPy is not in evalsuite's jail (site-packages hidden, docs/sandbox.md): the import fails; "
-                              "EvalPlus's process has it and np.float64 compares equal",
+    ("HumanEval/0", "numpy"): "NumPy is not in evalsuite's jail (site-packages hidden, docs/sandbox.md): the import "
+                              "fails; EvalPlus's process has it and np.float64 compares equal",
     ("Mbpp/9007", "numpy"): "NumPy is not in evalsuite's jail: the import fails at load; EvalPlus runs it",
 }
 # Status differences (pass/not-pass agree) with a known cause, by evalsuite reason.
@@ -387,7 +388,8 @@ def summarize(reports: list[dict]) -> dict[str, Any]:
 
     return {
         "programs": len(cases),
-        "pass_agree": {"base": sum((c["evalsuite"]["base"] == "pass") == (c["evalplus"]["base"] == "pass") for c in cases),
+        "pass_agree": {"base": sum((c["evalsuite"]["base"] == "pass") == (c["evalplus"]["base"] == "pass")
+                                   for c in cases),
                        "plus": sum(plus_pass(c["evalsuite"]) == plus_pass(c["evalplus"]) for c in cases)},
         "status_agree": {"base": sum(c["evalsuite"]["base"] == c["evalplus"]["base"] for c in cases),
                          "plus": sum(c["evalsuite"]["plus"] == c["evalplus"]["plus"] for c in cases)},

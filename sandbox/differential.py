@@ -251,8 +251,8 @@ class Bookkeeping:
         return self.stat
 
 
-def run_input_set(client: channel.CallClient, comparator: Comparator, input_set: InputSet, source: str, fast_check: bool,
-                  started: float, per_task_cap_s: float = DEFAULT_TIMEOUT_PER_TASK_S) -> SetReport:
+def run_input_set(client: channel.CallClient, comparator: Comparator, input_set: InputSet, source: str,
+                  fast_check: bool, started: float, per_task_cap_s: float = DEFAULT_TIMEOUT_PER_TASK_S) -> SetReport:
     """Run one input set against the candidate behind ``client`` (a fresh :class:`sandbox.channel.CallClient`
     whose sample process has just been started) and decide EvalPlus's verdict.
 

@@ -49,7 +49,8 @@ def test_mbpp_inputs_decode_as_evalplus_decodes_them(evalplus):
 
     from evalsuite.tasks.evalplus_tasks import mbpp_deserialize_inputs as ours
 
-    rows = [json.loads(line) for line in gzip.decompress((DATA / "MbppPlus-2023-11.jsonl.gz").read_bytes()).splitlines()]
+    text = gzip.decompress((DATA / "MbppPlus-2023-11.jsonl.gz").read_bytes())
+    rows = [json.loads(line) for line in text.splitlines()]
     for row in rows:
         for field in ("base_input", "plus_input"):
             mine, peer = ours(row["task_id"], json.loads(json.dumps(row[field]))), theirs(row["task_id"], row[field])
@@ -64,7 +65,8 @@ def test_preset_evalplus_swaps_the_plus_tasks_and_keeps_the_others():
     registry = TaskRegistry.discover([])
     evaluation = load_preset("evalplus").evaluation
     assert evaluation == "evalplus" and load_preset("bigcode").evaluation == ""
-    swapped = {name: for_evaluation(registry.get(name), evaluation) for name in ("humaneval-plus", "mbpp-plus", "humaneval")}
+    swapped = {name: for_evaluation(registry.get(name), evaluation)
+               for name in ("humaneval-plus", "mbpp-plus", "humaneval")}
     assert isinstance(swapped["humaneval-plus"], EvalPlusTask) and isinstance(swapped["mbpp-plus"], EvalPlusTask)
     assert not isinstance(swapped["humaneval"], EvalPlusTask)
     assert not isinstance(for_evaluation(registry.get("mbpp-plus"), ""), EvalPlusTask)  # bigcode's check stays
@@ -111,8 +113,9 @@ def _run_io(candidates: dict[str, str]) -> dict:
 
 def test_io_calls_do_not_depend_on_the_answers_and_forged_replies_fail():
     """The sample is called on every input whatever it answered (a wrong answer decides the verdict, as EvalPlus's
-    early stop, but the calls go on); a call over its limit is ended by EvalPlus's timer inside the sample. Forged frames and a "reduced" reply to a call
-    that did not ask for one are channel tampering; a set reduction of a non-plain answer is compared, not trusted."""
+    early stop, but the calls go on); a call over its limit is ended by EvalPlus's timer inside the sample. Forged
+    frames and a "reduced" reply to a call that did not ask for one are channel tampering; a set reduction of a
+    non-plain answer is compared, not trusted."""
     out = _run_io({
         "right": "def similar_elements(a, b):\n    return tuple(set(a) & set(b))\n",
         "wrong": "def similar_elements(a, b):\n    return (99,)\n",
