@@ -33,7 +33,7 @@ import tempfile
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -256,6 +256,28 @@ def mbpp_programs() -> list[tuple[str, str, str]]:
     return p
 
 
+DATA_DIR = ROOT / "evalsuite" / "tasks" / "builtin" / "data"
+REAL_DATA = {"humaneval": "HumanEvalPlus-2023-04.jsonl.gz", "mbpp": "MbppPlus-2023-11.jsonl.gz"}
+
+
+def real_rows(dataset: str, limit: int | None = None, skip: Sequence[str] = ()) -> list[dict[str, Any]]:
+    rows = [json.loads(line) for line in gzip.decompress((DATA_DIR / REAL_DATA[dataset]).read_bytes()).splitlines()]
+    return [row for row in rows if row["task_id"] not in skip][:limit]
+
+
+def real_programs(rows: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
+    """Each real problem's ground truth as a program, and two broken versions of it: returns None; off by one on
+    integer answers, else the first argument echoed."""
+    programs = []
+    for row in rows:
+        program, entry = row["prompt"] + row["canonical_solution"], row["entry_point"]
+        programs.append((row["task_id"], "canonical", program))
+        programs.append((row["task_id"], "none", program + f"\n\ndef {entry}(*args):\n    return None\n"))
+        programs.append((row["task_id"], "off-by-one", program + f"\n\n_ground = {entry}\n\ndef {entry}(*args):\n"
+                         "    out = _ground(*args)\n    return out + 1 if type(out) is int else args[0]\n"))
+    return programs
+
+
 # Differences with a known cause (problem, program) -> why. evalsuite's verdict is the same as EvalPlus's otherwise.
 KNOWN = {
     ("HumanEval/0", "decimal"): "a Decimal is not plain data: it cannot cross evalsuite's channel (non-plain value); "
@@ -408,7 +430,19 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--api", action="store_true", help="EvalPlus through its Python API, not its command")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--real", action="store_true", help="instead: every problem of the real data files, each "
+                        "ground truth and two broken versions (Mbpp/255 left out: see the data README)")
     args = parser.parse_args()
+    if args.real:
+        reports = [compare(dataset, rows, real_programs(rows), args.workers, args.api)
+                   for dataset, rows in (("humaneval", real_rows("humaneval")),
+                                         ("mbpp", real_rows("mbpp", skip=("Mbpp/255",))))]
+        summary = summarize(reports)
+        print(json.dumps({k: v for k, v in summary.items() if "disagreements" not in k}, indent=1))
+        if args.json:
+            args.json.write_text(json.dumps({"date": time.strftime("%Y-%m-%d"), "command": " ".join(["python", *sys.argv]),
+                                             "summary": summary, "reports": reports}, indent=1) + "\n")
+        return 1 if summary["pass_disagreements"] else 0
     he_rows = HUMANEVAL_ROWS + ([] if args.quick else SLOW_ROWS)
     reports = [compare("humaneval", he_rows, he_programs(not args.quick), args.workers, args.api),
                compare("mbpp", MBPP_ROWS, mbpp_programs(), args.workers, args.api)]

@@ -158,23 +158,13 @@ def test_a_reduced_reply_is_accepted_only_for_a_set_call():
         sock.close()
 
 
-@pytest.mark.parametrize("name,dataset", [("HumanEvalPlus-2023-04.jsonl.gz", "humaneval"),
-                                          ("MbppPlus-2023-11.jsonl.gz", "mbpp")])
-def test_real_problems_canonical_and_broken_agree_with_evalplus(evalplus, name, dataset):
-    """A slice of the real data: each problem's ground truth as a program, and two broken versions of it (returns
-    None; off by one on integers, else the input echoed), through both."""
+@pytest.mark.parametrize("dataset", ["humaneval", "mbpp"])
+def test_real_problems_canonical_and_broken_agree_with_evalplus(evalplus, dataset):
+    """A slice of the real data: each problem's ground truth as a program and two broken versions of it."""
     import parity_evalplus_plus as parity
 
-    rows = [json.loads(line) for line in gzip.decompress((DATA / name).read_bytes()).splitlines()][:6]
-    programs = []
-    for row in rows:
-        program = row["prompt"] + row["canonical_solution"]
-        entry = row["entry_point"]
-        programs.append((row["task_id"], "canonical", program))
-        programs.append((row["task_id"], "none", program + f"\n\ndef {entry}(*args):\n    return None\n"))
-        programs.append((row["task_id"], "off-by-one", program + f"\n\n_ground = {entry}\n\ndef {entry}(*args):\n"
-                         "    out = _ground(*args)\n    return out + 1 if type(out) is int else args[0]\n"))
-    report = parity.compare(dataset, rows, programs, workers=2, api=True)
+    rows = parity.real_rows(dataset, limit=6)
+    report = parity.compare(dataset, rows, parity.real_programs(rows), workers=2, api=True)
     assert all(c["agree_pass"] and c["agree_status"] for c in report["cases"]), \
         [c for c in report["cases"] if not (c["agree_pass"] and c["agree_status"])]
     assert sum(c["evalplus"]["base"] == "pass" for c in report["cases"]) >= 6
