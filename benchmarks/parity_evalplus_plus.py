@@ -440,7 +440,8 @@ def main() -> int:
         summary = summarize(reports)
         print(json.dumps({k: v for k, v in summary.items() if "disagreements" not in k}, indent=1))
         if args.json:
-            args.json.write_text(json.dumps({"date": time.strftime("%Y-%m-%d"), "command": " ".join(["python", *sys.argv]),
+            command = " ".join(["python", *sys.argv])
+            args.json.write_text(json.dumps({"date": time.strftime("%Y-%m-%d"), "command": command,
                                              "summary": summary, "reports": reports}, indent=1) + "\n")
         return 1 if summary["pass_disagreements"] else 0
     he_rows = HUMANEVAL_ROWS + ([] if args.quick else SLOW_ROWS)
