@@ -15,6 +15,10 @@ gives a sample ``max(min_time_limit, gt_time_limit_factor * gt_time)`` (``untrus
 * each sample gets ``max(floor, factor x time)``; a problem with no canonical solution, or one that did not pass
   while being timed, gets the fallback limit (``TimeoutPolicy.fallback_s``) and is listed in the record.
 
+Tasks checked EvalPlus's way (``--preset evalplus``: :meth:`~evalsuite.tasks.task.Task.io_test`) get EvalPlus's own
+rule instead, per test input, from the ground truth's time on each input (:func:`execute_differential`,
+:mod:`evalsuite.execution.differential`).
+
 ``--timeout S`` replaces all of it with one fixed limit. Either way a sample over its limit is its own verdict,
 "timed out", counted apart from failures.
 """
