@@ -85,6 +85,22 @@ class Completion:
 
 
 @dataclass(frozen=True)
+class SetVerdict:
+    """EvalPlus's verdict on one input set (``base`` or ``plus``) of a sample, as ``evalplus.evaluate`` words it."""
+
+    status: str  # "pass", "fail" or "timeout"
+    reason: str = ""  # why not a pass: the sandbox's fixed vocabulary
+    failed_input: int | None = None  # the input that decided a fail (EvalPlus's "fail tests" name it)
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "pass"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"status": self.status, "reason": self.reason, "failed_input": self.failed_input}
+
+
+@dataclass(frozen=True)
 class SampleResult:
     """The sandbox's verdict on one completion."""
 
@@ -99,6 +115,9 @@ class SampleResult:
     # The trusted checker's account of the first failure (empty unless failed): "statement" (the test's source
     # line), and where it called the candidate, "call" (the arguments) and "returned" (the value, or "raised X").
     failure_detail: dict[str, str] = field(default_factory=dict)
+    # EvalPlus-style tasks: each input set's verdict ("base", "plus"); ``passed`` is then EvalPlus's plus verdict
+    # (every set passed). Empty for tasks checked by test code.
+    sets: dict[str, SetVerdict] = field(default_factory=dict)
 
     @property
     def status(self) -> str:
@@ -118,4 +137,5 @@ class SampleResult:
             "flags": list(self.flags),
             "sample_error": self.sample_error,
             "failure_detail": dict(self.failure_detail),
+            **({"sets": {name: verdict.to_json() for name, verdict in self.sets.items()}} if self.sets else {}),
         }

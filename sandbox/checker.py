@@ -35,10 +35,11 @@ from dataclasses import dataclass
 from typing import Any
 
 if __package__:
-    from sandbox import channel, framing
+    from sandbox import channel, differential, framing
 else:  # run as a script: import the sibling modules, then hide their directory again
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import channel  # type: ignore[no-redef]
+    import differential  # type: ignore[no-redef]
     import framing  # type: ignore[no-redef]
     del sys.path[0]
 
@@ -70,6 +71,30 @@ class CompiledProblem:
     # last line, last column, whole), whole False for a loop, ``if`` or ``with`` (shown by its first line).
     # The text is cut only for a failure's detail (statement_text): most samples of most problems pass.
     statements: tuple[tuple[int, int, int, int, bool], ...] = ()
+
+
+@dataclass
+class IOProblem:
+    """A problem checked EvalPlus's way (:mod:`sandbox.differential`): inputs and expected outputs, no test code."""
+
+    dataset: str
+    entry_point: str
+    atol: float
+    fast_check: bool
+    per_task_cap_s: float
+    sets: list[differential.InputSet]
+
+
+def io_problem(spec: dict[str, Any]) -> IOProblem:
+    """The harness's description of an input-output problem (trusted, like test code)."""
+    sets = [differential.InputSet(s["name"], s["inputs"], s["expected"], [float(t) for t in s["time_limits"]])
+            for s in spec["sets"]]
+    for input_set in sets:
+        if not len(input_set.inputs) == len(input_set.expected) == len(input_set.time_limits):
+            raise ValueError(f"input set {input_set.name!r}: inputs, expected outputs and limits differ in number")
+    return IOProblem(str(spec["dataset"]), str(spec["entry_point"]), float(spec["atol"]),
+                     bool(spec.get("fast_check", True)),
+                     float(spec.get("per_task_cap_s", differential.DEFAULT_TIMEOUT_PER_TASK_S)), sets)
 
 
 def entry_point_of(check: str) -> str:
@@ -191,6 +216,7 @@ class Checker:
     def __init__(self, config: dict[str, Any]):
         self.config = config
         self.problems: dict[str, CompiledProblem] = {}
+        self.io_problems: dict[str, IOProblem] = {}
         self.control = socket.socket(fileno=config["control_fd"])
         self.control_reader = framing.FrameReader(self.control.fileno())
 
@@ -219,6 +245,10 @@ class Checker:
 
     # -- one sample ------------------------------------------------------------------------------------
     def handle(self, job: dict[str, Any]) -> dict[str, Any]:
+        if "io" in job:  # the harness sends a problem's data once; later jobs name it by key
+            self.io_problems[job["key"]] = io_problem(job["io"])
+        if "test" not in job and job["key"] in self.io_problems:
+            return self.handle_io(job, self.io_problems[job["key"]])
         problem = self.compiled(job)
         outcome = {"id": job["id"], "status": "failed", "reason": problem.error, "flags": [], "sample_error": "",
                    "duration_s": 0.0, "detail": {}}
@@ -252,6 +282,67 @@ class Checker:
             outcome["detail"] = failure_detail(problem, *report["first_failure"])
         outcome["duration_s"] = round(duration, 6)
         return outcome
+
+    # -- one sample, EvalPlus's way: each input set in a sample process of its own, as EvalPlus runs each
+    # untrusted_check in a process of its own (state a candidate keeps from base does not reach plus)
+    def handle_io(self, job: dict[str, Any], problem: IOProblem) -> dict[str, Any]:
+        outcome: dict[str, Any] = {"id": job["id"], "status": "passed", "reason": "", "flags": [], "sample_error": "",
+                                   "duration_s": 0.0, "detail": {}, "sets": {}}
+        for input_set in problem.sets:
+            started = time.monotonic()
+            report, restart = self.run_input_set(job, problem, input_set, started)
+            outcome["sets"][input_set.name] = {
+                "status": report.status, "reason": report.reason, "failed_input": report.failed_input,
+                "calls": report.calls, "duration_s": round(time.monotonic() - started, 6)}
+            outcome["duration_s"] += round(time.monotonic() - started, 6)
+            for flag in report.flags:
+                if flag in KNOWN_FLAGS and flag not in outcome["flags"]:
+                    outcome["flags"].append(flag)
+            outcome["sample_error"] = outcome["sample_error"] or report.sample_error
+            if report.status != differential.PASS and outcome["status"] == "passed":
+                outcome["status"] = "timed out" if report.status == differential.TIMEOUT else "failed"
+                outcome["reason"] = report.reason if outcome["status"] == "failed" else ""
+                if report.failed_input is not None:
+                    outcome["detail"] = {"statement": f"{input_set.name} input {report.failed_input}"}
+            if restart:
+                outcome["restart"] = True
+                if outcome["status"] == "passed":
+                    outcome.update(status="failed", reason="sandbox worker was killed")
+                break
+        if outcome["reason"] and outcome["reason"] not in FIXED_REASONS \
+                and outcome["reason"] not in channel.BUILTIN_EXCEPTIONS:
+            outcome["reason"] = "exception"
+        return outcome
+
+    def run_input_set(self, job: dict[str, Any], problem: IOProblem, input_set: differential.InputSet,
+                      started: float) -> tuple[differential.SetReport, bool]:
+        budget = input_set.budget_s(problem.fast_check, problem.per_task_cap_s)
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            framing.send_frame(self.control, {"op": "run", "id": job["id"], "timeout_s": budget},
+                               fds=[theirs.fileno()], binary=True)
+        except OSError:
+            ours.close()
+            theirs.close()
+            return differential.SetReport(differential.FAIL, "sandbox worker was killed"), True
+        theirs.close()
+        try:
+            client = channel.CallClient(ours.fileno(), started + budget)
+            comparator = differential.Comparator(problem.dataset, problem.entry_point, problem.atol)
+            report = differential.run_input_set(client, comparator, input_set, job["candidate"], problem.fast_check,
+                                                started, problem.per_task_cap_s)
+        except BaseException:
+            ours.close()
+            raise
+        exit_info = self.end_sample(job["id"])  # killed before its channel closes, as for a test
+        ours.close()
+        if exit_info is None:
+            if report.status == differential.PASS:
+                report.status, report.reason = differential.FAIL, "sandbox worker was killed"
+            return report, True
+        if report.reason == "sample process died":
+            report.reason = describe_exit(exit_info, client.setup_done)
+        return report, False
 
     def seed_for(self, problem: CompiledProblem) -> bytes:
         """The test's random seed: the same for every sample of a problem in this run (whatever ran before it),

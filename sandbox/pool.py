@@ -24,7 +24,7 @@ import threading
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 from sandbox import cgroups, uids
 from sandbox.framing import ChannelClosed, FrameReader, write_frame
@@ -58,6 +58,10 @@ class Job:
     timeout_s: float | None = None  # this sample's wall-clock limit; None: the executor's default
     prelude: str = ""
     entry_point: str = ""
+    # An input-output problem checked EvalPlus's way instead of by test code (sandbox.differential; the checker's
+    # io_problem says its fields), and a digest naming it, so that a worker is sent it once.
+    io: Mapping[str, Any] | None = field(default=None, hash=False, compare=False)
+    io_digest: str = ""
 
 
 @dataclass(frozen=True)
@@ -71,6 +75,9 @@ class Outcome:
     # The checker's account of the first failure: "statement" (the test's source), and where the candidate was
     # called in it, "call" (arguments) and "returned" (its value, or "raised <class>"); each at most 200 characters.
     detail: Mapping[str, str] = field(default_factory=dict, hash=False)
+    # Input-output problems: each input set's verdict by name ("base", "plus"): EvalPlus's "status" ("pass",
+    # "fail", "timeout"), "reason", "failed_input" (its index), "calls", "duration_s".
+    sets: Mapping[str, Mapping[str, Any]] = field(default_factory=dict, hash=False)
 
     @property
     def passed(self) -> bool:
@@ -111,7 +118,7 @@ class Worker:
         self.scratch = None if jail.profile.namespaced else tempfile.mkdtemp(prefix="evalsuite-scratch-")
         self.stderr = tempfile.TemporaryFile()
         self.restarts = 0
-        self.problems_sent: dict[str, tuple[str, str, str, str]] = {}  # key -> trusted code the checker holds
+        self.problems_sent: dict[str, tuple[str, ...]] = {}  # key -> trusted code the checker holds
         self.cgroup = cgroups.make_worker_cgroup(f"w{index}", limits.memory_mb + SERVER_MEMORY_MB,
                                                  limits.nproc + SERVER_PROCESSES)
 
@@ -205,6 +212,13 @@ class Worker:
 
     def send(self, job: Job) -> None:
         frame = {"id": job.job_id, "key": job.problem_key, "candidate": job.candidate, "timeout_s": job.timeout_s}
+        if job.io is not None:
+            trusted: tuple[str, ...] = ("io", job.io_digest)
+            if self.problems_sent.get(job.problem_key) != trusted:
+                frame["io"] = dict(job.io)
+                self.problems_sent[job.problem_key] = trusted
+            write_frame(self.checker.stdin.fileno(), frame, binary=True)
+            return
         trusted = (job.test, job.check, job.prelude, job.entry_point)
         if self.problems_sent.get(job.problem_key) != trusted:  # the checker keeps a problem's code once sent
             frame.update(test=job.test, check=job.check, prelude=job.prelude, entry_point=job.entry_point)
@@ -218,7 +232,8 @@ class Worker:
         if reply is None:
             return None
         outcome = Outcome(reply["id"], reply["status"], reply["reason"], reply["duration_s"], tuple(reply["flags"]),
-                          reply.get("sample_error", ""), dict(reply.get("detail") or {}))
+                          reply.get("sample_error", ""), dict(reply.get("detail") or {}),
+                          dict(reply.get("sets") or {}))
         return outcome, bool(reply.get("restart"))
 
     def close(self) -> None:

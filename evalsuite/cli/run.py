@@ -175,6 +175,12 @@ def execute(args: argparse.Namespace, argv: list[str] | None = None):
         quiet_libraries()
     registry = load_registry(args)
     tasks = [registry.get(name) for name in split_names(args.tasks)]
+    if args.preset:
+        from evalsuite.protocol.presets import load_preset
+        from evalsuite.tasks.evalplus_tasks import for_evaluation
+
+        evaluation = load_preset(args.preset).evaluation
+        tasks = [for_evaluation(task, evaluation) for task in tasks]
     for task in tasks:
         task.problems()  # a task's data that cannot be read fails now, before any folder is made (cached)
     sampling, ks = sampling_from_args(args)

@@ -16,7 +16,7 @@ from evalsuite.environment import package_versions
 from evalsuite.errors import EvalsuiteError
 from evalsuite.flags import flag
 from evalsuite.progress import progress_bar
-from evalsuite.records import SampleResult
+from evalsuite.records import SampleResult, SetVerdict
 from evalsuite.tasks.task import Task
 
 
@@ -50,24 +50,36 @@ def result_text(status: str, reason: str) -> str:
 
 
 def execute_samples(task: Task, samples: Sequence[Mapping[str, Any]], options: ExecutionOptions,
-                    timeouts: Mapping[str, float] | None = None, default_timeout_s: float = sandbox.DEFAULT_TIMEOUT_S
-                    ) -> tuple[list[SampleResult], dict[str, Any]]:
+                    timeouts: Mapping[str, float] | None = None, default_timeout_s: float = sandbox.DEFAULT_TIMEOUT_S,
+                    io_jobs: Mapping[str, Any] | None = None) -> tuple[list[SampleResult], dict[str, Any]]:
     """Run every sample in the sandbox; results come back in input order, plus execution info.
 
     ``timeouts`` maps task ids to their samples' wall-clock limits (see :mod:`evalsuite.execution.timeouts`); problems not
-    in it get ``default_timeout_s``."""
+    in it get ``default_timeout_s``. ``io_jobs`` (:class:`evalsuite.execution.differential.IOJob` by task id): the
+    problems checked EvalPlus's way, by inputs and expected outputs; their samples get each input set's verdict."""
     problems = {problem.task_id: problem for problem in task.problems()}
     jobs = []
+    unchecked: set[int] = set()  # samples of problems whose data no checker can hold: failed without running
     for job_id, sample in enumerate(samples):
         problem = problems.get(sample["task_id"])
         if problem is None:
             raise EvalsuiteError(f"sample {job_id}: task_id {sample['task_id']!r} is not in task {task.name!r}")
         program = task.build_program(problem, sample["completion"])
+        io = (io_jobs or {}).get(problem.task_id)
+        if io is not None and io.too_large:
+            unchecked.add(job_id)
+            continue
+        if io is not None:
+            jobs.append(sandbox.Job(job_id, program.problem_key, program.candidate, "", "", timeout_s=io.budget_s,
+                                    entry_point=program.entry_point, io=io.spec, io_digest=io.digest))
+            continue
         jobs.append(sandbox.Job(job_id, program.problem_key, program.candidate, program.test, program.check,
                                 timeout_s=(timeouts or {}).get(problem.task_id), prelude=program.prelude,
                                 entry_point=program.entry_point))
 
-    outcomes: list[sandbox.Outcome | None] = [None] * len(jobs)
+    outcomes: list[sandbox.Outcome | None] = [None] * len(samples)
+    for job_id in unchecked:
+        outcomes[job_id] = sandbox.Outcome(job_id, "failed", "test setup failed", 0.0)
     started = time.perf_counter()
     try:
         with sandbox.Executor(workers=options.workers, timeout_s=default_timeout_s, memory_mb=options.memory_mb,
@@ -94,7 +106,10 @@ def execute_samples(task: Task, samples: Sequence[Mapping[str, Any]], options: E
         results.append(SampleResult(task_id=sample["task_id"], completion_id=int(sample["completion_id"]),
                                     passed=outcome.passed, result=result_text(outcome.status, outcome.reason),
                                     duration_s=outcome.duration_s, flags=outcome.flags,
-                                    sample_error=outcome.sample_error, failure_detail=dict(outcome.detail)))
+                                    sample_error=outcome.sample_error, failure_detail=dict(outcome.detail),
+                                    sets={name: SetVerdict(str(v.get("status")), str(v.get("reason") or ""),
+                                                           v.get("failed_input"))
+                                          for name, v in outcome.sets.items()}))
     info.update({
         "versions": package_versions(),
         "detections": dict(sorted(flags.items())),

@@ -15,6 +15,10 @@ gives a sample ``max(min_time_limit, gt_time_limit_factor * gt_time)`` (``untrus
 * each sample gets ``max(floor, factor x time)``; a problem with no canonical solution, or one that did not pass
   while being timed, gets the fallback limit (``TimeoutPolicy.fallback_s``) and is listed in the record.
 
+Tasks checked EvalPlus's way (``--preset evalplus``: :meth:`~evalsuite.tasks.task.Task.io_test`) get EvalPlus's own
+rule instead, per test input, from the ground truth's time on each input (:func:`execute_differential`,
+:mod:`evalsuite.execution.differential`).
+
 ``--timeout S`` replaces all of it with one fixed limit. Either way a sample over its limit is its own verdict,
 "timed out", counted apart from failures.
 """
@@ -35,6 +39,7 @@ from typing import Any, Mapping, Sequence
 
 from evalsuite.version import __version__
 from evalsuite.environment import hardware
+from evalsuite.execution.differential import InputLimits, cache_path, ground_truths, io_jobs
 from evalsuite.execution.executor import ExecutionOptions, execute_samples
 from evalsuite.flags import flag
 from evalsuite.jsonl import atomic_write_json
@@ -219,10 +224,36 @@ def limit_range(span: Mapping[str, float]) -> str:
 
 def execute_with_timeouts(task: Task, samples: Sequence[Mapping[str, Any]], options: ExecutionOptions,
                           policy: TimeoutPolicy) -> tuple[list[SampleResult], dict[str, Any]]:
-    """:func:`~evalsuite.execution.executor.execute_samples` with each problem's limit chosen by ``policy``."""
+    """:func:`~evalsuite.execution.executor.execute_samples` with each problem's limit chosen by ``policy``; a task
+    checked EvalPlus's way (:meth:`~evalsuite.tasks.task.Task.io_test`) gets its limits per input instead."""
     wanted = {sample["task_id"] for sample in samples}
     problems = [p for p in task.problems() if p.task_id in wanted]
+    if problems and task.io_test(problems[0]) is not None:
+        return execute_differential(task, samples, problems, options, policy)
     limits, timeout_info = resolve_timeouts(task, problems, options, policy)
     results, info = execute_samples(task, samples, options, limits, default_timeout_s=policy.fallback_s)
     info["timeouts"] = timeout_info
+    return results, info
+
+
+def execute_differential(task: Task, samples: Sequence[Mapping[str, Any]], problems: Sequence[Problem],
+                         options: ExecutionOptions, policy: TimeoutPolicy) -> tuple[list[SampleResult], dict[str, Any]]:
+    """EvalPlus's way: expected outputs and per-input times from the ground truth on this machine (cached), each
+    input's limit ``max(floor, factor x its time)`` (or ``--timeout``), then the samples."""
+    tests = {p.task_id: task.io_test(p) for p in problems}
+    truths = ground_truths(task, problems, tests, machine_key(), recompute=policy.recalibrate,
+                           show_progress=options.show_progress)
+    rule = InputLimits(policy.floor_s, policy.factor, policy.fixed_s)
+    jobs = io_jobs(task, problems, tests, truths, rule)
+    results, info = execute_samples(task, samples, options, default_timeout_s=policy.fallback_s, io_jobs=jobs)
+    limits = sorted(limit for job in jobs.values() for s in job.spec["sets"] for limit in s["time_limits"])
+    info["timeouts"] = {
+        "mode": "evalplus per input" if policy.calibrated else "fixed per input",
+        "rule": "max(floor_s, factor x the ground truth's time on the input, on this machine); each input set "
+                "killed after min(60, sum of its limits) + 2 s (evalplus 0.3.1 untrusted_check)",
+        "floor_s": policy.floor_s, "factor": policy.factor, "fixed_s": policy.fixed_s,
+        "cache": str(cache_path(task, machine_key())), "machine_key": machine_key(),
+        "limit_s": ({"min": limits[0], "median": statistics.median(limits), "max": limits[-1]} if limits else {}),
+        "inputs": len(limits), "fast_check": True,
+    }
     return results, info

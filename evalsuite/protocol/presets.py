@@ -17,7 +17,8 @@ from evalsuite.errors import EvalsuiteError
 SAMPLING_KEYS = {"n", "temperature", "top_p", "top_k", "max_new_tokens", "max_length", "k"}
 # stop_sequences: {task: [stops]} added to a base-style task's own; instruct_stop_sequences: [stops] of instruct runs
 PROMPT_KEYS = {"prompt_style", "strip_prompt", "stop_sequences", "instruct_stop_sequences"}
-PRESET_KEYS = SAMPLING_KEYS | PROMPT_KEYS | {"description", "source"}
+# evaluation: how the tasks that offer several ways are checked ("evalplus": EvalPlus's base and plus inputs)
+PRESET_KEYS = SAMPLING_KEYS | PROMPT_KEYS | {"description", "source", "evaluation"}
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,7 @@ class Preset:
     values: dict[str, Any]  # sampling settings (and "k")
     prompt: dict[str, Any] = field(default_factory=dict)  # prompt_style / strip_prompt
     source: str = ""
+    evaluation: str = ""  # "" (each task's own tests) or "evalplus" (evalsuite.tasks.evalplus_tasks)
 
 
 def _preset_files() -> dict[str, Any]:
@@ -53,5 +55,7 @@ def load_preset(name: str) -> Preset:
         raise EvalsuiteError(f"preset {name!r} has unknown keys: {', '.join(sorted(unknown))}")
     description = str(data.pop("description", ""))
     source = str(data.pop("source", ""))
+    evaluation = str(data.pop("evaluation", "") or "")
     prompt = {key: data.pop(key) for key in PROMPT_KEYS if key in data}
-    return Preset(name=name, description=description, values=data, prompt=prompt, source=source)
+    return Preset(name=name, description=description, values=data, prompt=prompt, source=source,
+                  evaluation=evaluation)

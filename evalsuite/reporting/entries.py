@@ -40,6 +40,18 @@ def _metrics_from_score(score: Any) -> tuple[dict[str, Metric], dict[str, str], 
     return metrics, dict(score.get("not_computable", {})), int(score["n_problems"])
 
 
+def _base_metrics(score: Any) -> dict[str, Metric]:
+    """EvalPlus-style runs: the base figures (``Score.sets["base"]``, or ``sets.base`` of its summary_json())."""
+    if hasattr(score, "sets"):
+        base = score.sets.get("base")
+        return {f"pass@{k}": Metric(p.value, p.ci_low, p.ci_high, p.ci_method)
+                for k, p in (base.pass_at.items() if base else [])}
+    base = (score.get("sets") or {}).get("base") or {}
+    ci95 = base.get("ci95", {})
+    return {name: Metric(float(value), float(ci95[name][0]), float(ci95[name][1]), None)
+            for name, value in base.items() if METRIC_NAME.match(name) and name in ci95}
+
+
 def entry_from_run(run_summary: Mapping[str, Any]) -> LeaderboardEntry:
     """Build the leaderboard entry for one finished (model, task) run.
 
@@ -67,6 +79,7 @@ def entry_from_run(run_summary: Mapping[str, Any]) -> LeaderboardEntry:
                             run_summary.get("prompt_style"), bool(run_summary.get("strip_prompt")),
                             run_summary.get("problem_set"))
     metrics, not_computable, n_problems = _metrics_from_score(run_summary["score"])
+    base_metrics = _base_metrics(run_summary["score"])
     if not metrics:
         raise EvalsuiteError(f"{run_summary['model']} on {run_summary['task']}: no pass@k could be computed "
                              f"({'; '.join(not_computable.values()) or 'empty score'})")
@@ -81,6 +94,7 @@ def entry_from_run(run_summary: Mapping[str, Any]) -> LeaderboardEntry:
         evalsuite_version=str(run_summary.get("evalsuite_version") or __version__),
         not_computable=not_computable, seed=None if seed is None else int(seed),
         run_page=str(run_summary["run_page"]) if run_summary.get("run_page") else None,
+        base_metrics=base_metrics,
     )
     validate_document(document([entry]), "<new entry>")  # fail at the source, not at the next read
     return entry

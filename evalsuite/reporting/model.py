@@ -92,6 +92,8 @@ class LeaderboardEntry:
     not_computable: dict[str, str] = field(default_factory=dict)  # "pass@100" -> reason
     seed: int | None = None
     run_page: str | None = None  # the run's report.html, relative to the leaderboard folder (schema 1.3)
+    # EvalPlus-style tasks (schema 1.4): pass@k over the base inputs alone; ``metrics`` are the plus figures
+    base_metrics: dict[str, Metric] = field(default_factory=dict)
 
     @property
     def settings_key(self) -> str:
@@ -121,6 +123,8 @@ class LeaderboardEntry:
             out["seed"] = self.seed
         if self.run_page:
             out["run_page"] = self.run_page
+        if self.base_metrics:
+            out["base_metrics"] = {name: metric.to_json() for name, metric in sorted_metrics(self.base_metrics)}
         return out
 
     @classmethod
@@ -134,6 +138,7 @@ class LeaderboardEntry:
             date=data["date"], run_id=data["run_id"], hardware=data["hardware"],
             evalsuite_version=data["evalsuite_version"], not_computable=dict(data.get("not_computable", {})),
             seed=data.get("seed"), run_page=data.get("run_page"),
+            base_metrics={name: Metric.from_json(value) for name, value in (data.get("base_metrics") or {}).items()},
         )
 
 

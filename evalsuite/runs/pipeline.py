@@ -314,7 +314,10 @@ def print_results_table(outcomes: Sequence[RunOutcome], ks: Sequence[int], strea
     from evalsuite.reporting.terminal import Table
 
     stream = stream or sys.stdout
-    header = ["model", "task", "n"] + [f"pass@{k}" for k in ks] + ["run"]
+    # EvalPlus-style runs (--preset evalplus): pass@k is the plus figure; the base one gets columns of its own
+    with_base = any("base" in outcome.score.sets for outcome in outcomes)
+    header = ["model", "task", "n"] + [f"pass@{k}" for k in ks] + ([f"base pass@{k}" for k in ks] if with_base else [])
+    header.append("run")
     rows = []
     for outcome in outcomes:
         badges = outcome.record.badges()
@@ -324,8 +327,15 @@ def print_results_table(outcomes: Sequence[RunOutcome], ks: Sequence[int], strea
             value = outcome.score.pass_at.get(k)
             cells.append(f"{value.value:.3f} {interval_label(value.ci_low, value.ci_high, value.ci_method)}"
                          if value else "n/a")
+        if with_base:
+            base = outcome.score.sets.get("base")
+            for k in ks:
+                value = base.pass_at.get(k) if base else None
+                cells.append(f"{value.value:.3f} {interval_label(value.ci_low, value.ci_high, value.ci_method)}"
+                             if value else "-")
         cells.append(str(outcome.run_dir.path))
         rows.append(cells)
     for failure in failures:
-        rows.append([f"{failure.model} (FAILED)", "-", "-"] + ["failed"] * len(ks) + [failure.error[:120]])
+        rows.append([f"{failure.model} (FAILED)", "-", "-"] + ["failed"] * len(ks) * (2 if with_base else 1)
+                    + [failure.error[:120]])
     print(Table(rows, header).render(), file=stream)

@@ -5,6 +5,6 @@ intervals, :mod:`~evalsuite.scoring.score` the summary of a run.
 """
 
 from evalsuite.scoring.passk import PassAtK, computable_ks, estimate, pass_at_k
-from evalsuite.scoring.score import Score, score
+from evalsuite.scoring.score import Score, SetScore, score
 
-__all__ = ["PassAtK", "Score", "computable_ks", "estimate", "pass_at_k", "score"]
+__all__ = ["PassAtK", "Score", "SetScore", "computable_ks", "estimate", "pass_at_k", "score"]

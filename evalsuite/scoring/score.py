@@ -11,6 +11,21 @@ from evalsuite.records import SampleResult
 
 
 @dataclass
+class SetScore:
+    """pass@k over one of EvalPlus's input sets: ``base`` (the base inputs passed) and ``plus`` (base and plus
+    inputs passed, EvalPlus's "+" figure, which is also the run's own pass@k)."""
+
+    pass_at: dict[int, PassAtK]
+    n_passed: int
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {f"pass@{k}": v.value for k, v in sorted(self.pass_at.items())}
+        out["ci95"] = {f"pass@{k}": [v.ci_low, v.ci_high] for k, v in sorted(self.pass_at.items())}
+        out["n_passed"] = self.n_passed
+        return out
+
+
+@dataclass
 class Score:
     pass_at: dict[int, PassAtK]
     not_computable: dict[int, str]  # k -> reason
@@ -20,6 +35,8 @@ class Score:
     # Verdicts by status: timeouts are counted apart from failures (a slow machine is not a wrong answer).
     statuses: dict[str, int] = field(default_factory=dict)  # "passed" / "failed" / "timed out" -> samples
     timed_out_per_problem: dict[str, int] = field(default_factory=dict)  # task_id -> samples timed out
+    # EvalPlus-style tasks: "base" and "plus" scored apart (empty for tasks checked by test code)
+    sets: dict[str, SetScore] = field(default_factory=dict)
 
     @property
     def n_passed(self) -> int:
@@ -43,11 +60,14 @@ class Score:
         out["n_passed"], out["n_failed"], out["n_timed_out"] = self.n_passed, self.n_failed, self.n_timed_out
         out["timed_out_per_problem"] = dict(self.timed_out_per_problem)
         out["flags"] = dict(self.flags)
+        if self.sets:
+            out["sets"] = {name: set_score.to_json() for name, set_score in self.sets.items()}
         out["per_problem"] = self.per_problem
         return out
 
 
 def score(results: Iterable[SampleResult], ks: Sequence[int], bootstrap: int = 1000) -> Score:
+    results = list(results)
     counts: dict[str, list[int]] = {}
     flags: Counter[str] = Counter()
     statuses: Counter[str] = Counter({"passed": 0, "failed": 0, "timed out": 0})
@@ -67,4 +87,23 @@ def score(results: Iterable[SampleResult], ks: Sequence[int], bootstrap: int = 1
     pass_at = {k: estimate(as_tuples, k, bootstrap=bootstrap) for k in ok}
     per_problem = {task_id: {"n": n, "c": c} for task_id, (n, c) in sorted(as_tuples.items())}
     return Score(pass_at=pass_at, not_computable=skipped, per_problem=per_problem, n_samples=n_samples,
-                 flags=dict(flags), statuses=dict(statuses), timed_out_per_problem=dict(sorted(timed_out.items())))
+                 flags=dict(flags), statuses=dict(statuses), timed_out_per_problem=dict(sorted(timed_out.items())),
+                 sets=set_scores(results, ok, bootstrap))
+
+
+def set_scores(results: Sequence[SampleResult], ks: Sequence[int], bootstrap: int) -> dict[str, SetScore]:
+    """EvalPlus's two figures: a sample passes ``base`` when its base inputs pass, ``plus`` when every set passes
+    (``evalplus.evaluate``: ``base_status == plus_status == PASS``)."""
+    names = [name for name in ("base", "plus") if any(name in r.sets for r in results)]
+    out: dict[str, SetScore] = {}
+    for name in names:
+        counts: dict[str, list[int]] = {}
+        for result in results:
+            passed = result.sets[name].passed if name == "base" and name in result.sets else result.passed
+            n_c = counts.setdefault(result.task_id, [0, 0])
+            n_c[0] += 1
+            n_c[1] += int(passed)
+        as_tuples = {task_id: (n, c) for task_id, (n, c) in counts.items()}
+        out[name] = SetScore(pass_at={k: estimate(as_tuples, k, bootstrap=bootstrap) for k in ks},
+                             n_passed=sum(c for _, c in as_tuples.values()))
+    return out

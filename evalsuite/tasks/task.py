@@ -29,6 +29,17 @@ class Problem:
 
 
 @dataclass(frozen=True)
+class IOTest:
+    """A problem checked by inputs and expected outputs (EvalPlus's differential testing) instead of test code."""
+
+    dataset: str  # "humaneval" or "mbpp": which of EvalPlus's special oracles apply
+    ground_truth: str  # the program whose outputs are expected (prompt + canonical solution)
+    sets: dict[str, Sequence[Sequence[Any]]]  # "base", "plus" -> inputs (argument lists), in order
+    atol: float
+    output_not_none: bool = False  # EvalPlus compares only ``output is not None`` (three MBPP problems)
+
+
+@dataclass(frozen=True)
 class Program:
     """What the sandbox runs for one sample.
 
@@ -126,6 +137,10 @@ class Task:
             prelude=problem.prompt,
             entry_point=problem.entry_point,
         )
+
+    def io_test(self, problem: Problem) -> IOTest | None:
+        """The problem's inputs and expected outputs where it is checked EvalPlus's way; None: by its test code."""
+        return None
 
     def canonical_completion(self, problem: Problem) -> str:
         """The canonical solution in the form this task's completions take (the body that follows the prompt)."""

@@ -1,0 +1,196 @@
+"""HumanEval+ and MBPP+ as EvalPlus scores them (``--preset evalplus``): the data files, the MBPP+ input decoding and
+the base and plus verdicts, each against EvalPlus 0.3.1's own code (the installed package, or its wheel unpacked).
+
+The probe programs are ``benchmarks/parity_evalplus_plus.py``'s (without its timing probes, which take minutes):
+float answers near the tolerance, answers that differ only in type, exceptions, load errors, wrong answers only on
+plus inputs, EvalPlus's special oracles. EvalPlus runs through its Python API (``check_correctness``, the function
+``evalplus.evaluate`` calls per sample), evalsuite through the sandbox.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+DATA = ROOT / "evalsuite" / "tasks" / "builtin" / "data"
+
+
+@pytest.fixture(scope="module")
+def evalplus(request):
+    pytest.importorskip("numpy")
+    pytest.importorskip("psutil")
+    try:
+        import evalplus.evaluate  # noqa: F401
+    except ImportError:
+        request.getfixturevalue("evalplus_module_path")
+    import evalplus
+
+    assert evalplus.__version__ == "0.3.1"
+    return evalplus
+
+
+def test_data_files_are_what_the_readme_records():
+    readme = (DATA / "README.md").read_text()
+    for name, problems in (("HumanEvalPlus-2023-04.jsonl.gz", 164), ("MbppPlus-2023-11.jsonl.gz", 399)):
+        text = gzip.decompress((DATA / name).read_bytes())
+        assert hashlib.sha256(text).hexdigest() in readme
+        assert len(text.decode().splitlines()) == problems
+
+
+def test_mbpp_inputs_decode_as_evalplus_decodes_them(evalplus):
+    from evalplus.data.mbpp import mbpp_deserialize_inputs as theirs
+
+    from evalsuite.tasks.evalplus_tasks import mbpp_deserialize_inputs as ours
+
+    text = gzip.decompress((DATA / "MbppPlus-2023-11.jsonl.gz").read_bytes())
+    rows = [json.loads(line) for line in text.splitlines()]
+    for row in rows:
+        for field in ("base_input", "plus_input"):
+            mine, peer = ours(row["task_id"], json.loads(json.dumps(row[field]))), theirs(row["task_id"], row[field])
+            assert repr(mine) == repr(peer), (row["task_id"], field)  # repr: types too (tuple vs list, 1 vs 1.0)
+
+
+def test_preset_evalplus_swaps_the_plus_tasks_and_keeps_the_others():
+    from evalsuite.protocol.presets import load_preset
+    from evalsuite.tasks.discovery import TaskRegistry
+    from evalsuite.tasks.evalplus_tasks import EvalPlusTask, for_evaluation
+
+    registry = TaskRegistry.discover([])
+    evaluation = load_preset("evalplus").evaluation
+    assert evaluation == "evalplus" and load_preset("bigcode").evaluation == ""
+    swapped = {name: for_evaluation(registry.get(name), evaluation)
+               for name in ("humaneval-plus", "mbpp-plus", "humaneval")}
+    assert isinstance(swapped["humaneval-plus"], EvalPlusTask) and isinstance(swapped["mbpp-plus"], EvalPlusTask)
+    assert not isinstance(swapped["humaneval"], EvalPlusTask)
+    assert not isinstance(for_evaluation(registry.get("mbpp-plus"), ""), EvalPlusTask)  # bigcode's check stays
+    mbpp = swapped["mbpp-plus"].problems()
+    assert len(mbpp) == 399 and mbpp[0].prompt.startswith('"""\nWrite a function to find the shared elements')
+    assert "assert similar_elements((3, 4, 5, 6),(5, 7, 4, 10)) == (4, 5)" in mbpp[0].prompt  # the file's first assert
+
+
+@pytest.mark.parametrize("dataset", ["humaneval", "mbpp"])
+def test_probe_programs_get_evalplus_verdicts_base_and_plus(evalplus, dataset):
+    import parity_evalplus_plus as parity
+
+    rows = parity.HUMANEVAL_ROWS if dataset == "humaneval" else parity.MBPP_ROWS
+    programs = parity.he_programs(slow=False) if dataset == "humaneval" else parity.mbpp_programs()
+    report = parity.compare(dataset, rows, programs, workers=2, api=True)
+    unexplained = [c for c in report["cases"] if not c["agree_pass"] and not c["known"]]
+    assert unexplained == []
+    statuses = [c for c in report["cases"] if c["agree_pass"] and not c["agree_status"] and not c.get("known")]
+    assert statuses == []
+    # the probes do probe: both verdicts occur, and plus fails where base passes
+    peer = [c["evalplus"] for c in report["cases"]]
+    assert any(p["base"] == "pass" and p["plus"] == "pass" for p in peer)
+    assert any(p["base"] == "pass" and p["plus"] != "pass" for p in peer)
+    assert sum(p["base"] != "pass" for p in peer) >= 5
+    # the known differences are still differences (else the list would hide a fixed one)
+    assert all(not c["agree_pass"] for c in report["cases"] if (c["task_id"], c["program"]) in parity.KNOWN)
+
+
+IO = {"dataset": "mbpp", "entry_point": "similar_elements", "atol": 0, "fast_check": True,
+      "sets": [{"name": "base", "inputs": [[[1, 2], [2]], [[3], [3, 4]], [[5], [6]]], "expected": [(2,), (3,), ()],
+                "time_limits": [1.0, 1.0, 1.0]},
+               {"name": "plus", "inputs": [[[7, 8], [8]]], "expected": [(8,)], "time_limits": [1.0]}]}
+
+
+def _run_io(candidates: dict[str, str]) -> dict:
+    import sandbox
+
+    jobs = [sandbox.Job(i, "io/similar", source, "", "", timeout_s=20, io=IO, io_digest="t")
+            for i, source in enumerate(candidates.values())]
+    with sandbox.Executor(workers=2, timeout_s=5) as executor:
+        outcomes = sorted(executor.run(jobs), key=lambda o: o.job_id)
+    return dict(zip(candidates, outcomes))
+
+
+def test_io_calls_do_not_depend_on_the_answers_and_forged_replies_fail():
+    """The sample is called on every input whatever it answered (a wrong answer decides the verdict, as EvalPlus's
+    early stop, but the calls go on); a call over its limit is ended by EvalPlus's timer inside the sample. Forged
+    frames and a "reduced" reply to a call that did not ask for one are channel tampering; a set reduction of a
+    non-plain answer is compared, not trusted."""
+    out = _run_io({
+        "right": "def similar_elements(a, b):\n    return tuple(set(a) & set(b))\n",
+        "wrong": "def similar_elements(a, b):\n    return (99,)\n",
+        "filter": "def similar_elements(a, b):\n    return filter(lambda x: x in b, a)\n",
+        "slow-second": "import time\nn = 0\ndef similar_elements(a, b):\n    global n\n    n += 1\n"
+                       "    if n == 2:\n        time.sleep(3)\n    return tuple(set(a) & set(b))\n",
+        "garbage": "import os\nfor fd in range(3, 40):\n    try:\n        os.write(fd, b'\\x00\\x00\\x00\\x05hello')\n"
+                   "    except OSError:\n        pass\ndef similar_elements(a, b):\n    return ()\n",
+    })
+    assert out["right"].passed and out["right"].sets["plus"]["status"] == "pass"
+    assert out["wrong"].sets["base"]["status"] == "fail" and out["wrong"].sets["base"]["failed_input"] == 0
+    assert out["wrong"].sets["base"]["calls"] == out["right"].sets["base"]["calls"] == 3
+    assert out["filter"].passed  # EvalPlus: set(filter(...)) == set(expected)
+    slow = out["slow-second"].sets["base"]
+    # EvalPlus's timer ends the slow call inside the sample, which goes on answering: every input is still called
+    assert (slow["status"], slow["reason"], slow["failed_input"], slow["calls"]) == ("fail", "timed out", 1, 3)
+    assert out["slow-second"].sets["plus"]["status"] == "pass"  # plus runs in a fresh process, as in EvalPlus
+    assert not out["garbage"].passed and "channel_tampered" in out["garbage"].flags
+
+
+def test_a_reduced_reply_is_accepted_only_for_a_set_call():
+    import os
+    import socket
+    import time
+
+    from sandbox import channel, wire
+
+    ours, theirs = socket.socketpair()
+    client = channel.CallClient(ours.fileno(), deadline=time.monotonic() + 5)
+    body = wire.encode(("reduced", 1, {1, 2}))
+    os.write(theirs.fileno(), len(body).to_bytes(4, "big") + body)
+    with pytest.raises(channel.ChannelFailure):
+        client.call("f", (1,), {})  # mode "": a reduced reply is forged
+    assert client.failure == ("channel tampered", "channel_tampered")
+    ours2, theirs2 = socket.socketpair()
+    client = channel.CallClient(ours2.fileno(), deadline=time.monotonic() + 5)
+    os.write(theirs2.fileno(), len(body).to_bytes(4, "big") + body)
+    assert client.call("f", (1,), {}, mode="set") == {1, 2} and client.reduced
+    for sock in (ours, theirs, ours2, theirs2):
+        sock.close()
+
+
+@pytest.mark.parametrize("dataset", ["humaneval", "mbpp"])
+def test_real_problems_canonical_and_broken_agree_with_evalplus(evalplus, dataset):
+    """A slice of the real data: each problem's ground truth as a program and two broken versions of it."""
+    import parity_evalplus_plus as parity
+
+    rows = parity.real_rows(dataset, limit=6)
+    report = parity.compare(dataset, rows, parity.real_programs(rows), workers=2, api=True)
+    assert all(c["agree_pass"] and c["agree_status"] for c in report["cases"]), \
+        [c for c in report["cases"] if not (c["agree_pass"] and c["agree_status"])]
+    assert sum(c["evalplus"]["base"] == "pass" for c in report["cases"]) >= 6
+
+
+def test_base_and_plus_pass_at_k_are_scored_apart_and_reach_the_leaderboard():
+    from evalsuite.records import SampleResult, SetVerdict
+    from evalsuite.reporting.entries import entry_from_run
+    from evalsuite.scoring import score
+
+    def result(task_id: str, base: str, plus: str) -> SampleResult:
+        return SampleResult(task_id, 0, base == plus == "pass", "passed" if base == plus == "pass" else "failed", 0.1,
+                            sets={"base": SetVerdict(base), "plus": SetVerdict(plus)})
+
+    results = [result("A", "pass", "pass"), result("B", "pass", "fail"), result("C", "fail", "pass"),
+               result("D", "fail", "fail")]
+    scored = score(results, [1])
+    assert scored.pass_at[1].value == 0.25  # EvalPlus's "+": base and plus
+    assert scored.sets["base"].pass_at[1].value == 0.5 and scored.sets["plus"].n_passed == 1
+    summary = scored.summary_json()
+    assert summary["sets"]["base"]["pass@1"] == 0.5 and summary["sets"]["plus"]["pass@1"] == 0.25
+    run = {"model": "m", "model_id": "m", "task": "humaneval-plus", "dataset_sha256": "0" * 64,
+           "prompt_template": "{prompt}", "sampling": {"n": 1, "temperature": 0.0, "top_p": 1.0, "top_k": 0,
+                                                      "max_new_tokens": 768, "seed": 0},
+           "run_id": "r", "hardware": "cpu"}
+    for form in (scored, summary):
+        entry = entry_from_run({**run, "score": form})
+        assert entry.metrics["pass@1"].value == 0.25 and entry.base_metrics["pass@1"].value == 0.5
+        assert entry.to_json()["base_metrics"]["pass@1"]["value"] == 0.5
