@@ -255,18 +255,11 @@ class Checker:
         if problem.error:
             return outcome
         timeout = float(job.get("timeout_s") or self.config["timeout_s"])
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         started = time.monotonic()
-        try:
-            # The candidate itself goes to the sample on its own channel (run_test), never to the sample server.
-            framing.send_frame(self.control, {"op": "run", "id": job["id"], "timeout_s": timeout},
-                               fds=[theirs.fileno()], binary=True)
-        except OSError:
-            ours.close()
-            theirs.close()
+        ours = self.start_sample(job["id"], timeout)
+        if ours is None:
             outcome.update(reason="sandbox worker was killed", restart=True)
             return outcome
-        theirs.close()
         try:
             report = run_test(problem, job["candidate"], ours.fileno(), started + timeout, self.seed_for(problem))
         except BaseException:
@@ -317,15 +310,9 @@ class Checker:
     def run_input_set(self, job: dict[str, Any], problem: IOProblem, input_set: differential.InputSet,
                       started: float) -> tuple[differential.SetReport, bool]:
         budget = input_set.budget_s(problem.fast_check, problem.per_task_cap_s)
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            framing.send_frame(self.control, {"op": "run", "id": job["id"], "timeout_s": budget},
-                               fds=[theirs.fileno()], binary=True)
-        except OSError:
-            ours.close()
-            theirs.close()
+        ours = self.start_sample(job["id"], budget)
+        if ours is None:
             return differential.SetReport(differential.FAIL, "sandbox worker was killed"), True
-        theirs.close()
         try:
             client = channel.CallClient(ours.fileno(), started + budget)
             comparator = differential.Comparator(problem.dataset, problem.entry_point, problem.atol)
@@ -343,6 +330,21 @@ class Checker:
         if report.reason == "sample process died":
             report.reason = describe_exit(exit_info, client.setup_done)
         return report, False
+
+    def start_sample(self, job_id: int, timeout_s: float) -> socket.socket | None:
+        """Ask the sample server for a fresh sample process, handing it one end of a new channel; the other end
+        (None where the server is gone). The candidate itself goes to the sample on that channel alone, never
+        through the sample server."""
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            framing.send_frame(self.control, {"op": "run", "id": job_id, "timeout_s": timeout_s},
+                               fds=[theirs.fileno()], binary=True)
+        except OSError:
+            ours.close()
+            return None
+        finally:
+            theirs.close()
+        return ours
 
     def seed_for(self, problem: CompiledProblem) -> bytes:
         """The test's random seed: the same for every sample of a problem in this run (whatever ran before it),

@@ -8,6 +8,7 @@ modules can also ``from tiny_models import make_tiny_model, FAMILIES`` directly.
 from __future__ import annotations
 
 import os
+import sys
 
 # Tests run tiny models: one thread is as fast as two, and on a busy 2-core box OpenMP's spinning threads
 # made the suite 10x slower (268 s vs 19 s for test_generation_hf.py). Set before torch is imported, so
@@ -84,6 +85,28 @@ def evalplus_sanitize(evalplus_module_path_or_installed):
     except ImportError as exc:
         pytest.skip(f"EvalPlus's sanitizer cannot be imported: {exc}")
     return sanitize
+
+
+@pytest.fixture(scope="module")
+def evalplus(request):
+    """EvalPlus 0.3.1 itself (its evaluation needs numpy and psutil): the installed package, else the wheel from
+    PyPI, unpacked, on sys.path."""
+    pytest.importorskip("numpy")
+    pytest.importorskip("psutil")
+    try:
+        import evalplus.eval  # noqa: F401
+        import evalplus.evaluate  # noqa: F401
+    except ImportError:
+        request.getfixturevalue("evalplus_module_path")
+        for name in [n for n in sys.modules if n == "evalplus" or n.startswith("evalplus.")]:
+            del sys.modules[name]
+    from importlib import metadata
+
+    import evalplus
+
+    version = getattr(evalplus, "__version__", None) or metadata.version("evalplus")
+    assert version == "0.3.1", version
+    return evalplus
 
 
 @pytest.fixture(scope="session")

@@ -22,20 +22,6 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 DATA = ROOT / "evalsuite" / "tasks" / "builtin" / "data"
 
 
-@pytest.fixture(scope="module")
-def evalplus(request):
-    pytest.importorskip("numpy")
-    pytest.importorskip("psutil")
-    try:
-        import evalplus.evaluate  # noqa: F401
-    except ImportError:
-        request.getfixturevalue("evalplus_module_path")
-    import evalplus
-
-    assert evalplus.__version__ == "0.3.1"
-    return evalplus
-
-
 def test_data_files_are_what_the_readme_records():
     readme = (DATA / "README.md").read_text()
     for name, problems in (("HumanEvalPlus-2023-04.jsonl.gz", 164), ("MbppPlus-2023-11.jsonl.gz", 399)):

