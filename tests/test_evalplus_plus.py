@@ -180,3 +180,9 @@ def test_base_and_plus_pass_at_k_are_scored_apart_and_reach_the_leaderboard():
         entry = entry_from_run({**run, "score": form})
         assert entry.metrics["pass@1"].value == 0.25 and entry.base_metrics["pass@1"].value == 0.5
         assert entry.to_json()["base_metrics"]["pass@1"]["value"] == 0.5
+    from evalsuite.reporting.views.leaderboard_page import _pct, render_html
+
+    page = render_html([entry])
+    assert f"base {_pct(0.5)}" in page and _pct(0.25) in page  # the plus figure ranks, the base one beside it
+    plain = [SampleResult(r.task_id, 0, r.passed, r.status, 0.1) for r in results]  # a task scored one way
+    assert "base " not in render_html([entry_from_run({**run, "task": "humaneval", "score": score(plain, [1])})])

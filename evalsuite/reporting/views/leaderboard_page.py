@@ -77,11 +77,14 @@ def _table(entries: Sequence[LeaderboardEntry], ks: list[int]) -> str:
             else:
                 how = ("Wilson score interval (every problem scored the same)" if metric.ci_method == "wilson"
                        else "95% bootstrap confidence interval over problems")
+                base = entry.base_metrics.get(f"pass@{k}")  # EvalPlus-style tasks: pass@k is the plus figure
+                base_html = (f'<div class="sub" title="EvalPlus base inputs alone (the figure above: base and plus)">'
+                             f'base {_pct(base.value)}</div>' if base is not None else "")
                 cells.append(
                     f'<td class="num" data-label="pass@{k}" data-sort="{metric.value:.6f}"><span class="metric">'
                     f'<span class="score">{_pct(metric.value)}</span>'
                     f'<span class="ci" title="{_e(how)}">{_e(ci_text(metric.ci_low, metric.ci_high, metric.ci_method))}'
-                    f'</span></span></td>')
+                    f'</span></span>{base_html}</td>')
         settings = f"{describe_settings(entry.settings)}; key {entry.settings_key}"
         problems = (f'{entry.n_problems}/{entry.settings["problem_set"]["of"]}' if is_partial(entry)
                     else str(entry.n_problems))
