@@ -186,3 +186,12 @@ def test_base_and_plus_pass_at_k_are_scored_apart_and_reach_the_leaderboard():
     assert f"base {_pct(0.5)}" in page and _pct(0.25) in page  # the plus figure ranks, the base one beside it
     plain = [SampleResult(r.task_id, 0, r.passed, r.status, 0.1) for r in results]  # a task scored one way
     assert "base " not in render_html([entry_from_run({**run, "task": "humaneval", "score": score(plain, [1])})])
+    from pathlib import Path
+
+    from evalsuite.runs.results import task_score
+
+    where = dict(model="m", model_id="m", task="humaneval-plus", n=1, n_problems_in_task=4, run_id="r",
+                 run_dir=Path("r"), summary_path=Path("r/summary.json"), report=Path("r/report.html"))
+    printed = task_score(scored, **where).to_json()  # what --json and the Python API give
+    assert printed["base_pass_at"]["pass@1"]["value"] == 0.5 and printed["pass_at"]["pass@1"]["value"] == 0.25
+    assert "base_pass_at" not in task_score(score(plain, [1]), **where).to_json()
