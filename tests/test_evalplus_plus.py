@@ -195,3 +195,11 @@ def test_base_and_plus_pass_at_k_are_scored_apart_and_reach_the_leaderboard():
     printed = task_score(scored, **where).to_json()  # what --json and the Python API give
     assert printed["base_pass_at"]["pass@1"]["value"] == 0.5 and printed["pass_at"]["pass@1"]["value"] == 0.25
     assert "base_pass_at" not in task_score(score(plain, [1]), **where).to_json()
+    from evalsuite.reporting.views.contract import RunHeader
+    from evalsuite.reporting.views.run_page import render_run_page
+
+    run_page = render_run_page(RunHeader(model="m", task="humaneval-plus", run_id="r"), summary, [], {})
+    assert "base 50.0%" in run_page and "25.0%" in run_page
+    plain_page = render_run_page(RunHeader(model="m", task="humaneval", run_id="r"), score(plain, [1]).summary_json(),
+                                 [], {})
+    assert "base " not in plain_page

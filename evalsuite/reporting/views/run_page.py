@@ -48,11 +48,14 @@ def _shown(samples: Sequence[SampleView]) -> list[SampleView]:
 
 def _stats(summary: Mapping[str, Any], n_flagged: int) -> str:
     cards = []
+    base = summary.get("sets", {}).get("base", {})  # EvalPlus-style tasks: pass@k is base and plus
     for name in sorted((k for k in summary if k.startswith("pass@")), key=lambda k: int(k[5:])):
         low, high = summary["ci95"][name]
         method = summary.get("ci_method", {}).get(name)
+        base_html = (f'<div class="sub" title="EvalPlus base inputs alone">base {pct(base[name])}%</div>'
+                     if name in base else "")
         cards.append(f'<div class="card stat"><div class="what">{_e(name)}</div><div class="big">{pct(summary[name])}%'
-                     f'</div><div class="sub">95% CI {_e(ci_text(low, high, method))}</div></div>')
+                     f'</div><div class="sub">95% CI {_e(ci_text(low, high, method))}</div>{base_html}</div>')
     for name, reason in summary.get("not_computable", {}).items():
         cards.append(f'<div class="card stat"><div class="what">{_e(name)}</div><div class="big">—</div>'
                      f'<div class="sub">{_e(reason)}</div></div>')
