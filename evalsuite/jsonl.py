@@ -110,13 +110,22 @@ def _umask() -> int:
     return current
 
 
+def safe_file_name(text: str) -> str:
+    """``text`` with every character but letters, digits, ``-``, ``_`` and ``.`` replaced by ``_`` (one for one)."""
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)
+
+
 def atomic_write_text(path: str | Path, text: str) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; outputs are for CI viewers and colleagues too

@@ -284,10 +284,11 @@ class Checker:
         for input_set in problem.sets:
             started = time.monotonic()
             report, restart = self.run_input_set(job, problem, input_set, started)
+            elapsed = round(time.monotonic() - started, 6)
             outcome["sets"][input_set.name] = {
                 "status": report.status, "reason": report.reason, "failed_input": report.failed_input,
-                "calls": report.calls, "duration_s": round(time.monotonic() - started, 6)}
-            outcome["duration_s"] += round(time.monotonic() - started, 6)
+                "calls": report.calls, "duration_s": elapsed}
+            outcome["duration_s"] += elapsed
             for flag in report.flags:
                 if flag in KNOWN_FLAGS and flag not in outcome["flags"]:
                     outcome["flags"].append(flag)

@@ -387,7 +387,7 @@ def _decode_rate(record: dict) -> float | None:
 def _decode_note(ratio: float | None) -> str:
     if ratio is None:
         return ""
-    return f"; decoding alone {ratio:.2f}x" + (" (within 15%)" if abs(ratio - 1) <= 0.15 else "")
+    return f"; decoding alone {ratio:.2f}x" + _within_15(ratio)
 
 
 def _with_value(flags: list[str], name: str, value: str) -> list[str]:
@@ -399,7 +399,11 @@ def _with_value(flags: list[str], name: str, value: str) -> list[str]:
 def _ratio_note(ratio: float | None) -> str:
     if ratio is None:
         return "no solo figure"
-    return f"{ratio:.2f}x of alone" + (" (within 15%)" if abs(ratio - 1) <= 0.15 else "")
+    return f"{ratio:.2f}x of alone" + _within_15(ratio)
+
+
+def _within_15(ratio: float) -> str:
+    return " (within 15%)" if abs(ratio - 1) <= 0.15 else ""
 
 
 def _plan_key(model_info: dict) -> tuple:

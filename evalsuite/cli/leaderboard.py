@@ -9,7 +9,7 @@ from typing import Sequence
 from evalsuite.cli.options import add_fail_under_argument
 from evalsuite.cli.json_output import add_json_argument, print_json, stdout_to_stderr
 from evalsuite.reporting.gate import check_fail_under, raise_shortfalls
-from evalsuite.reporting.labels import display_labels, interval_label
+from evalsuite.reporting.labels import display_labels, estimate_text
 from evalsuite.reporting.model import LeaderboardEntry
 from evalsuite.reporting.store import LEADERBOARD_FILE, load_leaderboard
 from evalsuite.reporting.terminal import Table
@@ -70,8 +70,7 @@ def format_table(entries: Sequence[LeaderboardEntry], max_name: int | None = Non
         cells = [_name_cell(entry, labels[entry.key], max_name), _clean(entry.task)]
         for k in ks:
             metric = entry.metrics.get(f"pass@{k}")
-            cells.append(f"{metric.value:.3f} {interval_label(metric.ci_low, metric.ci_high, metric.ci_method)}"
-                         if metric else "-")
+            cells.append(estimate_text(metric) if metric else "-")
         cells += [str(entry.n), f"{entry.temperature:g}", entry.date[:10]]
         rows.append(cells)
     numeric = frozenset(range(2, len(header) - 1))

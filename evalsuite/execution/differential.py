@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import marshal
-import os
 import sys
 import time
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from sandbox import DEFAULT_TIMEOUT_PER_TASK_S, InputSet, cache_root
 from sandbox import compute_ground_truth as compute
 
 from evalsuite.errors import EvalsuiteError
+from evalsuite.jsonl import atomic_write_bytes, safe_file_name
 from evalsuite.tasks.task import IOTest, Problem, Task
 from evalsuite.version import __version__
 
@@ -69,12 +69,12 @@ def cache_path(task: Task, machine: str) -> Path:
     """The folder of a task's cached ground truths on this machine (``machine``:
     :func:`evalsuite.execution.timeouts.machine_key`), one file per problem: MBPP+'s outputs reach 760 MB for one
     problem (Mbpp/255), and a run of a few problems reads only theirs."""
-    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in task.name)
-    return cache_root() / "evalplus" / machine / f"{safe}-{task.dataset_sha256[:16]}-evalsuite{__version__}"
+    return (cache_root() / "evalplus" / machine
+            / f"{safe_file_name(task.name)}-{task.dataset_sha256[:16]}-evalsuite{__version__}")
 
 
 def _problem_file(folder: Path, task_id: str) -> Path:
-    return folder / ("".join(c if c.isalnum() or c in "-_." else "_" for c in task_id) + ".marshal")
+    return folder / (safe_file_name(task_id) + ".marshal")
 
 
 def _read_cached(folder: Path, task_id: str) -> dict[str, Any] | None:
@@ -88,11 +88,8 @@ def _read_cached(folder: Path, task_id: str) -> dict[str, Any] | None:
 
 
 def _write_cached(folder: Path, task_id: str, sets: Mapping[str, Any]) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    path = _problem_file(folder, task_id)
-    temporary = path.with_suffix(f".{os.getpid()}.tmp")
-    temporary.write_bytes(marshal.dumps({"schema": CACHE_SCHEMA, "task_id": task_id, "sets": dict(sets)}))
-    os.replace(temporary, path)
+    atomic_write_bytes(_problem_file(folder, task_id),
+                       marshal.dumps({"schema": CACHE_SCHEMA, "task_id": task_id, "sets": dict(sets)}))
 
 
 def ground_truths(task: Task, problems: Sequence[Problem], tests: Mapping[str, IOTest], machine: str,

@@ -42,7 +42,7 @@ from evalsuite.environment import hardware
 from evalsuite.execution.differential import InputLimits, cache_path, ground_truths, io_jobs
 from evalsuite.execution.executor import ExecutionOptions, execute_samples
 from evalsuite.flags import flag
-from evalsuite.jsonl import atomic_write_json
+from evalsuite.jsonl import atomic_write_json, safe_file_name
 from evalsuite.records import SampleResult
 from evalsuite.tasks.task import Problem, Task
 from sandbox import DEFAULT_TIMEOUT_S, cache_root
@@ -105,9 +105,8 @@ def machine_key(fingerprint: Mapping[str, Any] | None = None) -> str:
 
 
 def calibration_path(task: Task) -> Path:
-    safe_name = "".join(c if c.isalnum() or c in "-_." else "_" for c in task.name)
     return (cache_root() / "timeouts" / machine_key()
-            / f"{safe_name}-{task.dataset_sha256[:16]}-evalsuite{__version__}.json")
+            / f"{safe_file_name(task.name)}-{task.dataset_sha256[:16]}-evalsuite{__version__}.json")
 
 
 def _read_cache(path: Path, task: Task) -> dict[str, Any]:
@@ -241,7 +240,8 @@ def execute_differential(task: Task, samples: Sequence[Mapping[str, Any]], probl
     """EvalPlus's way: expected outputs and per-input times from the ground truth on this machine (cached), each
     input's limit ``max(floor, factor x its time)`` (or ``--timeout``), then the samples."""
     tests = {p.task_id: task.io_test(p) for p in problems}
-    truths = ground_truths(task, problems, tests, machine_key(), recompute=policy.recalibrate,
+    machine = machine_key()
+    truths = ground_truths(task, problems, tests, machine, recompute=policy.recalibrate,
                            show_progress=options.show_progress)
     rule = InputLimits(policy.floor_s, policy.factor, policy.fixed_s)
     jobs = io_jobs(task, problems, tests, truths, rule)
@@ -252,7 +252,7 @@ def execute_differential(task: Task, samples: Sequence[Mapping[str, Any]], probl
         "rule": "max(floor_s, factor x the ground truth's time on the input, on this machine); each input set "
                 "killed after min(60, sum of its limits) + 2 s (evalplus 0.3.1 untrusted_check)",
         "floor_s": policy.floor_s, "factor": policy.factor, "fixed_s": policy.fixed_s,
-        "cache": str(cache_path(task, machine_key())), "machine_key": machine_key(),
+        "cache": str(cache_path(task, machine)), "machine_key": machine,
         "limit_s": ({"min": limits[0], "median": statistics.median(limits), "max": limits[-1]} if limits else {}),
         "inputs": len(limits), "fast_check": True,
     }

@@ -20,6 +20,12 @@ def interval_label(low: float, high: float, method: str | None) -> str:
 
 
 
+def estimate_text(estimate: Any) -> str:
+    """``0.120 [0.080, 0.170]``: a pass@k estimate (a ``PassAtK`` or a leaderboard ``Metric``) with its interval, as
+    the terminal tables show it."""
+    return f"{estimate.value:.3f} {interval_label(estimate.ci_low, estimate.ci_high, estimate.ci_method)}"
+
+
 def describe_settings(settings: Mapping[str, Any]) -> str:
     text = f"n={settings['n']}, T={settings['temperature']:g}"
     if settings["temperature"] > 0:

@@ -310,7 +310,7 @@ def _rank_device(ctx: DistContext) -> str:
 
 def print_results_table(outcomes: Sequence[RunOutcome], ks: Sequence[int], stream=None,
                         failures: Sequence[ModelFailure] = ()) -> None:
-    from evalsuite.reporting.labels import interval_label
+    from evalsuite.reporting.labels import estimate_text
     from evalsuite.reporting.terminal import Table
 
     stream = stream or sys.stdout
@@ -325,14 +325,12 @@ def print_results_table(outcomes: Sequence[RunOutcome], ks: Sequence[int], strea
         cells = [label, outcome.task, str(outcome.record.sampling["n"])]
         for k in ks:
             value = outcome.score.pass_at.get(k)
-            cells.append(f"{value.value:.3f} {interval_label(value.ci_low, value.ci_high, value.ci_method)}"
-                         if value else "n/a")
+            cells.append(estimate_text(value) if value else "n/a")
         if with_base:
             base = outcome.score.sets.get("base")
             for k in ks:
                 value = base.pass_at.get(k) if base else None
-                cells.append(f"{value.value:.3f} {interval_label(value.ci_low, value.ci_high, value.ci_method)}"
-                             if value else "-")
+                cells.append(estimate_text(value) if value else "-")
         cells.append(str(outcome.run_dir.path))
         rows.append(cells)
     for failure in failures:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from evalsuite.scoring.passk import PassAtK, computable_ks, estimate
 from evalsuite.records import SampleResult
@@ -68,42 +68,44 @@ class Score:
 
 def score(results: Iterable[SampleResult], ks: Sequence[int], bootstrap: int = 1000) -> Score:
     results = list(results)
-    counts: dict[str, list[int]] = {}
     flags: Counter[str] = Counter()
     statuses: Counter[str] = Counter({"passed": 0, "failed": 0, "timed out": 0})
     timed_out: Counter[str] = Counter()
-    n_samples = 0
     for result in results:
-        n_samples += 1
         statuses[result.status] += 1
         if result.status == "timed out":
             timed_out[result.task_id] += 1
-        n_c = counts.setdefault(result.task_id, [0, 0])
-        n_c[0] += 1
-        n_c[1] += int(result.passed)
         flags.update(result.flags)
-    as_tuples = {task_id: (n, c) for task_id, (n, c) in counts.items()}
+    as_tuples = problem_counts(results, lambda result: result.passed)
     ok, skipped = computable_ks(sorted(set(ks)), as_tuples)
     pass_at = {k: estimate(as_tuples, k, bootstrap=bootstrap) for k in ok}
     per_problem = {task_id: {"n": n, "c": c} for task_id, (n, c) in sorted(as_tuples.items())}
-    return Score(pass_at=pass_at, not_computable=skipped, per_problem=per_problem, n_samples=n_samples,
+    plus = SetScore(dict(pass_at), sum(c for _, c in as_tuples.values()))
+    return Score(pass_at=pass_at, not_computable=skipped, per_problem=per_problem, n_samples=len(results),
                  flags=dict(flags), statuses=dict(statuses), timed_out_per_problem=dict(sorted(timed_out.items())),
-                 sets=set_scores(results, ok, bootstrap))
+                 sets=set_scores(results, ok, bootstrap, plus))
 
 
-def set_scores(results: Sequence[SampleResult], ks: Sequence[int], bootstrap: int) -> dict[str, SetScore]:
+def problem_counts(results: Sequence[SampleResult],
+                   passed: Callable[[SampleResult], bool]) -> dict[str, tuple[int, int]]:
+    """(samples, passes) per problem, in the order the problems first appear; ``passed`` says what a pass is."""
+    counts: dict[str, tuple[int, int]] = {}
+    for result in results:
+        n, c = counts.get(result.task_id, (0, 0))
+        counts[result.task_id] = (n + 1, c + int(passed(result)))
+    return counts
+
+
+def set_scores(results: Sequence[SampleResult], ks: Sequence[int], bootstrap: int, plus: SetScore
+               ) -> dict[str, SetScore]:
     """EvalPlus's two figures: a sample passes ``base`` when its base inputs pass, ``plus`` when every set passes
-    (``evalplus.evaluate``: ``base_status == plus_status == PASS``)."""
-    names = [name for name in ("base", "plus") if any(name in r.sets for r in results)]
+    (``evalplus.evaluate``: ``base_status == plus_status == PASS``), which is the run's own pass: ``plus`` is the
+    run's own score, given, not estimated again."""
     out: dict[str, SetScore] = {}
-    for name in names:
-        counts: dict[str, list[int]] = {}
-        for result in results:
-            passed = result.sets[name].passed if name == "base" and name in result.sets else result.passed
-            n_c = counts.setdefault(result.task_id, [0, 0])
-            n_c[0] += 1
-            n_c[1] += int(passed)
-        as_tuples = {task_id: (n, c) for task_id, (n, c) in counts.items()}
-        out[name] = SetScore(pass_at={k: estimate(as_tuples, k, bootstrap=bootstrap) for k in ks},
-                             n_passed=sum(c for _, c in as_tuples.values()))
+    if any("base" in r.sets for r in results):
+        base = problem_counts(results, lambda r: r.sets["base"].passed if "base" in r.sets else r.passed)
+        out["base"] = SetScore(pass_at={k: estimate(base, k, bootstrap=bootstrap) for k in ks},
+                               n_passed=sum(c for _, c in base.values()))
+    if any("plus" in r.sets for r in results):
+        out["plus"] = plus
     return out
