@@ -80,7 +80,9 @@ def test_out_of_memory_mid_run_retries_with_fewer_rows(clean, tmp_path, monkeypa
     texts, record = run(model, tmp_path, "evalsuite", monkeypatch, fault="oom:3")
     assert record["model"]["engine_fallback"] is None and record["model"]["engine"]["name"] == "evalsuite"
     [retry] = record["model"]["engine_retries"]
-    assert retry.startswith("engine out of memory with 12 rows after 0 completions: retrying the rest with 6 rows")
+    assert retry.startswith("engine out of memory with 12 rows after 0 completions (")
+    assert "injected out of memory at decode step 3" in retry  # the allocator's own words, to find the edge
+    assert retry.endswith("retrying the rest with 6 rows")
     assert record["model"]["engine"]["rows"] == 6
     assert texts == expected
 

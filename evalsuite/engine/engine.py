@@ -216,9 +216,8 @@ class Engine:
         samples = sum(len(p.samples) for p in prompts)
         per_prompt = max(len(p.samples) for p in prompts)
         per_token = kv_bytes_per_token(spec, self.adapter.num_layers, self.dtype)
-        max_rows = min(self.options.max_rows, samples)
-        if self.options.batch_invariant:
-            max_rows = min(self.options.invariant_rows, samples)
+        row_limit = self.options.invariant_rows if self.options.batch_invariant else self.options.max_rows
+        max_rows = min(row_limit, samples)
         if self.device.type != "cuda":
             return plan_cache(budget_bytes=1 << 62, bytes_per_token=per_token, prompt_capacity=prompt_capacity,
                               gen_capacity=gen_capacity, num_prompts=len(prompts), samples_per_prompt=per_prompt,

@@ -73,8 +73,10 @@ class HFEngineBridge:
             if out_of_memory and rows // 2 >= MIN_ROWS:
                 self.engine.options = replace(self.engine.options, max_rows=rows // 2,
                                               invariant_rows=min(rows // 2, self.engine.options.invariant_rows))
-                self._note(self.retries, f"engine out of memory with {rows} rows after {done} completions: "
-                                         f"retrying the rest with {rows // 2} rows")
+                invariance = (" (batch invariance no longer holds: the rest runs narrower steps)"
+                              if self.engine.options.batch_invariant else "")
+                self._note(self.retries, f"engine out of memory with {rows} rows after {done} completions ({why}): "
+                                         f"retrying the rest with {rows // 2} rows{invariance}")
                 continue
             self.failure = (f"engine failed mid-run after {done} completions ({why}); plain "
                             "transformers generate made the rest")

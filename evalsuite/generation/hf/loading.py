@@ -244,10 +244,9 @@ def output_embedding_rows(model: Any) -> int | None:
     if embedding is None:
         return None
     shape = getattr(embedding.weight, "ds_shape", None) or embedding.weight.shape
-    rows = int(shape[0])
-    if rows <= 0 or len(shape) != 2:
+    if len(shape) != 2 or int(shape[0]) <= 0:
         raise EvalsuiteError(f"the output embedding's weight has shape {tuple(shape)}: cannot tell the vocabulary")
-    return rows
+    return int(shape[0])
 
 
 def model_context_length(config: Any) -> int | None:
