@@ -67,10 +67,16 @@ def allocatable_bytes(device: Any, cap_bytes: int | None = None) -> int:
 
 
 def capped_free_bytes(free: int, allocated: int, reserved: int, cap_bytes: int | None) -> int:
-    """Free device memory as the allocator sees it (see :func:`allocatable_bytes`)."""
+    """Free device memory as the allocator sees it (see :func:`allocatable_bytes`).
+
+    Under a cap, PyTorch refuses any new segment that would take its *reserved* total past the cap; the
+    reserved-but-unused blocks left by freed tensors (the engine's fused weights replace the originals
+    in place of them) only serve allocations small enough to fit a hole. So what a large tensor such as a
+    KV cache can count on is the cap less what is reserved, not less what is allocated: planning from the
+    latter put the GPT-J seed case's cache 1 GiB past its 16 GiB cap and cost a retry at half the rows."""
     available = free + (reserved - allocated)
     if cap_bytes:
-        available = min(available, cap_bytes - allocated)
+        available = min(available, cap_bytes - max(allocated, reserved))
     return max(0, available)
 
 

@@ -190,6 +190,7 @@ def test_unknown_model_without_config_is_a_clear_error():
     (70 * GiB, 10 * GiB, 10 * GiB, None, 70 * GiB),      # no cap: what the driver reports
     (70 * GiB, 10 * GiB, 12 * GiB, None, 72 * GiB),      # the allocator's unused blocks count too
     (70 * GiB, 10 * GiB, 10 * GiB, 16 * GiB, 6 * GiB),   # a 16 GiB cap: 16 - 10 left
+    (70 * GiB, 11 * GiB, 12 * GiB, 16 * GiB, 4 * GiB),   # under a cap a new segment counts what is reserved
     (70 * GiB, 17 * GiB, 17 * GiB, 16 * GiB, 0),         # past the cap: nothing, never negative
 ])
 def test_free_memory_respects_an_enforced_gpu_cap(free, allocated, reserved, cap, expected):
