@@ -8,8 +8,9 @@ argparse group is generated from the dataclass (:mod:`evalsuite.cli.option_group
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,8 @@ A plugin is any module (or object) with functions named like these hooks and dec
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import pluggy
 
@@ -26,7 +27,7 @@ hookimpl = pluggy.HookimplMarker(PROJECT)
 
 
 @hookspec
-def evalsuite_register_tasks() -> Iterable["Task"]:
+def evalsuite_register_tasks() -> Iterable[Task]:
     """Return the tasks this plugin provides.
 
     Keep it cheap: build :class:`~evalsuite.tasks.task.Task` objects whose data loads lazily

@@ -17,8 +17,9 @@ import hashlib
 import json
 import os
 import tempfile
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from evalsuite.errors import EvalsuiteError
 from evalsuite.untrusted import dumps
@@ -97,7 +98,7 @@ class JsonlAppender:
     def close(self) -> None:
         self._handle.close()
 
-    def __enter__(self) -> "JsonlAppender":
+    def __enter__(self) -> JsonlAppender:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 # Every code point shown as an escape, as ranges: controls (Cc: C0, DEL, C1), format characters (Cf: bidi controls,
 # zero-width characters, the BOM, the Arabic and Egyptian format marks...), surrogates (Cs), the line and paragraph

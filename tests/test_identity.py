@@ -153,3 +153,20 @@ def test_presets_carry_their_prompt_protocol():
     assert load_preset("bigcode").values == {"n": 200, "temperature": 0.2, "top_p": 0.95, "max_new_tokens": 512,
                                              "max_length": 512,
                                              "k": [1, 10, 100]}
+
+
+def test_the_pre_load_key_tells_two_tasks_apart_even_on_the_same_data():
+    """Two tasks on one data file and template (a task and its variant under another name) must not reuse each
+    other's finished runs: the task's name is part of the key (it was once swallowed by a comment)."""
+    from types import SimpleNamespace
+
+    from evalsuite.models.registry import resolve_model
+    from evalsuite.records import SamplingParams
+    from evalsuite.runs.config import RunConfig
+    from evalsuite.runs.resume import request_key
+
+    spec = resolve_model("reference")
+    config = RunConfig(models=["reference"], tasks=[], sampling=SamplingParams(n=1), ks=[1])
+    keys = {request_key(spec, SimpleNamespace(name=name, dataset_sha256="same", prompt_template="same"), ["t/0"],
+                        config) for name in ("humaneval", "humaneval-variant")}
+    assert len(keys) == 2 and None not in keys

@@ -11,9 +11,9 @@ import signal
 import sys
 import threading
 
-from evalsuite.version import __version__
 from evalsuite.errors import EvalsuiteError
 from evalsuite.untrusted import visible
+from evalsuite.version import __version__
 
 COMMANDS = ("run", "evaluate", "selfcheck", "tasks", "models", "plan", "leaderboard")
 

@@ -16,7 +16,8 @@ import contextlib
 import io
 import os
 import sys
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from evalsuite.errors import EvalsuiteError
 

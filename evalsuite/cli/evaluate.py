@@ -13,14 +13,22 @@ import argparse
 import sys
 from pathlib import Path
 
-from evalsuite.cli.options import (add_execution_args, add_max_new_tokens, add_quiet, add_task_source_args,
-                                   add_temperature, execution_options,
-                                       load_registry, parse_ks, timeout_policy)
+from evalsuite.cli.json_output import add_json_argument, print_json, stdout_to_stderr
+from evalsuite.cli.options import (
+    add_execution_args,
+    add_max_new_tokens,
+    add_quiet,
+    add_task_source_args,
+    add_temperature,
+    execution_options,
+    load_registry,
+    parse_ks,
+    timeout_policy,
+)
 from evalsuite.errors import EvalsuiteError
+from evalsuite.protocol.asking import SolutionTask
 from evalsuite.records import SamplingParams
 from evalsuite.reporting.terminal import key_values
-from evalsuite.cli.json_output import add_json_argument, print_json, stdout_to_stderr
-from evalsuite.protocol.asking import SolutionTask
 from evalsuite.runs.finish import RunFacts
 from evalsuite.runs.identity import partial_badge, problem_set
 from evalsuite.untrusted import storable, visible
@@ -104,11 +112,11 @@ def execute(args: argparse.Namespace):
     """Everything ``evaluate`` does but the exit status: a :class:`evalsuite.runs.results.RunResult` with one score
     (command "evaluate"). :func:`evalsuite.evaluate` calls this too."""
     from evalsuite.cli import preflight
-    from evalsuite.runs.results import RunResult, task_score
     from evalsuite.execution.samples import read_samples
     from evalsuite.execution.timeouts import execute_with_timeouts
     from evalsuite.jsonl import atomic_write_jsonl, sha256_file
     from evalsuite.runs.finish import ScoredRun, add_to_leaderboard, finish
+    from evalsuite.runs.results import RunResult, task_score
 
     options = execution_options(args)
     policy = timeout_policy(args)

@@ -9,7 +9,8 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from evalsuite.untrusted import dumps
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
-from evalsuite.cli.options import add_fail_under_argument
 from evalsuite.cli.json_output import add_json_argument, print_json, stdout_to_stderr
+from evalsuite.cli.options import add_fail_under_argument
 from evalsuite.reporting.gate import check_fail_under, raise_shortfalls
 from evalsuite.reporting.labels import display_labels, estimate_text
 from evalsuite.reporting.model import LeaderboardEntry
@@ -15,6 +15,7 @@ from evalsuite.reporting.store import LEADERBOARD_FILE, load_leaderboard
 from evalsuite.reporting.terminal import Table
 from evalsuite.reporting.views.leaderboard_page import HTML_FILE
 from evalsuite.untrusted import visible
+
 
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(

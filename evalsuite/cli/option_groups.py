@@ -10,7 +10,8 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import typing
-from typing import Any, Iterable, TypeVar
+from collections.abc import Iterable
+from typing import Any, TypeVar
 
 from evalsuite.errors import EvalsuiteError
 from evalsuite.flags import Flag, flag_of

@@ -9,16 +9,29 @@ import argparse
 import sys
 from pathlib import Path
 
-from evalsuite.cli.options import (SAMPLING_DEFAULTS, add_execution_args, add_fail_under_argument, add_limit,
-                                   add_max_new_tokens, add_prompt_style, add_quiet, add_task_source_args, add_temperature,
-                                       execution_options, load_registry, parse_ks, split_names, timeout_policy)
-from evalsuite.cli.json_output import add_json_argument, print_json, stdout_to_stderr
 from evalsuite.cli import preflight
+from evalsuite.cli.json_output import add_json_argument, print_json, stdout_to_stderr
 from evalsuite.cli.option_groups import add_options, options_from_args
+from evalsuite.cli.options import (
+    SAMPLING_DEFAULTS,
+    add_execution_args,
+    add_fail_under_argument,
+    add_limit,
+    add_max_new_tokens,
+    add_prompt_style,
+    add_quiet,
+    add_task_source_args,
+    add_temperature,
+    execution_options,
+    load_registry,
+    parse_ks,
+    split_names,
+    timeout_policy,
+)
 from evalsuite.devices import check_device_present
+from evalsuite.errors import EvalsuiteError, ThresholdNotMet
 from evalsuite.generation.options import GenerationOptions, HFOptions, OpenAIOptions
 from evalsuite.models.options import LoadingOptions
-from evalsuite.errors import EvalsuiteError, ThresholdNotMet
 
 # The sampling flags a preset may fill (a given flag wins); their defaults are SamplingParams's.
 PRESET_SAMPLING = ("n", "temperature", "top_p", "top_k", "max_new_tokens", "max_length")
@@ -110,8 +123,8 @@ def sampling_from_args(args: argparse.Namespace):
 
 def protocol_from_args(args: argparse.Namespace):
     """The prompt protocol: flags, else the preset's, else auto style without stripping."""
-    from evalsuite.protocol.prompting import PromptProtocol
     from evalsuite.protocol.presets import load_preset
+    from evalsuite.protocol.prompting import PromptProtocol
 
     values: dict = {"style": "auto", "strip_prompt": False}
     if getattr(args, "preset", None):
@@ -165,9 +178,9 @@ def execute(args: argparse.Namespace, argv: list[str] | None = None):
     """Everything ``run`` does but the exit status: a :class:`evalsuite.runs.results.RunResult` (None on a worker
     rank). The table goes to stdout (stderr with ``--json``, nothing with ``--json --quiet``); the
     ``--fail-under`` gate is checked, not enforced. :func:`evalsuite.run` calls this too."""
-    from evalsuite.runs.results import FailUnder, RunResult, score_from_outcome
     from evalsuite.runs.config import RunConfig
     from evalsuite.runs.pipeline import print_results_table, run_evaluation
+    from evalsuite.runs.results import FailUnder, RunResult, score_from_outcome
 
     thresholds = args.fail_under
     json_out = getattr(args, "json", False)

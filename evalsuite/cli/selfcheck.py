@@ -13,9 +13,16 @@ import json
 import os
 import sys
 
-from evalsuite.cli.options import (add_execution_args, add_json, add_limit, add_quiet, add_task_source_args,
-                                   execution_options,
-                                       load_registry, timeout_policy)
+from evalsuite.cli.options import (
+    add_execution_args,
+    add_json,
+    add_limit,
+    add_quiet,
+    add_task_source_args,
+    execution_options,
+    load_registry,
+    timeout_policy,
+)
 from evalsuite.errors import EvalsuiteError
 
 EXIT_NOT_ALL_PASSED = 1
@@ -37,8 +44,8 @@ def add_parser(subparsers) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from evalsuite.scoring import score
     from evalsuite.execution.timeouts import canonical_samples, execute_with_timeouts, machine_fingerprint
+    from evalsuite.scoring import score
 
     options = execution_options(args)
     policy = timeout_policy(args)

@@ -15,19 +15,20 @@ from __future__ import annotations
 
 import time
 from collections import deque
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 import torch
 
+from evalsuite.devices import allocatable_bytes
 from evalsuite.engine.kernels import triton_usable
 from evalsuite.engine.kv_cache import GiB, KVCache, SlotPool, kv_bytes_per_token, plan_cache
 from evalsuite.engine.models import GenericAdapter, layout_for
 from evalsuite.engine.runner import DecodeRunner
+from evalsuite.engine.sampling import choose_tokens, row_seeds
 from evalsuite.engine.scheduler import Decode, FinishRule, PromptJob, RowTable, SampleJob, waiting_queue
 from evalsuite.errors import EvalsuiteError
-from evalsuite.devices import allocatable_bytes
-from evalsuite.engine.sampling import choose_tokens, row_seeds
 from evalsuite.records import Completion, GenerationRequest, SamplingParams
 
 _DTYPES = (torch.float32, torch.bfloat16, torch.float16)
@@ -444,7 +445,7 @@ class InjectedFault:
     fired: bool = False
 
     @classmethod
-    def from_environment(cls) -> "InjectedFault":
+    def from_environment(cls) -> InjectedFault:
         import os
 
         value = os.environ.get("EVALSUITE_ENGINE_FAULT", "")

@@ -16,7 +16,7 @@ A parallel block's ``attn + mlp + residual`` (GPT-J) is two adds, each rounded: 
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 

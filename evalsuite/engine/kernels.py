@@ -239,7 +239,7 @@ if triton is not None:
     # ``split`` is a run-time argument (not specialized): one compiled kernel serves every batch bucket,
     # where a constexpr cost a compilation per value during CUDA-graph capture (~1 s each)
     @triton.jit(do_not_specialize=["split"])
-    def _decode_attention_kernel(Q, O, KP, VP, KG, VG, P_SLOT, P_LEN, G_SLOT, G_LEN, SLOPES, M_IN, L_IN, ACC_IN,
+    def _decode_attention_kernel(Q, OUT, KP, VP, KG, VG, P_SLOT, P_LEN, G_SLOT, G_LEN, SLOPES, M_IN, L_IN, ACC_IN,
                                  M_PART, L_PART, ACC_PART,
                                  sq_b, sq_h, so_b, so_h, sp_s, sp_h, sp_l, sg_s, sg_h, sg_l, scale, softcap, window,
                                  split, HQ: tl.constexpr, GROUP: tl.constexpr, D: tl.constexpr,
@@ -296,7 +296,7 @@ if triton is not None:
                                         ALIBI, SOFTCAP, ROUND, RDT)
         if split == 1:
             out = acc / l_i
-            tl.store(O + b.to(tl.int64) * so_b + h * so_h + offs_d, out.to(O.dtype.element_ty), mask=d_mask)
+            tl.store(OUT + b.to(tl.int64) * so_b + h * so_h + offs_d, out.to(OUT.dtype.element_ty), mask=d_mask)
         else:
             at = state * split + part
             tl.store(M_PART + at, m_i)
@@ -304,7 +304,7 @@ if triton is not None:
             tl.store(ACC_PART + at * D_PAD + offs_d, acc)
 
     @triton.jit(do_not_specialize=["split"])
-    def _combine_kernel(O, P_LEN, M_IN, L_IN, ACC_IN, M_PART, L_PART, ACC_PART, so_b, so_h, split,
+    def _combine_kernel(OUT, P_LEN, M_IN, L_IN, ACC_IN, M_PART, L_PART, ACC_PART, so_b, so_h, split,
                         HQ: tl.constexpr, D: tl.constexpr, D_PAD: tl.constexpr, MAX_SPLIT: tl.constexpr,
                         PREFIX_DONE: tl.constexpr):
         """Merge the ``split`` (<= MAX_SPLIT) parts of one (row, query head), and the prompt's state when
@@ -332,7 +332,7 @@ if triton is not None:
                 l_i += tl.load(L_IN + state) * w_in
                 acc += tl.load(ACC_IN + state * D_PAD + offs_d) * w_in
         out = acc / l_i
-        tl.store(O + b.to(tl.int64) * so_b + h * so_h + offs_d, out.to(O.dtype.element_ty), mask=offs_d < D)
+        tl.store(OUT + b.to(tl.int64) * so_b + h * so_h + offs_d, out.to(OUT.dtype.element_ty), mask=offs_d < D)
 
     @triton.jit
     def _prefix_attention_kernel(Q, KP, VP, ORDER, STARTS, COUNTS, P_LEN, G_LEN, SLOPES, M_OUT, L_OUT, ACC_OUT,

@@ -34,14 +34,13 @@ from __future__ import annotations
 
 import inspect
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Union
 
 import torch
 
 from evalsuite.engine.fused_ops import add3, fused_activation
-from evalsuite.engine.kernels import (ROTARY_HALF, ROTARY_INTERLEAVED, ROTARY_NONE, AttentionSpec,
-                                      PositionTables)
+from evalsuite.engine.kernels import ROTARY_HALF, ROTARY_INTERLEAVED, ROTARY_NONE, AttentionSpec, PositionTables
 
 # attend(layer_index, q [B, Hq, D], k [B, Hkv, D], v [B, Hkv, D]) -> [B, Hq * D]
 Attend = Callable[[int, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
@@ -65,11 +64,11 @@ class Layout:
     embed_scale: bool = False  # Gemma: embeddings times sqrt(hidden) in the model dtype
     attn: str = "self_attn"
     qkv: tuple[str, ...] = ("q_proj", "k_proj", "v_proj")  # one name: a fused projection
-    qkv_layout: Union[str, ByConfig] = "split"  # split | per_head | concat
+    qkv_layout: str | ByConfig = "split"  # split | per_head | concat
     out_proj: str = "o_proj"
     qk_norm: tuple[str, str] | None = None  # Gemma 3: RMSNorm over each head of q and k, before the rotary
     mlp: str = "mlp"
-    wiring: Union[str, ByConfig] = "sequential"
+    wiring: str | ByConfig = "sequential"
     norms: tuple[str, ...] = ("input_layernorm", "post_attention_layernorm")  # in the order the wiring uses
     refuse: tuple[tuple[str, object, str], ...] = ()  # (config attribute, value that is refused, reason)
     # Linear modules (paths from the block, q k v first) that read one input: run as one matrix product
@@ -162,7 +161,7 @@ class FusedLinear:
     modules: tuple[torch.nn.Linear, ...]
 
     @classmethod
-    def of(cls, modules: tuple[torch.nn.Linear, ...]) -> "FusedLinear":
+    def of(cls, modules: tuple[torch.nn.Linear, ...]) -> FusedLinear:
         weight = torch.cat([m.weight.detach() for m in modules], dim=0)
         bias = None
         if any(m.bias is not None for m in modules):
@@ -330,7 +329,7 @@ class GenericAdapter:
     def _rotary(self, positions, dtype, device, layer_type):
         """cos, sin [len(positions), rotary_dim] from the model's own rotary module (so static rope scaling,
         partial rotary and per-layer-type bases are included)."""
-        rotary = getattr(self.backbone, "rotary_emb")
+        rotary = self.backbone.rotary_emb
         probe = torch.empty(1, dtype=dtype, device=device)
         pos = positions.to(device)[None, :]
         if layer_type is not None and "layer_type" in inspect.signature(rotary.forward).parameters:

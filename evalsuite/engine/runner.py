@@ -14,8 +14,14 @@ from functools import partial
 
 import torch
 
-from evalsuite.engine.kernels import (PositionTables, decode_attention_reference, decode_attention_triton,
-                                      prefix_groups, rotary_and_store_reference, rotary_and_store_triton)
+from evalsuite.engine.kernels import (
+    PositionTables,
+    decode_attention_reference,
+    decode_attention_triton,
+    prefix_groups,
+    rotary_and_store_reference,
+    rotary_and_store_triton,
+)
 from evalsuite.engine.kv_cache import KVCache
 from evalsuite.engine.models import GenericAdapter
 from evalsuite.engine.sampling import choose_tokens
@@ -41,7 +47,7 @@ class RowState:
     seed: torch.Tensor  # int64
 
     @classmethod
-    def allocate(cls, rows: int, scratch_slot: int, device) -> "RowState":
+    def allocate(cls, rows: int, scratch_slot: int, device) -> RowState:
         i32 = dict(dtype=torch.int32, device=device)
         return cls(tok=torch.zeros(rows, dtype=torch.int64, device=device), gen_len=torch.zeros(rows, **i32),
                    p_slot=torch.zeros(rows, **i32), p_len=torch.zeros(rows, **i32),

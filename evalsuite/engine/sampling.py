@@ -8,12 +8,12 @@ draws from its own hash-derived noise (Gumbel-max trick: ``argmax(logits/T + Gum
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 
-from evalsuite.seeding import row_seed
 from evalsuite.records import SamplingParams
+from evalsuite.seeding import row_seed
 
 # splitmix64 constants, as signed int64 (torch has no uint64 arithmetic); multiplication wraps mod 2^64.
 _GOLDEN = -7046029254386353131  # 0x9E3779B97F4A7C15

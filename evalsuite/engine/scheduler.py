@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
 
 from evalsuite.records import Completion, GenerationRequest
 
@@ -26,7 +26,7 @@ class PromptJob:
     request: GenerationRequest
     ids: list[int]
     first_sample: int  # index of its first sample in the workload (samples of a prompt are contiguous)
-    samples: list["SampleJob"] = field(default_factory=list)
+    samples: list[SampleJob] = field(default_factory=list)
     slot: int = -1  # prompt cache slot while any of its samples runs
     unfinished: int = 0
 

@@ -16,17 +16,17 @@ import hashlib
 import marshal
 import sys
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
-
-from sandbox import DEFAULT_TIMEOUT_PER_TASK_S, InputSet, cache_root
-from sandbox import compute_ground_truth as compute
+from typing import Any
 
 from evalsuite.errors import EvalsuiteError
 from evalsuite.jsonl import atomic_write_bytes, safe_file_name
 from evalsuite.tasks.task import IOTest, Problem, Task
 from evalsuite.version import __version__
+from sandbox import DEFAULT_TIMEOUT_PER_TASK_S, InputSet, cache_root
+from sandbox import compute_ground_truth as compute
 
 CACHE_SCHEMA = "evalsuite.evalplus-groundtruth/1"
 # What one problem's inputs and expected outputs may take in a frame to the checker (whose address space is 2 GiB):

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import sandbox
 from evalsuite.environment import package_versions

@@ -14,13 +14,13 @@ as their visible escape (:func:`evalsuite.untrusted.storable`), so that every wr
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
-from typing import Any, Collection
+from typing import Any
 
 from evalsuite.errors import EvalsuiteError
 from evalsuite.jsonl import read_jsonl
 from evalsuite.untrusted import first_lone_surrogate, storable
-
 
 
 def read_samples(path: str | Path, known_task_ids: Collection[str], task_name: str) -> list[dict[str, Any]]:

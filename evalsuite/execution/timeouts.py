@@ -32,12 +32,12 @@ import platform
 import socket
 import statistics
 import sys
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
-from evalsuite.version import __version__
 from evalsuite.environment import hardware
 from evalsuite.execution.differential import InputLimits, cache_path, ground_truths, io_jobs
 from evalsuite.execution.executor import ExecutionOptions, execute_samples
@@ -45,6 +45,7 @@ from evalsuite.flags import flag
 from evalsuite.jsonl import atomic_write_json, safe_file_name
 from evalsuite.records import SampleResult
 from evalsuite.tasks.task import Problem, Task
+from evalsuite.version import __version__
 from sandbox import DEFAULT_TIMEOUT_S, cache_root
 
 DEFAULT_FLOOR_S = 1.0  # EvalPlus DEFAULT_MIN_TIME_LIMIT

@@ -8,7 +8,8 @@ once: a backend must yield completions as soon as they are final, not all at the
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 from evalsuite.generation.options import GenerationOptions  # noqa: F401 - where callers have always found it
 from evalsuite.records import Completion, GenerationRequest, SamplingParams
@@ -52,7 +53,7 @@ class Generator(ABC):
         """The model's chat template where the backend can see it (hf: the tokenizer's)."""
         return None
 
-    def decide_prompt_style(self, requested: str) -> "PromptDecision":
+    def decide_prompt_style(self, requested: str) -> PromptDecision:
         """Which prompt style this model gets for ``requested`` ("auto", "base", "instruct"), and why."""
         from evalsuite.protocol.prompting import decide_style
 
@@ -68,5 +69,5 @@ class Generator(ABC):
         engine, library versions); part of the run identity. Never secrets."""
         return {}
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - a no-op where a backend holds nothing (a server)
         """Free the model's memory."""

@@ -15,13 +15,13 @@ from __future__ import annotations
 import json
 import os
 import random
-import socket
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass
-from typing import Any, Iterator, Sequence
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from evalsuite.errors import EvalsuiteError
@@ -103,7 +103,7 @@ class OpenAIGenerator(Generator):
         self.retries_done = 0
 
     @classmethod
-    def connect(cls, model: str, options: GenerationOptions) -> "OpenAIGenerator":
+    def connect(cls, model: str, options: GenerationOptions) -> OpenAIGenerator:
         """Build from CLI options and check the server answers (a wrong URL fails now, not mid-run)."""
         server = options.openai
         if not server.base_url:
@@ -133,7 +133,7 @@ class OpenAIGenerator(Generator):
             retry_after = _parse_retry_after(exc.headers.get("Retry-After") if exc.headers else None)
             detail = _error_detail(exc.read())
             raise HTTPFailure(f"HTTP {exc.code}{': ' + detail if detail else ''}", exc.code, retry_after) from None
-        except (urllib.error.URLError, socket.timeout, ConnectionError, OSError) as exc:
+        except (TimeoutError, urllib.error.URLError, ConnectionError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
             raise HTTPFailure(f"no answer ({reason})") from None
         try:

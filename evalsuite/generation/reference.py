@@ -8,7 +8,8 @@ so the extraction path is checked end to end too.
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 from evalsuite.errors import EvalsuiteError
 from evalsuite.generation.base import Generator

@@ -138,7 +138,7 @@ def detect_capacity(gpu_memory: str | int | None = None, cpu_memory: str | int |
                                  "machine, add --gpus N (N GPUs of that size)")
         gpus = [min(f, cap) if cap else f for f in free]
         if cap:
-            for index, (f, t) in enumerate(zip(free, total)):
+            for index, f in enumerate(free):
                 if cap > f:
                     notes.append(f"GPU {index}: --gpu-memory {format_bytes(cap)} exceeds its free "
                                  f"{format_bytes(f)}; planning with the free memory")

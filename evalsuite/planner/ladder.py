@@ -18,8 +18,9 @@ from __future__ import annotations
 import importlib.util
 import logging
 import math
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from evalsuite.errors import EvalsuiteError
 from evalsuite.planner.capacity import Capacity, GpuCap, format_bytes
@@ -499,8 +500,8 @@ class _Ladder:
         return {k: v for k, v in device_map.items()}, summary
 
     def _placed_bytes(self, device_map: dict[str, Any], dtype_name: str | None = None) -> dict[str, int]:
-        from accelerate.utils import compute_module_sizes
         import torch
+        from accelerate.utils import compute_module_sizes
 
         dtype = getattr(torch, dtype_name or self.r.gpu_dtype)
         module_sizes = compute_module_sizes(self.r.meta_model, dtype=dtype)

@@ -21,8 +21,13 @@ from evalsuite.models.registry import ModelSpec
 from evalsuite.planner import ladder as L
 from evalsuite.planner.capacity import Capacity, detect_capacity, enforce_gpu_cap
 from evalsuite.planner.ladder import Plan, PlanRequest, step_down
-from evalsuite.planner.planning import (DEFAULT_BATCH, DEFAULT_NEW_TOKENS, DEFAULT_PROMPT_LEN, build_request,
-                                        plan_request)
+from evalsuite.planner.planning import (
+    DEFAULT_BATCH,
+    DEFAULT_NEW_TOKENS,
+    DEFAULT_PROMPT_LEN,
+    build_request,
+    plan_request,
+)
 from evalsuite.planner.source import resolve_source
 
 
@@ -176,7 +181,7 @@ def prepare_deepspeed_environment() -> list[str]:
     notes = []
     arch = os.environ.get("TORCH_CUDA_ARCH_LIST")
     if torch.cuda.is_available():
-        wanted = sorted({"%d.%d" % torch.cuda.get_device_capability(i) for i in range(torch.cuda.device_count())})
+        wanted = sorted({"{}.{}".format(*torch.cuda.get_device_capability(i)) for i in range(torch.cuda.device_count())})
         fixed = ";".join(wanted)
         if arch != fixed:
             os.environ["TORCH_CUDA_ARCH_LIST"] = fixed

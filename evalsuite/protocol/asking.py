@@ -8,12 +8,18 @@ how a raw output becomes the program the sandbox runs. ``run`` decides it; ``eva
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from evalsuite.protocol.extraction import extract_program
-from evalsuite.protocol.prompting import (INSTRUCT_STOP_SEQUENCES, PromptDecision, PromptProtocol, base_prompt,
-                                          completion_for_original)
+from evalsuite.protocol.prompting import (
+    INSTRUCT_STOP_SEQUENCES,
+    PromptDecision,
+    PromptProtocol,
+    base_prompt,
+    completion_for_original,
+)
 from evalsuite.tasks.task import Problem, Task
 
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime, timezone
-from typing import Any, Mapping
+from typing import Any
 
-from evalsuite.version import __version__
 from evalsuite.errors import EvalsuiteError
 from evalsuite.reporting.model import METRIC_NAME, LeaderboardEntry, Metric, settings_for, utc_now_iso
 from evalsuite.reporting.store import document, validate_document
+from evalsuite.version import __version__
 
 
 def to_utc_iso(text: str) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from evalsuite.errors import EvalsuiteError, ThresholdNotMet
 from evalsuite.reporting.labels import display_labels

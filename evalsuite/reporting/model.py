@@ -31,12 +31,13 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Iterable, Mapping
+from typing import Any
 
-from evalsuite.version import __version__
 from evalsuite.errors import EvalsuiteError
+from evalsuite.version import __version__
 
 KEY_FIELDS = ("n", "temperature", "top_p", "top_k", "max_new_tokens", "prompt_template", "dataset_sha256")
 # keyed where present (see the module docstring): quantized weights; instruct prompting; stripped prompts; a
@@ -63,7 +64,7 @@ class Metric:
         return out
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> "Metric":
+    def from_json(cls, data: Mapping[str, Any]) -> Metric:
         low, high = data["ci95"]
         return cls(value=float(data["value"]), ci_low=float(low), ci_high=float(high),
                    ci_method=data.get("ci_method"))
@@ -128,7 +129,7 @@ class LeaderboardEntry:
         return out
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> "LeaderboardEntry":
+    def from_json(cls, data: Mapping[str, Any]) -> LeaderboardEntry:
         """Build from a schema-valid entry (validation happens in :func:`evalsuite.reporting.store.load_leaderboard`)."""
         return cls(
             model=data["model"], model_id=data["model_id"], task=data["task"],

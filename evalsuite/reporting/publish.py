@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from evalsuite.reporting.model import LeaderboardEntry
 from evalsuite.reporting.store import store_entries

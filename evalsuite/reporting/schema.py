@@ -12,8 +12,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from evalsuite.version import __version__
 from evalsuite.errors import EvalsuiteError
+from evalsuite.version import __version__
 
 SCHEMA_VERSION = "1.4"
 SCHEMA_PATH = Path(__file__).parent / "leaderboard.schema.json"

@@ -13,8 +13,9 @@ import json
 import math
 import os
 import sys
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 from evalsuite.errors import EvalsuiteError
 from evalsuite.jsonl import atomic_write_json

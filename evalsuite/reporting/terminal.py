@@ -7,8 +7,8 @@ or starts a line of its own."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 from evalsuite.untrusted import visible
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Sequence
 
 from evalsuite.errors import EvalsuiteError
 from evalsuite.execution.executor import ExecutionOptions

@@ -9,8 +9,9 @@ results equal a single-process run's, whatever the number of ranks.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence, TypeVar
+from typing import Any, TypeVar
 
 from evalsuite.errors import EvalsuiteError
 

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from evalsuite.jsonl import atomic_write_json
 from evalsuite.records import SampleResult

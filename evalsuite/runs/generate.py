@@ -7,7 +7,8 @@ Why apart from the pipeline: this is the one place that talks to a :class:`Gener
 from __future__ import annotations
 
 import sys
-from typing import Any, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 from evalsuite.errors import EvalsuiteError
 from evalsuite.generation.base import Generator

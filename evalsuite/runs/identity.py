@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from evalsuite.protocol.prompting import INSTRUCTION_PREFIX, RESPONSE_PREFIX, PromptDecision, PromptProtocol
 from evalsuite.records import SamplingParams

@@ -12,12 +12,12 @@ import socket
 import sys
 import time
 import uuid
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
-from evalsuite.version import __version__
 from evalsuite.devices import release_device_memory
 from evalsuite.environment import hardware, package_versions
 from evalsuite.errors import EvalsuiteError, one_line
@@ -32,14 +32,17 @@ from evalsuite.runs.distributed import DistContext, context_from_env, shutdown
 from evalsuite.runs.finish import RunFacts, ScoredRun, add_to_leaderboard, finish
 from evalsuite.runs.generate import generate_missing, load_completions
 from evalsuite.runs.identity import problem_set, prompt_settings, run_identity, select_problems
-from evalsuite.runs.invocations import Invocation, earlier_invocations, totals as invocation_totals
+from evalsuite.runs.invocations import Invocation, earlier_invocations
+from evalsuite.runs.invocations import totals as invocation_totals
 from evalsuite.runs.plan_line import Workload, announce_plan
 from evalsuite.runs.record import ModelDescription, RecordedTask, RunRecord, per_problem_results
-from evalsuite.runs.resume import RecordedModel, finished_record, request_key as make_request_key
 from evalsuite.runs.results import ModelFailure
+from evalsuite.runs.resume import RecordedModel, finished_record
+from evalsuite.runs.resume import request_key as make_request_key
 from evalsuite.runs.rundir import RunDir, run_key
 from evalsuite.scoring import Score
 from evalsuite.tasks.task import Task
+from evalsuite.version import __version__
 
 if TYPE_CHECKING:
     from evalsuite.models.registry import ModelSpec

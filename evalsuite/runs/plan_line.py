@@ -12,8 +12,9 @@ from __future__ import annotations
 import math
 import re
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 GiB = 1024**3
 SLOW_PLAN = 0.1  # a plan this far below whole-GPU speed is said loudly

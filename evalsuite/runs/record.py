@@ -10,9 +10,10 @@ its order; :meth:`RunRecord.from_json` also reads records written before a field
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from evalsuite.records import SampleResult
 from evalsuite.runs.identity import partial_badge

@@ -8,10 +8,11 @@ covers ``evalsuite leaderboard --json``. Nothing here imports torch.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from evalsuite.scoring.passk import PassAtK  # one type for pass@k everywhere: scores, API results, --json
 from evalsuite.scoring.score import Score

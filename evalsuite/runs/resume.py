@@ -16,17 +16,18 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Iterator, Sequence
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any
 
-from evalsuite.version import __version__
 from evalsuite.errors import EvalsuiteError
 from evalsuite.generation.base import Generator
 from evalsuite.protocol.prompting import PromptDecision
 from evalsuite.records import Completion, GenerationRequest, SamplingParams
 from evalsuite.runs.record import RECORD_FILE, RunRecord
 from evalsuite.runs.rundir import RunDir, slug
+from evalsuite.version import __version__
 
 
 def _version(package: str) -> str | None:
@@ -51,7 +52,8 @@ def request_key(spec: Any, task: Any, problem_ids: Sequence[str], config: Any) -
         return None
     blob = {
         "evalsuite": __version__, "checkpoint": checkpoint,
-        "spec": {k: v for k, v in spec.to_dict().items() if k != "name"},  # ./ckpt and /abs/ckpt: one model "task": task.name,
+        "spec": {k: v for k, v in spec.to_dict().items() if k != "name"},  # ./ckpt and /abs/ckpt: one model
+        "task": task.name,
         "dataset_sha256": task.dataset_sha256, "prompt_template": task.prompt_template,
         "problem_ids": list(problem_ids), "sampling": config.sampling.to_dict(),
         "prompt": _prompt_key(config.prompt, task.name),

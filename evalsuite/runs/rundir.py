@@ -39,7 +39,7 @@ class RunDir:
     path: Path
 
     @classmethod
-    def for_run(cls, root: Path, model_name: str, task_name: str, key: str) -> "RunDir":
+    def for_run(cls, root: Path, model_name: str, task_name: str, key: str) -> RunDir:
         return cls(root / f"{slug(model_name)}__{slug(task_name)}__{key}")
 
     @property
@@ -93,7 +93,7 @@ class RunDir:
             data = json.loads(self.record.read_text(encoding="utf-8"))
             record = RunRecord.from_json(data)
         except (OSError, ValueError, TypeError, AttributeError) as exc:
-            raise EvalsuiteError(f"{self.record}: unreadable run record ({exc}); delete {self.path} to start over")
+            raise EvalsuiteError(f"{self.record}: unreadable run record ({exc}); delete {self.path} to start over") from None
         recorded = data.get("identity")
         if recorded is not None and recorded != identity:
             raise EvalsuiteError(f"{self.path} holds a run with other settings; delete it or choose another --output")

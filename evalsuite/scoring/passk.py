@@ -7,8 +7,9 @@ below avoids the huge binomials, as in the paper.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from evalsuite.errors import EvalsuiteError
 

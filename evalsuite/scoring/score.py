@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
-from evalsuite.scoring.passk import PassAtK, computable_ks, estimate
 from evalsuite.records import SampleResult
+from evalsuite.scoring.passk import PassAtK, computable_ks, estimate
 
 
 @dataclass

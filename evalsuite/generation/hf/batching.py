@@ -8,8 +8,9 @@ batch pads little and an out-of-memory error, if any, comes at once rather than 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from evalsuite.devices import allocatable_bytes
 from evalsuite.models.shape import config_shape

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import sys
 from collections import defaultdict
+from collections.abc import Generator, Sequence
 from dataclasses import replace
-from typing import Any, Generator, Sequence
+from typing import Any
 
 from evalsuite.devices import free_accelerator_memory, is_out_of_memory
 from evalsuite.errors import one_line

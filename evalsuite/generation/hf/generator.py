@@ -13,23 +13,29 @@ from __future__ import annotations
 
 import sys
 from collections import deque
-from typing import Any, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import torch
 from transformers import GenerationConfig, LogitsProcessorList, StoppingCriteriaList
 
 from evalsuite.devices import free_accelerator_memory, release_device_memory
+from evalsuite.engine.sampling import SeededSampler, row_seeds
 from evalsuite.errors import EvalsuiteError
 from evalsuite.generation.base import GenerationOptions, Generator
 from evalsuite.generation.hf.batching import Row, auto_batch_size, make_rows
-from evalsuite.generation.hf.loading import (LoadedModel, config_summary, load_model, model_context_length,
-                                             output_embedding_rows)
-from evalsuite.engine.sampling import SeededSampler, row_seeds
+from evalsuite.generation.hf.loading import (
+    LoadedModel,
+    config_summary,
+    load_model,
+    model_context_length,
+    output_embedding_rows,
+)
 from evalsuite.generation.hf.stopping import MaskIdsFrom, StopTracker
 from evalsuite.generation.hf.streaming import BatchDone, RowEnded, StreamedCall, TokensDecoded
 from evalsuite.generation.hf.tokenizer_fixes import PromptCodec, prepare_codec
-from evalsuite.records import Completion, GenerationRequest, SamplingParams
 from evalsuite.models.registry import ModelSpec
+from evalsuite.records import Completion, GenerationRequest, SamplingParams
 from evalsuite.tasks.task import truncate_at_stop
 
 # Settings a checkpoint's generation_config.json may carry that would change what greedy/seeded decoding
@@ -53,7 +59,7 @@ class HFGenerator(Generator):
         self.oom_halvings = 0
 
     @classmethod
-    def load(cls, spec: ModelSpec, options: GenerationOptions) -> "HFGenerator":
+    def load(cls, spec: ModelSpec, options: GenerationOptions) -> HFGenerator:
         loaded = load_model(spec, options)
         try:
             return cls(loaded, options)

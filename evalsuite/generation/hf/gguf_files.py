@@ -14,9 +14,9 @@ import functools
 import mmap
 import os
 import struct
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 from evalsuite.errors import EvalsuiteError
 

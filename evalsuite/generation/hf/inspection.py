@@ -15,10 +15,17 @@ from evalsuite.models.registry import ModelSpec
 
 def run_settings(spec: ModelSpec, loading: LoadingOptions, prompt_style: str = "auto") -> dict[str, Any]:
     """The dtype, tokenizer policy, fixes and prompt style a run of ``spec`` would use on this machine."""
-    from evalsuite.generation.hf.loading import (config_dtype, config_summary, generation_config_of, load_config_and_tokenizer,
-                                              pick_device, pick_dtype, revision_of)
-    from evalsuite.protocol.prompting import decide_style
+    from evalsuite.generation.hf.loading import (
+        config_dtype,
+        config_summary,
+        generation_config_of,
+        load_config_and_tokenizer,
+        pick_device,
+        pick_dtype,
+        revision_of,
+    )
     from evalsuite.generation.hf.tokenizer_fixes import prepare_codec
+    from evalsuite.protocol.prompting import decide_style
 
     trust = bool(loading.trust_remote_code or spec.trust_remote_code)
     config, tokenizer, spec = load_config_and_tokenizer(spec, trust)

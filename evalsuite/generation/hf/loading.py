@@ -11,12 +11,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evalsuite.devices import (check_device_present, cuda_index, parse_device, set_cpu_threads,
-                               use_expandable_segments)
+from evalsuite.devices import check_device_present, cuda_index, parse_device, set_cpu_threads, use_expandable_segments
 from evalsuite.errors import EvalsuiteError
 from evalsuite.generation.base import GenerationOptions
-from evalsuite.models.options import LoadingOptions
 from evalsuite.models.fingerprint import WEIGHT_SUFFIXES, local_fingerprint
+from evalsuite.models.options import LoadingOptions
 from evalsuite.models.registry import ModelSpec, with_family
 from evalsuite.planner.capacity import GpuCap
 

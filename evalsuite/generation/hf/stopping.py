@@ -8,7 +8,7 @@ of a finished row, which may equal real tokens) ever leaks into it.
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 from transformers import LogitsProcessor, StoppingCriteria

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import queue
 import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any
 
 POLL_S = 0.2  # how often the waiting thread wakes: a signal is handled within this, whatever the platform
 
@@ -61,7 +62,7 @@ class StreamedCall:
         """Called from the worker (the stopping criterion) for each row that ends and each step."""
         self._queue.put(event)
 
-    def __enter__(self) -> "StreamedCall":
+    def __enter__(self) -> StreamedCall:
         if self._threaded:
             self._worker.start()
         return self

@@ -21,13 +21,14 @@ applied by the runner the same way for every backend.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 from evalsuite.errors import EvalsuiteError
+from evalsuite.models.registry import ModelSpec
 from evalsuite.protocol.prompting import chat_prompt, end_of_turn_ids, template_sha256
 from evalsuite.records import GenerationRequest
-from evalsuite.models.registry import ModelSpec
 
 ANCHOR_TOKENS = 8  # prompt ids decoded before the continuation to give it its context
 _PROBE = "def f(x):\n    return x\n"

@@ -10,8 +10,9 @@ imports from here.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from evalsuite.jsonl import atomic_write_text
 from evalsuite.reporting.model import LeaderboardEntry

@@ -7,11 +7,13 @@ folder), a :class:`RunView` draws one run (a page in the run's folder) from a :c
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from evalsuite.reporting.model import LeaderboardEntry
+
 
 @dataclass(frozen=True)
 class SampleView:

@@ -9,15 +9,18 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from evalsuite.jsonl import atomic_write_text
 from evalsuite.reporting.labels import describe_settings, display_labels, is_partial
 from evalsuite.reporting.model import LeaderboardEntry, utc_now_iso
 from evalsuite.reporting.schema import SCHEMA_VERSION
 from evalsuite.reporting.views.contract import LeaderboardView
-from evalsuite.reporting.views.style import ci_text, esc as _e, footer, json_for_script, pct as _pct, safe_href, shell
+from evalsuite.reporting.views.style import ci_text, footer, json_for_script, safe_href, shell
+from evalsuite.reporting.views.style import esc as _e
+from evalsuite.reporting.views.style import pct as _pct
 
 HTML_FILE = "index.html"
 # Colour per k, in order of the ks present (colour-blind-safe Okabe-Ito-like palette).

@@ -12,12 +12,15 @@ markup or as a raw control or bidi character.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from evalsuite.jsonl import atomic_write_text
 from evalsuite.reporting.views.contract import DETAIL_FIELDS, RunHeader, RunView, SampleView, count_of, detail_of
-from evalsuite.reporting.views.style import ci_text, esc as _e, esc_block as _block, footer, pct, safe_href, shell
+from evalsuite.reporting.views.style import ci_text, footer, pct, safe_href, shell
+from evalsuite.reporting.views.style import esc as _e
+from evalsuite.reporting.views.style import esc_block as _block
 from evalsuite.scoring.passk import pass_at_k
 
 PAGE_FILE = "report.html"

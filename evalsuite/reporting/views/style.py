@@ -16,7 +16,6 @@ import unicodedata
 from typing import Any
 
 from evalsuite.untrusted import MULTILINE, dumps, visible, visible_data, visible_parts
-
 from evalsuite.version import __version__
 
 
