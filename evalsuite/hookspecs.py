@@ -33,3 +33,4 @@ def evalsuite_register_tasks() -> Iterable[Task]:
     Keep it cheap: build :class:`~evalsuite.tasks.task.Task` objects whose data loads lazily
     (override ``Task.load_problems``), since ``evalsuite tasks`` calls every plugin.
     """
+    raise NotImplementedError  # a specification: pluggy calls the plugins' implementations, never this

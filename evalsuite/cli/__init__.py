@@ -32,7 +32,7 @@ def _never_fail_on_output() -> None:
     """A line holding a lone surrogate (a name or path from argv that is not UTF-8) is written with an escape
     rather than raising after the work is done; stderr already does this."""
     try:
-        sys.stdout.reconfigure(errors="backslashreplace")
+        sys.stdout.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
     except (AttributeError, ValueError):  # a replaced sys.stdout (pytest's capsys)
         pass
 

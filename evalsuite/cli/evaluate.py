@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from evalsuite.cli.json_output import add_json_argument, print_json, stdout_to_stderr
 from evalsuite.cli.options import (
@@ -137,7 +138,7 @@ def execute(args: argparse.Namespace):
         shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
         print(f"warning: {visible(args.samples)} covers {len(problems) - len(missing)} of the {len(problems)} problems of "
               f"{task.name}; pass@k is over those only and labelled partial (missing: {shown})", file=sys.stderr)
-    executed = SolutionTask(task) if kind == "solution" else task
+    executed: Any = SolutionTask(task) if kind == "solution" else task  # the task, or its whole-program view
     results, execution = execute_with_timeouts(executed, samples, options, policy)
 
     output = Path(args.output)

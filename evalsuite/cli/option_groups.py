@@ -21,7 +21,7 @@ T = TypeVar("T")
 
 def _flag_fields(cls: type, only: Iterable[str] | None) -> list[tuple[dataclasses.Field, Flag]]:
     wanted = None if only is None else set(only)
-    chosen = [(f, flag_of(f)) for f in dataclasses.fields(cls) if flag_of(f) is not None
+    chosen = [(f, flag) for f in dataclasses.fields(cls) if (flag := flag_of(f)) is not None
               and (wanted is None or f.name in wanted)]
     if wanted is not None and wanted - {f.name for f, _ in chosen}:
         raise ValueError(f"{cls.__name__} has no flag field(s) {sorted(wanted - {f.name for f, _ in chosen})}")

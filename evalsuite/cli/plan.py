@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 import time
+from typing import Any
 
 from evalsuite.cli.option_groups import add_options, options_from_args
 from evalsuite.cli.options import add_json, add_max_new_tokens
@@ -44,7 +45,7 @@ def main(args: argparse.Namespace) -> int:
     specs = {name: _spec(name, loading.revision) for name in split_names(args.models)}
     capacity = detect_capacity(loading.gpu_memory, loading.cpu_memory, loading.offload_dir, num_gpus=args.gpus)
     refused = 0
-    plans = []
+    plans: list[dict[str, Any]] = []
     for name in split_names(args.models):
         started = time.perf_counter()
         try:

@@ -192,8 +192,8 @@ def execute(args: argparse.Namespace, argv: list[str] | None = None):
         from evalsuite.protocol.presets import load_preset
         from evalsuite.tasks.evalplus_tasks import for_evaluation
 
-        evaluation = load_preset(args.preset).evaluation
-        tasks = [for_evaluation(task, evaluation) for task in tasks]
+        scored_as = load_preset(args.preset).evaluation
+        tasks = [for_evaluation(task, scored_as) for task in tasks]
     for task in tasks:
         task.problems()  # a task's data that cannot be read fails now, before any folder is made (cached)
     sampling, ks = sampling_from_args(args)

@@ -171,7 +171,7 @@ class Engine:
         """Drop every reference this engine holds to device memory (the model, the adapter and its fused weight
         copies) or to its caller (tokenizer, listener); the KV cache, workspaces and CUDA graphs (their private
         pool) belong to one :meth:`generate` call and are gone when it ends or is closed."""
-        self.model = self.adapter = self.tokenizer = self.token_listener = None
+        self.model = self.adapter = self.tokenizer = self.token_listener = None  # type: ignore[assignment]
 
     def describe(self) -> dict[str, Any]:
         return {"engine": "evalsuite", "family": self.adapter.family,

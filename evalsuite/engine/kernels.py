@@ -80,6 +80,7 @@ def rotary_reference(x: torch.Tensor, pos: torch.Tensor, spec: AttentionSpec, ta
     """x: [B, H, D]; the same operations, in the same dtype and order, as transformers' eager code."""
     if spec.rotary_style == ROTARY_NONE:
         return x
+    assert tables.cos is not None and tables.sin is not None  # every rotary style builds both tables
     cos = tables.cos[pos.long()].unsqueeze(1)  # [B, 1, rot]
     sin = tables.sin[pos.long()].unsqueeze(1)
     rot = spec.rotary_dim

@@ -36,6 +36,7 @@ import inspect
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -44,7 +45,7 @@ from evalsuite.engine.kernels import ROTARY_HALF, ROTARY_INTERLEAVED, ROTARY_NON
 
 # attend(layer_index, q [B, Hq, D], k [B, Hkv, D], v [B, Hkv, D]) -> [B, Hq * D]
 Attend = Callable[[int, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
-ByConfig = Callable[[object], str]  # a layout choice that depends on the config (e.g. GPT-NeoX's residual)
+ByConfig = Callable[[Any], str]  # a layout choice that depends on the config (e.g. GPT-NeoX's residual)
 
 _STATIC_ROPE_TYPES = {"default", "linear", "llama3", "yarn"}  # tables that do not change with sequence length
 
@@ -70,13 +71,13 @@ class Layout:
     mlp: str = "mlp"
     wiring: str | ByConfig = "sequential"
     norms: tuple[str, ...] = ("input_layernorm", "post_attention_layernorm")  # in the order the wiring uses
-    refuse: tuple[tuple[str, object, str], ...] = ()  # (config attribute, value that is refused, reason)
+    refuse: tuple[tuple[str, Callable[[Any], bool], str], ...] = ()  # (config attribute, refused when, reason)
     # Linear modules (paths from the block, q k v first) that read one input: run as one matrix product
     fused: tuple[str, ...] = ()
     mlp_steps: tuple[str, str, str] | None = None  # (input projection, activation, output projection) in the MLP
 
 
-_LLAMA_LIKE = dict(backbone="model", embed="embed_tokens", layers="layers", final_norm="norm")
+_LLAMA_LIKE: dict[str, Any] = dict(backbone="model", embed="embed_tokens", layers="layers", final_norm="norm")
 _SANDWICH_NORMS = ("input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm",
                    "post_feedforward_layernorm")
 
@@ -140,10 +141,10 @@ def _rope_types(config) -> set[str]:
     entries = [rope]
     if isinstance(rope, dict) and rope and all(isinstance(v, dict) or v is None for v in rope.values()):
         entries = [v for v in rope.values() if v]
-    types = set()
+    types: set[str] = set()
     for entry in entries:
         if isinstance(entry, dict):
-            types.add(entry.get("rope_type", entry.get("type", "default")))
+            types.add(str(entry.get("rope_type", entry.get("type", "default"))))
     return types or {"default"}
 
 
@@ -172,7 +173,7 @@ class FusedLinear:
         for m in modules:
             rows = m.weight.shape[0]
             m.weight.data = weight[offset:offset + rows]
-            if m.bias is not None:
+            if m.bias is not None and bias is not None:
                 m.bias.data = bias[offset:offset + rows]
             offset += rows
         return cls(weight, bias, tuple(m.weight.shape[0] for m in modules), modules)
@@ -428,6 +429,7 @@ class GenericAdapter:
 
     def _mlp_from(self, mlp, outputs: dict[str, torch.Tensor]) -> torch.Tensor:
         """The MLP after its input projection (done by the fused product): activation, output projection."""
+        assert self.layout.mlp_steps is not None  # only layouts that fuse the MLP's input come here
         first, act, last = self.layout.mlp_steps
         hidden = outputs[f"{self.layout.mlp}.{first}"]
         hidden = self._activation(hidden) if self._activation is not None else _get(mlp, act)(hidden)

@@ -9,6 +9,7 @@ draws from its own hash-derived noise (Gumbel-max trick: ``argmax(logits/T + Gum
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 
@@ -56,7 +57,7 @@ try:
     import triton
     import triton.language as tl
 except ImportError:  # CPU-only installs
-    _noise_kernel = None
+    _noise_kernel: Any = None  # the Triton kernel below where Triton is installed
 else:
     from evalsuite.engine.splitmix_kernel import splitmix64_tl as _splitmix64_tl
 

@@ -87,6 +87,7 @@ class FinishRule:
             text, finish = text[:cut], "stop"
             num_tokens = self._tokens_to_stop(job, text_ids, stops)
             raw = self._text(job, text_ids[:num_tokens])  # what a per-token stop check would have kept
+        assert finish is not None  # only finished rows are made into completions
         return Completion(task_id=job.prompt.request.task_id, sample_index=job.sample_index, text=text,
                           finish_reason=finish, num_tokens=num_tokens, raw_text=raw)
 
@@ -147,7 +148,7 @@ class RowTable:
     def compact_order(self) -> list[int]:
         """Busy rows in order; after the device moves them to the front, renumber here the same way."""
         keep = [row for row, job in enumerate(self.samples) if job is not None]
-        jobs = [self.samples[row] for row in keep]
+        jobs = [job for job in self.samples if job is not None]
         self.samples = [None] * len(self.samples)
         for new_row, job in enumerate(jobs):
             self.samples[new_row] = job

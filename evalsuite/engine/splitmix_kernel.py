@@ -4,10 +4,12 @@ its own so that neither kernel imports the other. Only defined where Triton is i
 
 from __future__ import annotations
 
+from typing import Any
+
 try:
     import triton
 except ImportError:  # CPU-only installs
-    splitmix64_tl = None
+    splitmix64_tl: Any = None  # the Triton kernel below where Triton is installed
 else:
     @triton.jit
     def splitmix64_tl(x):

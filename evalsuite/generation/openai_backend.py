@@ -241,9 +241,10 @@ class OpenAIGenerator(Generator):
             raise EvalsuiteError(f"{redact_url(self.base_url)}{path}: expected {expected} choice(s) for "
                                  f"{job.request.task_id}, got {json.dumps(answer)[:200]}")
         choices = sorted(choices[:expected], key=lambda c: c.get("index", 0) if isinstance(c, dict) else 0)
-        usage = answer.get("usage") if isinstance(answer.get("usage"), dict) else {}
+        usage = answer.get("usage")
+        usage = usage if isinstance(usage, dict) else {}
         tokens = int(usage.get("completion_tokens") or 0) if expected == 1 else 0
-        completions = []
+        completions: list[Completion] = []
         for position, choice in enumerate(choices):
             raw = _choice_text(choice)
             text = truncate_at_stop(raw, job.request.stop_sequences)

@@ -42,8 +42,9 @@ class ConfigShape:
 
 def kv_heads(config: Any, heads: int) -> int:
     """Key/value heads per layer, by the rule in the module docstring."""
-    if getattr(config, "new_decoder_architecture", False) and _first_int(config, "num_kv_heads"):
-        return _first_int(config, "num_kv_heads")
+    falcon_kv = _first_int(config, "num_kv_heads")
+    if getattr(config, "new_decoder_architecture", False) and falcon_kv:
+        return falcon_kv
     explicit = _first_int(config, "num_key_value_heads", "n_head_kv")
     if explicit:
         return explicit

@@ -129,7 +129,7 @@ def detect_capacity(gpu_memory: str | int | None = None, cpu_memory: str | int |
             raise EvalsuiteError(f"--gpus must be >= 0, got {num_gpus}")
         if num_gpus and cap is None:
             raise EvalsuiteError("--gpus N plans for another machine and needs --gpu-memory for each GPU's size")
-        gpus, names = [cap] * num_gpus, ["planned"] * num_gpus
+        gpus, names = [int(cap or 0)] * num_gpus, ["planned"] * num_gpus
         notes.append(f"planned for {num_gpus} GPU(s) of {format_bytes(cap)} (not detected)")
     else:
         free, total, names = _detect_gpus()

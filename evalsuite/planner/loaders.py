@@ -121,7 +121,7 @@ def transformers_kwargs(plan: Plan, request: PlanRequest) -> dict[str, Any]:
     if plan.strategy == L.GPU:
         kwargs["device_map"] = {"": plan.main_gpu}
     elif plan.strategy in (L.MULTI_GPU, L.CPU_OFFLOAD):
-        device_map = plan.device_map
+        device_map: dict[str, Any] | str | None = plan.device_map
         if device_map is None:  # forced although it does not fit: let accelerate place what it can
             max_memory: dict[Any, Any] = {i: g for i, g in enumerate(plan.capacity.gpus)}
             if plan.strategy == L.CPU_OFFLOAD:
@@ -137,6 +137,8 @@ def transformers_kwargs(plan: Plan, request: PlanRequest) -> dict[str, Any]:
     elif plan.strategy == L.CPU:
         kwargs["device_map"] = plan.device_map or {"": "cpu"}
         if "disk" in kwargs["device_map"].values():
+            if not plan.capacity.offload_dir:
+                raise EvalsuiteError("the plan offloads to disk but no --offload-dir was given")
             Path(plan.capacity.offload_dir).mkdir(parents=True, exist_ok=True)
             kwargs["offload_folder"] = plan.capacity.offload_dir
     return kwargs

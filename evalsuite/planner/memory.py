@@ -137,7 +137,7 @@ def checkpoint_summary(model_dir: Path) -> tuple[str | None, int | None, int | N
                 numel *= dim
             numel_total += numel
             by_dtype[info["dtype"]] = by_dtype.get(info["dtype"], 0) + numel * _SAFETENSORS_DTYPES.get(info["dtype"], 2)
-    dominant = max(by_dtype, key=by_dtype.get)
+    dominant = max(by_dtype, key=lambda name: by_dtype[name])
     return _SAFETENSORS_NAMES.get(dominant, dominant.lower()), sum(by_dtype.values()), numel_total
 
 
@@ -159,8 +159,8 @@ def _blocks(model: Any, block_classes: tuple[str, ...]) -> list[Any]:
     # Unknown family: the largest ModuleList is the stack of blocks in every causal LM transformers ships.
     import torch
 
-    lists = [m for m in model.modules() if isinstance(m, torch.nn.ModuleList)]
-    return list(max(lists, key=len)) if lists else []
+    lists: list[torch.nn.ModuleList] = [m for m in model.modules() if isinstance(m, torch.nn.ModuleList)]
+    return list(max(lists, key=len)) if lists else []  # type: ignore[arg-type]  # ModuleList has __len__
 
 
 def _config_value(config: Any, *names: str, default: Any = None) -> Any:

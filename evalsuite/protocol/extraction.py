@@ -147,6 +147,7 @@ def _target_code(code: str, entry_point: str) -> str:
             continue
         if getattr(node, "decorator_list", None):
             continue  # tree-sitter's decorated_definition: not a class or function node to EvalPlus
+        name: str | None
         if isinstance(node, ast.ClassDef):
             name, keep = node.name, True
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -179,7 +180,7 @@ def _segment(code: str, node: ast.AST) -> str:
     if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         return text
     lines = code.split("\n")
-    last = lines[node.end_lineno - 1]
+    last = lines[(node.end_lineno or node.lineno) - 1]
     rest = last.encode()[node.end_col_offset:].decode(errors="replace")
     extra = [rest.rstrip()] if rest.strip().startswith("#") else [""]
     for line in lines[node.end_lineno:]:

@@ -47,6 +47,14 @@ QUANTIZED_WEIGHTS = ("int8", "nf4")
 METRIC_NAME = re.compile(r"^pass@([1-9][0-9]*)$")
 
 
+def metric_k(name: str) -> int:
+    """The k of a ``pass@k`` metric name (names are checked against :data:`METRIC_NAME` when read)."""
+    match = METRIC_NAME.match(name)
+    if match is None:
+        raise ValueError(f"not a pass@k metric name: {name!r}")
+    return int(match.group(1))
+
+
 @dataclass(frozen=True)
 class Metric:
     """One metric's point estimate with its 95% interval over problems, and how the interval was made
@@ -106,7 +114,7 @@ class LeaderboardEntry:
         return (self.model, self.task, self.settings_key)
 
     def ks(self) -> list[int]:
-        return sorted(int(METRIC_NAME.match(name).group(1)) for name in self.metrics)
+        return sorted(metric_k(name) for name in self.metrics)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -144,7 +152,7 @@ class LeaderboardEntry:
 
 
 def sorted_metrics(metrics: Mapping[str, Any]) -> list[tuple[str, Any]]:
-    return sorted(metrics.items(), key=lambda item: int(METRIC_NAME.match(item[0]).group(1)))
+    return sorted(metrics.items(), key=lambda item: metric_k(item[0]))
 
 
 # -- settings key ------------------------------------------------------------------------------------

@@ -64,7 +64,7 @@ def made_by(rows: Iterable[Mapping[str, Any]], invocation_ids: Iterable[str]) ->
     """What each of ``invocation_ids`` made, read from the saved rows that carry its id: (completions, tokens)."""
     made = {invocation_id: [0, 0] for invocation_id in invocation_ids}
     for row in rows:
-        counts = made.get(row.get("invocation_id"))
+        counts = made.get(str(row.get("invocation_id")))
         if counts is not None:
             counts[0] += 1
             counts[1] += int(row.get("num_tokens") or 0)

@@ -136,7 +136,7 @@ def run_one(generator: Generator, spec: ModelSpec, task: Task, config: RunConfig
             record.invocations = [*history, invocation.to_json()]
             atomic_write_json(run_dir.record, record.to_json())
         raise
-    if not ctx.is_main:
+    if not ctx.is_main or gathered is None:
         return None
     by_task: dict[str, list[SampleResult]] = {}
     for part in gathered:

@@ -79,14 +79,15 @@ def remedies(plan: Mapping[str, Any]) -> list[str]:
     float32 = "of float32 weights" in rejected.get("gpu", "") or (plan.get("dtype") == "float32"
                                                                  and plan.get("strategy") != "cpu")
     found = []
-    weights = sizes.get("float32" if float32 else "bfloat16")
+    weights = sizes.get("float32" if float32 else "bfloat16") or 0
     if weights:
         need = (weights + budget) * WHOLE_GPU_SLACK
         if need > largest_gpu:
             found.append(f"--gpu-memory {math.ceil(need / GiB)}GiB or more on one GPU ({plan.get('dtype')} weights "
                          f"{weights / GiB:.1f} GiB + {budget / GiB:.1f} GiB for the cache), or more GPUs")
-    if float32 and sizes.get("bfloat16"):
-        found.append(f"--dtype bfloat16 (weights {sizes['bfloat16'] / GiB:.1f} GiB instead of {weights / GiB:.1f})")
+    bfloat16 = sizes.get("bfloat16")
+    if float32 and bfloat16:
+        found.append(f"--dtype bfloat16 (weights {bfloat16 / GiB:.1f} GiB instead of {weights / GiB:.1f})")
     missing = [name for name in ("nf4", "int8") if "not installed" in rejected.get(name, "") and sizes.get(name)]
     if missing:
         install = re.search(r"pip install '[^']+'", rejected[missing[0]])

@@ -75,10 +75,12 @@ class RunDir:
         done: dict[tuple[str, int], dict[str, Any]] = {}
         for path in self.completion_files():
             for line, row in read_jsonl(path, tolerate_torn_tail=True):
-                key = (row.get("task_id"), row.get("completion_id"))
-                if key[0] not in valid_task_ids or not isinstance(key[1], int) or not 0 <= key[1] < n:
-                    raise EvalsuiteError(f"{path}:{line}: completion {key} does not belong to this run; "
-                                         f"delete {self.path} to start over")
+                task_id, completion_id = row.get("task_id"), row.get("completion_id")
+                if (not isinstance(task_id, str) or task_id not in valid_task_ids
+                        or not isinstance(completion_id, int) or not 0 <= completion_id < n):
+                    raise EvalsuiteError(f"{path}:{line}: completion {(task_id, completion_id)} does not belong to "
+                                         f"this run; delete {self.path} to start over")
+                key = (task_id, completion_id)
                 if key in done:
                     raise EvalsuiteError(f"{path}:{line}: duplicate completion {key}")
                 done[key] = row

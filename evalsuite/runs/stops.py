@@ -31,18 +31,18 @@ def stops_held() -> Iterator[None]:
         caught.append((signum, frame))
 
     previous: dict[int, Any] = {}
-    for signum in STOP_SIGNALS:
-        if signal.getsignal(signum) is not None:  # None: a handler not set from Python, left alone
-            previous[signum] = signal.signal(signum, remember)
+    for stop in STOP_SIGNALS:
+        if signal.getsignal(stop) is not None:  # None: a handler not set from Python, left alone
+            previous[stop] = signal.signal(stop, remember)
     try:
         yield
     finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
+        for number, handler in previous.items():
+            signal.signal(number, handler)
         if caught:
-            signum, frame = caught[0]
-            handler = previous[signum]
+            first, frame = caught[0]
+            handler = previous[first]
             if callable(handler):
-                handler(signum, frame)  # Ctrl-C's KeyboardInterrupt, or the CLI's Stopped for SIGTERM/SIGHUP
+                handler(first, frame)  # Ctrl-C's KeyboardInterrupt, or the CLI's Stopped for SIGTERM/SIGHUP
             elif handler == signal.SIG_DFL:
-                signal.raise_signal(signum)  # the default action, now
+                signal.raise_signal(first)  # the default action, now

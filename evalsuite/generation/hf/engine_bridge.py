@@ -132,7 +132,7 @@ def engine_for(generator: Any) -> HFEngineBridge | None:
             reason = f"engine set-up failed ({one_line(error)}); plain transformers generate ran"
         if bridge is None:  # outside the handler: what the failed set-up made is unreachable now
             free_accelerator_memory()
-            HFEngineBridge._note(None, reason)
+            HFEngineBridge._note(None, reason or "engine set-up failed")
     generator._engine_fallback = reason
     generator._engine_bridge = bridge
     return bridge

@@ -156,13 +156,13 @@ def gguf_parsed_once() -> Iterator[None]:
     def shared_reader(path, mode: str = "r"):
         key = (os.fspath(path), mode)
         if key not in readers:
-            readers[key] = original_reader(path, mode)
+            readers[key] = original_reader(path, mode)  # type: ignore[arg-type]  # the caller's own mode
         return readers[key]
 
     shared_reader.evalsuite_shared = True  # type: ignore[attr-defined]
-    gguf.GGUFReader = shared_reader
+    gguf.GGUFReader = shared_reader  # type: ignore[misc,assignment]  # patched for the with-block only
     gguf.get_tensor_name_map = functools.lru_cache(maxsize=None)(original_name_map)
     try:
         yield
     finally:
-        gguf.GGUFReader, gguf.get_tensor_name_map = original_reader, original_name_map
+        gguf.GGUFReader, gguf.get_tensor_name_map = original_reader, original_name_map  # type: ignore[misc]

@@ -89,7 +89,7 @@ class StreamedCall:
         if self._worker.is_alive():
             self._cancel()
             self._worker.join()
-        left = []
+        left: list[RowEnded] = []
         while True:
             try:
                 event = self._queue.get_nowait()
