@@ -73,3 +73,23 @@ def test_unknown_fail_under_metric_is_a_usage_error(capsys):
     with pytest.raises(SystemExit) as exc:
         main(["run", "--fail-under", "accuracy=0.5"])
     assert exc.value.code == 2 and "pass@1=0.30" in capsys.readouterr().err
+
+
+def test_a_size_is_parsed_once_and_keeps_the_users_text():
+    """``--gpu-memory`` becomes bytes where the options are made; records and keys still show what was written."""
+    import json
+    import pickle
+
+    from evalsuite.errors import EvalsuiteError
+    from evalsuite.models.options import LoadingOptions
+    from evalsuite.planner.capacity import parse_size
+    from evalsuite.sizes import ByteSize
+
+    options = LoadingOptions(gpu_memory="16GiB", cpu_memory="100GB")
+    assert isinstance(options.gpu_memory, ByteSize) and options.gpu_memory.bytes == 16 * 1024**3
+    assert options.cpu_memory is not None and options.cpu_memory.bytes == 100 * 1000**3
+    assert options.to_dict()["gpu_memory"] == "16GiB" and json.dumps(options.to_dict()["gpu_memory"]) == '"16GiB"'
+    assert parse_size(options.gpu_memory) == 16 * 1024**3
+    assert pickle.loads(pickle.dumps(options)) == options  # as ranks exchange it
+    with pytest.raises(EvalsuiteError, match="--cpu-memory: cannot read 'lots' as a size"):
+        LoadingOptions(cpu_memory="lots")

@@ -3,7 +3,8 @@ line, not after hours of generation (issue 14).
 
 * the sandbox: can samples be isolated here (bubblewrap present and able to build the jail)?
 * the output folders: can the run folder and the leaderboard folder be created and written?
-* sizes: ``--gpu-memory``/``--cpu-memory`` parse (with a unit);
+* sizes: ``--gpu-memory``/``--cpu-memory`` are parsed once, where the loading options are made
+  (:class:`~evalsuite.sizes.ByteSize`), so a bad one is refused here too;
 * ``--fail-under``: every gated metric is one the run reports;
 * every other value a run would otherwise ignore or trip over later: counts that must be positive, a
   ``--strategy`` the planner knows, ``--top-k``/``--top-p`` in range (issue 23);
@@ -46,15 +47,6 @@ def check_writable_dir(path: str | Path, flag: str) -> None:
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
         raise EvalsuiteError(f"{flag} {path}: cannot create or write there ({reason})") from None
-
-
-def check_sizes(sizes: Mapping[str, str | None]) -> None:
-    """``{"--gpu-memory": "16GiB", ...}``: each given size must parse (see :func:`parse_size`)."""
-    from evalsuite.planner.capacity import parse_size
-
-    for flag, text in sizes.items():
-        if text is not None:
-            parse_size(text, flag)
 
 
 def check_fail_under(thresholds: Mapping[str, float] | None, ks: Sequence[int]) -> None:

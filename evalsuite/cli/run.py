@@ -207,7 +207,6 @@ def execute(args: argparse.Namespace, argv: list[str] | None = None):
     names = display_names(models, args.name)
     execution = execution_options(args)
     # Everything that can fail without the model fails here, before any model loads (see evalsuite.cli.preflight).
-    preflight.check_sizes({"--gpu-memory": generation.loading.gpu_memory, "--cpu-memory": generation.loading.cpu_memory})
     preflight.check_generation_options(generation, sampling)
     preflight.check_model_files(models)
     preflight.check_fail_under(thresholds, ks)

@@ -13,6 +13,7 @@ from typing import Any
 from evalsuite.devices import parse_device
 from evalsuite.flags import flag
 from evalsuite.models.registry import DTYPES
+from evalsuite.sizes import ByteSize
 
 PLACEMENT = ("strategy", "gpu_memory", "cpu_memory", "offload_dir")  # the planner's fields
 
@@ -32,10 +33,18 @@ class LoadingOptions:
     strategy: str | None = flag(None, "force one loading strategy: gpu, multi-gpu, int8, nf4, cpu-offload, "
                                       "zero-inference, cpu, ds-inference (see `evalsuite plan`)",
                                 default_text="the planner's choice")
-    gpu_memory: str | None = flag(None, "cap per GPU, e.g. 16GiB (enforced when loading; emulates a smaller card)",
-                                  default_text="the whole card")
-    cpu_memory: str | None = flag(None, "CPU RAM the model may use, e.g. 100GiB", default_text="available RAM")
+    gpu_memory: ByteSize | None = flag(None, "cap per GPU, e.g. 16GiB (enforced when loading; emulates a smaller "
+                                             "card)", default_text="the whole card")
+    cpu_memory: ByteSize | None = flag(None, "CPU RAM the model may use, e.g. 100GiB", default_text="available RAM")
     offload_dir: str | None = flag(None, "folder for disk/NVMe offload (enables those rungs)")
+
+    def __post_init__(self) -> None:
+        """Sizes parsed here, once, whoever builds the options (flags or the Python API): a bad one is refused
+        before anything loads, and the planner reads the bytes (:class:`~evalsuite.sizes.ByteSize`)."""
+        for name in ("gpu_memory", "cpu_memory"):
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, ByteSize(value, "--" + name.replace("_", "-")))
 
     @property
     def planned(self) -> bool:
