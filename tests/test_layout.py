@@ -234,6 +234,32 @@ def test_storage_does_not_render_any_more(graph):
 
 # -- the checker itself, on small made-up graphs -------------------------------------------------------
 
+ALLOCATOR_CAP_CALLS = {"set_per_process_memory_fraction", "get_per_process_memory_fraction"}
+ALLOCATOR_CAP_OWNER = "evalsuite.planner.capacity"  # enforces a model's --gpu-memory and lifts it with the model
+
+
+def allocator_cap_readers(sources: dict[str, Path]) -> set[str]:
+    """Modules that set or read the allocator's per-process cap (process-wide state)."""
+    found = set()
+    for name, path in sources.items():
+        tree = ast.parse(path.read_text(), str(path))
+        if any(isinstance(node, ast.Attribute) and node.attr in ALLOCATOR_CAP_CALLS for node in ast.walk(tree)):
+            found.add(name)
+    return found
+
+
+def test_only_the_capacity_module_touches_the_allocator_cap():
+    """A cap is a value the plan carries to the loader and the engine (``cap_bytes``); reading it back from the
+    process's allocator elsewhere is how a second model of one command inherited the first one's memory."""
+    assert allocator_cap_readers(_sources()) == {ALLOCATOR_CAP_OWNER}
+
+
+def test_the_allocator_cap_rule_sees_a_reader(tmp_path: Path):
+    module = tmp_path / "engine.py"
+    module.write_text("import torch\nfraction = torch.cuda.get_per_process_memory_fraction(0)\n")
+    assert allocator_cap_readers({"evalsuite.engine.engine": module}) == {"evalsuite.engine.engine"}
+
+
 def test_cycles_finds_a_loop_and_ignores_a_chain():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert cycles({"a": {"b"}, "b": {"c"}, "c": set()}) == []
