@@ -111,7 +111,7 @@ def test_closing_a_generator_drops_the_model_the_engine_and_its_fused_weights(ti
     request = GenerationRequest(task_id="t", prompt="def add(a, b):\n", sample_indices=(0, 1), stop_sequences=())
     made = list(generator.generate([request], SamplingParams(n=2, temperature=0.8, max_new_tokens=6)))
     assert len(made) == 2 and isinstance(generator.describe()["engine"], dict) and listener.tokens
-    engine = generator._engine_bridge.engine
+    engine = generator.engine_status.bridge.engine
     assert engine.adapter._fused, "GPT-J's projections are fused: the copies this test follows"
     alive = {"model": weakref.ref(generator.model), "engine": weakref.ref(engine),
              "adapter": weakref.ref(engine.adapter), "listener": weakref.ref(listener),

@@ -19,7 +19,7 @@ from __future__ import annotations
 import sys
 from collections import defaultdict
 from collections.abc import Generator, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from evalsuite.devices import free_accelerator_memory, is_out_of_memory
@@ -27,6 +27,31 @@ from evalsuite.errors import one_line
 from evalsuite.records import Completion, GenerationRequest, SamplingParams
 
 MIN_ROWS = 4  # below this many rows the engine gives way to plain generate, which pads but needs no cache plan
+
+
+@dataclass
+class EngineStatus:
+    """Whether a generator decodes on the engine (decided once, at its first generate call) and, where it does
+    not or stopped, why; its out-of-memory retries. Written into the run record by ``HFGenerator.describe``."""
+
+    decided: bool = False
+    bridge: HFEngineBridge | None = None  # None: plain transformers generate runs
+    fallback: str | None = None  # why plain generate runs instead of the engine (one line)
+    retries: list[str] = field(default_factory=list)  # "engine out of memory with R rows ...", in order
+
+    def stop(self, failure: str) -> None:
+        """The engine failed mid-run: plain generate makes the rest; its retries so far stay on record."""
+        if self.bridge is not None:
+            self.retries = list(self.bridge.retries)
+        self.bridge, self.fallback = None, failure
+
+    def retry_log(self) -> list[str]:
+        return list(self.bridge.retries) if self.bridge is not None else list(self.retries)
+
+    def close(self) -> None:
+        if self.bridge is not None:
+            self.bridge.close()
+        self.bridge = None
 
 
 class HFEngineBridge:
@@ -108,21 +133,22 @@ def unfinished(requests: Sequence[GenerationRequest], made: dict[str, set[int]])
     return left
 
 
-WHOLE_MODEL_PLACEMENTS = (None, "single-device", "gpu")  # placements whose modules hold plain, whole weights
+WHOLE_MODEL_PLACEMENTS = ("single-device", "gpu")  # placements whose modules hold plain, whole weights
 
 
 def engine_for(generator: Any) -> HFEngineBridge | None:
     """The engine for this generator, built once; None where plain ``generate`` must run: the user chose
     ``--engine transformers``, the model is not one the engine covers (architecture, quantized or
     offloaded weights, a device without CUDA... see ``Engine.unsupported_reason``), its set-up failed, or it
-    failed earlier in this run. Why it does not run is kept in ``generator._engine_fallback`` (one line,
+    failed earlier in this run. Why it does not run is kept in ``generator.engine_status`` (one line,
     written into the run record)."""
     from evalsuite.engine import Engine
     from evalsuite.engine.engine import InjectedFault
 
-    bridge = getattr(generator, "_engine_bridge", None)
-    if bridge is not None or getattr(generator, "_engine_fallback", None) is not None:
-        return bridge
+    status: EngineStatus = generator.engine_status
+    if status.decided:
+        return status.bridge
+    bridge = None
     reason = fallback_reason(generator, Engine)
     if reason is None:
         InjectedFault.from_environment()  # a bad test-hook value is the caller's error, not an engine failure
@@ -133,8 +159,7 @@ def engine_for(generator: Any) -> HFEngineBridge | None:
         if bridge is None:  # outside the handler: what the failed set-up made is unreachable now
             free_accelerator_memory()
             HFEngineBridge._note(None, reason or "engine set-up failed")
-    generator._engine_fallback = reason
-    generator._engine_bridge = bridge
+    status.decided, status.fallback, status.bridge = True, reason, bridge
     return bridge
 
 
@@ -142,12 +167,11 @@ def fallback_reason(generator: Any, engine_cls) -> str | None:
     choice = generator.options.hf.engine
     if choice == "transformers":
         return "--engine transformers"
-    strategy = generator.loaded.placement.get("strategy")
-    if strategy not in WHOLE_MODEL_PLACEMENTS:
+    loaded = generator.loaded
+    if loaded.strategy not in WHOLE_MODEL_PLACEMENTS:
         # ZeRO-partitioned, kernel-injected, quantized or offloaded: the loader's runtime decodes
-        return f"placement {strategy!r} does not hold whole weights on one device"
-    plan = generator.loaded.placement.get("plan") or {}
-    if plan.get("engine_room") is False and choice != "evalsuite":
+        return f"placement {loaded.strategy!r} does not hold whole weights on one device"
+    if loaded.plan is not None and not loaded.plan.engine_room and choice != "evalsuite":
         return "the loading plan leaves no room for the engine's workspace beside the weights (see the plan's notes)"
     if generator.model.device.type != "cuda" and choice != "evalsuite":
         # measured on 2 CPU cores, SmolLM2-135M greedy, 1 thread: plain generate 12.5-13.5 tokens/s, the engine

@@ -24,6 +24,7 @@ from evalsuite.engine.sampling import SeededSampler, row_seeds
 from evalsuite.errors import EvalsuiteError
 from evalsuite.generation.base import GenerationOptions, Generator
 from evalsuite.generation.hf.batching import Row, auto_batch_size, make_rows
+from evalsuite.generation.hf.engine_bridge import EngineStatus, HFEngineBridge, engine_for
 from evalsuite.generation.hf.loading import (
     LoadedModel,
     config_summary,
@@ -57,6 +58,7 @@ class HFGenerator(Generator):
         self.context_length = model_context_length(self.model.config)
         self.batch_size: int | None = options.hf.batch_size
         self.oom_halvings = 0
+        self.engine_status = EngineStatus()  # decided at the first generate call (engine_bridge.engine_for)
 
     @classmethod
     def load(cls, spec: ModelSpec, options: GenerationOptions) -> HFGenerator:
@@ -74,8 +76,7 @@ class HFGenerator(Generator):
             bridge.engine.token_listener = self.token_listener
             requests = yield from bridge.generate(requests, params)  # what the engine could not finish
             if bridge.failure is not None:  # plain generate makes the rest of this run
-                self._engine_bridge, self._engine_fallback = None, bridge.failure
-                self._engine_retries = bridge.retries
+                self.engine_status.stop(bridge.failure)
         rows = make_rows(requests, params, self.codec.encode_request)
         if not rows:
             return
@@ -116,10 +117,8 @@ class HFGenerator(Generator):
             "device": str(self.loaded.device),
             "placement": self.loaded.placement,
             "engine": self._engine_description(),
-            # why plain generate ran instead of the fast engine (set by evalsuite.generation.hf.engine_bridge.engine_for)
-            "engine_fallback": getattr(self, "_engine_fallback", None),
-            # out-of-memory retries of the engine with fewer rows, in order (evalsuite.generation.hf.engine_bridge)
-            "engine_retries": self._engine_retry_log(),
+            "engine_fallback": self.engine_status.fallback,  # why plain generate ran instead of the engine
+            "engine_retries": self.engine_status.retry_log(),  # the engine's out-of-memory retries, in order
             "gpu_peak_reserved_gib": _peak_reserved_gib(self.loaded.device),
             "cpu_threads": torch.get_num_threads() if self.loaded.device.type == "cpu" else None,
             "batch_size": self.batch_size if self.batch_size is not None else "auto",
@@ -160,12 +159,8 @@ class HFGenerator(Generator):
                 "engine": "evalsuite" if self._fast_engine() is not None else "transformers",
                 "versions": {"torch": torch.__version__, "transformers": transformers.__version__}}
 
-    def _engine_retry_log(self) -> list[str]:
-        bridge = getattr(self, "_engine_bridge", None)
-        return list(bridge.retries) if bridge is not None else list(getattr(self, "_engine_retries", []))
-
     def _engine_description(self) -> Any:
-        bridge = getattr(self, "_engine_bridge", None)  # set by evalsuite.generation.hf.engine_bridge.engine_for
+        bridge = self.engine_status.bridge
         return {"name": "evalsuite", **bridge.describe()} if bridge is not None else "transformers"
 
     def close(self) -> None:
@@ -173,10 +168,7 @@ class HFGenerator(Generator):
         loads as if it were alone: the engine (its fused weights; its KV cache and CUDA graphs live only while
         a generate call runs), the model, the allocator's cached blocks and cuBLAS workspaces, and the
         ``--gpu-memory`` cap set for this load. Idempotent."""
-        bridge = getattr(self, "_engine_bridge", None)
-        if bridge is not None:
-            bridge.close()
-        self._engine_bridge = None
+        self.engine_status.close()
         self.token_listener = None  # the run's progress callback: nothing of the run outlives it here
         self.model = None
         self.loaded.release()
@@ -185,12 +177,10 @@ class HFGenerator(Generator):
             torch.cuda.reset_peak_memory_stats()  # the next model's peak is its own
 
     # -- internals ---------------------------------------------------------------------------------
-    def _fast_engine(self) -> Any | None:
+    def _fast_engine(self) -> HFEngineBridge | None:
         """The seam to the fast decoding engine (``evalsuite.engine``): it takes the whole workload where it
         applies (CUDA, a covered architecture) unless ``GenerationOptions.engine == "transformers"``;
         otherwise None and every batch goes through plain ``model.generate`` below."""
-        from evalsuite.generation.hf.engine_bridge import engine_for
-
         return engine_for(self)
 
     def _auto_batch_size(self, rows: list[Row], params: SamplingParams) -> int:

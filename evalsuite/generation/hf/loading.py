@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalsuite.devices import check_device_present, cuda_index, parse_device, set_cpu_threads, use_expandable_segments
 from evalsuite.errors import EvalsuiteError
@@ -18,6 +18,9 @@ from evalsuite.models.fingerprint import WEIGHT_SUFFIXES, local_fingerprint
 from evalsuite.models.options import LoadingOptions
 from evalsuite.models.registry import ModelSpec, with_family
 from evalsuite.planner.capacity import GpuCap
+
+if TYPE_CHECKING:
+    from evalsuite.planner.ladder import Plan
 
 
 @dataclass
@@ -28,9 +31,15 @@ class LoadedModel:
     device: Any  # torch.device of the inputs
     dtype: str
     revision: str | None
-    placement: dict[str, Any] = field(default_factory=dict)
+    placement: dict[str, Any] = field(default_factory=dict)  # as recorded: the strategy and the plan's JSON
+    plan: Plan | None = None  # the memory planner's plan, where it placed the model
     batch_limit: int | None = None  # the loading plan's cap on batch width (DeepSpeed-Inference kernels)
     gpu_cap: GpuCap | None = None  # the --gpu-memory cap set for this load (the plan's), lifted by release()
+
+    @property
+    def strategy(self) -> str:
+        """How the weights were placed: a planner strategy (gpu, cpu-offload, nf4...) or ``single-device``."""
+        return self.plan.strategy if self.plan is not None else "single-device"
 
     @property
     def gpu_cap_bytes(self) -> int | None:
@@ -217,7 +226,7 @@ def _load_model(spec: ModelSpec, options: GenerationOptions) -> LoadedModel:
         device = torch.device("cpu") if plan.strategy == "cpu" else torch.device("cuda", plan.main_gpu)
         return LoadedModel(model=model, tokenizer=tokenizer, spec=spec, device=device, dtype=plan.dtype,
                            revision=revision_of(spec, config),
-                           placement={"strategy": plan.strategy, "plan": plan.to_json()},
+                           placement={"strategy": plan.strategy, "plan": plan.to_json()}, plan=plan,
                            batch_limit=plan.batch_limit, gpu_cap=plan.gpu_cap)
     location, extra = pretrained_args(spec)
     try:
