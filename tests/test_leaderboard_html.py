@@ -15,7 +15,8 @@ import pytest
 from evalsuite.reporting.entries import entry_from_run
 from evalsuite.reporting.model import LeaderboardEntry
 from evalsuite.records import SampleResult, SamplingParams
-from evalsuite.reporting.views.leaderboard_page import render_html, write_html
+from evalsuite.reporting.views import write_leaderboard_views
+from evalsuite.reporting.views.leaderboard_page import render_html
 from evalsuite.scoring import score
 
 HOSTILE = '</script><script>alert("pwned")</script><img src=x onerror=alert(1)> & \'q\''
@@ -69,7 +70,7 @@ def test_page_is_self_contained():
 
 
 def test_page_has_table_rows_and_one_chart_per_task(tmp_path: Path):
-    path = write_html(tmp_path / "index.html", _entries())
+    path = write_leaderboard_views(tmp_path, _entries())
     page = path.read_text()
     assert len(re.findall(r"<tr data-task=", page)) == 4
     assert len(re.findall(r'<figure class="card" data-task=', page)) == 2
@@ -88,7 +89,7 @@ def _chromium() -> str | None:
 
 @pytest.mark.skipif(_chromium() is None, reason="chromium not installed (Debian: apt-get install chromium)")
 def test_page_renders_in_headless_chromium(tmp_path: Path):
-    path = write_html(tmp_path / "index.html", _entries())
+    path = write_leaderboard_views(tmp_path, _entries())
     with tempfile.TemporaryDirectory() as profile:
         dom = subprocess.run(
             [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

@@ -142,8 +142,8 @@ def test_a_new_view_is_one_module_and_one_registration(tmp_path: Path, monkeypat
     (tmp_path / "views_for_test").mkdir()
     (tmp_path / "views_for_test" / "board_csv.py").write_text(
         "from evalsuite.reporting.views.contract import LeaderboardView\n"
-        "VIEW = LeaderboardView('csv', 'board.csv', lambda entries, folder: '\\n'.join(\n"
-        "    f'{e.model},{e.task},{e.metrics[\"pass@1\"].value}' for e in entries))\n")
+        "VIEW = LeaderboardView('csv', 'board.csv', lambda data: '\\n'.join(\n"
+        "    f'{e.model},{e.task},{e.metrics[\"pass@1\"].value}' for e in data.entries))\n")
     (tmp_path / "views_for_test" / "run_note.py").write_text(
         "from evalsuite.reporting.views.contract import RunView\n"
         "VIEW = RunView('note', 'note.txt', lambda report: f'{report.header.model}: {len(report.samples)} samples')\n")

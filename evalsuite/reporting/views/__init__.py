@@ -10,13 +10,22 @@ imports from here.
 from __future__ import annotations
 
 import importlib
+import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from evalsuite.jsonl import atomic_write_text
 from evalsuite.reporting.model import LeaderboardEntry
-from evalsuite.reporting.views.contract import LeaderboardView, RunHeader, RunReport, RunView, SampleView
+from evalsuite.reporting.views.contract import (
+    LeaderboardData,
+    LeaderboardView,
+    ProblemTally,
+    RunHeader,
+    RunReport,
+    RunView,
+    SampleView,
+)
 
 # The registry: one line per view module. The first run view is the run's page, the one the leaderboard links to;
 # the first leaderboard view is the leaderboard's page.
@@ -40,13 +49,32 @@ def run_views() -> list[RunView]:
     return [view for view in registered_views() if isinstance(view, RunView)]
 
 
+def problem_tallies(folder: Path, entry: LeaderboardEntry) -> dict[str, ProblemTally] | None:
+    """The entry's problems as its run's summary.json (next to its run page, under the leaderboard ``folder``)
+    counts them; None where there is no page or the summary cannot be read."""
+    if not entry.run_page:
+        return None
+    try:
+        summary = json.loads((folder / entry.run_page).parent.joinpath("summary.json").read_text(encoding="utf-8"))
+        return {str(tid): ProblemTally(passed=int(v["c"]), n=int(v["n"])) for tid, v in summary["per_problem"].items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def leaderboard_data(folder: str | Path, entries: Sequence[LeaderboardEntry]) -> LeaderboardData:
+    """What the leaderboard views draw: the entries and every run's problem tallies that can be read."""
+    tallies = {entry.key: found for entry in entries if (found := problem_tallies(Path(folder), entry))}
+    return LeaderboardData(entries=entries, tallies=tallies)
+
+
 def write_leaderboard_views(folder: str | Path, entries: Sequence[LeaderboardEntry]) -> Path:
     """Write every leaderboard view into ``folder``; returns the leaderboard's page (the first view's file)."""
     folder = Path(folder)
+    data = leaderboard_data(folder, entries)
     written = []
     for view in leaderboard_views():
         written.append(folder / view.file)
-        atomic_write_text(written[-1], view.render(entries, folder))
+        atomic_write_text(written[-1], view.render(data))
     return written[0]
 
 
@@ -63,5 +91,5 @@ def write_run_views(folder: str | Path, header: RunHeader, summary: Mapping[str,
     return written[0]
 
 
-__all__ = ["VIEW_MODULES", "registered_views", "leaderboard_views", "run_views", "write_leaderboard_views",
-           "write_run_views"]
+__all__ = ["VIEW_MODULES", "registered_views", "leaderboard_views", "run_views", "leaderboard_data",
+           "write_leaderboard_views", "write_run_views"]

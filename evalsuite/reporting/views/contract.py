@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from evalsuite.reporting.model import LeaderboardEntry
@@ -104,10 +103,27 @@ class RunView:
 
 
 @dataclass(frozen=True)
+class ProblemTally:
+    """One problem of one run: how many of its samples passed, of how many."""
+
+    passed: int
+    n: int
+
+
+@dataclass(frozen=True)
+class LeaderboardData:
+    """Everything a leaderboard view may show: the stored entries and, for each entry whose run's summary could
+    be read, its problems' tallies (by :attr:`LeaderboardEntry.key`). Read by :mod:`evalsuite.reporting.views`,
+    so that a view draws values and never opens a file."""
+
+    entries: Sequence[LeaderboardEntry]
+    tallies: Mapping[tuple[str, str, str], Mapping[str, ProblemTally]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class LeaderboardView:
-    """A page drawn from all stored entries, written as ``file`` in the leaderboard folder; ``render`` gets the
-    entries and that folder (where run pages are found)."""
+    """A page drawn from all stored entries, written as ``file`` in the leaderboard folder."""
 
     name: str
     file: str
-    render: Callable[[Sequence[LeaderboardEntry], Path], str]
+    render: Callable[[LeaderboardData], str]

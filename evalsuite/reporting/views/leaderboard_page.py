@@ -7,17 +7,14 @@ sorts, filters and fills the comparison from data embedded as JSON. Escaping liv
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
-from collections.abc import Sequence
-from pathlib import Path
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from evalsuite.jsonl import atomic_write_text
 from evalsuite.reporting.labels import describe_settings, display_labels, is_partial
 from evalsuite.reporting.model import LeaderboardEntry, utc_now_iso
 from evalsuite.reporting.schema import SCHEMA_VERSION
-from evalsuite.reporting.views.contract import LeaderboardView
+from evalsuite.reporting.views.contract import LeaderboardData, LeaderboardView, ProblemTally
 from evalsuite.reporting.views.style import ci_text, footer, json_for_script, safe_href, shell
 from evalsuite.reporting.views.style import esc as _e
 from evalsuite.reporting.views.style import pct as _pct
@@ -165,25 +162,15 @@ def _charts(entries: Sequence[LeaderboardEntry]) -> str:
 
 # -- side by side ------------------------------------------------------------------------------------
 
-def _per_problem(entry: LeaderboardEntry, base_dir: Path | None) -> dict[str, list[int]] | None:
-    """task_id -> [passed, n] from the run's summary.json next to its page (None when it cannot be read)."""
-    if not entry.run_page or base_dir is None:
-        return None
-    try:
-        summary = json.loads((base_dir / entry.run_page).parent.joinpath("summary.json").read_text(encoding="utf-8"))
-        return {str(tid): [int(v["c"]), int(v["n"])] for tid, v in summary["per_problem"].items()}
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return None
-
-
-def _compare(entries: Sequence[LeaderboardEntry], base_dir: Path | None) -> str:
+def _compare(entries: Sequence[LeaderboardEntry], tallies: Mapping[tuple[str, str, str],
+             Mapping[str, ProblemTally]]) -> str:
     labels = display_labels(entries)
     data: list[dict[str, Any]] = []
     for entry in sorted(entries, key=lambda e: (e.task, _rank_key(e))):
-        per_problem = _per_problem(entry, base_dir)
+        per_problem = tallies.get(entry.key)
         if per_problem:
             data.append({"label": labels[entry.key], "task": entry.task, "page": safe_href(entry.run_page),
-                         "problems": per_problem})
+                         "problems": {tid: [t.passed, t.n] for tid, t in per_problem.items()}})
     if len(data) < 2:
         return ""
     return ('<h2 id="compare">Side by side</h2><section class="card" id="compare-card">'
@@ -315,10 +302,11 @@ JS = """
 """
 
 
-def render_html(entries: Sequence[LeaderboardEntry], generated: str | None = None,
-                base_dir: Path | None = None) -> str:
-    """The whole page as one string; ``base_dir`` (the leaderboard folder) is where run pages are found for
-    the side-by-side view."""
+def render_html(data: LeaderboardData | Sequence[LeaderboardEntry], generated: str | None = None) -> str:
+    """The whole page as one string, from the entries and their runs' problem tallies (the side-by-side view
+    needs those; bare entries draw the page without it)."""
+    data = data if isinstance(data, LeaderboardData) else LeaderboardData(entries=list(data))
+    entries = data.entries
     generated = generated or utc_now_iso()
     ks = _all_ks(entries)
     tasks = sorted({e.task for e in entries})
@@ -334,7 +322,7 @@ def render_html(entries: Sequence[LeaderboardEntry], generated: str | None = Non
                    f'{options}</select></label><span class="sub">Best first within a task; click a header to sort, '
                    f'a model to open its run: every problem and sample. Scores in %, small print: 95% interval.'
                    f'</span></div>{_table(entries, ks)}<h2>pass@k by task</h2><div class="charts">{_charts(entries)}</div>'
-                   f'{_compare(entries, base_dir)}')
+                   f'{_compare(entries, data.tallies)}')
     else:
         content = ('<div class="empty"><h3>No results yet</h3><p class="sub">Run <code>evalsuite run</code> '
                    'to add a model to the leaderboard.</p></div>')
@@ -347,10 +335,4 @@ def render_html(entries: Sequence[LeaderboardEntry], generated: str | None = Non
     return shell("evalsuite leaderboard", body, JS)
 
 
-def write_html(path: str | Path, entries: Sequence[LeaderboardEntry]) -> Path:
-    path = Path(path)
-    atomic_write_text(path, render_html(entries, base_dir=path.parent))
-    return path
-
-
-VIEW = LeaderboardView("leaderboard page", HTML_FILE, lambda entries, folder: render_html(entries, base_dir=folder))
+VIEW = LeaderboardView("leaderboard page", HTML_FILE, render_html)
