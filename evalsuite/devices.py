@@ -149,7 +149,7 @@ def load_average() -> float:
 def choose_cpu_threads(requested: int | None = None) -> int:
     """Threads for CPU generation: ``--threads`` if given, else the cores not already busy when the run starts
     (at least one). Why: on 2 cores kept busy by other jobs, two torch threads took 1.1-2.7 s per decode step
-    of a 135M model and one thread 0.23 s (issue 23): threads that wait for a busy core stall every step."""
+    of a 135M model and one thread 0.23 s: threads that wait for a busy core stall every step."""
     if requested is not None:
         return requested
     cores = usable_cores()

@@ -25,7 +25,7 @@ def progress_bar(total: int, desc: str, unit: str, enabled: bool = True) -> tqdm
 
 class TokenProgress:
     """The generation bar in tokens as well as completions: a CPU run whose first completion takes minutes
-    still shows, within seconds, the tokens decoded, the rate and an ETA (issue 23: a bar stuck at 0/5 for
+    still shows, within seconds, the tokens decoded, the rate and an ETA (a bar stuck at 0/5 for
     15 minutes). Backends that see tokens as they are decoded call :meth:`on_tokens`; for the others the
     completions' own token counts are used."""
 
@@ -98,7 +98,7 @@ class TokenProgress:
 
 def slow_rate_warning(rate: float, expected: float) -> str:
     """Why a CPU run may decode far below the expected rate: the usual cause is cores other jobs keep busy,
-    which stalls every step of torch's threads (issue 23: 0.84 tokens/s where ~40 were expected)."""
+    which stalls every step of torch's threads (0.84 tokens/s where ~40 were expected)."""
     import torch
 
     from evalsuite.devices import load_average, usable_cores

@@ -1,4 +1,4 @@
-"""Values the CLI used to accept and ignore, or that ended in a traceback (issue 23): each is now one line on
+"""Values the CLI used to accept and ignore, or that ended in a traceback: each is now one line on
 stderr and exit 2, before any model loads and before any output folder is made."""
 
 from __future__ import annotations

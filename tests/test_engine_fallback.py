@@ -1,4 +1,4 @@
-"""The engine never breaks a run (issue 19, acceptance 2), through `evalsuite run` on the engine's CPU path.
+"""The engine never breaks a run (acceptance 2), through `evalsuite run` on the engine's CPU path.
 
 A failure injected at set-up, one mid-run after some completions are out, and an out-of-memory error
 mid-run: every run completes, keeps what the engine had made, records why in ``engine_fallback`` /

@@ -72,7 +72,7 @@ def test_results_rows_ids_order_and_not_computable_k(tmp_path):
 
 
 def test_results_carry_the_checkers_failure_detail(tmp_path):
-    """A failed sample's row says which statement failed, the call it made and what came back (issue 23); the
+    """A failed sample's row says which statement failed, the call it made and what came back; the
     checker computes it, the sample never sees it."""
     samples = write_jsonl(tmp_path / "s.jsonl", [
         {"task_id": "example/0", "completion": "    return a - b\n"},

@@ -44,7 +44,7 @@ def test_keeps_imports_entry_point_and_what_it_reaches_only():
 
 
 def test_evalplus_rules_first_definition_returning_functions_imports_first():
-    """EvalPlus 0.3.1's sanitize (issue 21): the first definition of a name wins, a function without a
+    """EvalPlus 0.3.1's sanitize: the first definition of a name wins, a function without a
     ``return`` is no definition, imports come first, and without the entry point only imports remain."""
     twice = "def solve():\n    return 1\n\ndef solve():\n    return 2\n"
     assert sanitize(twice, "solve") == "def solve():\n    return 1"
@@ -100,7 +100,7 @@ def test_same_programs_as_evalplus_own_sanitize(evalplus_sanitize):
         assert sanitize(code, "solve") == evalplus_sanitize(code, "solve"), code
 
 
-# SmolLM2-135M-Instruct's greedy answer to HumanEval/38 under the evalplus preset (float32, H100, issue 21): the
+# SmolLM2-135M-Instruct's greedy answer to HumanEval/38 under the evalplus preset (float32, H100): the
 # code before its main() does not parse, so the program depends on where the answer was cut.
 ANSWER_38 = ('def encode_cyclic(s: str):\n    """\n    returns encoded string by cycling groups of three characters.\n'
              '    """\n    return "".join(map(str.makemap_rborder, [\n        (3 * i + 3) for i in range((len(s) + 2) // 3)])\n'

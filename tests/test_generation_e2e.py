@@ -1,5 +1,5 @@
-"""``evalsuite run`` end to end on CPU with tiny random-weight checkpoints loaded by path (issue 4,
-acceptance 2). Random weights score 0: the test checks the records, not the score.
+"""``evalsuite run`` end to end on CPU with tiny random-weight checkpoints loaded by path.
+Random weights score 0: the test checks the records, not the score.
 
 The issue's command is ``evalsuite run --models PATH --n 5 --limit 5``; sampling flags are added because
 the runner refuses n > 1 with greedy decoding, and --max-new-tokens 24 keeps the suite fast.

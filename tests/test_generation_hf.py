@@ -1,4 +1,4 @@
-"""The hf backend on tiny random-weight checkpoints of real architectures (issue 4, acceptance 1).
+"""The hf backend on tiny random-weight checkpoints of real architectures (acceptance 1).
 
 Every family is checked against an independent reference: one prompt at a time, no padding, no KV cache,
 argmax over the full forward pass. Batched generation with mixed prompt lengths must match it token for

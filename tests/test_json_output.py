@@ -1,4 +1,4 @@
-"""``--json`` on ``run``, ``evaluate`` and ``leaderboard`` (issue 23): real commands in subprocesses, stdout is one
+"""``--json`` on ``run``, ``evaluate`` and ``leaderboard``: real commands in subprocesses, stdout is one
 JSON document and nothing else, valid against ``evalsuite/reporting/cli_output.schema.json``."""
 
 from __future__ import annotations

@@ -361,7 +361,7 @@ def test_prompt_style_and_stripping_are_keyed_and_labelled(tmp_path: Path):
 
 def test_a_run_in_the_checkout_leaves_no_tracked_leaderboard_to_rewrite():
     """`evalsuite run` in the repository root writes leaderboard/ there: git ignores it, and the committed
-    example lives in docs/, so a run never rewrites a tracked file (issue 23)."""
+    example lives in docs/, so a run never rewrites a tracked file."""
     import subprocess
 
     root = Path(__file__).resolve().parents[1]
@@ -374,7 +374,7 @@ def test_a_run_in_the_checkout_leaves_no_tracked_leaderboard_to_rewrite():
 
 
 def test_terminal_table_shows_whole_names_so_partial_and_full_never_look_alike(tmp_path: Path, capsys, monkeypatch):
-    """Names were cut at 16 characters: `acme-research/ti…` for both a partial and a full run (issue 23)."""
+    """Names were cut at 16 characters: `acme-research/ti…` for both a partial and a full run."""
     from evalsuite.cli.leaderboard import format_table
 
     monkeypatch.setenv("COLUMNS", "80")  # a narrow terminal no longer cuts anything

@@ -1,4 +1,4 @@
-"""Progress a person can watch (issue 23): tokens, rate and ETA before the first completion is out, an ETA that
+"""Progress a person can watch: tokens, rate and ETA before the first completion is out, an ETA that
 does not say "0 s" while work is left, and one warning when decoding is far below the expected rate."""
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def test_a_real_cpu_run_shows_rate_and_eta_and_records_threads(tiny_model_dir, t
 
 def test_ctrl_c_inside_a_batch_keeps_the_rows_that_had_ended(tiny_model_dir):
     """Plain generate decodes a whole batch in one call: a Ctrl-C in it must still keep the rows that had
-    ended (issue 23: 'Ctrl-C after 2 minutes kept nothing'), each equal to what an uninterrupted run makes."""
+    ended ('Ctrl-C after 2 minutes kept nothing'), each equal to what an uninterrupted run makes."""
     import pytest
 
     from evalsuite.generation import GenerationOptions, load_generator

@@ -1,4 +1,4 @@
-"""The Python API (issue 23): ``evalsuite.run`` / ``evalsuite.evaluate`` return typed results through the CLI's
+"""The Python API: ``evalsuite.run`` / ``evalsuite.evaluate`` return typed results through the CLI's
 own code; the README's example is run as written; ``import evalsuite`` stays cheap."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The report in a real headless Chromium: from the leaderboard to a failing sample's error message, the
-filters, hostile text staying text, and no sideways scrolling on a phone (issue 14, acceptance 1)."""
+filters, hostile text staying text, and no sideways scrolling on a phone (acceptance 1)."""
 
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ def test_click_through_to_a_failing_samples_error_message(board: Path, browser: 
 
 
 def test_a_failed_samples_page_shows_where_it_failed(board: Path, browser: Browser):
-    """The trusted checker's failure detail (issue 23): the assertion, the call's arguments, what came back."""
+    """The trusted checker's failure detail: the assertion, the call's arguments, what came back."""
     browser.set_width(1400)
     browser.open((board / "../runs/tiny/report.html").resolve().as_uri())
     browser.wait_for("document.body.dataset.ready")
@@ -94,7 +94,7 @@ def test_no_sideways_scrolling_on_a_phone(board: Path, browser: Browser, width: 
     assert browser.js("document.documentElement.scrollWidth") <= width
 
 
-# -- issue 23: five pass@k columns and long names on a laptop screen ---------------------------------------
+# -- five pass@k columns and long names on a laptop screen ---------------------------------------
 
 WIDE_KS = (1, 5, 10, 20, 100)
 WIDE_NAMES = (LONG_NAME, "bigcode/starcoder2-15b-instruct-v0.1-preview-with-an-unusually-long-suffix",

@@ -1,5 +1,5 @@
 """The report pages without a browser: what they link, mark and escape; the Wilson marker in every view;
-the leaderboard JSON's ci_method (issue 14). The browser half is tests/test_report_browser.py."""
+the leaderboard JSON's ci_method. The browser half is tests/test_report_browser.py."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``--revision`` for hub models (issue 23): the value reaches every from_pretrained and hub lookup, is part of the
+"""``--revision`` for hub models: the value reaches every from_pretrained and hub lookup, is part of the
 run's identity (another revision never resumes into the same run), and is refused in one line for a local
 folder, a GGUF file or the reference model, before any model loads. No hub here: the hub calls are spied on and
 served from a tiny local checkpoint."""

@@ -96,7 +96,7 @@ def test_user_errors_are_one_clear_line(in_tmp, capsys, argv, message):
 def test_fail_under_gates_ci(in_tmp, capsys):
     assert main(["run", "--quiet", "--tasks", "example", "--fail-under", "pass@1=0.5"]) == 0
     capsys.readouterr()
-    # a metric the run does not report is refused before the run (issue 14), not found missing after it
+    # a metric the run does not report is refused before the run, not found missing after it
     assert main(["run", "--quiet", "--tasks", "example", "--fail-under", "pass@1=1.0,pass@10=0.1"]) == 2
     err = capsys.readouterr().err
     assert "--fail-under pass@10: this run reports only pass@1 (--k)" in err and "\n" not in err.strip()

@@ -103,7 +103,7 @@ def smollm2_codec(smollm2_path):
 
 
 def test_smollm2_gets_no_bos_because_its_tokenizer_says_add_bos_token_false(smollm2_codec):
-    """The bug of issue 12: the llama family rule added <|im_start|> (its BOS) before every raw prompt."""
+    """A bug once: the llama family rule added <|im_start|> (its BOS) before every raw prompt."""
     spec, codec = smollm2_codec
     tokenizer = codec.tokenizer
     assert spec.family == "llama" and tokenizer.bos_token == "<|im_start|>" and not tokenizer.add_bos_token

@@ -1,4 +1,4 @@
-"""Where no model runs locally, no torch is needed (issue 19, acceptance 4).
+"""Where no model runs locally, no torch is needed (acceptance 4).
 
 ``evaluate``, ``selfcheck``, ``leaderboard`` and ``run --backend openai`` run in a subprocess in which torch
 (and transformers, accelerate, safetensors, tokenizers, DeepSpeed, bitsandbytes) cannot be imported: an

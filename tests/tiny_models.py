@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 FAMILIES = ("gpt2", "gptj", "codegen", "bloom", "gpt_neox", "llama", "qwen2")
-ACCEPTANCE_FAMILIES = ("gptj", "bloom", "gpt_neox", "llama", "gpt2", "codegen")  # issue 4's six
+ACCEPTANCE_FAMILIES = ("gptj", "bloom", "gpt_neox", "llama", "gpt2", "codegen")  # the six families the acceptance named
 HIDDEN, LAYERS, HEADS, POSITIONS = 64, 2, 4, 2048
 INIT_STD = 0.2  # wider than the default 0.02: logits far apart, so float rounding never flips a greedy pick
 

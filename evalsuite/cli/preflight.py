@@ -1,5 +1,5 @@
 """Checks that must pass before any model loads: a run that cannot finish should fail in a second, in one
-line, not after hours of generation (issue 14).
+line, not after hours of generation.
 
 * the sandbox: can samples be isolated here (bubblewrap present and able to build the jail)?
 * the output folders: can the run folder and the leaderboard folder be created and written?
@@ -7,7 +7,7 @@ line, not after hours of generation (issue 14).
   (:class:`~evalsuite.sizes.ByteSize`), so a bad one is refused here too;
 * ``--fail-under``: every gated metric is one the run reports;
 * every other value a run would otherwise ignore or trip over later: counts that must be positive, a
-  ``--strategy`` the planner knows, ``--top-k``/``--top-p`` in range (issue 23);
+  ``--strategy`` the planner knows, ``--top-k``/``--top-p`` in range;
 * model files: a ``.gguf`` named on the command line exists and is whole (a truncated download is one line,
   not a traceback from transformers' reader).
 """

@@ -48,8 +48,8 @@ class EngineOptions:
     in_flight: int = 1  # decode steps queued on the device beyond the one being read back
     stop_check_every: int = 8
     # attention over a prompt computed once per block of its rows (Triton only; see kernels.py); below this
-    # many samples per prompt, per row. Only for multi-head attention: measured on an H100 (2026-11-23,
-    # docs/benchmarks.md) it gains 13% on GPT-J-6B (MHA) but loses 10-26% on GQA models (Mistral-7B,
+    # many samples per prompt, per row. Only for multi-head attention: measured on the reference GPU
+    # (docs/benchmarks.md) it gains 13% on GPT-J-6B (MHA) but loses 10-26% on GQA models (Mistral-7B,
     # Qwen2.5-1.5B), whose few KV heads make reading the prompt per row cheap.
     shared_prefix_min_samples: int = 4
     shared_prefix_mha_only: bool = True
@@ -61,7 +61,7 @@ class EngineOptions:
     # Every decode step as wide as ``invariant_rows`` (idle rows padded) and attention over a row's keys in
     # one part, so a sample's tokens do not depend on which other samples share its batch: matrix-product
     # kernels and attention's split are chosen by the batch's size, and their rounding differs between choices.
-    # The same completions on one GPU and under data parallel (2,559 of 2,560 without it, issue 29).
+    # The same completions on one GPU and under data parallel (2,559 of 2,560 without it).
     batch_invariant: bool = False
     invariant_rows: int = 256
 

@@ -3,7 +3,7 @@ with the chain's rounding, so the engine's decode step gets the same values from
 
 GPT-J's ``gelu_new`` (``NewGELUActivation``: 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3))))
 is eight CUDA kernels in eager PyTorch, each rounding its result to the model dtype: 28 layers x 8 launches,
-0.9 ms of a 255-row GPT-J step and ~0.3 ms of a batch-1 one (H100, 2026-11-23). The kernel below computes
+0.9 ms of a 255-row GPT-J step and ~0.3 ms of a batch-1 one (reference GPU). The kernel below computes
 each operation in float32 exactly as PyTorch's kernel for it does (``x * x * x`` for ``pow(x, 3)``, one
 multiply by a float32 scalar, libdevice's ``tanhf``), with explicitly rounded multiplies and adds (no fused
 multiply-add), subnormals kept (libdevice without flush-to-zero, Triton's default) and a round to the

@@ -469,7 +469,7 @@ MAX_SPLIT = 8
 
 def attention_split(batch: int, heads: int, max_keys: int, block_n: int, device: torch.device) -> int:
     """Parts each row's keys are cut into: 1 where the (row, head) programs alone fill the GPU 8 times over,
-    else 8. Measured on the H100 (benchmarks/bench_attention.py, 2026-11-23), GPT-J shape: batch 1 3.6x
+    else 8. Measured on the reference GPU (benchmarks/bench_attention.py), GPT-J shape: batch 1 3.6x
     faster with 8 parts, batches 16-64 1.4-1.8x (4 parts within 3% of 8), 128 and 255 within 3% of 1 part;
     Mistral's shape alike."""
     if batch * heads >= 8 * _multiprocessors(device):
@@ -490,7 +490,7 @@ def decode_attention_triton(q, kp, vp, kg, vg, p_slot, p_len, g_slot, g_len, spe
     out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
     d_pad = triton.next_power_of_2(spec.head_dim)
     block_n = block_n or max(16, min(64, 8192 // d_pad))
-    # 2 warps: 1.5x the bandwidth of 4 on GPT-J's and Mistral's shapes (H100, bench_attention.py, 2026-11-23)
+    # 2 warps: 1.5x the bandwidth of 4 on GPT-J's and Mistral's shapes (reference GPU, bench_attention.py)
     num_warps = num_warps or 2
     slopes = tables.alibi_slopes if spec.alibi else p_len
     common = dict(GROUP=spec.group, D=spec.head_dim, D_PAD=d_pad, ALIBI=spec.alibi, SOFTCAP=spec.softcap > 0,

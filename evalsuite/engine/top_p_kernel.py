@@ -3,7 +3,7 @@
 
 Why: the torch version sorts every row (a segmented radix sort of [rows, vocab] floats with int64 indices),
 then runs softmax, a scan, a scatter and the Gumbel noise as a dozen passes: 2.0 ms of a 19 ms GPT-J decode
-step at 255 rows (H100, 2026-11-23). Here one program per row finds the nucleus boundary without sorting:
+step at 255 rows (reference GPU). Here one program per row finds the nucleus boundary without sorting:
 a binary search over the logits' order-preserving integer keys for the smallest logit whose tokens, with
 every larger one, hold at least ``top_p`` of the probability mass; then one pass draws the token.
 

@@ -151,7 +151,7 @@ def enforce_gpu_cap(cap_bytes: int | None) -> GpuCap | None:
     """Make ``--gpu-memory`` binding: PyTorch's allocator refuses to grow past it on every GPU, until the
     returned handle is released.
 
-    This is how a 16 GB V100 is emulated on an 80 GB H100; the CUDA context itself (a few hundred MiB)
+    This is how a 16 GB V100 is emulated on an 80 GB card; the CUDA context itself (a few hundred MiB)
     is outside the allocator and not counted, as on the real card.
     """
     if not cap_bytes:

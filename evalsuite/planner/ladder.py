@@ -5,10 +5,10 @@ bitsandbytes 8-bit -> 4-bit nf4 -> CPU offload (accelerate) / DeepSpeed ZeRO-Inf
 Every rung is sized at the largest batch whose KV cache fits next to its weights; of the rungs that fit,
 the first in ladder order whose estimated time per generated token is within 20% of the fastest wins.
 So the order decides between near-equals (numerics first), and measured speed decides the rest -- which
-of the two offloaders, or nf4 over int8 (3.4x vs 1.6x slower than bf16 on an H100).
+of the two offloaders, or nf4 over int8 (3.4x vs 1.6x slower than bf16 on the reference GPU).
 DeepSpeed-Inference (kernel injection) is never chosen on its own: it is a fast path the user selects.
 
-Speed estimates come from :class:`SpeedModel`, whose constants were measured on an H100 (see
+Speed estimates come from :class:`SpeedModel`, whose constants were measured on the reference GPU (see
 docs/benchmarks.md, "Loading strategies"); they rank strategies and give honest orders of magnitude,
 not promises.
 """
@@ -68,11 +68,11 @@ class SpeedModel:
     """Seconds per decoding step (one new token for every sequence of the batch), by strategy.
 
     Whole-GPU decoding of a 6-7B model in transformers is launch-bound, about 2 ms per layer per step on
-    an H100 at any batch up to 32 (GPT-J-6B: 59 ms/step at batch 1, 49 ms at batch 32); large models turn
+    the reference GPU at any batch up to 32 (GPT-J-6B: 59 ms/step at batch 1, 49 ms at batch 32); large models turn
     bandwidth-bound. Offloaded strategies add the bytes streamed over PCIe (or read from disk) per step.
     """
 
-    # Measured on an H100 (docs/benchmarks.md, "Loading strategies"; GPT-J-6B and BLOOM-7B1 shapes,
+    # Measured on the reference GPU (docs/benchmarks.md, "Loading strategies"; GPT-J-6B and BLOOM-7B1 shapes,
     # transformers 5.17, bitsandbytes 0.50.2, DeepSpeed 0.19.8) unless marked assumed.
     layer_step_s: float = 0.0014  # whole-GPU decode: 0.8-1.7 ms per layer per step, launch-bound
     hbm_bytes_per_s: float = 2.0e12  # assumed: where large models turn bandwidth-bound
@@ -82,9 +82,9 @@ class SpeedModel:
     accelerate_cpu_bytes_per_s: float = 6.6e9  # accelerate's per-step host->device copies (6.1-7.2 GB/s)
     zero_cpu_bytes_per_s: float = 37.0e9  # ZeRO-3 pinned, prefetched parameter streaming (37-37.5 GB/s)
     disk_bytes_per_s: float = 2.0e9  # assumed: NVMe read
-    # CPU-only decode, per core (it scales with the cores torch uses): measured on 16 cores of the H100 host,
+    # CPU-only decode, per core (it scales with the cores torch uses): measured on 16 cores of the reference GPU's host,
     # BLOOM-7B1 fp32 at batch 1, 28 GB in 0.41 s (69 GB/s), and at batch 32, 2 x params x batch in 4.8 s per step
-    # (0.094 TFLOP/s); checked on the project's 2-core VM with SmolLM2-135M (issue 14: 33 tokens/s measured
+    # (0.094 TFLOP/s); checked on the project's 2-core VM with SmolLM2-135M (33 tokens/s measured
     # where the 16-core constants said ~350). Rough: other jobs, thread counts and kernels move it ~2x.
     cpu_bytes_per_s_per_core: float = 69.0e9 / 16
     cpu_flops_per_core: float = 0.094e12 / 16
@@ -115,7 +115,7 @@ class SpeedModel:
 SPEED = SpeedModel()
 
 # Families DeepSpeed-Inference's kernel injection refuses with the transformers this project needs (>= 5):
-# seen on the H100 with DeepSpeed 0.19.8, before any kernel was built.
+# seen on the reference GPU with DeepSpeed 0.19.8, before any kernel was built.
 DS_INFERENCE_REFUSED_FAMILIES = {
     "bloom": "DeepSpeed refuses BLOOM kernel injection after transformers 4.43.4 ('BLOOM inference with "
              "DeepSpeed is no longer supported'); use gpu, multi-gpu or zero-inference",
@@ -548,7 +548,7 @@ def _batches(requested: int) -> list[int]:
 TIE_MARGIN = 1.2  # a rung higher in the ladder (better numerics) wins unless a lower one is >20% faster
 # How much faster the sampling engine decodes than transformers' generate at the batch the planner sizes, as
 # the ladder ranks rungs (the estimates are plain generate's): its paged cache holds more rows than a padded
-# batch, and its steps are CUDA graphs. The smallest measured on an H100 (docs/benchmarks.md): 2.3x
+# batch, and its steps are CUDA graphs. The smallest measured on the reference GPU (docs/benchmarks.md): 2.3x
 # (SmolLM2 float32 greedy; GPT-J under a 16 GiB cap 5.6x, realistic sampling 18-29x). Without it BLOOM-7B1
 # under 16 GiB was planned nf4 (plain generate, 784 tok/s) over whole-GPU bf16 on the engine (1,172).
 ENGINE_SPEEDUP = 2.0

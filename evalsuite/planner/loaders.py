@@ -262,7 +262,7 @@ def _load_zero_inference(model_id: str, plan: Plan, request: PlanRequest, trust_
     return engine.module
 
 
-DS_INFERENCE_MAX_BATCH = 4  # kernel injection failed at batch 8 (CUBLAS_STATUS_EXECUTION_FAILED) on an H100
+DS_INFERENCE_MAX_BATCH = 4  # kernel injection failed at batch 8 (CUBLAS_STATUS_EXECUTION_FAILED) on the reference GPU
 
 
 def _load_ds_inference(model_id: str, plan: Plan, request: PlanRequest, trust_remote_code: bool,
@@ -277,7 +277,7 @@ def _load_ds_inference(model_id: str, plan: Plan, request: PlanRequest, trust_re
                       f"most {DS_INFERENCE_MAX_BATCH}")
     # Loaded in host RAM: kernel injection builds fused copies of every layer's weights while the originals
     # still exist, which on the GPU needs twice the model (it ran out of memory under a 16 GiB cap on an
-    # H100); from the host, DeepSpeed moves the injected model onto the GPU once.
+    # reference GPU); from the host, DeepSpeed moves the injected model onto the GPU once.
     model = AutoModelForCausalLM.from_pretrained(model_id, dtype=torch.float16,
                                                  trust_remote_code=trust_remote_code, **hub)
     engine = deepspeed.init_inference(model, tensor_parallel={"tp_size": 1},  # one GPU per process (ladder.py)

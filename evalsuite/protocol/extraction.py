@@ -4,7 +4,7 @@ An instruct answer is prose around one or more fenced code blocks, sometimes aft
 :func:`extract_program` removes reasoning, picks the code block that defines the entry point and
 sanitizes it exactly as EvalPlus 0.3.1's ``evalplus/sanitize.py::sanitize`` does, with Python's own ``ast``
 instead of tree-sitter (checked against the ``evalplus`` package in ``tests/test_extraction.py`` and on real
-answers in ``benchmarks/peer_parity.py``, issue 21):
+answers in ``benchmarks/peer_parity.py``):
 
 * the longest run of lines that parses is kept (an answer cut at max tokens), the first of equal runs;
 * of the top-level statements, every import is kept, then the classes, the functions that contain a

@@ -47,7 +47,7 @@ def prompt_settings(decision: PromptDecision, protocol: PromptProtocol, stops: S
                          "source": "EvalPlus 0.3.1: evalplus/codegen.py, evalplus/provider/utility.py"})
     else:
         settings["strip_prompt"] = protocol.strip_prompt
-        if protocol.strip_prompt:  # prompt.strip() since issue 21 (rstrip before): another run, never resumed
+        if protocol.strip_prompt:  # prompt.strip() (rstrip in earlier versions): another run, never resumed
             settings["strip"] = "both ends"
     return settings
 

@@ -2,7 +2,7 @@
 
 Why: a run interrupted and resumed is one run made by several invocations. The record must keep the truth
 of all of them: a resume with nothing left to generate used to rewrite ``record.json`` with
-``generate: 0.0`` and ``tokens_per_s: None``, losing the real generation time (issue 23). Each invocation
+``generate: 0.0`` and ``tokens_per_s: None``, losing the real generation time. Each invocation
 is listed with what it generated and how long it took; an invocation that was killed before it could write
 (SIGKILL, power loss) is marked ``interrupted`` by the next one, its completions counted from the rows that
 carry its ``invocation_id``.

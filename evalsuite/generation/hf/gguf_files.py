@@ -1,7 +1,7 @@
 """GGUF files: checked whole before anything reads them, and parsed once per load.
 
 Is a ``.gguf`` file whole? Checked before anything reads it, so a truncated or foreign file is one line
-(exit 2), not a ``struct.error`` traceback from deep inside transformers' reader (issue 23).
+(exit 2), not a ``struct.error`` traceback from deep inside transformers' reader.
 
 The walk reads the header, skips every metadata value without building it (a tokenizer's 50,000-string
 vocabulary costs ~0.1 s this way) and checks that every tensor's bytes lie inside the file. Stdlib only;
@@ -139,7 +139,7 @@ def gguf_parsed_once() -> Iterator[None]:
 
     Why: transformers reads the whole file (metadata, the tokenizer's ~50,000-string vocabulary, tensor infos)
     again for the config, the tokenizer and the weights, and builds gguf's tensor-name map for every module:
-    26 s of a 31 s SmolLM2-135M load on 2 cores, 105 s with both cores busy (issue 23). The ``gguf`` package's
+    26 s of a 31 s SmolLM2-135M load on 2 cores, 105 s with both cores busy. The ``gguf`` package's
     reader is read-only, so one reader per path serves all three; the name map depends only on its arguments.
     """
     try:

@@ -1,4 +1,4 @@
-"""Issue 14 on real runs: evaluate's partial files, solution rows and leaderboard; one identity for a local
+"""Real runs as users see them: evaluate's partial files, solution rows and leaderboard; one identity for a local
 path; a resumed run that loads nothing; --quiet; the first ETA; the plan's CPU estimate; raw output."""
 
 from __future__ import annotations
