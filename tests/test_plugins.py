@@ -1,107 +1,100 @@
-"""Task discovery: built-ins, --task-dir modules and installed entry-point packages, through the real CLI."""
+"""Extending evalsuite from outside the package: a generation backend and an engine layout, each one module and
+one entry point of a package installed beside evalsuite (report views: tests/test_report_pages.py). Nothing in
+evalsuite names them."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import textwrap
+import json
 from pathlib import Path
 
 import pytest
 
 from evalsuite.cli import main
-from evalsuite.errors import EvalsuiteError
-from evalsuite.tasks.discovery import TaskRegistry
+from plugin_install import installed_plugin
 
-TASK_MODULE = textwrap.dedent('''
-    from evalsuite import hookimpl
-    from evalsuite.tasks.task import Problem, Task
-
-    @hookimpl
-    def evalsuite_register_tasks():
-        return [Task(name="{name}", description="a throwaway task", problems=[
-            Problem(task_id="{name}/0", prompt="def triple(x):\\n", canonical_solution="    return 3 * x\\n",
-                    test="def check(f):\\n    assert f(2) == 6\\n", entry_point="triple"),
-        ])]
-''')
+ECHO_BACKEND = '''
+from evalsuite.generation.base import Generator
+from evalsuite.records import Completion
 
 
-def write_task_dir(tmp_path: Path, name: str = "dirtask") -> Path:
-    task_dir = tmp_path / "mytasks"
-    task_dir.mkdir()
-    (task_dir / f"task_{name}.py").write_text(TASK_MODULE.format(name=name))
-    (task_dir / "helper.py").write_text("raise RuntimeError('not a task module: must not be imported')\n")
-    return task_dir
+class EchoGenerator(Generator):
+    """Answers every problem with its canonical solution, except HumanEval/1, which it gets wrong."""
+
+    def generate(self, requests, params):
+        for request in requests:
+            text = "    return None\\n" if request.task_id == "HumanEval/1" else request.canonical_solution
+            for index in request.sample_indices:
+                yield Completion(task_id=request.task_id, sample_index=index, text=text, finish_reason="stop")
+
+    def describe(self):
+        return {"backend": "echo", "model": "echo"}
 
 
-def test_builtin_tasks_are_found():
-    registry = TaskRegistry.discover()
-    assert {"humaneval", "humaneval-plus", "example"} <= set(registry.names())
-    humaneval = registry.get("humaneval")
-    assert len(humaneval.problems()) == 164
-    assert humaneval.dataset_sha256 == "b796127e635a67f93fb35c04f4cb03cf06f38c8072ee7cee8833d7bee06979ef"
+def load(model, options):
+    return EchoGenerator()
+'''
 
 
-def test_task_dir_module_is_discovered_by_convention(tmp_path, capsys):
-    task_dir = write_task_dir(tmp_path)
-    assert main(["tasks", "--task-dir", str(task_dir)]) == 0
-    out = capsys.readouterr().out
-    line = next(l for l in out.splitlines() if l.startswith("dirtask"))
-    assert " 1 " in line and "dir:" in line
+def test_a_backend_from_an_installed_package_runs_a_whole_evaluation(tmp_path: Path, capsys):
+    from evalsuite.generation.backends import BACKENDS
+
+    with installed_plugin(tmp_path / "site", {"echo_backend": ECHO_BACKEND},
+                          {"evalsuite.backends": {"echo": "echo_backend:load"}}, [BACKENDS]):
+        assert main(["run", "--backend", "echo", "--models", "echo", "--limit", "3", "--output",
+                     str(tmp_path / "runs"), "--no-leaderboard", "--quiet", "--allow-unsandboxed", "--json"]) == 0
+        result = json.loads(capsys.readouterr().out)
+    [score] = result["results"]
+    assert score["pass_at"]["pass@1"]["value"] == pytest.approx(2 / 3)  # HumanEval/0 and /2 pass, /1 does not
+    assert "echo" not in BACKENDS  # uninstalled: gone again
+    assert main(["run", "--backend", "echo", "--models", "echo", "--limit", "1", "--output",
+                 str(tmp_path / "again")]) == 2
+    assert "unknown backend 'echo'; choose one of reference, openai, hf" in capsys.readouterr().err
 
 
-def test_duplicate_task_names_are_an_error(tmp_path):
-    first = write_task_dir(tmp_path)
-    second = tmp_path / "other"
-    second.mkdir()
-    (second / "task_dup.py").write_text(TASK_MODULE.format(name="dirtask"))
-    with pytest.raises(EvalsuiteError, match="defined twice"):
-        TaskRegistry.discover([first, second])
+MY_LLAMA = '''
+from transformers import LlamaForCausalLM
+
+from evalsuite.engine.models import Layout
 
 
-def test_unknown_task_and_missing_dir_give_one_clear_line(tmp_path, capsys):
-    assert main(["tasks", "--task-dir", str(tmp_path / "nope")]) == 2
-    assert "not a directory" in capsys.readouterr().err
-    with pytest.raises(EvalsuiteError, match="unknown task 'nope'; known tasks: .*humaneval"):
-        TaskRegistry.discover().get("nope")
+class MyLlamaForCausalLM(LlamaForCausalLM):
+    """A family the engine has never heard of, laid out as Llama is."""
 
 
-def test_broken_task_module_names_itself(tmp_path):
-    task_dir = tmp_path / "broken"
-    task_dir.mkdir()
-    (task_dir / "task_broken.py").write_text("import not_a_module_anywhere\n")
-    with pytest.raises(EvalsuiteError, match="task_broken.py failed to import: ModuleNotFoundError"):
-        TaskRegistry.discover([task_dir])
+LAYOUT = Layout(("MyLlamaForCausalLM",), backbone="model", embed="embed_tokens", layers="layers", final_norm="norm")
+'''
 
 
-def test_entry_point_plugin_package_is_installed_and_listed(tmp_path):
-    """pip-install a throwaway package into a target folder and see its task in `evalsuite tasks`."""
-    source = tmp_path / "src"
-    (source / "evalsuite_demo_plugin").mkdir(parents=True)
-    (source / "evalsuite_demo_plugin" / "__init__.py").write_text(TASK_MODULE.format(name="entrytask"))
-    (source / "pyproject.toml").write_text(textwrap.dedent('''
-        [build-system]
-        requires = ["setuptools>=61"]
-        build-backend = "setuptools.build_meta"
-        [project]
-        name = "evalsuite-demo-plugin"
-        version = "0.0.1"
-        [project.entry-points."evalsuite.tasks"]
-        demo = "evalsuite_demo_plugin"
-        [tool.setuptools]
-        packages = ["evalsuite_demo_plugin"]
-    '''))
-    target = tmp_path / "site"
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
-                    "--no-index", "--target", str(target), str(source)], check=True, capture_output=True)
-    env = dict(os.environ, PYTHONPATH=str(target))
-    listed = subprocess.run([sys.executable, "-m", "evalsuite", "tasks"], env=env, capture_output=True,
-                            text=True, check=True).stdout
-    line = next(l for l in listed.splitlines() if l.startswith("entrytask"))
-    assert "entrypoint:demo" in line
-    ran = subprocess.run([sys.executable, "-m", "evalsuite", "run", "--tasks", "entrytask", "--quiet",
-                          "--output", str(tmp_path / "runs"), "--leaderboard-dir", str(tmp_path / "lb")],
-                         env=env, capture_output=True, text=True, cwd=tmp_path)
-    assert ran.returncode == 0, ran.stderr
-    assert "1.000" in ran.stdout
+def test_an_engine_layout_from_an_installed_package_decodes_its_family(tmp_path: Path):
+    """The engine takes a model class it does not know once a plugin lays it out, and decodes it token for token
+    as transformers does."""
+    import torch
+    from transformers import LlamaConfig
+
+    from evalsuite.engine import Engine, EngineOptions
+    from evalsuite.engine.models import LAYOUTS, layout_for_architecture
+    from evalsuite.records import GenerationRequest, SamplingParams
+
+    assert layout_for_architecture("MyLlamaForCausalLM") is None
+    with installed_plugin(tmp_path / "site", {"my_llama": MY_LLAMA},
+                          {"evalsuite.layouts": {"my-llama": "my_llama:LAYOUT"}}, [LAYOUTS]):
+        import my_llama
+
+        found = layout_for_architecture("MyLlamaForCausalLM")
+        assert found is not None and found[0] == "my-llama"
+        torch.manual_seed(0)
+        config = LlamaConfig(vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                             num_attention_heads=4, num_key_value_heads=2, initializer_range=0.5,
+                             bos_token_id=0, eos_token_id=1)
+        model = my_llama.MyLlamaForCausalLM(config).eval()
+        assert Engine.unsupported_reason(model) is None
+        prompt = [5, 6, 7, 8]
+        with torch.no_grad():
+            want = model.generate(input_ids=torch.tensor([prompt]), max_new_tokens=12, do_sample=False,
+                                  pad_token_id=0, eos_token_id=None)[0, len(prompt):].tolist()
+        engine = Engine(model, decode_tokens=lambda ids: " ".join(map(str, ids)), eos_token_ids=[],
+                        options=EngineOptions(max_rows=4))
+        [completion] = engine.generate([GenerationRequest(task_id="t/0", prompt="", sample_indices=(0,))],
+                                       SamplingParams(max_new_tokens=12), prompt_ids=[prompt])
+        assert [int(t) for t in completion.text.split()] == want
+    assert layout_for_architecture("MyLlamaForCausalLM") is None

@@ -132,31 +132,28 @@ def test_screenshots_are_committed_at_both_widths_and_small():
         assert path.stat().st_size < 300_000
 
 
-def test_a_new_view_is_one_module_and_one_registration(tmp_path: Path, monkeypatch):
-    """A CSV of the leaderboard and a plain-text note per run: each a module defining VIEW, and one line in the
-    registry; storing entries and finishing a run then write them, with no caller or storage changed."""
-    import sys
-
+def test_a_new_view_is_one_module_and_one_registration(tmp_path: Path):
+    """A CSV of the leaderboard and a plain-text note per run, from a package installed beside evalsuite: each a
+    module defining VIEW and one ``evalsuite.views`` entry point; storing entries and finishing a run then write
+    them, with no caller or storage changed."""
     from evalsuite.reporting import views
+    from plugin_install import installed_plugin
 
-    (tmp_path / "views_for_test").mkdir()
-    (tmp_path / "views_for_test" / "board_csv.py").write_text(
-        "from evalsuite.reporting.views.contract import LeaderboardView\n"
-        "VIEW = LeaderboardView('csv', 'board.csv', lambda data: '\\n'.join(\n"
-        "    f'{e.model},{e.task},{e.metrics[\"pass@1\"].value}' for e in data.entries))\n")
-    (tmp_path / "views_for_test" / "run_note.py").write_text(
-        "from evalsuite.reporting.views.contract import RunView\n"
-        "VIEW = RunView('note', 'note.txt', lambda report: f'{report.header.model}: {len(report.samples)} samples')\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(views, "VIEW_MODULES", (*views.VIEW_MODULES, "views_for_test.board_csv",
-                                                "views_for_test.run_note"))
-    board = tmp_path / "board"
-    update_leaderboard(board, [_entry("m", (1, 0))])
-    assert (board / "board.csv").read_text() == "m,humaneval,0.5"
-    assert (board / "index.html").is_file()  # the built-in view still comes first
-    run = tmp_path / "run"
-    summary = score([SampleResult("HumanEval/0", 0, True, "passed", 0.01)], [1]).summary_json()
-    page = views.write_run_views(run, RunHeader(model="m", task="t", run_id="r"), summary, [], {})
-    assert page == run / "report.html" and page.is_file() and (run / "note.txt").read_text() == "m: 0 samples"
-    for name in ("views_for_test", "views_for_test.board_csv", "views_for_test.run_note"):
-        sys.modules.pop(name, None)
+    modules = {
+        "views_for_test.board_csv": "from evalsuite.reporting.views.contract import LeaderboardView\n"
+                                    "VIEW = LeaderboardView('csv', 'board.csv', lambda data: '\\n'.join(\n"
+                                    "    f'{e.model},{e.task},{e.metrics[\"pass@1\"].value}' for e in data.entries))\n",
+        "views_for_test.run_note": "from evalsuite.reporting.views.contract import RunView\n"
+                                   "VIEW = RunView('note', 'note.txt', lambda report: "
+                                   "f'{report.header.model}: {len(report.samples)} samples')\n"}
+    points = {"evalsuite.views": {"csv": "views_for_test.board_csv:VIEW", "note": "views_for_test.run_note:VIEW"}}
+    with installed_plugin(tmp_path / "site", modules, points, [views.VIEWS]):
+        board = tmp_path / "board"
+        update_leaderboard(board, [_entry("m", (1, 0))])
+        assert (board / "board.csv").read_text() == "m,humaneval,0.5"
+        assert (board / "index.html").is_file()  # the built-in view still comes first
+        run = tmp_path / "run"
+        summary = score([SampleResult("HumanEval/0", 0, True, "passed", 0.01)], [1]).summary_json()
+        page = views.write_run_views(run, RunHeader(model="m", task="t", run_id="r"), summary, [], {})
+        assert page == run / "report.html" and page.is_file() and (run / "note.txt").read_text() == "m: 0 samples"
+    assert [name for name, _ in views.VIEWS] == ["leaderboard page", "run page"]  # uninstalled: gone again

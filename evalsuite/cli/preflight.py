@@ -76,6 +76,10 @@ def check_generation_options(options: Any, sampling: Any) -> None:
         raise EvalsuiteError(f"--top-k must be >= 0 (0: no top-k), got {sampling.top_k}")
     if not 0 < sampling.top_p <= 1 or sampling.temperature < 0:
         raise EvalsuiteError("--temperature must be >= 0 and --top-p in (0, 1]")
+    from evalsuite.generation.backends import AUTO, BACKENDS
+
+    if options.backend != AUTO:
+        BACKENDS.get(options.backend)  # "unknown backend 'x'; choose one of hf, openai, reference" (plugins too)
     if options.openai.base_url and options.backend in ("hf", "reference"):
         raise EvalsuiteError(f"--base-url is for --backend openai (or auto); --backend {options.backend} would "
                              "ignore it")

@@ -42,6 +42,7 @@ import torch
 
 from evalsuite.engine.fused_ops import add3, fused_activation
 from evalsuite.engine.kernels import ROTARY_HALF, ROTARY_INTERLEAVED, ROTARY_NONE, AttentionSpec, PositionTables
+from evalsuite.registry import Registry
 
 # attend(layer_index, q [B, Hq, D], k [B, Hkv, D], v [B, Hkv, D]) -> [B, Hq * D]
 Attend = Callable[[int, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
@@ -81,7 +82,10 @@ _LLAMA_LIKE: dict[str, Any] = dict(backbone="model", embed="embed_tokens", layer
 _SANDWICH_NORMS = ("input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm",
                    "post_feedforward_layernorm")
 
-LAYOUTS: dict[str, Layout] = {
+# The families the engine covers, by name; installed packages add layouts through the ``evalsuite.layouts``
+# entry point group (a Layout naming its *ForCausalLM classes; see evalsuite/registry.py).
+LAYOUTS: Registry[Layout] = Registry("layouts", "engine layout")
+_BUILT_IN_LAYOUTS: dict[str, Layout] = {
     # Llama also covers CodeLlama, DeepSeek-Coder and SmolLM2; Mistral and Qwen2 add sliding windows (read
     # from the config per layer); Qwen2's q/k/v biases and StarCoder2's biases live in the Linear modules.
     "llama": Layout(("LlamaForCausalLM",), **_LLAMA_LIKE,
@@ -116,6 +120,10 @@ LAYOUTS: dict[str, Layout] = {
 }
 
 
+for _family, _layout in _BUILT_IN_LAYOUTS.items():
+    LAYOUTS.register(_family, _layout)
+
+
 def layout_for(model) -> tuple[str, Layout] | None:
     return layout_for_architecture(type(model).__name__)
 
@@ -123,7 +131,7 @@ def layout_for(model) -> tuple[str, Layout] | None:
 def layout_for_architecture(name: str) -> tuple[str, Layout] | None:
     """The engine's layout for a model class (``Gemma3ForCausalLM``), matched on the class, never on
     ``config.model_type`` (Gemma 3's text config says ``gemma3_text``)."""
-    for family, layout in LAYOUTS.items():
+    for family, layout in LAYOUTS:
         if name in layout.architectures:
             return family, layout
     return None

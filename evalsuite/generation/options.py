@@ -14,7 +14,6 @@ from typing import Any
 from evalsuite.flags import flag
 from evalsuite.models.options import LoadingOptions
 
-BACKENDS = ("auto", "hf", "openai", "reference")
 ENGINES = ("auto", "transformers", "evalsuite")
 
 
@@ -53,7 +52,8 @@ class GenerationOptions:
 
     backend: str = flag("auto", "hf: load the model here with transformers; openai: ask the OpenAI-compatible "
                                 "server at --base-url; reference: the canonical solutions; auto: reference for "
-                                "'reference', openai when --base-url is given, else hf", choices=BACKENDS)
+                                "'reference', openai when --base-url is given, else hf; or a backend a plugin "
+                                "registers")
     loading: LoadingOptions = field(default_factory=LoadingOptions)
     hf: HFOptions = field(default_factory=HFOptions)
     openai: OpenAIOptions = field(default_factory=OpenAIOptions)

@@ -1,5 +1,6 @@
 """The report views, registered in one place: a new view is one module that defines ``VIEW`` (a
-:class:`~.contract.LeaderboardView` or :class:`~.contract.RunView`) plus one line in :data:`VIEW_MODULES`.
+:class:`~.contract.LeaderboardView` or :class:`~.contract.RunView`) plus one registration in :data:`VIEWS`
+(here for the built-ins; an ``evalsuite.views`` entry point for an installed package's).
 
 Callers never name a page: the finishing of a run writes every run view (:func:`write_run_views`), and
 storing entries writes every leaderboard view (:func:`write_leaderboard_views`, via
@@ -9,7 +10,6 @@ imports from here.
 
 from __future__ import annotations
 
-import importlib
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -17,6 +17,7 @@ from typing import Any
 
 from evalsuite.jsonl import atomic_write_text
 from evalsuite.reporting.model import LeaderboardEntry
+from evalsuite.registry import Registry
 from evalsuite.reporting.views.contract import (
     LeaderboardData,
     LeaderboardView,
@@ -27,18 +28,17 @@ from evalsuite.reporting.views.contract import (
     SampleView,
 )
 
-# The registry: one line per view module. The first run view is the run's page, the one the leaderboard links to;
-# the first leaderboard view is the leaderboard's page.
-VIEW_MODULES = (
-    "evalsuite.reporting.views.leaderboard_page",
-    "evalsuite.reporting.views.run_page",
-)
+# The registry: one line per built-in view module (imported on first use: the pages are not loaded by a command
+# that draws none); installed packages add views through the ``evalsuite.views`` entry point group. The first run
+# view is the run's page, the one the leaderboard links to; the first leaderboard view is the leaderboard's page.
+VIEWS: Registry[LeaderboardView | RunView] = Registry("views", "report view")
+VIEWS.register_lazy("leaderboard page", "evalsuite.reporting.views.leaderboard_page:VIEW")
+VIEWS.register_lazy("run page", "evalsuite.reporting.views.run_page:VIEW")
 
 
 def registered_views() -> list[LeaderboardView | RunView]:
-    """Every registered view, in registration order (modules are imported on first use: the pages are not
-    loaded by a command that draws none)."""
-    return [importlib.import_module(name).VIEW for name in VIEW_MODULES]
+    """Every registered view, in registration order (built-ins first, then plugins')."""
+    return [view for _, view in VIEWS]
 
 
 def leaderboard_views() -> list[LeaderboardView]:
@@ -91,5 +91,5 @@ def write_run_views(folder: str | Path, header: RunHeader, summary: Mapping[str,
     return written[0]
 
 
-__all__ = ["VIEW_MODULES", "registered_views", "leaderboard_views", "run_views", "leaderboard_data",
+__all__ = ["VIEWS", "registered_views", "leaderboard_views", "run_views", "leaderboard_data",
            "write_leaderboard_views", "write_run_views"]
