@@ -8,21 +8,40 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from evalsuite.errors import EvalsuiteError
+from evalsuite.flags import flag
+
 
 @dataclass(frozen=True)
 class SamplingParams:
-    """How completions are sampled. ``temperature == 0`` means greedy decoding."""
+    """How completions are sampled. ``temperature == 0`` means greedy decoding.
 
-    n: int = 1
-    temperature: float = 0.0
-    top_p: float = 1.0
-    top_k: int = 0
-    max_new_tokens: int = 512
-    seed: int = 0
+    Checked once, here, whoever builds it (``run``'s flags, generated from these fields; a preset; the Python
+    API): a value that cannot be sampled is refused in one line before anything loads."""
+
+    n: int = flag(1, "samples per problem")
+    temperature: float = flag(0.0, "0 means greedy", default_text="0, greedy")
+    top_p: float = flag(1.0, "nucleus sampling: keep the smallest set of tokens whose probability reaches P, "
+                             "0 < P <= 1", default_text="1.0: off")
+    top_k: int = flag(0, "sample among the K most likely tokens", default_text="0: off")
+    max_new_tokens: int = flag(512, "tokens generated per completion at most")
+    seed: int = flag(0, "sampling seed; each sample's stream is derived from it, the problem and the sample index")
     # Prompt plus generation at most this many tokens (bigcode-evaluation-harness's ``max_length_generation``,
     # ``model.generate(max_length=...)``): each sample's budget is the smaller of ``max_new_tokens`` and this
     # less its prompt's tokens (at least one token). None: ``max_new_tokens`` alone.
-    max_length: int | None = None
+    max_length: int | None = flag(None, "prompt plus completion at most this many tokens, per sample (bigcode's "
+                                        "max_length_generation)", default_text="off")
+
+    def __post_init__(self) -> None:
+        for name in ("n", "max_new_tokens"):
+            if getattr(self, name) < 1:
+                raise EvalsuiteError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}")
+        if self.top_k < 0:
+            raise EvalsuiteError(f"--top-k must be >= 0 (0: no top-k), got {self.top_k}")
+        if not 0 < self.top_p <= 1 or self.temperature < 0:
+            raise EvalsuiteError("--temperature must be >= 0 and --top-p in (0, 1]")
+        if self.max_length is not None and self.max_length < 2:
+            raise EvalsuiteError("--max-length must be >= 2 (prompt plus completion tokens)")
 
     @property
     def greedy(self) -> bool:

@@ -66,16 +66,12 @@ def check_generation_options(options: Any, sampling: Any) -> None:
     after the model loads: each is one line now. ``options`` is a GenerationOptions, ``sampling`` the
     SamplingParams."""
     positive = {"--batch-size": options.hf.batch_size, "--threads": options.hf.threads,
-                "--concurrency": options.openai.concurrency, "--n": sampling.n, "--max-new-tokens": sampling.max_new_tokens}
+                "--concurrency": options.openai.concurrency}
     for flag, value in positive.items():
         if value is not None and value < 1:
             raise EvalsuiteError(f"{flag} must be at least 1, got {value}")
     if options.openai.max_retries < 0 or options.openai.request_timeout_s <= 0:
         raise EvalsuiteError("--max-retries must be >= 0 and --request-timeout > 0")
-    if sampling.top_k < 0:
-        raise EvalsuiteError(f"--top-k must be >= 0 (0: no top-k), got {sampling.top_k}")
-    if not 0 < sampling.top_p <= 1 or sampling.temperature < 0:
-        raise EvalsuiteError("--temperature must be >= 0 and --top-p in (0, 1]")
     from evalsuite.generation.backends import AUTO, BACKENDS
 
     if options.backend != AUTO:

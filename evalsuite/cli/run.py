@@ -17,11 +17,9 @@ from evalsuite.cli.options import (
     add_execution_args,
     add_fail_under_argument,
     add_limit,
-    add_max_new_tokens,
     add_prompt_style,
     add_quiet,
     add_task_source_args,
-    add_temperature,
     execution_options,
     load_registry,
     parse_ks,
@@ -32,6 +30,7 @@ from evalsuite.devices import check_device_present
 from evalsuite.errors import EvalsuiteError, ThresholdNotMet
 from evalsuite.generation.options import GenerationOptions, HFOptions, OpenAIOptions
 from evalsuite.models.options import LoadingOptions
+from evalsuite.records import SamplingParams
 
 # The sampling flags a preset may fill (a given flag wins); their defaults are SamplingParams's.
 PRESET_SAMPLING = ("n", "temperature", "top_p", "top_k", "max_new_tokens", "max_length")
@@ -59,17 +58,8 @@ def add_parser(subparsers) -> None:
     add_prompt_style(sampling, preset_may_set=True)
     sampling.add_argument("--strip-prompt", action=argparse.BooleanOptionalAction, default=None,
                           help="base style: feed the prompt without its trailing whitespace (bigcode's default)")
-    sampling.add_argument("--n", type=int, help="samples per problem (default 1)")
     sampling.add_argument("--k", help="pass@k values to report, e.g. 1,10,100 (default: those <= n of 1,10,100)")
-    add_temperature(sampling, "0 means greedy")
-    sampling.add_argument("--top-p", type=float, help="nucleus sampling: keep the smallest set of tokens whose "
-                                                      "probability reaches P, 0 < P <= 1 (default 1.0: off)")
-    sampling.add_argument("--top-k", type=int, help="sample among the K most likely tokens (default 0: off)")
-    add_max_new_tokens(sampling, "tokens generated per completion at most", preset_may_set=True)
-    sampling.add_argument("--max-length", type=int, help="prompt plus completion at most this many tokens, per "
-                                                         "sample (bigcode's max_length_generation; default: off)")
-    sampling.add_argument("--seed", type=int, default=0, help="sampling seed; each sample's stream is derived from it, "
-                                                              "the problem and the sample index (default 0)")
+    add_options(sampling, SamplingParams)  # every flag left unset in argparse: a preset fills it, a given flag wins
 
     model = parser.add_argument_group("model loading")
     add_options(model, GenerationOptions, only=("backend",))
@@ -96,7 +86,6 @@ def add_parser(subparsers) -> None:
 
 def sampling_from_args(args: argparse.Namespace):
     from evalsuite.protocol.presets import load_preset
-    from evalsuite.records import SamplingParams
 
     values = {name: getattr(SAMPLING_DEFAULTS, name) for name in PRESET_SAMPLING}
     preset_ks = None
@@ -108,9 +97,10 @@ def sampling_from_args(args: argparse.Namespace):
         given = getattr(args, name)
         if given is not None:
             values[name] = given
+    seed = SAMPLING_DEFAULTS.seed if args.seed is None else args.seed
     sampling = SamplingParams(n=int(values["n"]), temperature=float(values["temperature"]),
                               top_p=float(values["top_p"]), top_k=int(values["top_k"]),
-                              max_new_tokens=int(values["max_new_tokens"]), seed=args.seed,
+                              max_new_tokens=int(values["max_new_tokens"]), seed=seed,
                               max_length=None if values["max_length"] is None else int(values["max_length"]))
     if args.k:
         ks = parse_ks(args.k)

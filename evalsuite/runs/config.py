@@ -40,8 +40,6 @@ class RunConfig:
 
 
 def validate_config(config: RunConfig) -> None:
-    if config.sampling.n < 1:
-        raise EvalsuiteError(f"--n must be >= 1, got {config.sampling.n}")
     too_big = [k for k in config.ks if k > config.sampling.n]
     if too_big:
         raise EvalsuiteError(f"pass@{max(too_big)} needs at least {max(too_big)} samples per problem, "
@@ -49,12 +47,6 @@ def validate_config(config: RunConfig) -> None:
     if config.sampling.greedy and config.sampling.n > 1:
         raise EvalsuiteError(f"--n {config.sampling.n} with greedy decoding (temperature 0) gives {config.sampling.n} "
                              "identical samples; set --temperature > 0 for pass@k with k > 1")
-    if config.sampling.temperature < 0 or not 0 < config.sampling.top_p <= 1:
-        raise EvalsuiteError("--temperature must be >= 0 and --top-p in (0, 1]")
-    if config.sampling.max_new_tokens < 1:
-        raise EvalsuiteError("--max-new-tokens must be >= 1")
-    if config.sampling.max_length is not None and config.sampling.max_length < 2:
-        raise EvalsuiteError("--max-length must be >= 2 (prompt plus completion tokens)")
     server = config.generation.backend == "openai" or (config.generation.backend == "auto"
                                                         and config.generation.openai.base_url is not None)
     if config.sampling.max_length is not None and server:
