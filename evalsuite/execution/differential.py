@@ -135,7 +135,7 @@ def io_jobs(task: Task, problems: Sequence[Problem], tests: Mapping[str, IOTest]
     out: dict[str, IOJob] = {}
     for problem in problems:
         test, truth = tests[problem.task_id], truths[problem.task_id]
-        sets = []
+        sets: list[dict[str, Any]] = []
         for name, inputs in test.sets.items():
             limits = [limits_rule.limit_for(t) for t in truth.times_s[name]]
             sets.append({"name": name, "inputs": list(inputs), "expected": truth.expected[name],

@@ -101,8 +101,9 @@ def execute_samples(task: Task, samples: Sequence[Mapping[str, Any]], options: E
 
     results = []
     flags: Counter[str] = Counter()
-    for sample, outcome in zip(samples, outcomes):
-        assert outcome is not None
+    for sample, maybe in zip(samples, outcomes):
+        assert maybe is not None  # every job either ran or was failed at set-up, above
+        outcome = maybe
         flags.update(outcome.flags)
         results.append(SampleResult(task_id=sample["task_id"], completion_id=int(sample["completion_id"]),
                                     passed=outcome.passed, result=result_text(outcome.status, outcome.reason),

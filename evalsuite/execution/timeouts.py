@@ -112,7 +112,7 @@ def calibration_path(task: Task) -> Path:
 
 def _read_cache(path: Path, task: Task) -> dict[str, Any]:
     """The cached times for this task data on this machine, or an empty entry (missing, stale or unreadable)."""
-    empty = {"times_s": {}, "failed": {}}
+    empty: dict[str, Any] = {"times_s": {}, "failed": {}}
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError):
@@ -240,7 +240,12 @@ def execute_differential(task: Task, samples: Sequence[Mapping[str, Any]], probl
                          options: ExecutionOptions, policy: TimeoutPolicy) -> tuple[list[SampleResult], dict[str, Any]]:
     """EvalPlus's way: expected outputs and per-input times from the ground truth on this machine (cached), each
     input's limit ``max(floor, factor x its time)`` (or ``--timeout``), then the samples."""
-    tests = {p.task_id: task.io_test(p) for p in problems}
+    tests = {}
+    for problem in problems:
+        test = task.io_test(problem)
+        if test is None:  # the caller sends only problems checked by inputs and expected outputs
+            raise ValueError(f"{problem.task_id} has no input/output test")
+        tests[problem.task_id] = test
     machine = machine_key()
     truths = ground_truths(task, problems, tests, machine, recompute=policy.recalibrate,
                            show_progress=options.show_progress)

@@ -6,10 +6,11 @@ import hashlib
 import importlib
 import importlib.util
 import sys
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Any
 
 import pluggy
 
@@ -46,7 +47,7 @@ def _import_file(path: Path):
     return module
 
 
-def _builtin_task_modules() -> list[tuple[str, object]]:
+def _builtin_task_modules() -> list[tuple[str, Any]]:
     import evalsuite.tasks.builtin
 
     found = []
@@ -55,7 +56,7 @@ def _builtin_task_modules() -> list[tuple[str, object]]:
     return found
 
 
-def _task_dir_modules(task_dirs: Sequence[str | Path]) -> list[tuple[str, object]]:
+def _task_dir_modules(task_dirs: Sequence[str | Path]) -> list[tuple[str, Any]]:
     found = []
     for task_dir in task_dirs:
         directory = Path(task_dir)
@@ -66,14 +67,14 @@ def _task_dir_modules(task_dirs: Sequence[str | Path]) -> list[tuple[str, object
     return found
 
 
-def _task_dir_specs(task_dirs: Sequence[str | Path]) -> list[tuple[str, object]]:
+def _task_dir_specs(task_dirs: Sequence[str | Path]) -> list[tuple[str, Any]]:
     """Declarative tasks: every ``task_*.yaml`` spec in the task dirs (see :mod:`evalsuite.tasks.specs`)."""
     from evalsuite.tasks.specs import spec_plugins
 
     return list(spec_plugins(Path(d) for d in task_dirs))
 
 
-def _entry_point_modules() -> list[tuple[str, object]]:
+def _entry_point_modules() -> list[tuple[str, Any]]:
     found = []
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         try:
@@ -94,7 +95,8 @@ def make_plugin_manager(task_dirs: Sequence[str | Path] = ()) -> tuple[pluggy.Pl
         if pm.is_registered(module):
             continue
         name = pm.register(module, name=label)
-        sources[name] = label
+        if name is not None:  # None: a plugin the manager was told to block
+            sources[name] = label
     return pm, sources
 
 
@@ -111,11 +113,11 @@ class TaskRegistry:
             self._entries[entry.task.name] = entry
 
     @classmethod
-    def discover(cls, task_dirs: Sequence[str | Path] = ()) -> "TaskRegistry":
+    def discover(cls, task_dirs: Sequence[str | Path] = ()) -> TaskRegistry:
         pm, _ = make_plugin_manager(task_dirs)
         entries = []
         for impl in pm.hook.evalsuite_register_tasks.get_hookimpls():
-            tasks = impl.function() or []
+            tasks: Iterable[Any] = impl.function() or []  # type: ignore[assignment]  # a hook returns its own type
             for task in tasks:
                 if not isinstance(task, Task):
                     raise EvalsuiteError(

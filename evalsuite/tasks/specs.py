@@ -24,15 +24,16 @@ Unknown keys are an error (a typo must not silently change a protocol).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import yaml
 
-from evalsuite.tasks.dataset_tasks import TEST_STYLES, DatasetSpec, DatasetTask
-from evalsuite.tasks.datasets_loader import HubSource
 from evalsuite.errors import EvalsuiteError
 from evalsuite.hookspecs import hookimpl
+from evalsuite.tasks.dataset_tasks import TEST_STYLES, DatasetSpec, DatasetTask
+from evalsuite.tasks.datasets_loader import HubSource
 from evalsuite.tasks.task import DEFAULT_STOP_SEQUENCES
 
 SPEC_GLOBS = ("task_*.yaml", "task_*.yml")
@@ -46,6 +47,14 @@ def _string(spec: dict[str, Any], key: str, where: str, default: str | None = No
     value = spec.get(key, default)
     if value is not None and not isinstance(value, str):
         raise EvalsuiteError(f"{where}: {key!r} must be a string, got {type(value).__name__}")
+    return value
+
+
+def _text(spec: dict[str, Any], key: str, where: str, default: str | None = None) -> str:
+    """A string the spec must give (a required key, already checked) or that has a default."""
+    value = _string(spec, key, where, default)
+    if value is None:
+        raise EvalsuiteError(f"{where}: missing required key(s) {key}")
     return value
 
 
@@ -95,21 +104,21 @@ def load_spec(path: Path) -> DatasetSpec:
     if style not in TEST_STYLES:
         raise EvalsuiteError(f"{where}: 'test_style' must be one of {', '.join(TEST_STYLES)}, got {style!r}")
     return DatasetSpec(
-        name=_string(spec, "name", where),
-        description=_string(spec, "description", where, f"declarative task from {path.name}"),
-        prompt_template=_string(spec, "prompt", where),
-        test_field=_string(spec, "test_field", where),
+        name=_text(spec, "name", where),
+        description=_text(spec, "description", where, f"declarative task from {path.name}"),
+        prompt_template=_text(spec, "prompt", where),
+        test_field=_text(spec, "test_field", where),
         test_style=style,
         hub=hub,
         data_path=(path.parent / data) if data else None,
-        split=_string(spec, "split", where, "test"),
+        split=_text(spec, "split", where, "test"),
         stop_sequences=_strings(spec, "stop_sequences", where) or DEFAULT_STOP_SEQUENCES,
-        id_field=_string(spec, "id_field", where, "task_id"),
-        id_prefix=_string(spec, "id_prefix", where, ""),
+        id_field=_text(spec, "id_field", where, "task_id"),
+        id_prefix=_text(spec, "id_prefix", where, ""),
         entry_point_field=_string(spec, "entry_point_field", where),
         solution_field=_string(spec, "solution_field", where),
         setup_fields=_strings(spec, "setup_fields", where) or (),
-        citation=_string(spec, "citation", where, ""),
+        citation=_text(spec, "citation", where, ""),
     )
 
 
