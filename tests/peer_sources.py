@@ -107,7 +107,12 @@ def bigcode(hub_copies: Mapping[str, Any]) -> Iterator[types.SimpleNamespace]:
         del sys.modules[name]
     sys.path.insert(0, str(root))
     try:
-        base = importlib.import_module("bigcode_eval.base")
+        try:
+            base = importlib.import_module("bigcode_eval.base")
+            modules = {name: importlib.import_module(f"bigcode_eval.{name}") for name in
+                       ("tasks", "utils", "generation", "evaluator")}
+        except ImportError as exc:  # a dependency of one of its tasks (tasks/__init__.py imports them all)
+            raise Unavailable(f"bigcode-evaluation-harness cannot be imported here: {exc}") from None
 
         def load_dataset(path=None, name=None, **kwargs):  # the hub, offline, with the copies it was given
             if path in hub_copies and name is None:
@@ -115,8 +120,6 @@ def bigcode(hub_copies: Mapping[str, Any]) -> Iterator[types.SimpleNamespace]:
             raise ConnectionError(f"no local copy of the hub dataset {path!r} (config {name!r})")
 
         base.load_dataset = load_dataset
-        modules = {name: importlib.import_module(f"bigcode_eval.{name}") for name in
-                   ("tasks", "utils", "generation", "evaluator")}
         modules["mbpp"] = importlib.import_module("bigcode_eval.tasks.mbpp")
         modules["mbppplus"] = importlib.import_module("bigcode_eval.tasks.mbppplus")
         modules["code_eval"] = importlib.import_module("bigcode_eval.tasks.custom_metrics.code_eval")
