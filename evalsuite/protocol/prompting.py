@@ -18,7 +18,7 @@ a chat template, ``base`` otherwise (EvalPlus's ``is_direct_completion`` rule).
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from evalsuite.errors import EvalsuiteError
@@ -43,6 +43,9 @@ class PromptProtocol:
 
     style: str = "auto"  # "auto", "base" or "instruct"
     strip_prompt: bool = False  # base style: feed prompt.strip() (bigcode-evaluation-harness)
+    # strip_prompt for these tasks only (a preset's list: bigcode strips HumanEval's prompts, never MBPP's); ()
+    # for every task
+    strip_tasks: tuple[str, ...] = ()
     # base style: stop sequences a preset adds to a task's own, per task name (bigcode's HumanEval stop words)
     task_stops: tuple[tuple[str, tuple[str, ...]], ...] = ()
     # instruct style: a preset's stop strings in place of INSTRUCT_STOP_SEQUENCES (the evalplus preset: EvalPlus's
@@ -51,6 +54,13 @@ class PromptProtocol:
 
     def stops_for(self, task_name: str) -> tuple[str, ...]:
         return next((stops for name, stops in self.task_stops if name == task_name), ())
+
+    def for_task(self, task_name: str) -> "PromptProtocol":
+        """The protocol as one task's run applies it: ``strip_prompt`` resolved for that task (so a run's
+        record and key say ``strip_prompt: false`` where a preset strips other tasks only)."""
+        if not self.strip_tasks:
+            return self
+        return replace(self, strip_prompt=self.strip_prompt and task_name in self.strip_tasks, strip_tasks=())
 
     def __post_init__(self) -> None:
         if self.style not in PROMPT_STYLES:

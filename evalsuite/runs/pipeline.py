@@ -81,10 +81,11 @@ def run_one(generator: Generator, spec: ModelSpec, task: Task, config: RunConfig
     model_id, model_stops, revision = spec.location, spec.extra_stop_sequences, spec.revision
     problems = select_problems(task, config.limit)
     valid_ids = {p.task_id for p in problems}
-    decision = generator.decide_prompt_style(config.prompt.style)
+    protocol = config.prompt.for_task(task.name)
+    decision = generator.decide_prompt_style(protocol.style)
     opened_fence = decision.style == "instruct" and generator.opens_code_fence()
-    asking, stops = decide_asking(decision, opened_fence, task, model_stops, config.prompt)
-    prompt = prompt_settings(decision, config.prompt, stops)
+    asking, stops = decide_asking(decision, opened_fence, task, model_stops, protocol)
+    prompt = prompt_settings(decision, protocol, stops)
     identity = run_identity(model_id, task, problems, stops, config.sampling, generator.weights_identity(),
                             prompt=prompt, model=generator.identity(), revision=revision)
     run_dir = RunDir.for_run(config.output_dir, model_name, task.name, run_key(identity))

@@ -67,6 +67,8 @@ def request_key(spec: Any, task: Any, problem_ids: Sequence[str], config: Any) -
 def _prompt_key(protocol: Any, task_name: str) -> dict[str, Any]:
     """The prompt protocol's part of the key; stripping both ends and a preset's stop sequences
     are only named where they apply, so the keys of other runs stay as they were."""
+    if hasattr(protocol, "for_task"):
+        protocol = protocol.for_task(task_name)
     key: dict[str, Any] = {"style": protocol.style, "strip_prompt": protocol.strip_prompt}
     if protocol.strip_prompt:
         key["strip"] = "both ends"

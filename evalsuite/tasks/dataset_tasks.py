@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import dataclasses
 import re
 import string
 from dataclasses import dataclass
@@ -31,11 +32,11 @@ from typing import Any
 
 from evalsuite.tasks.datasets_loader import HubSource, load_task_dataset
 from evalsuite.errors import EvalsuiteError
-from evalsuite.tasks.task import DEFAULT_STOP_SEQUENCES, Problem, Task
+from evalsuite.tasks.task import DEFAULT_STOP_SEQUENCES, Problem, Program, Task
 
 TEST_STYLES = ("check", "asserts", "script")
 _TRAILING_CHECK = re.compile(r"\ncheck\([ \t]*[A-Za-z_]\w*[ \t]*\)\s*\Z")  # a top-level call, last
-_CHECK_TEMPLATE = "def check(candidate):\n    pass\n"
+_CHECK_TEMPLATE = "def {name}(candidate):\n    pass\n"
 
 
 @dataclass(frozen=True)
@@ -118,27 +119,39 @@ def entry_point_from_tests(tests: str, solution: str | None) -> str | None:
     return None
 
 
-def wrap_in_check(tests: str, entry_point: str) -> str:
-    """``tests`` (code that calls ``entry_point`` by name) as the body of ``def check(candidate)``.
+def check_function_name(tests: str, entry_point: str) -> str:
+    """The name of the generated test function: ``check``, unless the function under test or the tests use that
+    name (MBPP's problems 56 and 349 test a function called ``check``: a wrapper of the same name would replace
+    it), then ``check_``, ``check__``..."""
+    taken = {entry_point, *called_names(tests), *defined_names(tests)}
+    name = "check"
+    while name in taken:
+        name += "_"
+    return name
+
+
+def wrap_in_check(tests: str, entry_point: str, name: str = "check") -> str:
+    """``tests`` (code that calls ``entry_point`` by name) as the body of ``def check(candidate)`` (``name``).
 
     Rebuilt through the AST rather than by indenting text, so multi-line string literals keep their exact
     value; imports stay at module level (``from m import *`` is not allowed inside a function)."""
     tree = ast.parse(tests)
     imports = [node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]
     body = [node for node in tree.body if not isinstance(node, (ast.Import, ast.ImportFrom))]
-    function = ast.parse(_CHECK_TEMPLATE).body[0]
+    function = ast.parse(_CHECK_TEMPLATE.format(name=name)).body[0]
     bind = ast.parse(f"{entry_point} = candidate").body[0]
     function.body = [bind, *body]
     module = ast.Module(body=[*imports, function], type_ignores=[])
     return ast.unparse(ast.fix_missing_locations(module)) + "\n"
 
 
-def build_test_program(style: str, tests: str, setup: str, entry_point: str) -> str:
-    """The trusted test code for one problem: setup, then a ``check(candidate)`` function."""
+def build_test_program(style: str, tests: str, setup: str, entry_point: str, name: str = "check") -> str:
+    """The trusted test code for one problem: setup, then a ``check(candidate)`` function (``name``: its name
+    where the tests are wrapped, :func:`check_function_name`)."""
     if style == "check":
         body = _TRAILING_CHECK.sub("\n", tests)  # EvalPlus's hub copy ends with check(<entry point>)
     else:
-        body = wrap_in_check(tests, entry_point)
+        body = wrap_in_check(tests, entry_point, name)
     return f"{setup.rstrip()}\n\n{body}" if setup.strip() else body
 
 
@@ -193,12 +206,20 @@ class DatasetTask(Task):
             if not entry_point.isidentifier():
                 raise EvalsuiteError(f"{where}: cannot tell which function the tests call (entry point "
                                      f"{entry_point!r}); name it with an entry point field")
-            test = build_test_program(spec.test_style, tests, setup, entry_point)
+            check_name = "check" if spec.test_style == "check" else check_function_name(tests, entry_point)
+            test = build_test_program(spec.test_style, tests, setup, entry_point, check_name)
         except SyntaxError as exc:
             raise EvalsuiteError(f"{where}: the test code does not parse: {exc.msg} (line {exc.lineno})") from None
         extra = {"row": index}
+        if check_name != "check":
+            extra["check_function"] = check_name
         return Problem(task_id=task_id, prompt=prompt, test=test, entry_point=entry_point,
                        canonical_solution=solution, extra=extra)
+
+    def build_program(self, problem: Problem, completion: str) -> Program:
+        program = super().build_program(problem, completion)
+        name = problem.extra.get("check_function")
+        return dataclasses.replace(program, check=f"{name}({problem.entry_point})") if name else program
 
     # -- what the record says --------------------------------------------------------------------------
     @property

@@ -15,6 +15,11 @@ same way): the prompt is a docstring holding the description and the first test,
 every assert of ``test_list`` holds, after ``test_setup_code`` (or ``test_imports``) as in the original
 evaluation. ``challenge_test_list`` is not run (nor is it by bigcode or EvalPlus). Problem ids are
 ``Mbpp/<task_id>``, as EvalPlus names them.
+
+Under ``--preset bigcode`` the prompt is given as is (bigcode strips HumanEval's prompts, not MBPP's). bigcode runs
+``test_list`` without ``test_setup_code``; of the 500 test problems only 367 has setup code, which uses the
+solution's own class, so its canonical solution fails there and here alike. Compared with bigcode's own code on the
+real data: docs/benchmarks.md, "MBPP against the peers' own code (issue 30)".
 '''
 
 from __future__ import annotations
