@@ -139,6 +139,7 @@ def wrap_in_check(tests: str, entry_point: str, name: str = "check") -> str:
     imports = [node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]
     body = [node for node in tree.body if not isinstance(node, (ast.Import, ast.ImportFrom))]
     function = ast.parse(_CHECK_TEMPLATE.format(name=name)).body[0]
+    assert isinstance(function, ast.FunctionDef)  # the template is one function
     bind = ast.parse(f"{entry_point} = candidate").body[0]
     function.body = [bind, *body]
     module = ast.Module(body=[*imports, function], type_ignores=[])
@@ -210,7 +211,7 @@ class DatasetTask(Task):
             test = build_test_program(spec.test_style, tests, setup, entry_point, check_name)
         except SyntaxError as exc:
             raise EvalsuiteError(f"{where}: the test code does not parse: {exc.msg} (line {exc.lineno})") from None
-        extra = {"row": index}
+        extra: dict[str, Any] = {"row": index}
         if check_name != "check":
             extra["check_function"] = check_name
         return Problem(task_id=task_id, prompt=prompt, test=test, entry_point=entry_point,
