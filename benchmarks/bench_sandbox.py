@@ -25,6 +25,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from peer_code import tests_on_path  # noqa: E402
+
+tests_on_path()
 from humaneval_reference import load_reference  # noqa: E402
 
 

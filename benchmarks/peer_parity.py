@@ -65,6 +65,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
+import peer_sources  # noqa: E402  (tests/peer_sources.py: the peers' own code, and how each builds its prompts)
 RESULTS = ROOT / "benchmarks" / "results"
 MODELS = Path(os.environ.get("EVALSUITE_PEER_MODELS", "/tmp/peer-models"))
 # Where both sides run: "cpu" here; "cuda" on the lent machine (benchmarks/gpu/peer_parity.sh), float32 there
@@ -507,28 +508,6 @@ def preset_protocol(name: str, task: str):
     return protocol_from_args(argparse.Namespace(preset=name, prompt_style=None, strip_prompt=None)).for_task(task)
 
 
-def evalsuite_prompts(model: Path, task, problems, style: str, strip: bool) -> tuple[dict, dict]:
-    """The prompt text and token ids evalsuite feeds for each problem (instruct: the chat text), through its own
-    codec and asking (no weights loaded)."""
-    from transformers import AutoTokenizer, GenerationConfig
-
-    from evalsuite.generation.hf.tokenizer_fixes import prepare_codec
-    from evalsuite.models.registry import resolve_model
-    from evalsuite.protocol.asking import Asking
-    from evalsuite.protocol.prompting import chat_prompt
-    from evalsuite.records import GenerationRequest
-
-    tokenizer = AutoTokenizer.from_pretrained(model)
-    codec = prepare_codec(tokenizer, resolve_model(str(model)), None, GenerationConfig.from_pretrained(model))
-    asking = Asking(style, strip_prompt=strip, opened_fence=style == "instruct")
-    texts, ids = {}, {}
-    for p in problems:
-        prompt = asking.prompt_for(task, p)
-        texts[p.task_id] = chat_prompt(tokenizer, prompt) if style == "instruct" else prompt
-        ids[p.task_id] = codec.encode_request(GenerationRequest(p.task_id, prompt, (0,), prompt_style=style))
-    return texts, ids
-
-
 def bigcode_mbpp_peer(model: Path, n: int, max_length: int, work: Path) -> dict:
     """bigcode-evaluation-harness's own ``main.py`` (its ``Evaluator``, ``parallel_generations``, ``complete_code``,
     ``MBPP`` task and ``compute_code_eval``), greedy, float32, batch size 1, on the hub's MBPP rows
@@ -538,7 +517,6 @@ def bigcode_mbpp_peer(model: Path, n: int, max_length: int, work: Path) -> dict:
     only pass@k). The prompt ids are those of its own ``TokenizedDataset``."""
     from transformers import AutoTokenizer
 
-    import peer_sources
 
     work.mkdir(parents=True, exist_ok=True)
     with peer_sources.bigcode({"mbpp": peer_sources.mbpp_hub_copy()}) as bc:
@@ -613,8 +591,8 @@ def part_mbpp(n: int, max_new_tokens: int, threads: int, work: Path, max_length:
     task.data_path = MBPP_DATA
     problems = {p.task_id: p for p in task.problems()[:n]}
     protocol = preset_protocol("bigcode", "mbpp")
-    texts, ours_ids = evalsuite_prompts(model, task, problems.values(), "base", protocol.strip_prompt)
-    _, stripped_ids = evalsuite_prompts(model, task, problems.values(), "base", True)  # the preset before issue 30
+    texts, ours_ids = peer_sources.evalsuite_prompts(model, task, problems.values(), "base", protocol.strip_prompt)
+    _, stripped_ids = peer_sources.evalsuite_prompts(model, task, problems.values(), "base", True)  # the preset before issue 30
     verdict_ours_on_peer = evaluate_samples([{"task_id": t, "solution": s} for t, s in peer["program"].items()],
                                             work, "bigcode_mbpp_peer", "mbpp", ("--task-data", f"mbpp={MBPP_DATA}"))
     rows = []
@@ -642,51 +620,8 @@ def part_mbpp(n: int, max_new_tokens: int, threads: int, work: Path, max_length:
 
 
 def peer_sources_commit() -> str:
-    import peer_sources
 
     return peer_sources.BIGCODE_COMMIT_SHORT
-
-
-def evalplus_mbpp_prompts(model: Path, problems, decoder=None) -> dict:
-    """What EvalPlus 0.3.1's ``codegen`` gives its decoder for each MBPP+ problem and what the decoder encodes:
-    ``codegen.codegen`` itself runs, with ``get_mbpp_plus`` answering the rows evalsuite reads, and a decoder
-    whose ``codegen`` records the prompt and turns it into text as ``HuggingFaceDecoder.codegen`` does (its own
-    ``make_raw_chat_prompt`` with the tokenizer EvalPlus loads, ``use_fast=False``), without generating."""
-    import evalplus.codegen as codegen
-    from evalplus.provider.base import DecoderBase
-    from evalplus.provider.utility import make_raw_chat_prompt
-    from transformers import AutoTokenizer
-
-    from evalsuite.protocol.prompting import INSTRUCTION_PREFIX, RESPONSE_PREFIX
-
-    tokenizer = AutoTokenizer.from_pretrained(str(model), use_fast=False)  # provider/hf.py
-    seen: list[str] = []
-
-    class Recording(DecoderBase):
-        def is_direct_completion(self) -> bool:  # provider/hf.py, force_base_prompt off
-            return tokenizer.chat_template is None
-
-        def codegen(self, prompt, do_sample=True, num_samples=200):
-            seen.append(prompt)
-            return [""]
-
-    decoder = Recording(name=str(model), temperature=0.0, instruction_prefix=INSTRUCTION_PREFIX,
-                        response_prefix=RESPONSE_PREFIX)
-    rows = {p.task_id: {"task_id": p.task_id, "prompt": p.prompt, "entry_point": p.entry_point} for p in problems}
-    shipped = codegen.get_mbpp_plus
-    codegen.get_mbpp_plus = lambda version="default": rows
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            codegen.codegen(target_path=str(Path(tmp) / "samples.jsonl"), model=decoder, dataset="mbpp", greedy=True,
-                            n_samples=1)
-    finally:
-        codegen.get_mbpp_plus = shipped
-    texts = {}
-    for tid, prompt in zip(rows, seen):
-        texts[tid] = prompt if decoder.is_direct_completion() else make_raw_chat_prompt(
-            prompt, INSTRUCTION_PREFIX, RESPONSE_PREFIX, tokenizer)
-    return {"text": texts, "ids": {tid: tokenizer.encode(text) for tid, text in texts.items()},
-            "direct_completion": decoder.is_direct_completion(), "codegen_prompt": dict(zip(rows, seen))}
 
 
 def part_mbpp_evalplus(n: int, max_new_tokens: int, threads: int, work: Path) -> dict:
@@ -706,8 +641,8 @@ def part_mbpp_evalplus(n: int, max_new_tokens: int, threads: int, work: Path) ->
         from transformers import AutoTokenizer
 
         style = "instruct" if AutoTokenizer.from_pretrained(model).chat_template else "base"  # preset's "auto"
-        texts, ids = evalsuite_prompts(model, task, problems, style, protocol.strip_prompt)
-        peer = evalplus_mbpp_prompts(model, problems)
+        texts, ids = peer_sources.evalsuite_prompts(model, task, problems, style, protocol.strip_prompt)
+        peer = peer_sources.evalplus_mbpp_prompts(model, problems)
         rows = [{"task_id": p.task_id, "prompt_text_equal": texts[p.task_id] == peer["text"][p.task_id],
                  "prompt_tokens_equal": ids[p.task_id] == peer["ids"][p.task_id],
                  "prompt_tokens": [len(ids[p.task_id]), len(peer["ids"][p.task_id])],
@@ -740,7 +675,7 @@ def part_mbpp_evalplus_generate(n: int, max_new_tokens: int, threads: int, work:
     docs = [{"task_id": p.task_id, "prompt": p.prompt, "entry_point": p.entry_point} for p in problems]
     ours = evalsuite_run(model, work / "ours", ["--tasks", "mbpp-plus", "--preset", "evalplus", "--limit", str(n),
                                                 "--max-new-tokens", str(max_new_tokens)], threads)
-    _, ours_ids = evalsuite_prompts(model, task, problems, "instruct", False)
+    _, ours_ids = peer_sources.evalsuite_prompts(model, task, problems, "instruct", False)
     peer = evalplus_peer(model, docs, max_new_tokens, work, stop_reset=True, dataset="mbpp")
     stops = list(peer["eos"]) + list(ours["record"]["task"]["stop_sequences"])
     rows = []
@@ -771,7 +706,6 @@ def part_mbpp_verdicts(n: int, max_new_tokens: int, threads: int, work: Path) ->
     one returning its first argument, each as a completion of the bigcode preset's prompt, checked by
     bigcode-evaluation-harness's own ``compute_code_eval`` (its references, its 3 s limit) and by ``evalsuite
     evaluate`` (the sandbox, its calibrated limits)."""
-    import peer_sources
 
     from evalsuite.tasks.discovery import TaskRegistry
 

@@ -23,6 +23,7 @@ import importlib.util
 import os
 import subprocess
 import sys
+import tempfile
 import types
 from pathlib import Path
 from typing import Any, Iterator, Mapping
@@ -132,3 +133,69 @@ def bigcode(hub_copies: Mapping[str, Any]) -> Iterator[types.SimpleNamespace]:
         for name in [n for n in sys.modules if n == "bigcode_eval" or n.startswith("bigcode_eval.")]:
             del sys.modules[name]
         sys.modules.update(saved)
+
+
+# -- how each side builds its prompts (no weights loaded) ------------------------------------------
+
+def evalsuite_prompts(model: Path, task, problems, style: str, strip: bool) -> tuple[dict, dict]:
+    """The prompt text and token ids evalsuite feeds for each problem (instruct: the chat text), through its own
+    codec and asking (no weights loaded)."""
+    from transformers import AutoTokenizer, GenerationConfig
+
+    from evalsuite.generation.hf.tokenizer_fixes import prepare_codec
+    from evalsuite.models.registry import resolve_model
+    from evalsuite.protocol.asking import Asking
+    from evalsuite.protocol.prompting import chat_prompt
+    from evalsuite.records import GenerationRequest
+
+    tokenizer = AutoTokenizer.from_pretrained(model)
+    codec = prepare_codec(tokenizer, resolve_model(str(model)), None, GenerationConfig.from_pretrained(model))
+    asking = Asking(style, strip_prompt=strip, opened_fence=style == "instruct")
+    texts, ids = {}, {}
+    for p in problems:
+        prompt = asking.prompt_for(task, p)
+        texts[p.task_id] = chat_prompt(tokenizer, prompt) if style == "instruct" else prompt
+        ids[p.task_id] = codec.encode_request(GenerationRequest(p.task_id, prompt, (0,), prompt_style=style))
+    return texts, ids
+
+
+def evalplus_mbpp_prompts(model: Path, problems, decoder=None) -> dict:
+    """What EvalPlus 0.3.1's ``codegen`` gives its decoder for each MBPP+ problem and what the decoder encodes:
+    ``codegen.codegen`` itself runs, with ``get_mbpp_plus`` answering the rows evalsuite reads, and a decoder
+    whose ``codegen`` records the prompt and turns it into text as ``HuggingFaceDecoder.codegen`` does (its own
+    ``make_raw_chat_prompt`` with the tokenizer EvalPlus loads, ``use_fast=False``), without generating."""
+    import evalplus.codegen as codegen
+    from evalplus.provider.base import DecoderBase
+    from evalplus.provider.utility import make_raw_chat_prompt
+    from transformers import AutoTokenizer
+
+    from evalsuite.protocol.prompting import INSTRUCTION_PREFIX, RESPONSE_PREFIX
+
+    tokenizer = AutoTokenizer.from_pretrained(str(model), use_fast=False)  # provider/hf.py
+    seen: list[str] = []
+
+    class Recording(DecoderBase):
+        def is_direct_completion(self) -> bool:  # provider/hf.py, force_base_prompt off
+            return tokenizer.chat_template is None
+
+        def codegen(self, prompt, do_sample=True, num_samples=200):
+            seen.append(prompt)
+            return [""]
+
+    decoder = Recording(name=str(model), temperature=0.0, instruction_prefix=INSTRUCTION_PREFIX,
+                        response_prefix=RESPONSE_PREFIX)
+    rows = {p.task_id: {"task_id": p.task_id, "prompt": p.prompt, "entry_point": p.entry_point} for p in problems}
+    shipped = codegen.get_mbpp_plus
+    codegen.get_mbpp_plus = lambda version="default": rows
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            codegen.codegen(target_path=str(Path(tmp) / "samples.jsonl"), model=decoder, dataset="mbpp", greedy=True,
+                            n_samples=1)
+    finally:
+        codegen.get_mbpp_plus = shipped
+    texts = {}
+    for tid, prompt in zip(rows, seen):
+        texts[tid] = prompt if decoder.is_direct_completion() else make_raw_chat_prompt(
+            prompt, INSTRUCTION_PREFIX, RESPONSE_PREFIX, tokenizer)
+    return {"text": texts, "ids": {tid: tokenizer.encode(text) for tid, text in texts.items()},
+            "direct_completion": decoder.is_direct_completion(), "codegen_prompt": dict(zip(rows, seen))}

@@ -1,7 +1,7 @@
 """HumanEval+ and MBPP+ as EvalPlus scores them (``--preset evalplus``): the data files, the MBPP+ input decoding and
 the base and plus verdicts, each against EvalPlus 0.3.1's own code (the installed package, or its wheel unpacked).
 
-The probe programs are ``benchmarks/parity_evalplus_plus.py``'s (without its timing probes, which take minutes):
+The probe programs are ``tests/parity_evalplus_plus.py``'s (without its timing probes, which take minutes):
 float answers near the tolerance, answers that differ only in type, exceptions, load errors, wrong answers only on
 plus inputs, EvalPlus's special oracles. EvalPlus runs through its Python API (``check_correctness``, the function
 ``evalplus.evaluate`` calls per sample), evalsuite through the sandbox.
@@ -12,13 +12,11 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "benchmarks"))
 DATA = ROOT / "evalsuite" / "tasks" / "builtin" / "data"
 
 

@@ -306,3 +306,29 @@ def test_a_checkout_runs_without_an_install(tmp_path: Path):
     found = __import__("json").loads(done.stdout)
     assert all(path.startswith(str(tmp_path / "checkout")) for path in found["files"]), found["files"]
     assert {"humaneval", "mbpp", "example"} <= set(found["tasks"]) and found["models"] > 5
+
+
+def test_benchmarks_run_from_one_entry_point_and_every_suite_exists():
+    """``python -m benchmarks`` lists suites named by what they measure; each names a script that is there."""
+    import subprocess
+    import sys
+
+    listed = subprocess.run([sys.executable, "-m", "benchmarks"], cwd=ROOT, capture_output=True, text=True,
+                            timeout=60)
+    assert listed.returncode == 0, listed.stderr
+    suites = [line.split()[0] for line in listed.stdout.splitlines()[2:] if line.strip()]
+    assert "sandbox-throughput" in suites and "humaneval-verdicts" in suites
+    for suite in suites:
+        assert not any(part.isdigit() for part in suite.split("-")), suite  # no issue numbers, no hardware
+    unknown = subprocess.run([sys.executable, "-m", "benchmarks", "no-such-suite"], cwd=ROOT, capture_output=True,
+                             text=True, timeout=60)
+    assert unknown.returncode == 2 and "unknown suite 'no-such-suite'" in unknown.stderr
+
+
+def test_no_test_imports_from_benchmarks():
+    """Benchmarks measure; what the tests need lives in tests/."""
+    import re
+
+    reach = re.compile(r"sys\.path\.(insert|append)\(.*benchmarks")
+    offenders = [path.name for path in sorted((ROOT / "tests").glob("*.py")) if reach.search(path.read_text())]
+    assert offenders == [], offenders

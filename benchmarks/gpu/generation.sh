@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 4, acceptance 4, on one H100: `evalsuite run --n 20 --limit 20` on a GPT-J-6B-shaped random checkpoint,
 # through the fast engine (auto) and plain transformers generate, plus the backend vs model.generate benchmark.
-#   bash benchmarks/gpu/generation_h100.sh            (writes JSON under $OUT)
+#   bash benchmarks/gpu/generation.sh            (writes JSON under $OUT)
 cd "$(dirname "$0")/../.." && source benchmarks/gpu/common.sh
 N=${N:-20} LIMIT=${LIMIT:-20} NEW=${NEW:-256}
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null

@@ -16,7 +16,7 @@ through to the ``builtins`` module's own ``__name__``) and a main block never ru
 intent of each case; the comparisons (``parity_humaneval.py --compile-semantics``,
 ``parity_evalplus.py``) compare evalsuite with the peers' own packages, not with ``expect``.
 
-    python benchmarks/compile_semantics.py            # list the cases, with pass/fail counts
+    python tests/compile_semantics.py            # list the cases, with pass/fail counts
 """
 
 from __future__ import annotations

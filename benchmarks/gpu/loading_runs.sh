@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The acceptance run of the memory planner on a lent H100 (see docs/benchmarks.md, "Loading strategies").
-# usage: benchmarks/run_loading_h100.sh OUTDIR SECONDS MODELS JOBS
+# usage: benchmarks/gpu/loading_runs.sh OUTDIR SECONDS MODELS JOBS
 #   MODELS: comma-separated of gpt-j-6b,bloom-7b1 ; JOBS as bench_loading.py --jobs (MODEL:STRATEGY,...)
 set -u
 OUTDIR=${1:-out}; BUDGET=${2:-560}; MODELS=${3:-gpt-j-6b}; JOBS=${4:-gpt-j-6b:baseline,gpt-j-6b:auto}
