@@ -137,5 +137,6 @@ def _json_escape(match: re.Match[str]) -> str:
 def dumps(data: Any, **options: Any) -> str:
     """``json.dumps(data, ensure_ascii=False, **options)`` that is always valid UTF-8 and holds no raw dangerous
     code point (see the module's notes). JSON's structure is ASCII, so every dangerous code point past the C0
-    controls (which json.dumps escapes itself) is inside a string, where a ``\\uXXXX`` escape means the same character."""
+    controls (which json.dumps escapes itself) is inside a string, where a ``\\uXXXX`` escape means the same
+    character."""
     return _DANGEROUS_IN_JSON.sub(_json_escape, json.dumps(data, ensure_ascii=False, **options))

@@ -47,7 +47,8 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--k", default="1,10,100", help="pass@k values (default: 1,10,100; larger than the "
                         "smallest per-problem sample count are reported as not computable)")
     add_execution_args(parser)
-    parser.add_argument("--output", "-o", required=True, metavar="DIR", help="directory for results.jsonl and summary.json")
+    parser.add_argument("--output", "-o", required=True, metavar="DIR",
+                        help="directory for results.jsonl and summary.json")
     add_quiet(parser)
     add_json_argument(parser)
     board = parser.add_argument_group("leaderboard")
@@ -136,7 +137,8 @@ def execute(args: argparse.Namespace):
     missing = missing_problems(problems, samples)
     if missing:
         shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
-        print(f"warning: {visible(args.samples)} covers {len(problems) - len(missing)} of the {len(problems)} problems of "
+        print(f"warning: {visible(args.samples)} covers {len(problems) - len(missing)} of the {len(problems)} "
+              "problems of "
               f"{task.name}; pass@k is over those only and labelled partial (missing: {shown})", file=sys.stderr)
     executed: Any = SolutionTask(task) if kind == "solution" else task  # the task, or its whole-program view
     results, execution = execute_with_timeouts(executed, samples, options, policy)
@@ -154,7 +156,8 @@ def execute(args: argparse.Namespace):
                   prompts={p.task_id: task.format_prompt(p) for p in covered}, leaderboard_dir=leaderboard),
         ks,
         {"task": task.name, "dataset_sha256": task.dataset_sha256, "dataset_source": task.source,
-         "dataset_provenance": task.provenance(), "samples_file": storable(str(args.samples)), "samples_sha256": samples_sha256,
+         "dataset_provenance": task.provenance(), "samples_file": storable(str(args.samples)),
+         "samples_sha256": samples_sha256,
          "samples_kind": kind, "n_problems_in_task": len(problems),
          "missing_problems": {"count": len(missing), "task_ids": missing}, "sandbox_mode": execution["mode"],
          "execution": execution, "versions": execution["versions"]},
@@ -166,9 +169,11 @@ def execute(args: argparse.Namespace):
     if leaderboard is not None:
         add_to_leaderboard(leaderboard, [finished.leaderboard_summary()])
         print(visible(f"leaderboard: {leaderboard / 'leaderboard.json'} (page: index.html)"))
-    result = task_score(finished.score, model=name, model_id=storable(str(Path(args.samples).resolve())), task=task.name,
+    result = task_score(finished.score, model=name, model_id=storable(str(Path(args.samples).resolve())),
+                        task=task.name,
                         n=_samples_per_problem(samples), n_problems_in_task=len(problems),
-                        run_id=storable(output.resolve().name), run_dir=output, summary_path=output / "summary.json", report=page)
+                        run_id=storable(output.resolve().name), run_dir=output, summary_path=output / "summary.json",
+                        report=page)
     return RunResult(scores=[result], ks=list(ks), command="evaluate",
                      leaderboard=leaderboard / "leaderboard.json" if leaderboard is not None else None)
 
@@ -185,7 +190,8 @@ def _facts(args: argparse.Namespace, name: str, task, covered: list, kind: str, 
                            **({} if args.temperature is None else {"temperature": args.temperature}))
     sampling = {**given.to_dict(), "seed": None}  # the seed the samples were drawn with is not known here
     samples_file = storable(str(args.samples))
-    return RunFacts(run_id=storable(Path(args.output).resolve().name), model=name, model_id=samples_file, task=task.name,
+    return RunFacts(run_id=storable(Path(args.output).resolve().name), model=name, model_id=samples_file,
+                    task=task.name,
                     dataset_sha256=task.dataset_sha256, prompt_template=task.prompt_template, sampling=sampling,
                     problem_set=subset, badges=tuple(badges),
                     details={"samples file": samples_file, "samples sha256": samples_sha256,

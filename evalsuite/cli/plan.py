@@ -49,7 +49,8 @@ def main(args: argparse.Namespace) -> int:
     for name in split_names(args.models):
         started = time.perf_counter()
         try:
-            plan, _ = plan_model(name, capacity, spec=specs[name], strategy=loading.strategy, batch_size=args.batch_size,
+            plan, _ = plan_model(name, capacity, spec=specs[name], strategy=loading.strategy,
+                                 batch_size=args.batch_size,
                                  seq_len=args.prompt_len + args.max_new_tokens, prompt_len=args.prompt_len,
                                  gpu_dtype=gpu_dtype(loading, specs[name]))
         except EvalsuiteError as exc:

@@ -53,7 +53,8 @@ def add_parser(subparsers) -> None:
     add_task_source_args(what)
 
     sampling = parser.add_argument_group("protocol (flags override --preset)")
-    sampling.add_argument("--preset", help="a named protocol from evalsuite/configs/presets: codex-pass1, codex-pass100, "
+    sampling.add_argument("--preset", help="a named protocol from evalsuite/configs/presets: codex-pass1, "
+                                           "codex-pass100, "
                                            "evalplus, bigcode, greedy")
     add_prompt_style(sampling, preset_may_set=True)
     sampling.add_argument("--strip-prompt", action=argparse.BooleanOptionalAction, default=None,

@@ -55,7 +55,8 @@ def execute_samples(task: Task, samples: Sequence[Mapping[str, Any]], options: E
                     io_jobs: Mapping[str, Any] | None = None) -> tuple[list[SampleResult], dict[str, Any]]:
     """Run every sample in the sandbox; results come back in input order, plus execution info.
 
-    ``timeouts`` maps task ids to their samples' wall-clock limits (see :mod:`evalsuite.execution.timeouts`); problems not
+    ``timeouts`` maps task ids to their samples' wall-clock limits (see :mod:`evalsuite.execution.timeouts`);
+    problems not
     in it get ``default_timeout_s``. ``io_jobs`` (:class:`evalsuite.execution.differential.IOJob` by task id): the
     problems checked EvalPlus's way, by inputs and expected outputs; their samples get each input set's verdict."""
     problems = {problem.task_id: problem for problem in task.problems()}

@@ -174,7 +174,8 @@ def calibrate(task: Task, problems: Sequence[Problem], options: ExecutionOptions
             "schema": CACHE_SCHEMA, "task": task.name, "dataset_sha256": task.dataset_sha256,
             "evalsuite": __version__, "machine_key": machine_key(), "machine": machine_fingerprint(),
             "updated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "load_average": list(os.getloadavg()), "sandbox": {"mode": info.get("mode"), "workers": info.get("workers")},
+            "load_average": list(os.getloadavg()),
+            "sandbox": {"mode": info.get("mode"), "workers": info.get("workers")},
             **merged})
         cached = merged
     return Calibration(path=path, times_s=cached["times_s"], failed=cached["failed"], measured_now=len(todo))
@@ -205,7 +206,8 @@ def resolve_timeouts(task: Task, problems: Sequence[Problem], options: Execution
         "mode": "calibrated",
         "rule": "max(floor_s, factor x canonical solution's wall time on this machine)",
         "floor_s": policy.floor_s, "factor": policy.factor,
-        "defaults_from": "EvalPlus evalplus/config.py: DEFAULT_MIN_TIME_LIMIT = 1.0, DEFAULT_GT_TIME_LIMIT_FACTOR = 4.0",
+        "defaults_from": "EvalPlus evalplus/config.py: DEFAULT_MIN_TIME_LIMIT = 1.0, "
+                         "DEFAULT_GT_TIME_LIMIT_FACTOR = 4.0",
         "cache": str(calibration.path), "machine_key": calibration.path.parent.name,
         "measured_now": calibration.measured_now,
         "fallback_s": policy.fallback_s, "fallback_problems": fallback,

@@ -222,7 +222,8 @@ class Plan:
         lines.append("  device map      " + "; ".join(f"{k}: {v}" for k, v in self.device_map_summary.items()))
         if self.fits and not self.capacity.gpus:
             cores = self.capacity.cpu_cores or "?"
-            lines.append(f"  expected speed  roughly {1000 / self.est_ms_per_token:.3g} tokens/s at batch {b.batch_size} "
+            lines.append(f"  expected speed  roughly {1000 / self.est_ms_per_token:.3g} tokens/s at batch "
+                         f"{b.batch_size} "
                          f"on {cores} CPU cores (~{self.est_step_s:.3g} s per decoding step; a rough estimate, "
                          "within ~3x: other jobs and thread settings move it)")
         elif self.fits:
@@ -429,7 +430,8 @@ class _Ladder:
             raise _NoFit(f"{format_bytes(self.gpu_bytes)} of weights > CPU RAM {format_bytes(cpu_room)}; {disk}")
         step = self.gpu_step + self.gpu_bytes / rate
         summary = {"cuda:0": f"working set ~{format_bytes(working_set)} (parameters fetched block by block)",
-                   where: f"all {format_bytes(self.gpu_bytes)} ({'pinned RAM' if where == 'cpu' else self.cap.offload_dir})"}
+                   where: f"all {format_bytes(self.gpu_bytes)} "
+                          f"({'pinned RAM' if where == 'cpu' else self.cap.offload_dir})"}
         return self._plan(ZERO_INFERENCE, self.r.gpu_dtype, self.gpu_bytes, summary, step, offload_to=where)
 
     def cpu(self) -> Plan:

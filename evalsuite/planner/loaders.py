@@ -183,7 +183,8 @@ def prepare_deepspeed_environment() -> list[str]:
     notes = []
     arch = os.environ.get("TORCH_CUDA_ARCH_LIST")
     if torch.cuda.is_available():
-        wanted = sorted({"{}.{}".format(*torch.cuda.get_device_capability(i)) for i in range(torch.cuda.device_count())})
+        wanted = sorted({"{}.{}".format(*torch.cuda.get_device_capability(i))
+                         for i in range(torch.cuda.device_count())})
         fixed = ";".join(wanted)
         if arch != fixed:
             os.environ["TORCH_CUDA_ARCH_LIST"] = fixed

@@ -199,7 +199,8 @@ def shape_from_model(model: Any, config: Any, block_classes: tuple[str, ...] = (
     return ModelShape(
         model_type=str(getattr(config, "model_type", "unknown")),
         num_params=int(total), quantizable_params=int(quantizable), block_params=int(block_params),
-        num_blocks=len(blocks), outside_blocks_params=int(total - in_blocks), num_layers=sizes.num_layers or len(blocks),
+        num_blocks=len(blocks), outside_blocks_params=int(total - in_blocks),
+        num_layers=sizes.num_layers or len(blocks),
         hidden_size=sizes.hidden_size, num_attention_heads=sizes.num_attention_heads,
         num_kv_heads=sizes.num_kv_heads, head_dim=sizes.head_dim,
         vocab_size=sizes.vocab_size, intermediate_size=sizes.intermediate_size,

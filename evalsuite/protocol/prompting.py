@@ -55,7 +55,7 @@ class PromptProtocol:
     def stops_for(self, task_name: str) -> tuple[str, ...]:
         return next((stops for name, stops in self.task_stops if name == task_name), ())
 
-    def for_task(self, task_name: str) -> "PromptProtocol":
+    def for_task(self, task_name: str) -> PromptProtocol:
         """The protocol as one task's run applies it: ``strip_prompt`` resolved for that task (so a run's
         record and key say ``strip_prompt: false`` where a preset strips other tasks only)."""
         if not self.strip_tasks:

@@ -138,7 +138,7 @@ class LeaderboardEntry:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> LeaderboardEntry:
-        """Build from a schema-valid entry (validation happens in :func:`evalsuite.reporting.store.load_leaderboard`)."""
+        """Build from a schema-valid entry (validated by :func:`evalsuite.reporting.store.load_leaderboard`)."""
         return cls(
             model=data["model"], model_id=data["model_id"], task=data["task"],
             dataset_sha256=data["dataset_sha256"], settings=dict(data["settings"]),

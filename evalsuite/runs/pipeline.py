@@ -237,7 +237,8 @@ def run_evaluation(config: RunConfig) -> Evaluation | None:
             display = display_name(name, spec, config.names)
             generator = None
             try:
-                keys = {task.name: make_request_key(spec, task, [p.task_id for p in select_problems(task, config.limit)],
+                keys = {task.name: make_request_key(spec, task,
+                                                    [p.task_id for p in select_problems(task, config.limit)],
                                                     replace(config, generation=generation)) for task in config.tasks}
                 recorded = {} if ctx.enabled else _finished_runs(config, display, keys)
                 started = time.perf_counter()

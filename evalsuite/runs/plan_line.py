@@ -40,7 +40,8 @@ def plan_line(display: str, description: Mapping[str, Any], workload: Workload,
     strategy = placement.get("strategy") or "single-device"
     where = f"{strategy} on {description.get('device')}" if not plan else strategy
     speed = plan.get("speed_class") or "not placed by the memory planner (no whole-GPU comparison)"
-    return f"plan: {display}: {where}, {description.get('dtype')}, {speed}; {estimate(plan, workload, cpu_tokens_per_s)}"
+    return (f"plan: {display}: {where}, {description.get('dtype')}, {speed}; "
+            f"{estimate(plan, workload, cpu_tokens_per_s)}")
 
 
 def estimate(plan: Mapping[str, Any], workload: Workload, cpu_tokens_per_s: float | None) -> str:

@@ -66,7 +66,8 @@ class TaskScore:
             "not_computable": {f"pass@{k}": reason for k, reason in sorted(self.not_computable.items())},
             "counts": {"samples": self.n_samples, "passed": self.n_passed, "failed": self.n_failed,
                        "timed_out": self.n_timed_out},
-            "run_id": self.run_id, "run_dir": str(self.run_dir), "record": None if self.record is None else str(self.record),
+            "run_id": self.run_id, "run_dir": str(self.run_dir),
+            "record": None if self.record is None else str(self.record),
             "summary": str(self.summary), "report": str(self.report), "generated_now": self.generated_now,
             **({"base_pass_at": {f"pass@{k}": v.to_json() for k, v in sorted(self.base_pass_at.items())}}
                if self.base_pass_at else {}),
@@ -137,7 +138,8 @@ def task_score(scored: Score, *, model: str, model_id: str, task: str, n: int, n
     n_problems = len(scored.per_problem)
     return TaskScore(model=model, model_id=model_id, task=task, n=int(n), n_problems=n_problems,
                      n_problems_in_task=int(n_problems_in_task), partial=n_problems < int(n_problems_in_task),
-                     pass_at=dict(sorted(scored.pass_at.items())), not_computable=dict(sorted(scored.not_computable.items())),
+                     pass_at=dict(sorted(scored.pass_at.items())),
+                     not_computable=dict(sorted(scored.not_computable.items())),
                      n_samples=scored.n_samples, n_passed=scored.n_passed, n_failed=scored.n_failed,
                      n_timed_out=scored.n_timed_out, run_id=run_id, run_dir=Path(run_dir),
                      summary=Path(summary_path), report=Path(report), record=record, generated_now=generated_now,

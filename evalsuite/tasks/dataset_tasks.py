@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evalsuite.tasks.datasets_loader import HubSource, load_task_dataset
 from evalsuite.errors import EvalsuiteError
+from evalsuite.tasks.datasets_loader import HubSource, load_task_dataset
 from evalsuite.tasks.task import DEFAULT_STOP_SEQUENCES, Problem, Program, Task
 
 TEST_STYLES = ("check", "asserts", "script")

@@ -6,7 +6,8 @@ or, offline, a local file (json, jsonl, parquet; ``.gz`` accepted) or folder (a 
 in the same format as the hub copy. Both paths end in ``datasets.load_dataset`` and the same row checks.
 
 Without network a hub load would retry for about 25 s before failing, so the hub is probed first (one TCP
-connect, 2 s at most, :mod:`evalsuite.hub`); when it is unreachable the load runs in ``datasets``' offline mode, which uses the cache
+connect, 2 s at most, :mod:`evalsuite.hub`); when it is unreachable the load runs in ``datasets``' offline mode,
+which uses the cache
 or fails at once, and the user gets one line saying where to get the data and how to pass it.
 """
 
@@ -15,9 +16,10 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 from evalsuite.errors import EvalsuiteError
 from evalsuite.hub import hub_reachable

@@ -25,7 +25,8 @@ TASK_MODULE_GLOB = "task_*.py"
 @dataclass(frozen=True)
 class RegisteredTask:
     task: Task
-    plugin: str  # where it came from: "builtin:task_humaneval", "dir:/x/task_foo.py", "spec:/x/task_b.yaml", "entrypoint:pkg"
+    # where it came from: "builtin:task_humaneval", "dir:/x/task_foo.py", "spec:/x/task_b.yaml", "entrypoint:pkg"
+    plugin: str
 
 
 def _import_file(path: Path):

@@ -19,8 +19,9 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from evalsuite.errors import EvalsuiteError
 from evalsuite.tasks.task import DEFAULT_STOP_SEQUENCES, IOTest, Problem, Task

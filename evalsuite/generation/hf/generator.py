@@ -6,7 +6,8 @@ completions are yielded the moment the row ends, not when its batch does (see
 :class:`~evalsuite.engine.sampling.SeededSampler`, so a sample's text does not depend on which other
 rows share its batch. On CUDA out-of-memory the batch is halved and the rows not yet yielded are
 retried; completions already yielded are never redone. Where the fast engine (``evalsuite.engine``)
-applies, it takes the whole workload instead, through the same :class:`~evalsuite.generation.hf.tokenizer_fixes.PromptCodec`.
+applies, it takes the whole workload instead, through the same
+:class:`~evalsuite.generation.hf.tokenizer_fixes.PromptCodec`.
 """
 
 from __future__ import annotations

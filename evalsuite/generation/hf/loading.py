@@ -273,4 +273,5 @@ def config_summary(config: Any) -> dict[str, Any]:
 
 
 __all__ = ["LoadedModel", "load_model", "pick_device", "pick_dtype", "local_revision", "model_context_length",
-           "config_summary", "config_dtype", "load_config_and_tokenizer", "generation_config_of", "revision_of", "WEIGHT_SUFFIXES"]
+           "config_summary", "config_dtype", "load_config_and_tokenizer", "generation_config_of", "revision_of",
+           "WEIGHT_SUFFIXES"]

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from evalsuite.jsonl import atomic_write_text
-from evalsuite.reporting.model import LeaderboardEntry
 from evalsuite.registry import Registry
+from evalsuite.reporting.model import LeaderboardEntry
 from evalsuite.reporting.views.contract import (
     LeaderboardData,
     LeaderboardView,

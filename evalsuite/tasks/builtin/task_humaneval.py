@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evalsuite.hookspecs import hookimpl
 from evalsuite.errors import EvalsuiteError
+from evalsuite.hookspecs import hookimpl
 from evalsuite.jsonl import read_jsonl, sha256_file
 from evalsuite.tasks.task import Problem, Task
 

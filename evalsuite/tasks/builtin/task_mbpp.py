@@ -45,7 +45,7 @@ def mbpp_spec(config: str) -> DatasetSpec:
         description=("MBPP, full: 500 crowd-sourced basic Python problems (test split)" if full else
                      "MBPP, sanitized: 257 hand-verified basic Python problems (test split)"),
         hub=HubSource(HUB_ID, REVISION, config=config, split="test"),
-        prompt_template='"""\n{%s}\n{test_list[0]}\n"""\n' % description_field,
+        prompt_template='"""\n{' + description_field + '}\n{test_list[0]}\n"""\n',
         stop_sequences=STOP_SEQUENCES,
         test_field="test_list",
         test_style="asserts",

@@ -14,9 +14,9 @@ that the canonical ``code`` defines. Problem ids are ``Mbpp/<task_id>``.
 from __future__ import annotations
 
 from evalsuite.hookspecs import hookimpl
+from evalsuite.tasks.builtin.task_mbpp import STOP_SEQUENCES
 from evalsuite.tasks.dataset_tasks import DatasetSpec, DatasetTask
 from evalsuite.tasks.datasets_loader import HubSource
-from evalsuite.tasks.builtin.task_mbpp import STOP_SEQUENCES
 
 HUB_ID = "evalplus/mbppplus"
 # "Upload README.md with huggingface_hub": data/test-00000-of-00001-d5781c9c51e02795.parquet and the README that
