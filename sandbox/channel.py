@@ -4,11 +4,12 @@ One stream socket per sample, made fresh by the checker. Messages are a u32 leng
 lockstep; what the sample sends is a :mod:`sandbox.wire` value, decoded strictly; the calls going in are
 trusted data, encoded with ``marshal`` (the interpreter's C encoder) for speed:
 
-* sample -> checker, once, when its jail is set up and before any of the candidate's code runs: ``("setup",)``
-  (so that only a sample process that never got that far can be reported as a sandbox set-up failure);
-* checker -> sample, once, in answer: ``("program", source)`` or ``("program", source, "evalplus")`` (the program
+* checker -> sample, once, first: ``("program", source)`` or ``("program", source, "evalplus")`` (the program
   runs as EvalPlus runs it: its ``reliability_guard`` also removes ``open``), the candidate's source. It travels on the
-  sample's own channel alone, so no process that other samples are forked from ever holds it;
+  sample's own channel alone, so no process that other samples are forked from ever holds it; it waits in the
+  channel's buffer until the sample has set up its jail;
+* sample -> checker, once, when its jail is set up and before it reads the candidate: ``("setup",)`` (so that
+  only a sample process that never got that far can be reported as a sandbox set-up failure);
 * sample -> checker, once, after the candidate's module ran: ``("ready",)`` or
   ``("load_error", builtin_class_name, exact, message)``;
 * checker -> sample: ``("call", seq, name, args, kwargs)``, or ``("call", seq, name, args, kwargs, mode,
@@ -166,13 +167,18 @@ class CallClient:
 
     # the protocol
     def wait_ready(self, source: str, peer: str = "") -> None:
-        """Hand the sample its candidate once its jail is set up, then wait until the candidate's module has run.
-        Raises the candidate's load error as the test would see it. ``peer="evalplus"``: as EvalPlus runs it."""
+        """Hand the sample its candidate, then wait until its jail is set up and the candidate's module has run.
+        Raises the candidate's load error as the test would see it. ``peer="evalplus"``: as EvalPlus runs it.
+
+        The candidate goes into the channel at once, while the sample is still being started: it waits in the
+        socket's buffer, which only the sample reads, and only once it has said its jail is set up (the server and
+        the zygote pass the channel's fd along and never read it). One round trip less per sample than asking for
+        it after ``("setup",)``."""
+        self._send(marshal.dumps(("program", source, peer) if peer else ("program", source)))
         message = self._read_message()
         if message != ("setup",):
             raise self._fail("channel tampered", "channel_tampered")
         self.setup_done = True
-        self._send(marshal.dumps(("program", source, peer) if peer else ("program", source)))
         message = self._read_message()
         if message == ("ready",):
             return
