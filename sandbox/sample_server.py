@@ -279,13 +279,13 @@ class ExitRecord:
         while self.waitid(self.P_PID, pid, self.buffer, self.WEXITED) != 0:
             if ctypes.get_errno() != errno.EINTR:
                 break
-        sock.sendall(self.view[self.CODE])
-        sock.sendall(self.view[self.STATUS])
+        if sock.sendmsg([self.view[self.CODE], self.view[self.STATUS]]) != _EXIT.size:  # one message, no copy
+            raise SystemExit("zygote: the server's socket took part of an exit record")
         ctypes.memset(self.buffer, 0, self.SIZE)
 
 
 CLD_EXITED, CLD_KILLED, CLD_DUMPED = 1, 2, 3
-_INT = struct.Struct("<i")
+_EXIT = struct.Struct("<ii")  # si_code and si_status, as the zygote forwards them
 
 
 def zygote_loop(sock: socket.socket, config: dict[str, Any], libc: Libc, oom_score: int | None) -> None:
@@ -411,11 +411,13 @@ class SampleServer:
         link count, free blocks and inodes and no extended attributes, the tmpfs is as a new one would be,
         down to the next inode number. Otherwise it is detached whole and a new one mounted.
         """
-        if self.clean_tmp is None or self._tmp_state() != self.clean_tmp:
-            if self.tmp_mounts:
-                self.libc.drop_tmp()
-            self.libc.mount_tmp(self.config["scratch_mb"])
-            self.tmp_mounts += 1
+        if self.clean_tmp is not None and self._tmp_state() == self.clean_tmp:
+            os.utime("/tmp", ns=(0, 0))  # the times are 0 already: the state stays clean_tmp; ctime becomes "now"
+            return
+        if self.tmp_mounts:
+            self.libc.drop_tmp()
+        self.libc.mount_tmp(self.config["scratch_mb"])
+        self.tmp_mounts += 1
         os.utime("/tmp", ns=(0, 0))
         self.clean_tmp = self._tmp_state() if self.config.get("child_uid") is not None else None
 
@@ -452,7 +454,7 @@ class SampleServer:
 
     def sample_exit(self) -> dict[str, Any]:
         """How the sample ended, as the zygote reaped it (it is the sample's parent)."""
-        code, value = (_INT.unpack(self._from_zygote(_INT.size))[0] for _ in range(2))
+        code, value = _EXIT.unpack(self._from_zygote(_EXIT.size))
         if code == CLD_EXITED:
             return {"code": value, "signal": None}
         if code in (CLD_KILLED, CLD_DUMPED):
