@@ -219,6 +219,7 @@ class Checker:
         self.io_problems: dict[str, IOProblem] = {}
         self.control = socket.socket(fileno=config["control_fd"])
         self.control_reader = framing.FrameReader(self.control.fileno())
+        self.zygote = socket.socket(fileno=config["zygote_fd"])  # where fresh samples are asked for
 
     def compiled(self, job: dict[str, Any]) -> CompiledProblem:
         key = job["key"]
@@ -333,13 +334,13 @@ class Checker:
         return report, False
 
     def start_sample(self, job_id: int, timeout_s: float) -> socket.socket | None:
-        """Ask the sample server for a fresh sample process, handing it one end of a new channel; the other end
-        (None where the server is gone). The candidate itself goes to the sample on that channel alone, never
-        through the sample server."""
+        """Ask the worker's zygote for a fresh sample process, handing it one end of a new channel; the other end
+        (None where the zygote is gone). The sample server readied the jail for it when it answered the end of the
+        last sample (or before it said it was ready). The candidate itself goes to the sample on that channel
+        alone, never through the zygote."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            framing.send_frame(self.control, {"op": "run", "id": job_id, "timeout_s": timeout_s},
-                               fds=[theirs.fileno()], binary=True)
+            socket.send_fds(self.zygote, [framing.SAMPLE_REQUEST.pack(timeout_s)], [theirs.fileno()])
         except OSError:
             ours.close()
             return None

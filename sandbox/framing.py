@@ -18,6 +18,8 @@ import time
 from typing import Any
 
 HEADER = struct.Struct(">I")
+# A checker's request to its zygote for a fresh sample: the sample's time limit, with its channel's fd (SCM_RIGHTS).
+SAMPLE_REQUEST = struct.Struct("<d")
 MAX_FRAME = 256 * 1024 * 1024
 READ_SIZE = 16 * 1024  # a read allocates this much first: frames are small, and larger ones take a few reads
 

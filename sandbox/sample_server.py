@@ -180,7 +180,6 @@ class Libc:
 
 PID_COUNTER_BASE = 100  # as real root, the jail's last pid is set to this before every sample (see reset_pid_counter)
 _PID = struct.Struct("<q")
-_TIMEOUT = struct.Struct("<d")
 
 
 def harden(config: dict[str, Any], libc: Libc, filter_: seccomp.SeccompFilter) -> int | None:
@@ -243,17 +242,19 @@ def start_zygote(config: dict[str, Any], libc: Libc, server_end: socket.socket, 
                  server_fds: tuple[int, ...]) -> tuple[socket.socket, int]:
     """Fork the zygote; returns the server's end of the socket to it and its pid. Called from a frame that
     holds no server object, so none is reachable from the zygote or a sample. ``server_fds`` (the checker's
-    socket, the PID counter) stay the server's alone."""
+    socket, the PID counter) stay the server's alone; the checker's requests for samples
+    (``config["zygote_fd"]``) are the zygote's alone."""
     pid = os.fork()
     if pid == 0:
         try:
             server_end.close()
             for fd in server_fds:
                 os.close(fd)
-            zygote_loop(zygote_end, config, libc, open_oom_score())
+            zygote_loop(zygote_end, socket.socket(fileno=config["zygote_fd"]), config, libc, open_oom_score())
         finally:
             os._exit(EXIT_SETUP_FAILED)
     zygote_end.close()
+    os.close(config["zygote_fd"])
     if server_end.recv(1) != b"z":  # the zygote has opened its own oom_score_adj: /proc may go now
         raise SystemExit("sample server: the zygote did not start")
     return server_end, pid
@@ -288,9 +289,11 @@ CLD_EXITED, CLD_KILLED, CLD_DUMPED = 1, 2, 3
 _EXIT = struct.Struct("<ii")  # si_code and si_status, as the zygote forwards them
 
 
-def zygote_loop(sock: socket.socket, config: dict[str, Any], libc: Libc, oom_score: int | None) -> None:
-    """The zygote: per sample, receive the channel and the time limit, make the sample's PID namespace, fork the
-    sample, tell the server its pid, and reap it once the server has killed it.
+def zygote_loop(sock: socket.socket, requests: socket.socket, config: dict[str, Any], libc: Libc,
+                oom_score: int | None) -> None:
+    """The zygote: per sample, receive the channel and the time limit from the checker (``requests``), make the
+    sample's PID namespace, fork the sample, tell the server its pid (``sock``: read when the checker ends the
+    sample), and reap it once the server has killed it.
 
     What it receives is the trusted checker's (an fd, a float); the sample's pid is the same for every sample as
     real root (the server resets the jail's PID counter first); its exit status passes through
@@ -301,10 +304,10 @@ def zygote_loop(sock: socket.socket, config: dict[str, Any], libc: Libc, oom_sco
     settle_zygote(config)
     sock.sendall(b"z")
     while True:
-        message, fds, _, _ = socket.recv_fds(sock, _TIMEOUT.size, 1)
-        if len(message) != _TIMEOUT.size or len(fds) != 1:
-            os._exit(0)  # the server is gone
-        channel_fd, (timeout_s,) = fds[0], _TIMEOUT.unpack(message)
+        message, fds, _, _ = socket.recv_fds(requests, framing.SAMPLE_REQUEST.size, 1)
+        if len(message) != framing.SAMPLE_REQUEST.size or len(fds) != 1:
+            os._exit(0)  # the checker is gone
+        channel_fd, (timeout_s,) = fds[0], framing.SAMPLE_REQUEST.unpack(message)
         if config["namespaced"]:
             libc.new_pid_namespace()
         gc.freeze()  # objects made so far are shared with the sample and never touched by its GC
@@ -442,15 +445,12 @@ class SampleServer:
         if self.pid_counter is not None:
             os.pwrite(self.pid_counter, str(PID_COUNTER_BASE).encode(), 0)
 
-    def run_sample(self, job: dict[str, Any], channel_fd: int) -> None:
+    def ready_next(self) -> None:
+        """Ready the jail for the next sample, which the checker asks the zygote for once we have answered: a
+        fresh /tmp where the last sample left a trace, and the PID counter set back."""
         if self.namespaced:
             self.prepare_tmp()
         self.reset_pid_counter()
-        try:
-            socket.send_fds(self.zygote, [_TIMEOUT.pack(float(job["timeout_s"]))], [channel_fd])
-        finally:
-            os.close(channel_fd)
-        self.sample_pid = _PID.unpack(self._from_zygote(_PID.size))[0]
 
     def _from_zygote(self, size: int) -> bytes:
         data = b""
@@ -472,6 +472,12 @@ class SampleServer:
 
     # -- after each sample -----------------------------------------------------------------------------
     def end_sample(self) -> dict[str, Any]:
+        ended = self._end_sample()
+        self.ready_next()
+        return ended
+
+    def _end_sample(self) -> dict[str, Any]:
+        self.sample_pid = _PID.unpack(self._from_zygote(_PID.size))[0]  # sent when the zygote forked it
         if self.sample_pid <= 0:  # the zygote could not fork: nothing ran
             return {"code": None, "signal": None}
         if not self.namespaced:
@@ -557,6 +563,7 @@ class SampleServer:
 
     # -- loop ------------------------------------------------------------------------------------------
     def serve(self) -> None:
+        self.ready_next()
         framing.send_frame(self.control, {"ready": True, "pid": self.pid, "uid": os.getuid(),
                                           "python": sys.version.split()[0], "namespaced": self.namespaced})
         while True:
@@ -564,9 +571,7 @@ class SampleServer:
                 message = self.reader.read()
             except framing.ChannelClosed:
                 return
-            if message.get("op") == "run" and self.reader.fds:
-                self.run_sample(message, self.reader.fds.pop(0))
-            elif message.get("op") == "end":
+            if message.get("op") == "end":
                 reply = self.end_sample()
                 reply["id"] = message["id"]
                 framing.send_frame(self.control, reply)
