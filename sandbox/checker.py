@@ -354,15 +354,17 @@ class Checker:
         return hashlib.sha256(f"{self.config.get('seed', '')}:{problem.digest}".encode()).digest()
 
     def end_sample(self, job_id: int) -> dict[str, Any] | None:
-        """Tell the sample server to kill the sample's processes; its answer says how the sample ended."""
+        """Tell the sample server to kill the sample's processes; its answer says how the sample ended (None where
+        the server is gone, late or answers about another job: the worker is restarted)."""
         try:
-            framing.send_frame(self.control, {"op": "end", "id": job_id}, binary=True)
-            reply = self.control_reader.read(CONTROL_TIMEOUT_S)
-        except (OSError, framing.ChannelClosed, ValueError):
+            self.control.sendall(framing.SAMPLE_END.pack(job_id))
+            reply = framing.recv_exact(self.control, framing.SAMPLE_ENDED.size, CONTROL_TIMEOUT_S)
+        except (OSError, framing.ChannelClosed):
             return None
-        if not isinstance(reply, dict) or reply.get("id") != job_id:
+        answered, code, sig = framing.SAMPLE_ENDED.unpack(reply)
+        if answered != job_id:
             return None
-        return reply
+        return {"code": None if code < 0 else code, "signal": None if sig < 0 else sig}
 
     def verdict(self, report: dict[str, Any], exit_info: dict[str, Any] | None) -> dict[str, Any]:
         if exit_info is None:  # the sample server is gone or hung: this worker must be restarted
@@ -377,7 +379,7 @@ class Checker:
 
     def serve(self, in_fd: int, out_fd: int) -> None:
         hello = self.control_reader.read(60.0)
-        if not isinstance(hello, dict) or not hello.get("ready"):
+        if not isinstance(hello, dict) or not hello.get("ready") or self.control_reader.buffer:
             raise SystemExit("checker: the sample server did not start")
         framing.write_frame(out_fd, dict(hello, checker_pid=os.getpid()), binary=True)
         reader = framing.FrameReader(in_fd, binary=True)  # the harness's frames, and ours to it: both trusted

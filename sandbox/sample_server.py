@@ -402,8 +402,7 @@ class SampleServer:
         self.seccomp = filter_
         self.zygote, self.zygote_pid = zygote, zygote_pid
         self.pid_counter = pid_counter
-        self.control = socket.socket(fileno=config["control_fd"])
-        self.reader = framing.FrameReader(self.control.fileno(), binary=True)  # from the checker: trusted
+        self.control = socket.socket(fileno=config["control_fd"])  # from the checker: trusted
         self.clean_tmp: tuple | None = None  # how /tmp looks while no sample has changed it; None: mount anew
         self.tmp_mounts = 0  # tmpfs mounted on /tmp so far (the last one is still there)
         self.sample_pid = -1
@@ -453,13 +452,10 @@ class SampleServer:
         self.reset_pid_counter()
 
     def _from_zygote(self, size: int) -> bytes:
-        data = b""
-        while len(data) < size:
-            chunk = self.zygote.recv(size - len(data))
-            if not chunk:
-                raise SystemExit("sample server: the zygote is gone")
-            data += chunk
-        return data
+        try:
+            return framing.recv_exact(self.zygote, size)
+        except framing.ChannelClosed:
+            raise SystemExit("sample server: the zygote is gone") from None
 
     def sample_exit(self) -> dict[str, Any]:
         """How the sample ended, as the zygote reaped it (it is the sample's parent)."""
@@ -566,17 +562,14 @@ class SampleServer:
         self.ready_next()
         framing.send_frame(self.control, {"ready": True, "pid": self.pid, "uid": os.getuid(),
                                           "python": sys.version.split()[0], "namespaced": self.namespaced})
-        while True:
+        while True:  # the checker's word that a sample is over (framing.SAMPLE_END), answered with how it ended
             try:
-                message = self.reader.read()
+                (job_id,) = framing.SAMPLE_END.unpack(framing.recv_exact(self.control, framing.SAMPLE_END.size))
             except framing.ChannelClosed:
                 return
-            if message.get("op") == "end":
-                reply = self.end_sample()
-                reply["id"] = message["id"]
-                framing.send_frame(self.control, reply)
-            else:
-                raise SystemExit(f"sample server: unexpected message {str(message)[:80]}")
+            ended = self.end_sample()
+            self.control.sendall(framing.SAMPLE_ENDED.pack(job_id, *(-1 if ended[key] is None else ended[key]
+                                                                      for key in ("code", "signal"))))
 
 
 def remove_tree(root: str, keep_root: bool = False) -> None:
