@@ -94,6 +94,26 @@ def encode(value: Any, limits: WireLimits = DEFAULT_LIMITS) -> bytes:
     return bytes(out)
 
 
+# ("return", seq, value), the sample's answer to nearly every call, up to the value: the tuple's tag and count and
+# the encoded "return" (see encode_return and decode).
+_RETURN_HEAD = b"t" + _U32.pack(3) + b"s" + _U32.pack(6) + b"return"
+_RETURN_COST = container_cost(tuple, 3)
+
+
+def encode_return(seq: int, value: Any, limits: WireLimits = DEFAULT_LIMITS) -> bytes:
+    """``encode(("return", seq, value))``, byte for byte and with the same refusals, without encoding the fixed
+    part of the tuple each time: the sample answers every call with one."""
+    budget = [limits.max_cost - _RETURN_COST]
+    if budget[0] < 0 or limits.max_depth <= 0 or limits.max_bytes < 0:
+        return encode(("return", seq, value), limits)
+    out = bytearray(_RETURN_HEAD)
+    _encode(seq, out, 1, set(), limits, budget)
+    _encode(value, out, 1, set(), limits, budget)
+    if len(out) > limits.max_bytes:
+        raise NotPlain(TOO_LARGE)
+    return bytes(out)
+
+
 def _encode(value: Any, out: bytearray, depth: int, active: set[int], limits: WireLimits, budget: list[int]) -> None:
     # type() and not isinstance(): a subclass can override equality, so only the exact types travel.
     kind = type(value)
@@ -150,7 +170,15 @@ def decode(data: bytes, limits: WireLimits = DEFAULT_LIMITS) -> Any:
         raise WireError("message too large")
     data = bytes(data)
     try:
-        value, pos = _value(data, 0, 0, limits, [limits.max_cost])
+        if data.startswith(_RETURN_HEAD) and limits.max_depth > 0 and limits.max_cost >= _RETURN_COST:
+            # The answer to a call: the tuple's two other fields read directly, with the same checks and budget
+            # as _value's path through the tuple (the result is the same tuple).
+            budget = [limits.max_cost - _RETURN_COST]
+            seq, pos = _value(data, len(_RETURN_HEAD), 1, limits, budget)
+            returned, pos = _value(data, pos, 1, limits, budget)
+            value: Any = ("return", seq, returned)
+        else:
+            value, pos = _value(data, 0, 0, limits, [limits.max_cost])
     except MemoryError:
         raise OutOfMemory("out of memory") from None
     except (struct.error, UnicodeDecodeError, OverflowError, RecursionError) as exc:
