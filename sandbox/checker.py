@@ -137,18 +137,21 @@ _OPAQUE = (ast.Try, ast.With, ast.AsyncWith) + ((ast.TryStar,) if hasattr(ast, "
 
 def _wrapped(stmt: ast.stmt, index: int) -> list[ast.stmt]:
     """``try: <stmt> except Exception as e: __evalsuite_record__(e, index)``; an ``assert`` is preceded by a mark
-    (which call was the last before it), so that a failure names the call the assertion checked."""
-    record = ast.Expr(ast.Call(ast.Name(RECORD, ast.Load()), [ast.Name(_EXC, ast.Load()), ast.Constant(index)], []))
-    handler = _located(ast.ExceptHandler(ast.Name("Exception", ast.Load()), _EXC, [_located(record, stmt)]), stmt)
+    (which call was the last before it), so that a failure names the call the assertion checked. The new nodes
+    are made at ``stmt``'s place (what ``ast.copy_location`` would give them, without walking them)."""
+    at = {"lineno": stmt.lineno, "col_offset": stmt.col_offset, "end_lineno": stmt.end_lineno,
+          "end_col_offset": stmt.end_col_offset}
+    record = ast.Expr(ast.Call(ast.Name(RECORD, ast.Load(), **at),
+                               [ast.Name(_EXC, ast.Load(), **at), ast.Constant(index, **at)], [], **at), **at)
+    handler = ast.ExceptHandler(ast.Name("Exception", ast.Load(), **at), _EXC, [record], **at)
     body = [stmt]
     if isinstance(stmt, ast.Assert):
-        body.insert(0, _located(ast.Expr(ast.Call(ast.Name(MARK, ast.Load()), [], [])), stmt))
+        body.insert(0, ast.Expr(ast.Call(ast.Name(MARK, ast.Load(), **at), [], [], **at), **at))
         # The message runs only when the assertion fails: a message that calls the candidate (HumanEval's
         # ``assert candidate(1) == True, "..." + str(candidate(1))``) would announce the failure with one more
         # call. The verdict does not need it (a failed assertion is "AssertionError" either way).
         stmt.msg = None
-    node = ast.Try(body, [handler], [], [])
-    return [ast.copy_location(node, stmt)]
+    return [ast.Try(body, [handler], [], [], **at)]
 
 
 def _located(node: ast.AST, like: ast.AST) -> ast.AST:
