@@ -193,6 +193,7 @@ def harden(config: dict[str, Any], libc: Libc, filter_: seccomp.SeccompFilter) -
     # Without a PID namespace, whatever a sample leaves behind comes back to the server, to be killed and reaped.
     libc.prctl(PR_SET_CHILD_SUBREAPER, 1)
     pid_counter = None
+    warm_ends = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)  # before the filter, which refuses sockets
     if namespaced:
         libc.make_mounts_private()  # a sample's tmpfs never propagates anywhere
         libc.devices_read_only()
@@ -211,6 +212,9 @@ def harden(config: dict[str, Any], libc: Libc, filter_: seccomp.SeccompFilter) -
         except ImportError:
             pass
     exec(WARM_UP, {})
+    channel.warm_up(*(end.fileno() for end in warm_ends))
+    for end in warm_ends:
+        end.close()
     gc.collect()
     libc.lib.malloc_trim(0)  # the heap's free pages back to the kernel: fewer page-table entries per fork
     return pid_counter
