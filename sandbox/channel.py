@@ -311,8 +311,7 @@ def _message_of(exc: BaseException) -> str:
 
 def _write_all(fd: int, message: tuple) -> None:
     try:
-        # ("return", seq, value) is the answer to nearly every call: wire.encode_return writes the same bytes
-        body = wire.encode_return(message[1], message[2]) if message[0] == "return" else wire.encode(message)
+        body = wire.encode(message)
     except (wire.NotPlain, ValueError) as exc:
         kind = exc.kind if isinstance(exc, wire.NotPlain) else "too large"
         body = wire.encode(("not_plain", message[1], kind))

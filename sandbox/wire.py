@@ -87,6 +87,12 @@ def container_cost(kind: type, count: int) -> int:
 
 def encode(value: Any, limits: WireLimits = DEFAULT_LIMITS) -> bytes:
     """Encode a plain value. Raises :class:`NotPlain` for anything else, ``ValueError`` when too large."""
+    if type(value) is tuple and len(value) == 3 and type(value[0]) is str and value[0] == "return":
+        return _encode_return(value[1], value[2], limits)
+    return _encode_value(value, limits)
+
+
+def _encode_value(value: Any, limits: WireLimits) -> bytes:
     out = bytearray()
     _encode(value, out, 0, set(), limits, [limits.max_cost])
     if len(out) > limits.max_bytes:
@@ -95,17 +101,17 @@ def encode(value: Any, limits: WireLimits = DEFAULT_LIMITS) -> bytes:
 
 
 # ("return", seq, value), the sample's answer to nearly every call, up to the value: the tuple's tag and count and
-# the encoded "return" (see encode_return and decode).
+# the encoded "return" (see _encode_return and decode).
 _RETURN_HEAD = b"t" + _U32.pack(3) + b"s" + _U32.pack(6) + b"return"
 _RETURN_COST = container_cost(tuple, 3)
 
 
-def encode_return(seq: int, value: Any, limits: WireLimits = DEFAULT_LIMITS) -> bytes:
-    """``encode(("return", seq, value))``, byte for byte and with the same refusals, without encoding the fixed
-    part of the tuple each time: the sample answers every call with one."""
+def _encode_return(seq: Any, value: Any, limits: WireLimits) -> bytes:
+    """``("return", seq, value)``, byte for byte and with the same refusals as the tuple's generic path
+    (:func:`_encode_value`), without encoding its fixed part each time: the sample answers every call with one."""
     budget = [limits.max_cost - _RETURN_COST]
     if budget[0] < 0 or limits.max_depth <= 0 or limits.max_bytes < 0:
-        return encode(("return", seq, value), limits)
+        return _encode_value(("return", seq, value), limits)
     out = bytearray(_RETURN_HEAD)
     _encode(seq, out, 1, set(), limits, budget)
     _encode(value, out, 1, set(), limits, budget)

@@ -203,7 +203,7 @@ def test_wire_decoder_agrees_with_a_plain_reference_on_mutated_input():
 
 
 def test_wire_answers_to_calls_take_the_short_path_to_the_same_bytes_and_values():
-    """encode_return and decode's path for ("return", seq, value) give what the generic tuple path gives: the same
+    """encode's and decode's paths for ("return", seq, value) give what the generic tuple path gives: the same
     bytes, the same refusals, and on mutated answers the same values or refusals as the reference decoder."""
     tight = (wire.DEFAULT_LIMITS, wire.WireLimits(max_bytes=40), wire.WireLimits(max_cost=100),
              wire.WireLimits(max_depth=2))
@@ -211,8 +211,8 @@ def test_wire_answers_to_calls_take_the_short_path_to_the_same_bytes_and_values(
         for seq in (1, 300, 2**40):
             for limits in tight:
                 outcomes = []
-                for encode in (lambda: wire.encode(("return", seq, value), limits),
-                               lambda: wire.encode_return(seq, value, limits)):
+                for encode in (lambda: wire._encode_value(("return", seq, value), limits),
+                               lambda: wire.encode(("return", seq, value), limits)):
                     try:
                         outcomes.append(encode())
                     except (wire.NotPlain, ValueError) as exc:
