@@ -97,6 +97,7 @@ class Libc:
     def __init__(self) -> None:
         self.lib = ctypes.CDLL(None, use_errno=True)
         self.own_pid_namespace = os.open("/proc/self/ns/pid", os.O_RDONLY)
+        self._ustat: tuple[int, ctypes.c_uint, Any] | None = None  # free_space's arguments for the last device
 
     def _check(self, result: int, what: str) -> None:
         if result != 0:
@@ -142,13 +143,17 @@ class Libc:
 
     def free_space(self, device: int) -> tuple[int, int] | None:
         """(free blocks, free inodes) of a mounted file system, through ``ustat`` (x86-64): ``statfs`` is refused
-        by the seccomp filter (a new tmpfs has a random fsid). None where there is no ``ustat``."""
+        by the seccomp filter (a new tmpfs has a random fsid). None where there is no ``ustat``. The call's
+        arguments are kept per device: the server asks about the same /tmp before every sample."""
         if platform.machine() != "x86_64":
             return None
-        major, minor = os.major(device), os.minor(device)
-        encoded = (minor & 0xFF) | (major << 8) | ((minor & ~0xFF) << 12)
-        buffer = (ctypes.c_long * 4)()  # struct ustat: int f_tfree; ino_t f_tinode; char f_fname[6], f_fpack[6]
-        if self.lib.syscall(USTAT, ctypes.c_uint(encoded), buffer) != 0:
+        if self._ustat is None or self._ustat[0] != device:
+            major, minor = os.major(device), os.minor(device)
+            encoded = (minor & 0xFF) | (major << 8) | ((minor & ~0xFF) << 12)
+            # struct ustat: int f_tfree; ino_t f_tinode; char f_fname[6], f_fpack[6]
+            self._ustat = (device, ctypes.c_uint(encoded), (ctypes.c_long * 4)())
+        _, encoded_device, buffer = self._ustat
+        if self.lib.syscall(USTAT, encoded_device, buffer) != 0:
             return None
         return ctypes.c_int.from_buffer(buffer).value, buffer[1]
 
