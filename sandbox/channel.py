@@ -125,12 +125,13 @@ class CallClient:
 
     def _read_message(self) -> Any:
         while True:
-            if len(self.buffer) >= 4 and _U32.unpack_from(self.buffer)[0] > self.limits.max_bytes:
-                # The honest end answers ("not_plain", seq, "too large") instead of sending such a message.
-                raise self._fail("channel tampered", "channel_tampered")
-            body = take_message(self.buffer)
-            if body is not None:
-                return self._decode(body)
+            if self.buffer:  # usually empty: each answer comes in a read of its own
+                if len(self.buffer) >= 4 and _U32.unpack_from(self.buffer)[0] > self.limits.max_bytes:
+                    # The honest end answers ("not_plain", seq, "too large") instead of sending such a message.
+                    raise self._fail("channel tampered", "channel_tampered")
+                body = take_message(self.buffer)
+                if body is not None:
+                    return self._decode(body)
             # Wait first: the answer is rarely there already, and a read that fails costs a system call.
             remaining = self.deadline - time.monotonic()
             if remaining <= 0 or not select.select([self.fd], [], [], remaining)[0]:
