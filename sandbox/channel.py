@@ -151,13 +151,16 @@ class CallClient:
             self.buffer += chunk
 
     def _send(self, data: bytes) -> None:
-        view = memoryview(_U32.pack(len(data)) + data)
+        message = _U32.pack(len(data)) + data
         try:  # the common case: the socket's buffer has room, and no system call is spent on select()
-            view = view[os.write(self.fd, view):]
+            written = os.write(self.fd, message)
         except BlockingIOError:
-            pass
+            written = 0
         except OSError:
             raise self._fail("sample process died") from None
+        if written == len(message):
+            return
+        view = memoryview(message)[written:]
         while view:
             remaining = self.deadline - time.monotonic()
             if remaining <= 0:
