@@ -22,6 +22,7 @@ What is stored and what is shown:
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterator
@@ -71,21 +72,36 @@ def escape_of(char: str) -> str:
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
+@functools.lru_cache(maxsize=None)
+def _escaped_in(keep: str) -> re.Pattern[str]:
+    """The dangerous code points but those in ``keep``: the ones shown as escapes. One pattern per ``keep``, so that
+    a block of text (a program: a newline per line) is scanned without a Python step per kept character."""
+    kept = sorted({ord(char) for char in keep})
+    ranges = []
+    for low, high in DANGEROUS_RANGES:
+        for point in kept:
+            if low <= point <= high:
+                if point > low:
+                    ranges.append((low, point - 1))
+                low = point + 1
+        if low <= high:
+            ranges.append((low, high))
+    return _class_of(tuple(ranges))
+
+
 def visible(text: object, keep: str = "") -> str:
     """``text`` with every dangerous code point (and lone surrogate) replaced by its escape; the characters in
     ``keep`` (:data:`MULTILINE` for a block of text) stay. A single-line place (a table cell, a name) keeps none,
     so that no text starts a line of its own."""
     text = str(text)
-    return _DANGEROUS.sub(lambda m: m.group() if m.group() in keep else escape_of(m.group()), text)
+    return _escaped_in(keep).sub(lambda m: escape_of(m.group()), text)
 
 
 def visible_parts(text: object, keep: str = "") -> Iterator[tuple[str, str | None]]:
     """``visible(text, keep)`` in pieces: ``(piece, hidden)``, ``hidden`` the code point an escape stands for (None
     for plain text), so that a page can mark which ``\\u202e`` stands for a hidden code point and which was typed."""
     text, start = str(text), 0
-    for match in _DANGEROUS.finditer(text):
-        if match.group() in keep:
-            continue
+    for match in _escaped_in(keep).finditer(text):
         if match.start() > start:
             yield text[start:match.start()], None
         yield escape_of(match.group()), match.group()

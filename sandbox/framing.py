@@ -1,9 +1,11 @@
-"""Length-prefixed frames between the harness, the checkers and the sample servers (stdlib only).
+"""Length-prefixed frames between the harness and the checkers, and the fixed-size messages of each sample between a
+checker, its sample server and its zygote (stdlib only).
 
-JSON by default. ``binary=True`` frames are ``marshal`` (the interpreter's C encoder, a few times cheaper
-to read in the sample server, where every page written costs a copy-on-write fault after each fork); they
-are used only where the reader trusts the writer: between the harness and its checkers, and from a checker
-to its sample server. A frame read from a less trusted process (the sample server's answers) is JSON."""
+Frames are JSON by default. ``binary=True`` frames are ``marshal`` (the interpreter's C encoder); they are used
+only where the reader trusts the writer: between the harness and its checkers. A frame read from a less trusted
+process (the sample server's hello) is JSON. What passes for every sample (:data:`SAMPLE_REQUEST`,
+:data:`SAMPLE_END`, :data:`SAMPLE_ENDED`) is a fixed ``struct``: nothing to build, or to parse beyond its size,
+in the sample server and the zygote, where every page written costs a copy-on-write fault after each fork."""
 
 from __future__ import annotations
 
@@ -18,6 +20,13 @@ import time
 from typing import Any
 
 HEADER = struct.Struct(">I")
+# Per sample, fixed-size messages (no frame to build or parse): the checker's request to its zygote for a fresh
+# sample (its time limit, with its channel's fd as SCM_RIGHTS); the checker's word to its sample server that the
+# sample of a job is over (the job's id); and the server's answer (the id, the sample's exit code and the signal
+# that ended it, -1 for none).
+SAMPLE_REQUEST = struct.Struct("<d")
+SAMPLE_END = struct.Struct("<q")
+SAMPLE_ENDED = struct.Struct("<qii")
 MAX_FRAME = 256 * 1024 * 1024
 READ_SIZE = 16 * 1024  # a read allocates this much first: frames are small, and larger ones take a few reads
 
@@ -47,6 +56,23 @@ def send_frame(sock: socket.socket, message: dict[str, Any], fds: list[int] = ()
         data = data[sent:]
     if data:
         sock.sendall(data)
+
+
+def recv_exact(sock: socket.socket, size: int, timeout: float | None = None) -> bytes:
+    """Exactly ``size`` bytes from a blocking stream socket. Raises ChannelClosed on EOF, TimeoutError when
+    ``timeout`` seconds pass first."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    data = b""
+    while len(data) < size:
+        if deadline is not None:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not select.select([sock], [], [], remaining)[0]:
+                raise TimeoutError("no answer in time")
+        chunk = sock.recv(size - len(data))
+        if not chunk:
+            raise ChannelClosed("channel closed")
+        data += chunk
+    return data
 
 
 def _unix_socket(fd: int) -> socket.socket | None:

@@ -126,14 +126,14 @@ class Worker:
     def limit_mode(self) -> str:
         return self.cgroup.mode if self.cgroup else "rlimits"
 
-    def _server_config(self, control_fd: int) -> dict:
+    def _server_config(self, control_fd: int, zygote_fd: int) -> dict:
         child_uid = self.sample_uid if self.jail.profile.sample_uid else None
         if self.scratch is not None:
             os.chmod(self.scratch, 0o700)
         return {**self.jail.profile.to_config(), "scratch": self.scratch or "/tmp",
                 "scratch_mb": self.limits.scratch_mb, "memory_mb": self.limits.memory_mb, "nproc": self.limits.nproc,
                 "fsize_mb": self.limits.fsize_mb, "nofile": self.limits.nofile, "child_uid": child_uid,
-                "control_fd": control_fd, "host_pidns": os.readlink("/proc/self/ns/pid")}
+                "control_fd": control_fd, "zygote_fd": zygote_fd, "host_pidns": os.readlink("/proc/self/ns/pid")}
 
     def start(self) -> None:
         """Start the checker and the sample server, on this worker's CPU when it has one (see Executor)."""
@@ -150,25 +150,31 @@ class Worker:
         self.stderr.seek(0)
         self.stderr.truncate()
         checker_end, server_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        # The checker asks the zygote for each fresh sample directly (the server has readied the jail for it when
+        # it answered the end of the last one): one hand-over less per sample than through the server.
+        requests_end, zygote_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         code_fds = self.jail.code_files()
         try:
-            server_command = cgroups.join_command(
-                self.cgroup, self.jail.command(self._server_config(server_end.fileno()), code_fds))
+            server_config = self._server_config(server_end.fileno(), zygote_end.fileno())
+            server_command = cgroups.join_command(self.cgroup, self.jail.command(server_config, code_fds))
             # Neither process inherits the harness's environment: no token or API key reaches them.
             self.server = subprocess.Popen(server_command, stdin=subprocess.DEVNULL, stdout=self.stderr,
                                            stderr=self.stderr, start_new_session=True, close_fds=True,
-                                           pass_fds=(server_end.fileno(), *code_fds.values()), env=dict(ENVIRONMENT))
-            checker_config = {"control_fd": checker_end.fileno(), "timeout_s": self.limits.timeout_s,
+                                           pass_fds=(server_end.fileno(), zygote_end.fileno(), *code_fds.values()),
+                                           env=dict(ENVIRONMENT))
+            checker_config = {"control_fd": checker_end.fileno(), "zygote_fd": requests_end.fileno(),
+                              "timeout_s": self.limits.timeout_s,
                               "seed": self.seed,  # the tests' random seed, this run's (see Checker.seed_for)
                               "memory_mb": CHECKER_MEMORY_MB}
             self.checker = subprocess.Popen(
                 [sys.executable, "-I", "-B", str(CHECKER_PATH), json.dumps(checker_config)],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr, start_new_session=True,
-                close_fds=True, pass_fds=(checker_end.fileno(),), bufsize=0, env=dict(ENVIRONMENT))
+                close_fds=True, pass_fds=(checker_end.fileno(), requests_end.fileno()), bufsize=0,
+                env=dict(ENVIRONMENT))
         finally:
             close_code_files(code_fds)
-            checker_end.close()
-            server_end.close()
+            for end in (checker_end, server_end, requests_end, zygote_end):
+                end.close()
         self.reader = FrameReader(self.checker.stdout.fileno(), binary=True)  # the checker is trusted
 
     def wait_ready(self) -> dict:

@@ -97,6 +97,7 @@ class Libc:
     def __init__(self) -> None:
         self.lib = ctypes.CDLL(None, use_errno=True)
         self.own_pid_namespace = os.open("/proc/self/ns/pid", os.O_RDONLY)
+        self._ustat: tuple[int, ctypes.c_uint, Any] | None = None  # free_space's arguments for the last device
 
     def _check(self, result: int, what: str) -> None:
         if result != 0:
@@ -142,13 +143,17 @@ class Libc:
 
     def free_space(self, device: int) -> tuple[int, int] | None:
         """(free blocks, free inodes) of a mounted file system, through ``ustat`` (x86-64): ``statfs`` is refused
-        by the seccomp filter (a new tmpfs has a random fsid). None where there is no ``ustat``."""
+        by the seccomp filter (a new tmpfs has a random fsid). None where there is no ``ustat``. The call's
+        arguments are kept per device: the server asks about the same /tmp before every sample."""
         if platform.machine() != "x86_64":
             return None
-        major, minor = os.major(device), os.minor(device)
-        encoded = (minor & 0xFF) | (major << 8) | ((minor & ~0xFF) << 12)
-        buffer = (ctypes.c_long * 4)()  # struct ustat: int f_tfree; ino_t f_tinode; char f_fname[6], f_fpack[6]
-        if self.lib.syscall(USTAT, ctypes.c_uint(encoded), buffer) != 0:
+        if self._ustat is None or self._ustat[0] != device:
+            major, minor = os.major(device), os.minor(device)
+            encoded = (minor & 0xFF) | (major << 8) | ((minor & ~0xFF) << 12)
+            # struct ustat: int f_tfree; ino_t f_tinode; char f_fname[6], f_fpack[6]
+            self._ustat = (device, ctypes.c_uint(encoded), (ctypes.c_long * 4)())
+        _, encoded_device, buffer = self._ustat
+        if self.lib.syscall(USTAT, encoded_device, buffer) != 0:
             return None
         return ctypes.c_int.from_buffer(buffer).value, buffer[1]
 
@@ -180,7 +185,6 @@ class Libc:
 
 PID_COUNTER_BASE = 100  # as real root, the jail's last pid is set to this before every sample (see reset_pid_counter)
 _PID = struct.Struct("<q")
-_TIMEOUT = struct.Struct("<d")
 
 
 def harden(config: dict[str, Any], libc: Libc, filter_: seccomp.SeccompFilter) -> int | None:
@@ -194,6 +198,7 @@ def harden(config: dict[str, Any], libc: Libc, filter_: seccomp.SeccompFilter) -
     # Without a PID namespace, whatever a sample leaves behind comes back to the server, to be killed and reaped.
     libc.prctl(PR_SET_CHILD_SUBREAPER, 1)
     pid_counter = None
+    warm_ends = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)  # before the filter, which refuses sockets
     if namespaced:
         libc.make_mounts_private()  # a sample's tmpfs never propagates anywhere
         libc.devices_read_only()
@@ -212,6 +217,9 @@ def harden(config: dict[str, Any], libc: Libc, filter_: seccomp.SeccompFilter) -
         except ImportError:
             pass
     exec(WARM_UP, {})
+    channel.warm_up(*(end.fileno() for end in warm_ends))
+    for end in warm_ends:
+        end.close()
     gc.collect()
     libc.lib.malloc_trim(0)  # the heap's free pages back to the kernel: fewer page-table entries per fork
     return pid_counter
@@ -243,17 +251,19 @@ def start_zygote(config: dict[str, Any], libc: Libc, server_end: socket.socket, 
                  server_fds: tuple[int, ...]) -> tuple[socket.socket, int]:
     """Fork the zygote; returns the server's end of the socket to it and its pid. Called from a frame that
     holds no server object, so none is reachable from the zygote or a sample. ``server_fds`` (the checker's
-    socket, the PID counter) stay the server's alone."""
+    socket, the PID counter) stay the server's alone; the checker's requests for samples
+    (``config["zygote_fd"]``) are the zygote's alone."""
     pid = os.fork()
     if pid == 0:
         try:
             server_end.close()
             for fd in server_fds:
                 os.close(fd)
-            zygote_loop(zygote_end, config, libc, open_oom_score())
+            zygote_loop(zygote_end, socket.socket(fileno=config["zygote_fd"]), config, libc, open_oom_score())
         finally:
             os._exit(EXIT_SETUP_FAILED)
     zygote_end.close()
+    os.close(config["zygote_fd"])
     if server_end.recv(1) != b"z":  # the zygote has opened its own oom_score_adj: /proc may go now
         raise SystemExit("sample server: the zygote did not start")
     return server_end, pid
@@ -279,40 +289,43 @@ class ExitRecord:
         while self.waitid(self.P_PID, pid, self.buffer, self.WEXITED) != 0:
             if ctypes.get_errno() != errno.EINTR:
                 break
-        sock.sendall(self.view[self.CODE])
-        sock.sendall(self.view[self.STATUS])
+        if sock.sendmsg([self.view[self.CODE], self.view[self.STATUS]]) != _EXIT.size:  # one message, no copy
+            raise SystemExit("zygote: the server's socket took part of an exit record")
         ctypes.memset(self.buffer, 0, self.SIZE)
 
 
 CLD_EXITED, CLD_KILLED, CLD_DUMPED = 1, 2, 3
-_INT = struct.Struct("<i")
+_EXIT = struct.Struct("<ii")  # si_code and si_status, as the zygote forwards them
 
 
-def zygote_loop(sock: socket.socket, config: dict[str, Any], libc: Libc, oom_score: int | None) -> None:
-    """The zygote: per sample, receive the channel and the time limit, make the sample's PID namespace, fork the
-    sample, tell the server its pid, and reap it once the server has killed it.
+def zygote_loop(sock: socket.socket, requests: socket.socket, config: dict[str, Any], libc: Libc,
+                oom_score: int | None) -> None:
+    """The zygote: per sample, receive the channel and the time limit from the checker (``requests``), make the
+    sample's PID namespace, fork the sample, tell the server its pid (``sock``: read when the checker ends the
+    sample), and reap it once the server has killed it.
 
     What it receives is the trusted checker's (an fd, a float); the sample's pid is the same for every sample as
     real root (the server resets the jail's PID counter first); its exit status passes through
     :class:`ExitRecord` alone. It never sees a byte of any candidate."""
     exits = ExitRecord(libc)
+    fork = channel.UNGUARDED_OS["fork"]
     channel.guard_the_zygote()
+    settle_zygote(config)
     sock.sendall(b"z")
     while True:
-        message, fds, _, _ = socket.recv_fds(sock, _TIMEOUT.size, 1)
-        if len(message) != _TIMEOUT.size or len(fds) != 1:
-            os._exit(0)  # the server is gone
-        channel_fd, (timeout_s,) = fds[0], _TIMEOUT.unpack(message)
+        message, fds, _, _ = socket.recv_fds(requests, framing.SAMPLE_REQUEST.size, 1)
+        if len(message) != framing.SAMPLE_REQUEST.size or len(fds) != 1:
+            os._exit(0)  # the checker is gone
+        channel_fd, (timeout_s,) = fds[0], framing.SAMPLE_REQUEST.unpack(message)
         if config["namespaced"]:
             libc.new_pid_namespace()
         gc.freeze()  # objects made so far are shared with the sample and never touched by its GC
         set_oom_score(oom_score, b"1000")  # over the memory limit, the sample goes first: it inherits this score
         try:
-            pid = os.fork()
+            pid = fork()
         except OSError:
             pid = -1
-        if pid == 0:
-            sock.close()
+        if pid == 0:  # the zygote's socket is closed with its other fds (enter_jail)
             try:
                 enter_jail(config, libc, channel_fd, timeout_s)
             except BaseException:
@@ -328,37 +341,47 @@ def zygote_loop(sock: socket.socket, config: dict[str, Any], libc: Libc, oom_sco
             exits.wait_and_forward(pid, sock)
 
 
+def settle_zygote(config: dict[str, Any]) -> None:
+    """What every sample's set-up shares, done once in the zygote (each write a sample makes to memory it shares
+    with the zygote costs it a copied page, ~3 us here): fds 0-2 on ``/dev/null`` (the zygote reports nothing on
+    them once started) and the limits that are the same for every sample (its CPU limit follows its own time
+    limit: :func:`enter_jail`). The zygote is real root in the jail or holds CAP_SYS_ADMIN, which RLIMIT_NPROC
+    does not bind, and stays far below RLIMIT_AS."""
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.close(null)
+    resource.setrlimit(resource.RLIMIT_AS, (config["memory_mb"] << 20,) * 2)
+    if config.get("child_uid") is not None:  # else it counts the sample uid's processes anew for every sample
+        resource.setrlimit(resource.RLIMIT_NPROC, (config["nproc"],) * 2)
+
+
 def enter_jail(config: dict[str, Any], libc: Libc, channel_fd: int, timeout_s: float) -> None:
-    """In the sample's process, before any of the candidate's code exists in it: its fds, limits and uid."""
+    """In the sample's process, before any of the candidate's code exists in it: its fds, limits and uid (the rest
+    is the zygote's already: :func:`settle_zygote`)."""
     os.setpgid(0, 0)  # its own process group, so kill(0, ...) reaches only the sample (setsid cost ~0.25 ms)
     if config["namespaced"]:
         workdir = "/tmp"
     else:
         workdir = os.path.join(config["scratch"], f"sample-{os.getpid()}")
         os.mkdir(workdir, 0o700)
-    null = os.open(os.devnull, os.O_RDWR)
-    for fd in (0, 1, 2):
-        os.dup2(null, fd)
-    os.closerange(3, channel_fd)
+    os.closerange(3, channel_fd)  # the zygote's socket and files among them
     os.closerange(channel_fd + 1, 1 << 16)
     cpu = int(math.ceil(timeout_s)) + 1
-    limits = {  # file size, open files and core dumps are the server's own limits already (harden())
-        resource.RLIMIT_AS: (config["memory_mb"] << 20,) * 2,
-        resource.RLIMIT_CPU: (cpu, cpu + 1),
-        resource.RLIMIT_NPROC: (config["nproc"] + processes_of_sample_uid(config),) * 2,
-    }
-    for which, value in limits.items():
-        resource.setrlimit(which, value)
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
     uid = config.get("child_uid")
     if uid is not None:  # real root in the jail: a private uid of this executor's, which drops every capability
         os.setgroups([])
         os.setresgid(uid, uid, uid)
         os.setresuid(uid, uid, uid)
-    elif config["drop_capabilities"]:
-        libc.drop_capabilities()
-    os.chdir(workdir)
+    else:
+        resource.setrlimit(resource.RLIMIT_NPROC, (config["nproc"] + processes_of_sample_uid(config),) * 2)
+        if config["drop_capabilities"]:
+            libc.drop_capabilities()
+    channel.UNGUARDED_OS["chdir"](workdir)  # the zygote has set the peers' guard (channel.guard_the_zygote)
     if not config["namespaced"]:  # in the jail, bubblewrap already set them (and an update costs ~100 page faults)
-        os.environ.update(HOME=workdir, TMPDIR=workdir)
+        with channel.unguarded_os("putenv"):
+            os.environ.update(HOME=workdir, TMPDIR=workdir)
 
 
 def processes_of_sample_uid(config: dict[str, Any]) -> int:
@@ -388,8 +411,7 @@ class SampleServer:
         self.seccomp = filter_
         self.zygote, self.zygote_pid = zygote, zygote_pid
         self.pid_counter = pid_counter
-        self.control = socket.socket(fileno=config["control_fd"])
-        self.reader = framing.FrameReader(self.control.fileno(), binary=True)  # from the checker: trusted
+        self.control = socket.socket(fileno=config["control_fd"])  # from the checker: trusted
         self.clean_tmp: tuple | None = None  # how /tmp looks while no sample has changed it; None: mount anew
         self.tmp_mounts = 0  # tmpfs mounted on /tmp so far (the last one is still there)
         self.sample_pid = -1
@@ -409,11 +431,13 @@ class SampleServer:
         link count, free blocks and inodes and no extended attributes, the tmpfs is as a new one would be,
         down to the next inode number. Otherwise it is detached whole and a new one mounted.
         """
-        if self.clean_tmp is None or self._tmp_state() != self.clean_tmp:
-            if self.tmp_mounts:
-                self.libc.drop_tmp()
-            self.libc.mount_tmp(self.config["scratch_mb"])
-            self.tmp_mounts += 1
+        if self.clean_tmp is not None and self._tmp_state() == self.clean_tmp:
+            os.utime("/tmp", ns=(0, 0))  # the times are 0 already: the state stays clean_tmp; ctime becomes "now"
+            return
+        if self.tmp_mounts:
+            self.libc.drop_tmp()
+        self.libc.mount_tmp(self.config["scratch_mb"])
+        self.tmp_mounts += 1
         os.utime("/tmp", ns=(0, 0))
         self.clean_tmp = self._tmp_state() if self.config.get("child_uid") is not None else None
 
@@ -429,28 +453,22 @@ class SampleServer:
         if self.pid_counter is not None:
             os.pwrite(self.pid_counter, str(PID_COUNTER_BASE).encode(), 0)
 
-    def run_sample(self, job: dict[str, Any], channel_fd: int) -> None:
+    def ready_next(self) -> None:
+        """Ready the jail for the next sample, which the checker asks the zygote for once we have answered: a
+        fresh /tmp where the last sample left a trace, and the PID counter set back."""
         if self.namespaced:
             self.prepare_tmp()
         self.reset_pid_counter()
-        try:
-            socket.send_fds(self.zygote, [_TIMEOUT.pack(float(job["timeout_s"]))], [channel_fd])
-        finally:
-            os.close(channel_fd)
-        self.sample_pid = _PID.unpack(self._from_zygote(_PID.size))[0]
 
     def _from_zygote(self, size: int) -> bytes:
-        data = b""
-        while len(data) < size:
-            chunk = self.zygote.recv(size - len(data))
-            if not chunk:
-                raise SystemExit("sample server: the zygote is gone")
-            data += chunk
-        return data
+        try:
+            return framing.recv_exact(self.zygote, size)
+        except framing.ChannelClosed:
+            raise SystemExit("sample server: the zygote is gone") from None
 
     def sample_exit(self) -> dict[str, Any]:
         """How the sample ended, as the zygote reaped it (it is the sample's parent)."""
-        code, value = (_INT.unpack(self._from_zygote(_INT.size))[0] for _ in range(2))
+        code, value = _EXIT.unpack(self._from_zygote(_EXIT.size))
         if code == CLD_EXITED:
             return {"code": value, "signal": None}
         if code in (CLD_KILLED, CLD_DUMPED):
@@ -459,6 +477,12 @@ class SampleServer:
 
     # -- after each sample -----------------------------------------------------------------------------
     def end_sample(self) -> dict[str, Any]:
+        ended = self._end_sample()
+        self.ready_next()
+        return ended
+
+    def _end_sample(self) -> dict[str, Any]:
+        self.sample_pid = _PID.unpack(self._from_zygote(_PID.size))[0]  # sent when the zygote forked it
         if self.sample_pid <= 0:  # the zygote could not fork: nothing ran
             return {"code": None, "signal": None}
         if not self.namespaced:
@@ -544,21 +568,17 @@ class SampleServer:
 
     # -- loop ------------------------------------------------------------------------------------------
     def serve(self) -> None:
+        self.ready_next()
         framing.send_frame(self.control, {"ready": True, "pid": self.pid, "uid": os.getuid(),
                                           "python": sys.version.split()[0], "namespaced": self.namespaced})
-        while True:
+        while True:  # the checker's word that a sample is over (framing.SAMPLE_END), answered with how it ended
             try:
-                message = self.reader.read()
+                (job_id,) = framing.SAMPLE_END.unpack(framing.recv_exact(self.control, framing.SAMPLE_END.size))
             except framing.ChannelClosed:
                 return
-            if message.get("op") == "run" and self.reader.fds:
-                self.run_sample(message, self.reader.fds.pop(0))
-            elif message.get("op") == "end":
-                reply = self.end_sample()
-                reply["id"] = message["id"]
-                framing.send_frame(self.control, reply)
-            else:
-                raise SystemExit(f"sample server: unexpected message {str(message)[:80]}")
+            ended = self.end_sample()
+            self.control.sendall(framing.SAMPLE_ENDED.pack(job_id, *(-1 if ended[key] is None else ended[key]
+                                                                      for key in ("code", "signal"))))
 
 
 def remove_tree(root: str, keep_root: bool = False) -> None:
@@ -604,6 +624,7 @@ def probe(config: dict[str, Any]) -> int:
     pid = os.fork()
     if pid == 0:
         try:
+            settle_zygote(config)
             enter_jail(config, libc, write_end, 1.0)
             with open("/tmp/probe", "w") as handle:
                 handle.write("ok")

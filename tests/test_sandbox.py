@@ -202,6 +202,43 @@ def test_wire_decoder_agrees_with_a_plain_reference_on_mutated_input():
     assert accepted > 500  # the comparison covered values, not only refusals
 
 
+def test_wire_answers_to_calls_take_the_short_path_to_the_same_bytes_and_values():
+    """encode's and decode's paths for ("return", seq, value) give what the generic tuple path gives: the same
+    bytes, the same refusals, and on mutated answers the same values or refusals as the reference decoder."""
+    tight = (wire.DEFAULT_LIMITS, wire.WireLimits(max_bytes=40), wire.WireLimits(max_cost=100),
+             wire.WireLimits(max_depth=2))
+    for value in PLAIN_VALUES + [object(), [object()], "x" * 64]:
+        for seq in (1, 300, 2**40):
+            for limits in tight:
+                outcomes = []
+                for encode in (lambda: wire._encode_value(("return", seq, value), limits),
+                               lambda: wire.encode(("return", seq, value), limits)):
+                    try:
+                        outcomes.append(encode())
+                    except (wire.NotPlain, ValueError) as exc:
+                        outcomes.append((type(exc), getattr(exc, "kind", None)))
+                assert outcomes[0] == outcomes[1], (value, seq, limits)
+    rng = random.Random(2)
+    seeds = [wire.encode(("return", seq, v)) for v in PLAIN_VALUES for seq in (1, 300)]
+    accepted = 0
+    for _ in range(4000):
+        data = bytearray(rng.choice(seeds))
+        for _ in range(rng.randint(0, 2)):
+            if len(data) > 16:
+                data[rng.randrange(16, len(data))] = rng.randrange(256)
+        if rng.random() < 0.2:
+            data = data[:rng.randrange(16, len(data) + 1)]
+        outcomes = []
+        for decoder in (wire.decode, _reference_decode):
+            try:
+                outcomes.append(_typed(decoder(bytes(data))))
+            except wire.WireError:
+                outcomes.append("refused")
+        assert outcomes[0] == outcomes[1], bytes(data)
+        accepted += outcomes[0] != "refused"
+    assert accepted > 500
+
+
 # -- the jail's command line and the checker's rules --------------------------------------------------
 def test_jail_is_an_allow_list():
     from sandbox import jail as jail_module

@@ -136,7 +136,8 @@ def _problems(per_problem: Mapping[str, Mapping[str, int]], timed_out: Mapping[s
             f'<div class="chips" id="chips">{"".join(chips)}</div><div class="scale">{scale}</div>{table}</section>')
 
 
-def _sample(sample: SampleView, prompt: str) -> str:
+def _sample(sample: SampleView, prompt_block: str) -> str:
+    """One sample's viewer; ``prompt_block`` is its problem's prompt as a block (escaped once per problem)."""
     status_cls = {"passed": "passed", "failed": "failed", "timed out": "timed"}.get(sample.status, "failed")
     flags = "".join(f' <span class="flag">⚑ {_e(flag)}</span>' for flag in sample.flags)
     error = sample.sample_error
@@ -157,7 +158,7 @@ def _sample(sample: SampleView, prompt: str) -> str:
                     '</pre></div>')
     body.append(f'<div><h4>Program that ran</h4><pre class="program">{_block(_clip(sample.program))}</pre></div>')
     body.append(f'<div><h4>Raw model output{tokens}{finish}</h4><pre class="raw">{_block(_clip(sample.raw))}</pre></div>')
-    body.append(f'<details><summary class="sub">Prompt</summary><pre class="prompt">{_block(_clip(prompt))}</pre></details>')
+    body.append(f'<details><summary class="sub">Prompt</summary><pre class="prompt">{prompt_block}</pre></details>')
     return (f'<details class="sample" data-status="{_e(sample.status)}" data-flagged="{"1" if sample.flags else "0"}" '
             f'data-problem="{_e(sample.task_id)}" id="{_e(f"s-{sample.task_id}-{sample.completion_id}")}">'
             f'<summary><span class="id">{_e(sample.task_id)} #{_e(sample.completion_id)}</span>'
@@ -178,7 +179,8 @@ def _viewer(samples: Sequence[SampleView], prompts: Mapping[str, str]) -> str:
     note = ("" if len(shown) == len(samples) else
             f'<p class="sub">Showing {len(shown)} of {len(samples)} samples: at most {MAX_SAMPLES_PER_PROBLEM} per '
             'problem, flagged, failed and timed out first. Every sample is in completions.jsonl and results.jsonl.</p>')
-    items = "".join(_sample(s, prompts.get(s.task_id, "")) for s in shown)
+    prompt_blocks = {task_id: _block(_clip(prompts.get(task_id, ""))) for task_id in {s.task_id for s in shown}}
+    items = "".join(_sample(s, prompt_blocks[s.task_id]) for s in shown)
     options = "".join(f'<option value="{_e(task_id)}">' for task_id in prompts)
     return (f'<h2 id="samples">Samples</h2><div class="toolbar"><div class="filters" id="filters">{buttons}</div>'
             f'<label>Problem <input type="search" id="problem" placeholder="e.g. HumanEval/3" list="problem-ids">'
