@@ -319,26 +319,20 @@ def _write_all(fd: int, message: tuple) -> None:
     except (wire.NotPlain, ValueError) as exc:
         kind = exc.kind if isinstance(exc, wire.NotPlain) else "too large"
         body = wire.encode(("not_plain", message[1], kind))
-    data = _U32.pack(len(body)) + body
-    written = os.write(fd, data)
-    if written < len(data):  # a short write (a large answer): the rest as the socket takes it
-        view = memoryview(data)[written:]
-        while view:
-            view = view[os.write(fd, view):]
+    data = memoryview(_U32.pack(len(body)) + body)
+    while data:
+        data = data[os.write(fd, data):]
 
 
 def _next_message(fd: int, buffer: bytearray) -> bytes | None:
     """The next length-prefixed message from ``fd`` (one read per message in the common case)."""
     while True:
-        if buffer:
-            body = take_message(buffer)
-            if body is not None:
-                return body
+        body = take_message(buffer)
+        if body is not None:
+            return body
         chunk = os.read(fd, 1 << 16)
         if not chunk:
             return None
-        if not buffer and len(chunk) >= 4 and _U32.unpack_from(chunk)[0] == len(chunk) - 4:
-            return chunk[4:]  # the usual case: the read holds exactly one whole message
         buffer += chunk
 
 
@@ -356,8 +350,8 @@ def warm_up(writer: int, reader: int, rounds: int = 30) -> None:
             _next_message(reader, buffer)
         call = marshal.dumps(("call", seq, "f", (seq, "x"), {}))
         os.write(writer, _U32.pack(len(call)) + call)
-        message = marshal.loads(_next_message(reader, buffer) or b"")
-        _as_plain(dict(args=message[3], extra=message[5:]))
+        _, _, _, args, _, *extra = marshal.loads(_next_message(reader, buffer) or b"")
+        _as_plain(dict(args=args))
         try:
             raise ValueError(seq)
         except ValueError as exc:
@@ -509,8 +503,7 @@ def serve_calls(fd: int, namespace: dict[str, Any]) -> None:
         body = _next_message(fd, buffer)
         if body is None:
             return
-        message = marshal.loads(body)  # the trusted checker's: ("call", seq, name, args, kwargs[, mode, limit])
-        seq, name, args, kwargs, extra = message[1], message[2], message[3], message[4], message[5:]
+        _, seq, name, args, kwargs, *extra = marshal.loads(body)
         try:
             function = namespace[name]
         except KeyError:
