@@ -72,7 +72,7 @@ def escape_of(char: str) -> str:
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _escaped_in(keep: str) -> re.Pattern[str]:
     """The dangerous code points but those in ``keep``: the ones shown as escapes. One pattern per ``keep``, so that
     a block of text (a program: a newline per line) is scanned without a Python step per kept character."""
