@@ -191,15 +191,20 @@ def test_wire_decoder_agrees_with_a_plain_reference_on_mutated_input():
         for _ in range(rng.randint(0, 3)):
             if data:
                 data[rng.randrange(len(data))] = rng.randrange(256)
-        outcomes = []
-        for decoder in (wire.decode, _reference_decode):
-            try:
-                outcomes.append(_typed(decoder(bytes(data))))
-            except wire.WireError:
-                outcomes.append("refused")
-        assert outcomes[0] == outcomes[1], bytes(data)
-        accepted += outcomes[0] != "refused"
+        accepted += _decoders_agree(bytes(data))
     assert accepted > 500  # the comparison covered values, not only refusals
+
+
+def _decoders_agree(data: bytes) -> bool:
+    """wire.decode and the reference decoder give the same value, or both refuse; whether it was accepted."""
+    outcomes = []
+    for decoder in (wire.decode, _reference_decode):
+        try:
+            outcomes.append(_typed(decoder(data)))
+        except wire.WireError:
+            outcomes.append("refused")
+    assert outcomes[0] == outcomes[1], data
+    return outcomes[0] != "refused"
 
 
 def test_wire_answers_to_calls_take_the_short_path_to_the_same_bytes_and_values():
@@ -228,14 +233,7 @@ def test_wire_answers_to_calls_take_the_short_path_to_the_same_bytes_and_values(
                 data[rng.randrange(16, len(data))] = rng.randrange(256)
         if rng.random() < 0.2:
             data = data[:rng.randrange(16, len(data) + 1)]
-        outcomes = []
-        for decoder in (wire.decode, _reference_decode):
-            try:
-                outcomes.append(_typed(decoder(bytes(data))))
-            except wire.WireError:
-                outcomes.append("refused")
-        assert outcomes[0] == outcomes[1], bytes(data)
-        accepted += outcomes[0] != "refused"
+        accepted += _decoders_agree(bytes(data))
     assert accepted > 500
 
 
