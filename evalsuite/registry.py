@@ -61,9 +61,6 @@ class Registry(Generic[T]):
             raise EvalsuiteError(f"unknown {self.what} {name!r}; choose one of {', '.join(entries) or '(none)'}")
         return entries[name]
 
-    def names(self) -> list[str]:
-        return list(self._all())
-
     def __iter__(self) -> Iterator[tuple[str, T]]:
         return iter(list(self._all().items()))
 
