@@ -10,7 +10,7 @@ import pytest
 
 from evalsuite.cli import main as cli_main
 from evalsuite.errors import EvalsuiteError
-from evalsuite.planner.capacity import GiB, Capacity, detect_capacity, parse_size
+from evalsuite.planner.capacity import Capacity, GiB, detect_capacity, parse_size
 from evalsuite.planner.ladder import choose_plan
 from evalsuite.planner.planning import build_request
 from evalsuite.planner.source import resolve_source
@@ -129,7 +129,7 @@ def test_zero_inference_keeps_torchs_own_linear(requests):
     """DeepSpeed's default "memory efficient linear" swaps torch.nn.functional.linear for matmul-then-add for the
     whole process: float32 greedy tokens of GPT-J-6B under ZeRO-Inference then differed from the whole-GPU
     model's (GPU acceptance run 7, 0/4), and every later model of the command would inherit it."""
-    from evalsuite.planner.loaders import zero_inference_config
+    from evalsuite.planner.strategies.zero_inference import zero_inference_config
 
     plan = plan_for(requests, "gpt-j-6b", gpus(16), {"deepspeed": True}, strategy="zero-inference")
     zero = zero_inference_config(plan, plan.shape.hidden_size)["zero_optimization"]
@@ -286,8 +286,8 @@ def test_plan_command_takes_the_dtype_a_run_would(capsys):
 def test_the_engine_workspace_is_planned_for_gemma3_text_configs():
     transformers = pytest.importorskip("transformers")
     pytest.importorskip("torch")
-    from evalsuite.planner.ladder import engine_workspace_bytes
     from evalsuite.planner.memory import shape_from_config
+    from evalsuite.planner.strategies.whole_gpu import engine_workspace_bytes
 
     config = transformers.Gemma3TextConfig(vocab_size=512, hidden_size=64, intermediate_size=128,
                                            num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,

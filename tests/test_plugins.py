@@ -98,3 +98,53 @@ def test_an_engine_layout_from_an_installed_package_decodes_its_family(tmp_path:
                                        SamplingParams(max_new_tokens=12), prompt_ids=[prompt])
         assert [int(t) for t in completion.text.split()] == want
     assert layout_for_architecture("MyLlamaForCausalLM") is None
+
+
+HALF_CPU = '''
+from dataclasses import dataclass
+
+from evalsuite.planner.capacity import format_bytes
+from evalsuite.planner.strategies.base import TransformersStrategy
+
+
+@dataclass(frozen=True)
+class HalfCpu(TransformersStrategy):
+    """CPU only, always in bfloat16 (half the RAM of the built-in CPU rung's float32)."""
+
+    def fit(self, sizing):
+        weight_bytes = sizing.shape.weight_bytes("bfloat16")
+        step = sizing.speed.cpu_step(weight_bytes, sizing.shape.num_params, sizing.shape.num_layers,
+                                     sizing.budget.batch_size, sizing.cap.cpu_cores or 1) / 1000
+        return sizing.plan(self, "bfloat16", weight_bytes, {"cpu": format_bytes(weight_bytes)}, step,
+                           device_map={"": "cpu"})
+
+    def placement(self, plan, request):
+        return {"device_map": {"": "cpu"}}
+
+
+STRATEGY = HalfCpu("half-cpu", "CPU only, weights in bfloat16 (a plugin)", "cpu", needs_gpu=False, ladder_rank=65)
+'''
+
+
+def test_a_loading_strategy_from_an_installed_package_is_planned_and_loads(tmp_path: Path, tiny_model_dir, capsys):
+    """A strategy is one module and one entry point: the ladder tries it in its rank's place (here it wins on its
+    own estimate), --strategy names it, and it loads the model the run then evaluates."""
+    from evalsuite.planner.strategies import STRATEGIES
+
+    folder = str(tiny_model_dir("llama"))
+    capsys.readouterr()
+    assert main(["plan", "--models", folder, "--strategy", "half-cpu"]) == 2
+    assert "--strategy 'half-cpu' is not one of: gpu, multi-gpu, int8, nf4" in capsys.readouterr().out
+    with installed_plugin(tmp_path / "site", {"half_cpu": HALF_CPU},
+                          {"evalsuite.strategies": {"half-cpu": "half_cpu:STRATEGY"}}, [STRATEGIES]):
+        assert main(["plan", "--models", folder, "--gpus", "0"]) == 0
+        text = capsys.readouterr().out
+        assert "strategy        half-cpu (chosen): CPU only, weights in bfloat16 (a plugin)" in text
+        assert "not cpu" in text  # the built-in CPU rung lost to the plugin's estimate
+        output = tmp_path / "runs"
+        assert main(["run", "--models", folder, "--strategy", "half-cpu", "--limit", "1", "--max-new-tokens", "4",
+                     "--output", str(output), "--no-leaderboard", "--quiet", "--allow-unsandboxed"]) == 0
+        [record] = [json.loads(path.read_text()) for path in output.glob("*/record.json")]
+    plan = record["model"]["placement"]["plan"]
+    assert plan["strategy"] == "half-cpu" and plan["dtype"] == "bfloat16" and plan["forced"]
+    assert "half-cpu" not in STRATEGIES  # uninstalled: gone again

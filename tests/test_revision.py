@@ -86,13 +86,12 @@ def test_run_loads_the_revision_and_keys_the_run_by_it(tiny_model_dir, hub_serve
 def test_the_planner_loads_and_looks_up_the_revision(monkeypatch):
     import transformers
 
-    from evalsuite.planner import ladder as L
     from evalsuite.planner import loaders, source
 
     seen = []
     monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained",
                         lambda model_id, **kwargs: seen.append((model_id, kwargs.get("revision"))) or SimpleNamespace(eval=lambda: None))
-    plan = SimpleNamespace(strategy=L.CPU, dtype="float32", device_map=None, capacity=SimpleNamespace(offload_dir=None))
+    plan = SimpleNamespace(strategy="cpu", dtype="float32", device_map=None, capacity=SimpleNamespace(offload_dir=None))
     loaders._load("org/model", plan, SimpleNamespace(gpu_dtype="bfloat16"), False, "v3")
     loaders._load("org/model", plan, SimpleNamespace(gpu_dtype="bfloat16"), False)
     assert seen == [("org/model", "v3"), ("org/model", None)]

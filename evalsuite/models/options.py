@@ -30,8 +30,9 @@ class LoadingOptions:
     revision: str | None = flag(None, "hub models: the branch, tag or commit to load or plan for; recorded in the "
                                       "run's identity; refused for local folders, GGUF files and the reference model",
                                 default_text="the default branch")
-    strategy: str | None = flag(None, "force one loading strategy: gpu, multi-gpu, int8, nf4, cpu-offload, "
-                                      "zero-inference, cpu, ds-inference (see `evalsuite plan`)",
+    strategy: str | None = flag(None, "force one loading strategy by name (gpu, multi-gpu, int8, nf4, cpu-offload, "
+                                      "zero-inference, cpu...; a name it does not know lists them all; see "
+                                      "`evalsuite plan`)",
                                 default_text="the planner's choice")
     gpu_memory: ByteSize | None = flag(None, "cap per GPU, e.g. 16GiB (enforced when loading; emulates a smaller "
                                              "card)", default_text="the whole card")

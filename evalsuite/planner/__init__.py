@@ -7,10 +7,12 @@ from __future__ import annotations
 from typing import Any
 
 from evalsuite.planner.capacity import Capacity, detect_capacity, format_bytes, parse_size
-from evalsuite.planner.ladder import LADDER, STRATEGIES, Plan, choose_plan
+from evalsuite.planner.ladder import choose_plan
+from evalsuite.planner.plan import Plan
 from evalsuite.planner.planning import plan_model
+from evalsuite.planner.strategies import STRATEGIES
 
-__all__ = ["Capacity", "LADDER", "STRATEGIES", "Plan", "choose_plan", "detect_capacity", "format_bytes",
+__all__ = ["Capacity", "STRATEGIES", "Plan", "choose_plan", "detect_capacity", "format_bytes",
            "load_planned", "parse_size", "plan_model"]
 
 

@@ -1,12 +1,13 @@
-"""From a model name and the user's limits to a :class:`~evalsuite.planner.ladder.Plan`, without weights."""
+"""From a model name and the user's limits to a :class:`~evalsuite.planner.plan.Plan`, without weights."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from evalsuite.planner.capacity import Capacity
-from evalsuite.planner.ladder import Plan, PlanRequest, choose_plan
+from evalsuite.planner.ladder import choose_plan
 from evalsuite.planner.memory import empty_model, shape_from_model
+from evalsuite.planner.plan import Plan, PlanRequest
 from evalsuite.planner.source import ModelSource, resolve_source
 from evalsuite.records import SamplingParams
 

@@ -134,8 +134,8 @@ class HFGenerator(Generator):
     def expected_tokens_per_s(self) -> float | None:
         if self.loaded.device.type != "cpu":
             return None
-        from evalsuite.planner.ladder import SPEED
         from evalsuite.planner.memory import shape_from_model
+        from evalsuite.planner.speed import SPEED
 
         shape = shape_from_model(self.model, self.model.config)  # what the planner reads, text config included
         step = SPEED.cpu_step(shape.weight_bytes(self.loaded.dtype), shape.num_params, shape.num_layers, 1,

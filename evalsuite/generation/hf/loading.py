@@ -20,7 +20,7 @@ from evalsuite.models.registry import ModelSpec, with_family
 from evalsuite.planner.capacity import GpuCap
 
 if TYPE_CHECKING:
-    from evalsuite.planner.ladder import Plan
+    from evalsuite.planner.plan import Plan
 
 
 @dataclass
@@ -217,13 +217,15 @@ def _load_model(spec: ModelSpec, options: GenerationOptions) -> LoadedModel:
     if not spec.gguf_file and (device.type == "cuda" or planned):
         # The memory planner places the model (one GPU, several, 8/4-bit, offload, CPU) and records why.
         from evalsuite.planner import load_planned
+        from evalsuite.planner.strategies import strategy_named
 
         try:
             model, plan = load_planned(spec.location, spec, loading, batch_size=options.hf.batch_size,
                                          max_new_tokens=options.max_new_tokens)  # spec.revision
         except (OSError, ValueError) as exc:
             raise _load_error(spec, "weights", exc) from exc
-        device = torch.device("cpu") if plan.strategy == "cpu" else torch.device("cuda", plan.main_gpu)
+        on_gpu = strategy_named(plan.strategy).needs_gpu
+        device = torch.device("cuda", plan.main_gpu) if on_gpu else torch.device("cpu")
         return LoadedModel(model=model, tokenizer=tokenizer, spec=spec, device=device, dtype=plan.dtype,
                            revision=revision_of(spec, config),
                            placement={"strategy": plan.strategy, "plan": plan.to_json()}, plan=plan,
