@@ -52,7 +52,7 @@ class WorkerCgroup:
 
 def _own_cgroup_paths() -> dict[str, str]:
     """controller (or "" for cgroup v2) -> our cgroup's path, from /proc/self/cgroup."""
-    paths = {}
+    paths: dict[str, str] = {}
     try:
         lines = Path("/proc/self/cgroup").read_text().splitlines()
     except OSError:

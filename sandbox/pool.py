@@ -22,9 +22,10 @@ import sys
 import tempfile
 import threading
 import warnings
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any
 
 from sandbox import cgroups, uids
 from sandbox.framing import ChannelClosed, FrameReader, write_frame
@@ -175,9 +176,11 @@ class Worker:
             close_code_files(code_fds)
             for end in (checker_end, server_end, requests_end, zygote_end):
                 end.close()
+        assert self.checker.stdout is not None  # stdout=PIPE
         self.reader = FrameReader(self.checker.stdout.fileno(), binary=True)  # the checker is trusted
 
     def wait_ready(self) -> dict:
+        assert self.reader is not None  # started
         try:
             hello = self.reader.read(STARTUP_TIMEOUT_S)
         except ChannelClosed:
@@ -223,17 +226,22 @@ class Worker:
             if self.problems_sent.get(job.problem_key) != trusted:
                 frame["io"] = dict(job.io)
                 self.problems_sent[job.problem_key] = trusted
-            write_frame(self.checker.stdin.fileno(), frame, binary=True)
+            self._write(frame)
             return
         trusted = (job.test, job.check, job.prelude, job.entry_point)
         if self.problems_sent.get(job.problem_key) != trusted:  # the checker keeps a problem's code once sent
             frame.update(test=job.test, check=job.check, prelude=job.prelude, entry_point=job.entry_point)
             self.problems_sent[job.problem_key] = trusted
+        self._write(frame)
+
+    def _write(self, frame: dict[str, Any]) -> None:
+        assert self.checker is not None and self.checker.stdin is not None  # started, stdin=PIPE
         write_frame(self.checker.stdin.fileno(), frame, binary=True)
 
     def receive(self, timeout_s: float) -> tuple[Outcome, bool] | None:
         """The next outcome and whether the worker must restart; None if it did not answer in time.
         Raises ChannelClosed if the checker died."""
+        assert self.reader is not None  # started
         reply = self.reader.read(timeout_s + WORKER_REPLY_GRACE_S)
         if reply is None:
             return None
@@ -303,7 +311,10 @@ class Executor:
                 "and use the network)")
         warnings.warn("RUNNING SAMPLES WITHOUT A SANDBOX: they can read your files, use the network and "
                       f"signal your processes ({why})", UnsandboxedWarning, stacklevel=3)
-        return find_jail(self.isolation if not kind.isolates else FALLBACK)[0]
+        fallback, why = find_jail(self.isolation if not kind.isolates else FALLBACK)
+        if fallback is None:  # a registered jail that does not isolate and does not work here either
+            raise SandboxUnavailable(f"cannot run samples: {why}")
+        return fallback
 
     def _worker_cpus(self) -> list[int]:
         """The CPUs to pin workers to, round robin, or [] to leave them to the scheduler.
@@ -316,7 +327,7 @@ class Executor:
         cpus = sorted(os.sched_getaffinity(0))
         return cpus if 1 < len(cpus) <= self.workers else []
 
-    def __enter__(self) -> "Executor":
+    def __enter__(self) -> Executor:
         self.jail = self._choose_jail()
         self.warmed = self.jail.prepare()  # bwrap: every page a sample can read, cached before any worker starts
         cpus = self._worker_cpus()

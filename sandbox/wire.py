@@ -73,11 +73,12 @@ def too_many_collisions(keys: list, limits: WireLimits) -> bool:
         max(collections.Counter(map(hash, keys)).values()) > limits.max_same_hash
 
 
-_SEQUENCE_TAGS = {list: b"l", tuple: b"t", set: b"S", frozenset: b"Z"}
+_SEQUENCE_TAGS: dict[type, bytes] = {list: b"l", tuple: b"t", set: b"S", frozenset: b"Z"}
 # Memory a container of n members may take, as header + per member (a generous bound on CPython's own: a list
 # or tuple holds one pointer per member, a set or dict a hash table at most ~1/3 full plus, for a dict, its
 # entries), the same on both ends: the honest encoder refuses ("too large") what the decoder would refuse.
-_COST = {list: (56, 8), tuple: (40, 8), set: (216, 64), frozenset: (216, 64), dict: (232, 80)}
+_COST: dict[type, tuple[int, int]] = {list: (56, 8), tuple: (40, 8), set: (216, 64), frozenset: (216, 64),
+                                      dict: (232, 80)}
 
 
 def container_cost(kind: type, count: int) -> int:
