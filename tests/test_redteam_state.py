@@ -29,15 +29,15 @@ from pathlib import Path
 
 import pytest
 
-import redteam_attacks as ra
-from redteam_attacks import bits_carried
+import redteam_kit as kit
+from redteam_kit import bits_carried
 from sandbox import Executor, detect_isolation
 from sandbox import Job as _Job
 
 
 def Job(job_id, key, source, *args, **kwargs):  # noqa: N802 - the sandbox's Job, with the peers' guard undone
-    """Every attack undoes the peers' reliability_guard first (tests/redteam_attacks.py): it tests the jail."""
-    return _Job(job_id, key, ra.unguarded(source), *args, **kwargs)
+    """Every attack undoes the peers' reliability_guard first (tests/redteam_kit.py): it tests the jail."""
+    return _Job(job_id, key, kit.unguarded(source), *args, **kwargs)
 
 pytestmark = pytest.mark.skipif(detect_isolation() == "none", reason="needs namespace isolation (bubblewrap)")
 
@@ -45,13 +45,13 @@ TIMEOUT_S = 2.0
 MEMORY_MB = 256
 PAIRS = 12  # writer/reader pairs per facility (bits written)
 REPO = str(Path(__file__).resolve().parent.parent)
-SEP = ra.SEP
+SEP = kit.SEP
 
 PROMPT = "def f(x):\n"
 
 
 def fn(code: str) -> str:
-    return PROMPT + textwrap.indent(ra._dedent(code), "    ")
+    return PROMPT + textwrap.indent(kit.dedent(code), "    ")
 
 
 # A stdlib file no sample imports: its pages are the page-cache carrier.
@@ -60,7 +60,7 @@ TARGET = """
     TARGET = os.path.join(os.path.dirname(os.__file__), "pydoc_data", "topics.py")
     PAGES = 32
 """ + SEP
-LIBC = ra.LIBC
+LIBC = kit.LIBC
 
 # -- writer/reader pairs: (name, writer body, reader body); the reader ends by raising its observation --------
 FACILITIES: list[tuple[str, str, str]] = [
@@ -625,9 +625,9 @@ LEARNER_RUNS = 20
 @pytest.fixture(scope="module")
 def learners():
     jobs, names = [], {}
-    prelude, test, check, _ = ra.PROBLEMS["learn"]
+    prelude, test, check, _ = kit.PROBLEMS["learn"]
     for carrier, code in LEARNERS.items():
-        candidate = ra.LEARN_PROMPT + textwrap.indent(ra._dedent(code + LEARNER_BODY), "    ")
+        candidate = kit.LEARN_PROMPT + textwrap.indent(kit.dedent(code + LEARNER_BODY), "    ")
         for _ in range(LEARNER_RUNS):
             names[len(jobs)] = carrier
             jobs.append(Job(len(jobs), "redteam/learn", candidate, test, check, prelude=prelude))
@@ -753,12 +753,12 @@ def denial():
     for round_ in range(DENIAL_ROUNDS):
         for name, code in attacks.items():
             names[len(jobs)] = name
-            jobs.append(Job(len(jobs), f"attack/{name}", HONEST_PROMPT + textwrap.indent(ra._dedent(code), "    "),
+            jobs.append(Job(len(jobs), f"attack/{name}", HONEST_PROMPT + textwrap.indent(kit.dedent(code), "    "),
                             HONEST_TEST, "check(work)", timeout_s=4.0))
             for _ in range(3):
                 names[len(jobs)] = "honest"
                 jobs.append(Job(len(jobs), "honest/work", HONEST, HONEST_TEST, "check(work)", timeout_s=1.5))
-            for key, (prelude, test, check, correct) in ra.PROBLEMS.items():  # the canonical solutions too
+            for key, (prelude, test, check, correct) in kit.PROBLEMS.items():  # the canonical solutions too
                 names[len(jobs)] = "canonical"
                 jobs.append(Job(len(jobs), f"redteam/{key}", correct, test, check, prelude=prelude, timeout_s=1.5))
     started = time.monotonic()
@@ -771,7 +771,7 @@ def denial():
 
 def test_honest_samples_keep_their_verdicts_beside_cpu_and_memory_attackers(denial):
     canonical = [o for name, o in denial["outcomes"] if name == "canonical"]
-    assert len(canonical) == len(ra.PROBLEMS) * DENIAL_ROUNDS * (len(CPU_ATTACKS) + len(MEMORY_ATTACKS))
+    assert len(canonical) == len(kit.PROBLEMS) * DENIAL_ROUNDS * (len(CPU_ATTACKS) + len(MEMORY_ATTACKS))
     assert all(o.passed for o in canonical), [(o.status, o.reason) for o in canonical if not o.passed]
     honest = [o for name, o in denial["outcomes"] if name == "honest"]
     attacks = [(name, o) for name, o in denial["outcomes"] if name not in ("honest", "canonical")]
