@@ -36,6 +36,10 @@ import pytest  # noqa: E402
 
 from tiny_models import make_tiny_model  # noqa: E402
 
+# tests/data/ holds inputs, never tests: the attack corpus (tests/data/attacks/) is programs read as text, which must
+# never be imported, whatever their names.
+collect_ignore_glob = ["data/*"]
+
 
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:

@@ -23,13 +23,13 @@ from pathlib import Path
 
 import pytest
 
-import redteam_attacks as ra
+import redteam_kit as kit
 from sandbox import Executor, Job, detect_isolation
 from sandbox import uids
 
 pytestmark = pytest.mark.skipif(detect_isolation() == "none", reason="needs namespace isolation (bubblewrap)")
 
-ADD_PRELUDE, ADD_TEST, ADD_CHECK, _ = ra.PROBLEMS["add"]
+ADD_PRELUDE, ADD_TEST, ADD_CHECK, _ = kit.PROBLEMS["add"]
 REPO = Path(__file__).resolve().parent.parent
 
 # Each attack raises what it managed: "allowed <name>" for every call that worked.
@@ -95,7 +95,7 @@ LOCK_ATTACKS = {
 def attack_job(job_id: int, code: str) -> Job:
     body = "try:\n" + textwrap.indent(textwrap.dedent(code), "    ") + \
            "except OSError as exc:\n    raise ValueError(f'refused {exc.errno}')\nraise ValueError('allowed')\n"
-    source = ra.unguarded(ADD_PRELUDE + textwrap.indent(body, "    "))
+    source = kit.unguarded(ADD_PRELUDE + textwrap.indent(body, "    "))
     return Job(job_id, "add", source, ADD_TEST, ADD_CHECK, prelude=ADD_PRELUDE)
 
 
@@ -155,7 +155,7 @@ print(",".join(bad))
         raise ValueError(f"cache={{cache}} bad={{','.join(bad)}}")
     """), "    ")
     with Executor(workers=1, timeout_s=20) as executor:
-        (outcome,) = executor.run([Job(0, "add", ra.unguarded(code), ADD_TEST, ADD_CHECK, prelude=ADD_PRELUDE)])
+        (outcome,) = executor.run([Job(0, "add", kit.unguarded(code), ADD_TEST, ADD_CHECK, prelude=ADD_PRELUDE)])
     assert outcome.sample_error.startswith("ValueError: cache=False bad="), outcome.sample_error
     bad = [n for n in outcome.sample_error.split("bad=", 1)[1].split(",") if n]
     assert set(bad) <= set(host_failures), (bad, host_failures)
@@ -281,5 +281,5 @@ def test_the_library_folders_hold_only_what_is_bound():
         raise ValueError(f"libraries={{len(libraries)}} unbound={{unbound[:5]}}")
     """), "    ")
     with Executor(workers=1, timeout_s=5) as executor:
-        (outcome,) = executor.run([Job(0, "add", ra.unguarded(code), ADD_TEST, ADD_CHECK, prelude=ADD_PRELUDE)])
+        (outcome,) = executor.run([Job(0, "add", kit.unguarded(code), ADD_TEST, ADD_CHECK, prelude=ADD_PRELUDE)])
     assert re.fullmatch(r"ValueError: libraries=[1-9]\d* unbound=\[\]", outcome.sample_error), outcome.sample_error

@@ -1,6 +1,7 @@
 """Red-team suite: hostile candidates against the real sandbox (bubblewrap jail, checker, call channel).
 
-Every attack (tests/redteam_attacks.py) passes only if it succeeded, or fakes a pass with a wrong answer.
+Every attack (tests/data/attacks/, read by tests/attack_corpus.py) passes only if it succeeded, or fakes a pass
+with a wrong answer; the corpus's manifest says which flag or reason each one's outcome must carry.
 All of them run in one two-worker batch, each followed by a correct control of its problem: the run must
 survive every attack and still pass the controls. Samples that try to keep state from one sample to the
 next run back to back on a single worker. Planted secrets are random, so their text can only show up in
@@ -12,7 +13,7 @@ attackers beside honest samples) and host information in tests/test_redteam_stat
 checker's behaviour (learners, random state), reporting integrity (forged frames, exit 70, samples-file
 fields on the page) and the checker's own memory in tests/test_redteam_checker.py; compilation as written in
 tests/test_sandbox.py and tests/test_parity_peers.py. Every attack in all of them undoes the peers'
-reliability_guard first (redteam_attacks.unguarded), so that it tests the jail.
+reliability_guard first (redteam_kit.unguarded), so that it tests the jail.
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ from pathlib import Path
 
 import pytest
 
-import redteam_attacks as ra
+import redteam_kit as kit
+from attack_corpus import corpus
 from sandbox import Executor, Job, detect_isolation
 
 pytestmark = pytest.mark.skipif(detect_isolation() == "none", reason="needs namespace isolation (bubblewrap)")
@@ -45,31 +47,6 @@ FIXED_REASONS = {
     "sandbox setup failed in the child", "exited before the test finished", "sandbox worker was killed",
     "checker failed"}
 KILLED = re.compile(r"killed by SIG[A-Z0-9]+( \([a-z ?]+\))?|killed by a signal")
-
-# Flags that must be raised (deterministic), and reasons that must be given.
-EXPECTED_FLAGS = {name: "non_plain_value" for name in (
-    "always_equal_object", "int_subclass", "float_subclass", "str_subclass", "counter_subclass", "dict_subclass",
-    "generator_return", "iterator_return", "reduce_object", "numpy_like_scalar", "list_with_always_equal",
-    "range_and_bytearray")}
-EXPECTED_FLAGS.update({name: "channel_tampered" for name in (
-    "patch_write_all", "extra_messages_after_correct",
-    "wire_truncated", "wire_unknown_tag", "wire_trailing_bytes", "wire_deep_nesting", "wire_unhashable_set_member",
-    "wire_unhashable_dict_key", "wire_huge_int", "wire_count_lies", "wire_bad_utf8", "wire_list_not_tuple",
-    "wire_bool_seq", "wire_wrong_arity", "wire_zero_length_frame", "wire_raise_unknown_class",
-    "wire_raise_bad_types", "patch_encoder_garbage", "call_back_into_channel",
-    # the honest end answers ("not_plain", seq, "too large") instead: an oversized frame is forged (issue 20)
-    "wire_declared_17mib", "wire_real_16mib_plus")})
-EXPECTED_REASONS = {
-    "wire_declared_17mib": "channel tampered", "wire_real_16mib_plus": "channel tampered",
-    "system_exit_import": "SystemExit", "system_exit_call": "SystemExit",
-    "keyboard_interrupt_call": "KeyboardInterrupt", "generator_exit_call": "GeneratorExit",
-    "custom_assertionerror": "exception", "exception_str_passed": "exception",
-    "exception_type_named_builtin": "exception",
-    "redefine_poly": "AssertionError", "redefine_poly_via_builtins": "AssertionError",
-    "shadow_builtins_module_level": "AssertionError", "forged_returns_ahead": "AssertionError",
-    "patch_math_isclose": "AssertionError", "nan_trick": "AssertionError",
-}
-
 
 def _listen_unix(path_or_name: str, hits: list) -> socket.socket:
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -134,16 +111,18 @@ def planted():
         shutil.rmtree(d, ignore_errors=True)
 
 
-DUMMY = {"token": "", "secret_dirs": [Path("/x")], "unix_paths": [], "abstract": "", "port": 1, "fifo": ""}
-ATTACK_CLASSES = {group: sorted(attacks) for group, attacks in ra.all_attacks(DUMMY).items()}
-ATTACK_NAMES = sorted(name for names in ATTACK_CLASSES.values() for name in names)
-CROSS_NAMES = [name for name, _, _ in ra.cross_sample()]
-READERS = [n for n in CROSS_NAMES if "reader" in n or "learning_oracle" in n]
+ATTACKS = {a.name: a for a in corpus() if a.attack_class != "cross_sample"}  # run side by side, two workers
+CROSS = [a for a in corpus() if a.attack_class == "cross_sample"]  # back to back on one worker, in order
+ATTACK_CLASSES = {group: sorted(a.name for a in ATTACKS.values() if a.attack_class == group)
+                  for group in dict.fromkeys(a.attack_class for a in ATTACKS.values())}
+ATTACK_NAMES = sorted(ATTACKS)
+READERS = [a.name for a in CROSS if a.verdict == "fail"]
+SET_UP = [a.name for a in CROSS if a.verdict == "pass"]
 
 
 def _job(job_id: int, problem: str, candidate: str) -> Job:
-    prelude, test, check, _ = ra.PROBLEMS[problem]
-    return Job(job_id, f"redteam/{problem}", ra.unguarded(candidate), test, check, prelude=prelude)
+    prelude, test, check, _ = kit.PROBLEMS[problem]
+    return Job(job_id, f"redteam/{problem}", kit.unguarded(candidate), test, check, prelude=prelude)
 
 
 def _host_daemons() -> list[int]:
@@ -181,15 +160,16 @@ def _sample_uid_processes(wait_s: float = 3.0) -> list[str]:
 @pytest.fixture(scope="module")
 def batch(planted):
     jobs, names = [], {}
-    for name, candidate in sorted(((n, c) for group in ra.all_attacks(planted).values() for n, c in group.items())):
-        problem = ra.problem_of(candidate)
-        for label, code in ((name, candidate), (f"control-after-{name}", ra.PROBLEMS[problem][3])):
+    for name in ATTACK_NAMES:
+        attack = ATTACKS[name]
+        control = kit.PROBLEMS[attack.problem][3]
+        for label, code in ((name, attack.program(planted)), (f"control-after-{name}", control)):
             names[len(jobs)] = label
-            jobs.append(_job(len(jobs), problem, code))
+            jobs.append(_job(len(jobs), attack.problem, code))
     cross_jobs, cross_names = [], {}
-    for name, problem, candidate in ra.cross_sample():
-        cross_names[len(cross_jobs)] = name
-        cross_jobs.append(_job(len(cross_jobs), problem, candidate))
+    for attack in CROSS:
+        cross_names[len(cross_jobs)] = attack.name
+        cross_jobs.append(_job(len(cross_jobs), attack.problem, attack.program(planted)))
     started = time.monotonic()
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("REDTEAM_ENV_SECRET", planted["token"])  # in the harness's environment only
@@ -228,13 +208,12 @@ def test_attack_fails_cleanly(batch, planted, name):
     outcome = batch["outcomes"][name]
     assert outcome.status != "passed", f"{name} got through: {outcome}"
     _check_outcome_fields(name, outcome, planted["token"])
-    if name in EXPECTED_FLAGS:
-        assert EXPECTED_FLAGS[name] in outcome.flags, (name, outcome)
-    if name in EXPECTED_REASONS:
-        assert outcome.reason == EXPECTED_REASONS[name], (name, outcome)
-    # exit races the server's kill; after set-up, exit 70 is the candidate's own exit (issue 20), not the sandbox's
-    if name in ("os_exit_0_import", "os_exit_0_call", "close_all_fds_then_exit0", "os_exit_70_setup_failed"):
-        assert outcome.reason in ("exited before the test finished", "killed by SIGKILL (memory or process limit?)")
+    attack = ATTACKS[name]
+    # what its outcome must carry (tests/data/attacks/manifest.yaml: flag, reasons; the note there says why)
+    if attack.flag:
+        assert attack.flag in outcome.flags, (name, outcome)
+    if attack.reasons:
+        assert outcome.reason in attack.reasons, (name, outcome)
 
 
 @pytest.mark.parametrize("name", READERS)
@@ -249,7 +228,7 @@ def test_controls_pass_and_run_is_bounded(batch, planted):
     assert len(controls) == len(ATTACK_NAMES)
     failed = {k: (o.status, o.reason, o.sample_error[:80]) for k, o in controls.items() if o.status != "passed"}
     assert not failed
-    for name in ("keyring_clear_before", "keyring_clear_after"):
+    for name in SET_UP:
         assert batch["cross"][name].passed, batch["cross"][name]
     for outcome in controls.values():
         _check_outcome_fields("control", outcome, planted["token"])

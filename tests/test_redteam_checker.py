@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-import redteam_attacks as ra
+import redteam_kit as kit
 from sandbox import Executor, Job, detect_isolation, pool
 
 needs_isolation = pytest.mark.skipif(detect_isolation() == "none", reason="needs namespace isolation (bubblewrap)")
@@ -255,43 +255,44 @@ def test_the_tests_random_state_is_fresh_for_every_sample():
 
 # -- class 4: the sandbox's own statuses, and frames the honest end never sends ------------------------------
 def add_job(job_id: int, candidate: str) -> Job:
-    prelude, test, check, _ = ra.PROBLEMS["add"]
-    return Job(job_id, "redteam/add", ra.unguarded(candidate), test, check, prelude=prelude)
+    prelude, test, check, _ = kit.PROBLEMS["add"]
+    return Job(job_id, "redteam/add", kit.unguarded(candidate), test, check, prelude=prelude)
 
 
 EXIT_70 = {
-    "exit_70_at_import": ra.module("import os\nos._exit(70)\n"),
-    "exit_70_in_call": ra.body("import os\nos._exit(70)"),
-    "exit_70_after_right_answers": ra.body("""
+    "exit_70_at_import": kit.module("import os\nos._exit(70)\n"),
+    "exit_70_in_call": kit.body("import os\nos._exit(70)"),
+    "exit_70_after_right_answers": kit.body("""
         import os
         if a == 10:
             os._exit(70)
         return a + b
         """),
-    "exit_70_from_atexit": ra.module("import atexit, os\natexit.register(lambda: os._exit(70))\nraise SystemExit(0)\n"),
-    "exit_70_child_and_parent": ra.body("""
+    "exit_70_from_atexit": kit.module("import atexit, os\natexit.register(lambda: os._exit(70))\n"
+                                      "raise SystemExit(0)\n"),
+    "exit_70_child_and_parent": kit.body("""
         import os
         if os.fork() == 0:
             os._exit(70)
         os.wait()
         os._exit(70)
         """),
-    "sys_exit_70": ra.body("import sys\nsys.exit(70)"),
-    "exit_70_after_closing_channel": ra.body(ra.RAW + "_os.close(_chan())\n_os._exit(70)"),
+    "sys_exit_70": kit.body("import sys\nsys.exit(70)"),
+    "exit_70_after_closing_channel": kit.body(kit.RAW + "_os.close(_chan())\n_os._exit(70)"),
 }
 REPLY = 'b"t" + _u32(3) + _str("return") + _int(1)'
 FORGED = {
-    "declared_17mib": ra.raw('_send(b"", size=17 << 20)'),
-    "real_16mib_plus": ra.raw(f'_send({REPLY} + b"b" + _u32(16 << 20) + bytes(16 << 20))'),
-    "non_canonical_int": ra.raw('_send(b"t" + _u32(3) + _str("return") + _int(1) + b"i" + _u32(4) + b"\\0\\0\\0\\3")'),
-    "dict_duplicate_keys": ra.raw(f'_send({REPLY} + b"d" + _u32(2) + _int(1) + _int(3) + b"T" + _int(3))'),
-    "set_duplicate_members": ra.raw(f'_send({REPLY} + b"S" + _u32(2) + _int(0) + b"f" + bytes(8))'),
-    "not_plain_unknown_kind": ra.raw('_send(b"t" + _u32(3) + _str("not_plain") + _int(1) + _str("passed"))'),
-    "raise_message_too_long": ra.raw('_send(b"t" + _u32(5) + _str("raise") + _int(1) + _str("ValueError") + b"T" '
+    "declared_17mib": kit.raw('_send(b"", size=17 << 20)'),
+    "real_16mib_plus": kit.raw(f'_send({REPLY} + b"b" + _u32(16 << 20) + bytes(16 << 20))'),
+    "non_canonical_int": kit.raw('_send(b"t" + _u32(3) + _str("return") + _int(1) + b"i" + _u32(4) + b"\\0\\0\\0\\3")'),
+    "dict_duplicate_keys": kit.raw(f'_send({REPLY} + b"d" + _u32(2) + _int(1) + _int(3) + b"T" + _int(3))'),
+    "set_duplicate_members": kit.raw(f'_send({REPLY} + b"S" + _u32(2) + _int(0) + b"f" + bytes(8))'),
+    "not_plain_unknown_kind": kit.raw('_send(b"t" + _u32(3) + _str("not_plain") + _int(1) + _str("passed"))'),
+    "raise_message_too_long": kit.raw('_send(b"t" + _u32(5) + _str("raise") + _int(1) + _str("ValueError") + b"T" '
                                      '+ _str("x" * 501))'),
-    "second_setup_frame": ra.raw('_send(b"t" + _u32(1) + _str("setup"))'),
-    "ready_instead_of_reply": ra.raw('_send(b"t" + _u32(1) + _str("ready"))'),
-    "load_error_as_reply": ra.raw('_send(b"t" + _u32(4) + _str("load_error") + _str("ValueError") + b"T" + _str(""))'),
+    "second_setup_frame": kit.raw('_send(b"t" + _u32(1) + _str("setup"))'),
+    "ready_instead_of_reply": kit.raw('_send(b"t" + _u32(1) + _str("ready"))'),
+    "load_error_as_reply": kit.raw('_send(b"t" + _u32(4) + _str("load_error") + _str("ValueError") + b"T" + _str(""))'),
 }
 
 
@@ -301,7 +302,7 @@ def test_the_sandboxs_own_statuses_and_plain_reasons_cannot_be_forged():
     jobs = []
     for group in (EXIT_70, FORGED):
         for name, candidate in group.items():
-            for label, code in ((name, candidate), (f"control-after-{name}", ra.ADD_CORRECT)):
+            for label, code in ((name, candidate), (f"control-after-{name}", kit.ADD_CORRECT)):
                 names[len(jobs)] = label
                 jobs.append(add_job(len(jobs), code))
     outcomes = {names[i]: o for i, o in run(jobs, workers=2, timeout_s=2.0).items()}
@@ -323,9 +324,9 @@ def test_the_sandboxs_own_statuses_and_plain_reasons_cannot_be_forged():
 def test_what_the_honest_end_sends_is_never_called_tampering():
     """The honest encoder refuses, with its own reason, what the decoder would refuse: a value too large or too
     costly to build, a set of colliding hashes."""
-    large = ra.ADD_PROMPT + "    return [None] * (17 << 20) if a == 1 else a + b\n"
-    costly = ra.ADD_PROMPT + "    return [set() for _ in range(700_000)] if a == 1 else a + b\n"
-    colliding = ra.ADD_PROMPT + "    return {k * (2**61 - 1) for k in range(1, 100)} if a == 1 else a + b\n"
+    large = kit.ADD_PROMPT + "    return [None] * (17 << 20) if a == 1 else a + b\n"
+    costly = kit.ADD_PROMPT + "    return [set() for _ in range(700_000)] if a == 1 else a + b\n"
+    colliding = kit.ADD_PROMPT + "    return {k * (2**61 - 1) for k in range(1, 100)} if a == 1 else a + b\n"
     outcomes = run([add_job(0, large), add_job(1, costly), add_job(2, colliding)], timeout_s=5.0)
     assert (outcomes[0].reason, outcomes[0].flags) == ("return value too large", ())
     assert (outcomes[1].reason, outcomes[1].flags) == ("return value too large", ())
@@ -343,9 +344,9 @@ def _checker_peak_kib(executor: Executor) -> int:
 
 EXPENSIVE = {
     # 16 MiB of empty sets: each costs 5 bytes on the wire and ~216 bytes built
-    "empty_sets": ra.raw(f'_send({REPLY} + b"l" + _u32(3_300_000) + (b"S" + _u32(0)) * 3_300_000)'),
-    "empty_dicts": ra.raw(f'_send({REPLY} + b"t" + _u32(3_300_000) + (b"d" + _u32(0)) * 3_300_000)'),
-    "nested_lists": ra.raw(f'_send({REPLY} + b"l" + _u32(1_600_000) + (b"l" + _u32(1) + b"l" + _u32(0)) * 1_600_000)'),
+    "empty_sets": kit.raw(f'_send({REPLY} + b"l" + _u32(3_300_000) + (b"S" + _u32(0)) * 3_300_000)'),
+    "empty_dicts": kit.raw(f'_send({REPLY} + b"t" + _u32(3_300_000) + (b"d" + _u32(0)) * 3_300_000)'),
+    "nested_lists": kit.raw(f'_send({REPLY} + b"l" + _u32(1_600_000) + (b"l" + _u32(1) + b"l" + _u32(0)) * 1_600_000)'),
 }
 KEEPER_TEST = textwrap.dedent("""
     def check(candidate):
@@ -360,11 +361,11 @@ def test_replies_built_to_be_expensive_cannot_fill_the_checkers_memory(monkeypat
     monkeypatch.setattr(pool, "CHECKER_MEMORY_MB", CHECKER_MB)
     jobs = []
     for name, candidate in EXPENSIVE.items():
-        jobs += [add_job(len(jobs), candidate), add_job(len(jobs) + 1, ra.ADD_CORRECT)]
+        jobs += [add_job(len(jobs), candidate), add_job(len(jobs) + 1, kit.ADD_CORRECT)]
     # a test that keeps every answer, each a 15 MiB string: 60 of them would take 900 MiB
     keeper = "def hidden(i):\n    return 'x' * (15 << 20) + str(i)\n"
     jobs.append(Job(len(jobs), "mem/keeper", keeper, KEEPER_TEST, "check(hidden)"))
-    jobs.append(add_job(len(jobs), ra.ADD_CORRECT))
+    jobs.append(add_job(len(jobs), kit.ADD_CORRECT))
     with Executor(workers=1, timeout_s=20.0) as executor:
         outcomes = {o.job_id: o for o in executor.run(jobs)}
         peak_mib = _checker_peak_kib(executor) / 1024

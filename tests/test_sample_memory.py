@@ -17,20 +17,20 @@ import textwrap
 
 import pytest
 
-import redteam_attacks as ra
-from redteam_attacks import bits_carried
+import redteam_kit as kit
+from redteam_kit import bits_carried
 import sample_memory_attacks as sma
 from sandbox import Executor, Job, detect_isolation
 
 pytestmark = pytest.mark.skipif(detect_isolation() == "none", reason="needs namespace isolation (bubblewrap)")
 
-ADD_PRELUDE, ADD_TEST, ADD_CHECK, ADD_CORRECT = ra.PROBLEMS["add"]
+ADD_PRELUDE, ADD_TEST, ADD_CHECK, ADD_CORRECT = kit.PROBLEMS["add"]
 TIMEOUT_S = 10.0
 
 
 def report_job(job_id: int, body: str, key: str = "add") -> Job:
     """A sample whose ``add`` raises its observation (this test's instrument; a real attacker learns a verdict)."""
-    source = ra.unguarded(ADD_PRELUDE.split("def add")[0] + sma.SCAN + sma.REACHABLE
+    source = kit.unguarded(ADD_PRELUDE.split("def add")[0] + sma.SCAN + sma.REACHABLE
                           + "def add(a, b):\n" + textwrap.indent(textwrap.dedent(body), "    "))
     return Job(job_id, key, source, ADD_TEST, ADD_CHECK, prelude=ADD_PRELUDE)
 
@@ -92,7 +92,7 @@ PLANTS = {
 @pytest.mark.parametrize("workers", [1, 2])
 def test_no_earlier_candidate_is_in_a_samples_memory(marker, workers):
     writers = [planted(i, marker) for i in range(6)]
-    writers += [Job(10 + i, "add", ra.unguarded(ADD_CORRECT + f"MARK = {marker!r}\n{plant}\n" + padding(i)),
+    writers += [Job(10 + i, "add", kit.unguarded(ADD_CORRECT + f"MARK = {marker!r}\n{plant}\n" + padding(i)),
                     ADD_TEST, ADD_CHECK, prelude=ADD_PRELUDE) for i, plant in enumerate(PLANTS.values())]
     readers = [report_job(100 + i, f"""
         raise ValueError(f"hits={{len(find_all({hidden(marker)}))}}")
@@ -185,7 +185,7 @@ def test_no_server_object_marker_or_sample_count_is_reachable(marker):
                     os.wait()
                 open("/tmp/dirty", "w").write(MARK)
         """)
-        jobs.append(Job(2 * index, "add", ra.unguarded(writer), ADD_TEST, ADD_CHECK, prelude=ADD_PRELUDE))
+        jobs.append(Job(2 * index, "add", kit.unguarded(writer), ADD_TEST, ADD_CHECK, prelude=ADD_PRELUDE))
         jobs.append(report_job(2 * index + 1, f"""
             kinds, holding, numbers = reachable_report({hidden(marker)}.decode())
             raise ValueError(f"kinds={{kinds}} holding={{holding}} numbers={{numbers}}")
@@ -206,7 +206,7 @@ def test_no_earlier_exit_status_or_pid_is_left_to_read():
     for index, bit in enumerate(bits):
         ending = "os._exit(37)" if bit else "os.kill(os.getpid(), 9)"
         writer = ADD_PRELUDE + f"    import os\n    {ending}\n"
-        jobs.append(Job(2 * index, "add", ra.unguarded(writer), ADD_TEST, ADD_CHECK, prelude=ADD_PRELUDE))
+        jobs.append(Job(2 * index, "add", kit.unguarded(writer), ADD_TEST, ADD_CHECK, prelude=ADD_PRELUDE))
         jobs.append(report_job(2 * index + 1, """
             import ctypes, sys
             found, frame = [], sys._getframe()

@@ -17,7 +17,7 @@ import time
 import pytest
 
 import sandbox
-from redteam_attacks import unguarded
+from redteam_kit import unguarded
 from sandbox import Executor, Job, SandboxUnavailable, UnsandboxedWarning, detect_isolation, wire
 from sandbox.checker import compile_prelude, entry_point_of
 from sandbox.jail import JAIL_CODE_DIR, SANDBOX_DIR, bwrap_prefix, interpreter_files
@@ -29,7 +29,7 @@ TEST = "def check(candidate):\n    assert candidate(1, 2) == 3\n"
 
 
 def job(job_id: int, body: str, test: str = TEST, key: str = "t/add", **extra) -> Job:
-    # attacks and probes undo the peers' guard first (see tests/redteam_attacks.py): they test the jail
+    # attacks and probes undo the peers' guard first (see tests/redteam_kit.py): they test the jail
     return Job(job_id, key, unguarded(PROMPT + body), test, "check(add)", **extra)
 
 

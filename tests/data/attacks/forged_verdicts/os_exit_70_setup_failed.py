@@ -1,0 +1,6 @@
+import math
+
+
+def add(a, b):
+    import os
+    os._exit(70)

@@ -1,0 +1,5 @@
+import math
+
+
+def add(a, b):
+    raise StopIteration(a + b)
