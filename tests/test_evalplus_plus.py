@@ -195,9 +195,11 @@ def test_base_and_plus_pass_at_k_are_scored_apart_and_reach_the_leaderboard():
     assert "base_pass_at" not in task_score(score(plain, [1]), **where).to_json()
     from evalsuite.reporting.views.contract import RunHeader
     from evalsuite.reporting.views.run_page import render_run_page
+    from evalsuite.scoring import ScoreSummary
 
-    run_page = render_run_page(RunHeader(model="m", task="humaneval-plus", run_id="r"), summary, [], {})
-    assert "base 50.0%" in run_page and "25.0%" in run_page
-    plain_page = render_run_page(RunHeader(model="m", task="humaneval", run_id="r"), score(plain, [1]).summary_json(),
+    for form in (scored.summary(), ScoreSummary.from_json(summary)):  # as scored, and as read back from the file
+        run_page = render_run_page(RunHeader(model="m", task="humaneval-plus", run_id="r"), form, [], {})
+        assert "base 50.0%" in run_page and "25.0%" in run_page
+    plain_page = render_run_page(RunHeader(model="m", task="humaneval", run_id="r"), score(plain, [1]).summary(),
                                  [], {})
     assert "base " not in plain_page

@@ -232,6 +232,40 @@ def test_storage_does_not_render_any_more(graph):
     assert "evalsuite.reporting.leaderboard" not in graph
 
 
+FILE_READS = {"open", "read_text", "read_bytes", "load", "loads", "iterdir", "glob", "rglob", "scandir", "listdir"}
+
+
+def file_readers(sources: dict[str, Path]) -> dict[str, list[str]]:
+    """Modules that read a file or a folder (``open(...)``, ``path.read_text()``, ``json.load(...)``...), with the
+    calls, by line."""
+    found: dict[str, list[str]] = {}
+    for name, path in sources.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                called = node.func.id if isinstance(node.func, ast.Name) else \
+                    node.func.attr if isinstance(node.func, ast.Attribute) else None
+                if called in FILE_READS:
+                    found.setdefault(name, []).append(f"{called}() at line {node.lineno}")
+    return found
+
+
+def test_views_read_no_files():
+    """A view draws the typed values it is handed (the run's ScoreSummary, the entries, the runs' problem tallies
+    that storage read): reading a run's files is storage's business (evalsuite.reporting.store), not a page's."""
+    views = {name: path for name, path in _sources().items() if _under(name, "evalsuite.reporting.views")}
+    assert len(views) >= 4 and "evalsuite.reporting.views.run_page" in views
+    assert file_readers(views) == {}
+
+
+def test_the_file_read_rule_sees_a_reader(tmp_path: Path):
+    module = tmp_path / "page.py"
+    module.write_text("import json\nfrom pathlib import Path\n"
+                      "def tallies(folder):\n    return json.loads((Path(folder) / 'summary.json').read_text())\n")
+    assert file_readers({"evalsuite.reporting.views.page": module}) == {
+        "evalsuite.reporting.views.page": ["loads() at line 4", "read_text() at line 4"]}
+
+
 # -- the checker itself, on small made-up graphs -------------------------------------------------------
 
 ALLOCATOR_CAP_CALLS = {"set_per_process_memory_fraction", "get_per_process_memory_fraction"}

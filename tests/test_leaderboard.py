@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -12,15 +13,15 @@ import pytest
 
 from evalsuite.cli import main as cli_main
 from evalsuite.errors import EvalsuiteError, ThresholdNotMet
-from evalsuite.reporting.entries import entry_from_run
+from evalsuite.reporting.entries import RunSummary, entry_from_run
 from evalsuite.reporting.gate import check_fail_under, enforce_fail_under, parse_fail_under
 from evalsuite.reporting.labels import display_labels
 from evalsuite.reporting.model import KEY_FIELDS, LeaderboardEntry, merge, settings_for, settings_key
 from evalsuite.reporting.publish import update_leaderboard
-from evalsuite.reporting.store import load_leaderboard, save_leaderboard
+from evalsuite.reporting.store import load_leaderboard, problem_tallies, run_tallies, save_leaderboard
 from evalsuite.reporting.schema import SCHEMA_PATH
 from evalsuite.records import SampleResult, SamplingParams
-from evalsuite.scoring import score
+from evalsuite.scoring import ProblemTally, ScoreSummary, score
 
 SHA = "0123456789abcdef" * 4
 
@@ -74,9 +75,34 @@ def test_entry_from_run_accepts_score_or_its_summary_json():
     from_score = entry_from_run(summary)
     from_json = entry_from_run({**summary, "score": summary["score"].summary_json()})
     assert from_score == from_json
+    typed = RunSummary.from_mapping({**summary, "score": summary["score"].summary()})
+    assert isinstance(typed.score, ScoreSummary) and entry_from_run(typed) == from_score  # the typed form
     assert from_score.ks() == [1, 10]
     assert from_score.metrics["pass@1"].value == pytest.approx((0.3 + 0 + 1.0 + 0.5) / 4)
     assert from_score.n == 10 and from_score.n_problems == 4 and from_score.temperature == 0.8
+
+
+def test_storage_reads_the_runs_problem_tallies_typed(tmp_path: Path):
+    """The leaderboard's pages compare runs problem by problem: storage reads the tallies from each run's
+    summary.json (the views read no file); a run without a page, or with an unreadable summary, has none."""
+    runs = {}
+    for name, body in (("good", None), ("broken", "{not json"), ("no-tallies", "{}")):
+        folder = tmp_path / "runs" / name
+        folder.mkdir(parents=True)
+        entry = make_entry(model=name, passes=(1, 0, 1))
+        text = body if body is not None else json.dumps(run_summary(model=name, passes=(1, 0, 1))["score"]
+                                                        .summary({"run_id": name}).to_json())
+        (folder / "summary.json").write_text(text)
+        runs[name] = dataclasses.replace(entry, run_page=f"../runs/{name}/report.html")
+    runs["no-page"] = make_entry(model="no-page")
+    board = tmp_path / "board"
+    board.mkdir()
+    tallies = run_tallies(board, list(runs.values()))
+    assert list(tallies) == [runs["good"].key]
+    assert tallies[runs["good"].key] == {"humaneval/0": ProblemTally(passed=1, n=1),
+                                         "humaneval/1": ProblemTally(passed=0, n=1),
+                                         "humaneval/2": ProblemTally(passed=1, n=1)}
+    assert problem_tallies(board, runs["broken"]) is None and problem_tallies(board, runs["no-page"]) is None
 
 
 def test_entry_from_run_stores_dates_as_utc():

@@ -70,3 +70,44 @@ def test_intervals_stay_honest_when_every_problem_has_the_same_value():
     assert mixed.ci_method == "bootstrap" and mixed.ci_low < mixed.value < mixed.ci_high
     low, high = wilson_interval(0.5, 100)
     assert abs(low - 0.4038) < 1e-3 and abs(high - 0.5962) < 1e-3  # the textbook values
+
+
+def test_score_summary_is_summary_json_and_reads_back_to_the_same_bytes():
+    """The typed summary the scoring stage hands on writes summary.json key for key, in the file's order, and a
+    file read back writes the same bytes: pass@k, intervals and methods, what was not computable, verdict counts,
+    timeouts, flags, EvalPlus sets, the per-problem tallies, then the command's own fields."""
+    import json
+
+    from evalsuite.records import SampleResult, SetVerdict
+    from evalsuite.scoring import ProblemTally, ScoreSummary, score
+
+    def result(task_id, j, base, plus):
+        sets = {"base": SetVerdict("pass" if base else "fail"), "plus": SetVerdict("pass" if plus else "fail")}
+        return SampleResult(task_id, j, base and plus, "passed" if base and plus else "failed: plus", 0.1,
+                            flags=("non_plain_value",) if j == 1 else (), sets=sets)
+
+    results = [result(f"T/{i}", j, (i + j) % 2 == 0, (i * j) % 3 == 0) for i in range(5) for j in range(3)]
+    results.append(SampleResult("T/0", 3, False, "timed out", 3.0))
+    results.append(SampleResult("T/1", 3, False, "timed out", 3.0))
+    results.append(SampleResult("T/2", 3, False, "timed out", 3.0))
+    results += [SampleResult(f"T/{i}", 3, True, "passed", 0.1) for i in range(3, 5)]
+    scored = score(results, [1, 2, 10], bootstrap=50)
+    fields = {"run_id": "r", "model": "m", "n": 4, "execution": {"mode": "bwrap"}}
+    summary = scored.summary(fields)
+    data = summary.to_json()
+    assert list(data) == ["pass@1", "pass@2", "ci95", "ci_method", "not_computable", "n_samples", "n_problems",
+                          "n_passed", "n_failed", "n_timed_out", "timed_out_per_problem", "flags", "sets",
+                          "per_problem", "run_id", "model", "n", "execution"]
+    assert data == {**scored.summary_json(), **fields}
+    assert data["per_problem"]["T/0"] == {"n": 4, "c": scored.per_problem["T/0"]["c"]}
+    assert summary.per_problem["T/0"] == ProblemTally(passed=scored.per_problem["T/0"]["c"], n=4)
+    assert summary.n_timed_out == 3 and summary.timed_out_per_problem == {"T/0": 1, "T/1": 1, "T/2": 1}
+    assert summary.not_computable == {10: "needs n >= 10 samples per problem; the smallest n is 4"}
+    text = json.dumps(data, indent=2)
+    again = ScoreSummary.from_json(json.loads(text))
+    assert json.dumps(again.to_json(), indent=2) == text
+    assert again.pass_at == summary.pass_at and again.per_problem == summary.per_problem
+    assert again.fields == fields and again.sets["base"].n_passed == summary.sets["base"].n_passed
+    assert "per_problem" not in summary.to_json(per_problem=False)
+    with pytest.raises(EvalsuiteError, match="pass@1 but no ci95"):
+        ScoreSummary.from_json({"pass@1": 0.5})

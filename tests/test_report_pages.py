@@ -49,7 +49,7 @@ def _entry(model: str, passes: tuple[int, ...], problem_set: dict | None = None,
 def test_run_page_shows_untrusted_sample_text_as_text():
     sample = SampleView("HumanEval/0", 0, "failed", "failed: ValueError", 0.02, sample_error=f"ValueError: {HOSTILE}",
                         raw=f"    return 1\n{HOSTILE}\ndef", program=f"def f():\n    return '{HOSTILE}'")
-    summary = score([SampleResult("HumanEval/0", 0, False, "failed: ValueError", 0.02)], [1]).summary_json()
+    summary = score([SampleResult("HumanEval/0", 0, False, "failed: ValueError", 0.02)], [1]).summary()
     page = render_run_page(RunHeader(model=HOSTILE, task="humaneval", run_id="r"), summary, [sample],
                            {"HumanEval/0": f"def f():\n    '''{HOSTILE}'''\n"})
     tags = Tags(page)
@@ -65,7 +65,7 @@ def test_run_page_has_the_viewer_filters_curve_and_per_problem_rates():
                             ("timed out" if i == 1 and j == 0 else "failed: AssertionError"), 0.01,
                             flags=("non_plain_value",) if i == 2 and j == 1 else ())
                for i in range(4) for j in range(3)]
-    summary = score(results, [1, 2]).summary_json()
+    summary = score(results, [1, 2]).summary()
     views = [SampleView(r.task_id, r.completion_id, r.status, r.result, r.duration_s, r.flags, "err", "raw", "prog")
              for r in results]
     page = render_run_page(RunHeader(model="m", task="humaneval", run_id="r", badges=("partial 4/164",)), summary,
@@ -153,7 +153,7 @@ def test_a_new_view_is_one_module_and_one_registration(tmp_path: Path):
         assert (board / "board.csv").read_text() == "m,humaneval,0.5"
         assert (board / "index.html").is_file()  # the built-in view still comes first
         run = tmp_path / "run"
-        summary = score([SampleResult("HumanEval/0", 0, True, "passed", 0.01)], [1]).summary_json()
+        summary = score([SampleResult("HumanEval/0", 0, True, "passed", 0.01)], [1]).summary()
         page = views.write_run_views(run, RunHeader(model="m", task="t", run_id="r"), summary, [], {})
         assert page == run / "report.html" and page.is_file() and (run / "note.txt").read_text() == "m: 0 samples"
     assert [name for name, _ in views.VIEWS] == ["leaderboard page", "run page"]  # uninstalled: gone again

@@ -22,6 +22,7 @@ from evalsuite.reporting.views.contract import RunHeader, SampleView
 from evalsuite.reporting.views.run_page import render_run_page
 from evalsuite.reporting.views.style import esc, esc_block, json_for_script
 from evalsuite.runs.results import validate_output
+from evalsuite.scoring import ScoreSummary
 from evalsuite.untrusted import dumps, is_dangerous, storable, visible
 from sandbox import detect_isolation
 
@@ -123,8 +124,9 @@ def test_run_page_renders_hostile_text_in_every_field_as_valid_utf8():
                         failure_detail={"statement": "assert" + evil, "call": "f()" + evil, "returned": evil})
     header = RunHeader(model="m" + evil, task="t" + evil, run_id="r" + evil, model_id="id" + evil,
                        badges=("b" + evil,), details={"k" + evil: "v" + evil}, leaderboard_page="../lb/index.html")
-    page = render_run_page(header, {"n_samples": 1, "n_passed": 0, "n_failed": 1, "n_timed_out": 0,
-                                    "per_problem": {"T/0" + evil: {"n": 1, "c": 0}}}, [sample], {"T/0" + evil: evil})
+    summary = ScoreSummary.from_json({"n_samples": 1, "n_passed": 0, "n_failed": 1, "n_timed_out": 0,
+                                      "per_problem": {"T/0" + evil: {"n": 1, "c": 0}}})
+    page = render_run_page(header, summary, [sample], {"T/0" + evil: evil})
     assert raw_dangerous(strict_text(page.encode("utf-8"))) == []
     assert "<script>" not in page.split("<script>", 1)[0] + page.rsplit("</script>", 1)[-1]
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ from evalsuite.records import SamplingParams
 from evalsuite.reporting.terminal import key_values
 from evalsuite.runs.finish import RunFacts
 from evalsuite.runs.identity import partial_badge, problem_set
+from evalsuite.scoring import ScoreSummary
 from evalsuite.untrusted import storable, visible
 
 
@@ -63,36 +65,36 @@ def add_parser(subparsers) -> None:
     parser.set_defaults(handler=main)
 
 
-def print_summary(summary: dict, ks: list[int], stream=None) -> None:
+def print_summary(summary: ScoreSummary, ks: list[int], execution: Mapping[str, Any], n_problems_in_task: int,
+                  missing: int, stream=None) -> None:
+    """The score, and how the samples ran (``execution``: :func:`~evalsuite.execution.timeouts.execute_with_timeouts`'s
+    account); ``missing``: how many of the task's ``n_problems_in_task`` problems the samples file lacks."""
     from evalsuite.execution.timeouts import limit_range
 
     stream = stream or sys.stdout
-    missing = summary.get("missing_problems", {}).get("count", 0)
-    problems = str(summary["n_problems"]) + (f" of {summary['n_problems_in_task']} (PARTIAL: {missing} missing)"
-                                             if missing else "")
-    rows = [("samples", str(summary["n_samples"])), ("problems", problems),
-            ("verdicts", f"{summary['n_passed']} passed, {summary['n_failed']} failed, "
-                         f"{summary['n_timed_out']} timed out")]
+    problems = str(summary.n_problems) + (f" of {n_problems_in_task} (PARTIAL: {missing} missing)" if missing else "")
+    rows = [("samples", str(summary.n_samples)), ("problems", problems),
+            ("verdicts", f"{summary.n_passed} passed, {summary.n_failed} failed, {summary.n_timed_out} timed out")]
     for k in ks:
         key = f"pass@{k}"
-        if key in summary:
-            low, high = summary["ci95"][key]
-            method = summary.get("ci_method", {}).get(key, "bootstrap")
-            rows.append((key, f"{summary[key]:.4f}  (95% CI {low:.4f}-{high:.4f}, {method.capitalize()})"))
+        if k in summary.pass_at:
+            figure = summary.pass_at[k]
+            method = figure.ci_method or "bootstrap"
+            rows.append((key, f"{figure.value:.4f}  (95% CI {figure.ci_low:.4f}-{figure.ci_high:.4f}, "
+                              f"{method.capitalize()})"))
         else:
-            rows.append((key, f"not computable: {summary['not_computable'][key]}"))
-    execution = summary.get("execution", {})
-    sandbox = summary["sandbox_mode"] + (f", memory and processes capped by {execution['limits']}"
-                                          if execution.get("limits") else "")
+            rows.append((key, f"not computable: {summary.not_computable[k]}"))
+    sandbox = execution["mode"] + (f", memory and processes capped by {execution['limits']}"
+                                   if execution.get("limits") else "")
     rows.append(("sandbox", sandbox))
-    limits = summary.get("execution", {}).get("timeouts", {})
+    limits = execution.get("timeouts", {})
     if limits.get("mode") == "calibrated" and limits.get("limit_s"):
         rows.append(("time limits", f"calibrated, {limit_range(limits['limit_s'])} "
                                     f"(max({limits['floor_s']:g} s, {limits['factor']:g} x canonical time))"))
     elif limits.get("mode") == "fixed":
         rows.append(("time limits", f"fixed, {limits['timeout_s']:g} s"))
-    if summary["flags"]:
-        rows.append(("hack detections", ", ".join(f"{k}={v}" for k, v in sorted(summary["flags"].items()))))
+    if summary.flags:
+        rows.append(("hack detections", ", ".join(f"{k}={v}" for k, v in sorted(summary.flags.items()))))
     print(key_values(rows), file=stream)
 
 
@@ -164,7 +166,7 @@ def execute(args: argparse.Namespace):
         facts=_facts(args, name, task, covered, kind, samples, samples_sha256, execution["mode"]))
     summary, page = finished.summary, finished.page
     if not (getattr(args, "json", False) and args.quiet):
-        print_summary(summary, ks)
+        print_summary(summary, ks, execution, len(problems), len(missing))
         print(visible(f"wrote {output / 'results.jsonl'}, {output / 'summary.json'} and {page}"))
     if leaderboard is not None:
         add_to_leaderboard(leaderboard, [finished.leaderboard_summary()])

@@ -98,9 +98,9 @@ def main(args: argparse.Namespace) -> int:
             print(f"no entries yet in {path}; `evalsuite run` adds them")
         written = None
         if not args.no_html:
-            from evalsuite.reporting.views import write_leaderboard_views
+            from evalsuite.reporting.publish import write_leaderboard_pages
 
-            written = write_leaderboard_views(args.dir, entries)  # the pages always show everything
+            written = write_leaderboard_pages(args.dir, entries)  # the pages always show everything
             if not json_out:
                 print(f"wrote {written}")
     shortfalls = check_fail_under(shown, args.fail_under, models=args.model) if args.fail_under else []

@@ -60,12 +60,12 @@ def main(args: argparse.Namespace) -> int:
     load_before = os.getloadavg()
     results, execution = execute_with_timeouts(task, canonical_samples(task, problems), options, policy)
     timeout_info = execution["timeouts"]
-    summary = score(results, [1]).summary_json()
+    summary = score(results, [1]).summary()
     failures = [r for r in results if not r.passed]
     report = {
         "task": task.name, "dataset_sha256": task.dataset_sha256, "source": task.source,
-        "n_problems": len(problems), "passed": summary["n_passed"], "failed": summary["n_failed"],
-        "timed_out": summary["n_timed_out"], "all_passed": not failures,
+        "n_problems": len(problems), "passed": summary.n_passed, "failed": summary.n_failed,
+        "timed_out": summary.n_timed_out, "all_passed": not failures,
         "not_passed": [{"task_id": r.task_id, "result": r.result, "duration_s": round(r.duration_s, 4)}
                        for r in failures],
         "max_duration_s": round(max((r.duration_s for r in results), default=0.0), 4),

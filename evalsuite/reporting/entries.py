@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, ClassVar
 
 from evalsuite.errors import EvalsuiteError
-from evalsuite.reporting.model import METRIC_NAME, LeaderboardEntry, Metric, settings_for, utc_now_iso
+from evalsuite.reporting.model import LeaderboardEntry, Metric, settings_for, utc_now_iso
 from evalsuite.reporting.store import document, validate_document
+from evalsuite.scoring import Score, ScoreSummary
 from evalsuite.version import __version__
 
 
@@ -23,81 +25,90 @@ def to_utc_iso(text: str) -> str:
     return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _metrics_from_score(score: Any) -> tuple[dict[str, Metric], dict[str, str], int]:
-    """Accept a :class:`~evalsuite.scoring.Score` or its ``summary_json()``."""
-    if hasattr(score, "pass_at"):
-        metrics = {f"pass@{k}": Metric(p.value, p.ci_low, p.ci_high, p.ci_method) for k, p in score.pass_at.items()}
-        not_computable = {f"pass@{k}": reason for k, reason in score.not_computable.items()}
-        return metrics, not_computable, len(score.per_problem)
-    ci95 = score.get("ci95", {})
-    methods = score.get("ci_method", {})
-    metrics = {}
-    for name, value in score.items():
-        if METRIC_NAME.match(name):
-            if name not in ci95:
-                raise EvalsuiteError(f"score summary has {name} but no ci95 for it")
-            low, high = ci95[name]
-            metrics[name] = Metric(float(value), float(low), float(high), methods.get(name))
-    return metrics, dict(score.get("not_computable", {})), int(score["n_problems"])
+@dataclass(frozen=True)
+class RunSummary:
+    """One finished (model, task) run, as its leaderboard entry is built from it (see :func:`entry_from_run`)."""
+
+    model: str  # display name
+    model_id: str  # resolved hub id or local path
+    task: str
+    dataset_sha256: str  # hex; "" if unknown
+    prompt_template: str
+    sampling: Any  # a SamplingParams or its to_dict() (n, temperature, top_p, top_k, max_new_tokens, seed)
+    score: ScoreSummary
+    run_id: str
+    hardware: str  # e.g. "1x NVIDIA H100 80GB HBM3" or "cpu"
+    date: str | None = None  # ISO 8601 with a UTC offset, stored as UTC ``...Z``; None: now
+    evalsuite_version: str | None = None  # None: this version
+    weights: str | None = None  # the precision the model ran in
+    prompt_style: str | None = None  # "base" / "instruct"
+    strip_prompt: bool = False
+    problem_set: Mapping[str, Any] | None = None  # a --limit run's subset: n_problems, of, ids_sha256
+    run_page: str | None = None  # the run's report.html; made relative to the leaderboard folder when added
+
+    REQUIRED: ClassVar[tuple[str, ...]] = ("model", "model_id", "task", "dataset_sha256", "prompt_template",
+                                           "sampling", "score", "run_id", "hardware")
+
+    @classmethod
+    def from_mapping(cls, run_summary: Mapping[str, Any]) -> RunSummary:
+        """The documented dict form (:func:`entry_from_run`); ``score`` a :class:`~evalsuite.scoring.Score`, a
+        :class:`~evalsuite.scoring.ScoreSummary` or summary.json's content."""
+        missing = [name for name in cls.REQUIRED if name not in run_summary]
+        if missing:
+            raise EvalsuiteError(f"cannot build a leaderboard entry: run summary lacks {', '.join(missing)}")
+        return cls(model=run_summary["model"], model_id=run_summary["model_id"], task=run_summary["task"],
+                   dataset_sha256=run_summary["dataset_sha256"], prompt_template=run_summary["prompt_template"],
+                   sampling=run_summary["sampling"], score=score_summary(run_summary["score"]),
+                   run_id=run_summary["run_id"], hardware=run_summary["hardware"],
+                   date=run_summary.get("date") or None,
+                   evalsuite_version=run_summary.get("evalsuite_version") or None,
+                   weights=run_summary.get("weights"), prompt_style=run_summary.get("prompt_style"),
+                   strip_prompt=bool(run_summary.get("strip_prompt")), problem_set=run_summary.get("problem_set"),
+                   run_page=run_summary.get("run_page") or None)
 
 
-def _base_metrics(score: Any) -> dict[str, Metric]:
-    """EvalPlus-style runs: the base figures (``Score.sets["base"]``, or ``sets.base`` of its summary_json())."""
-    if hasattr(score, "sets"):
-        base = score.sets.get("base")
-        return {f"pass@{k}": Metric(p.value, p.ci_low, p.ci_high, p.ci_method)
-                for k, p in (base.pass_at.items() if base else [])}
-    base = (score.get("sets") or {}).get("base") or {}
-    ci95 = base.get("ci95", {})
-    return {name: Metric(float(value), float(ci95[name][0]), float(ci95[name][1]), None)
-            for name, value in base.items() if METRIC_NAME.match(name) and name in ci95}
+def score_summary(score: Score | ScoreSummary | Mapping[str, Any]) -> ScoreSummary:
+    """A score in any of its forms, typed."""
+    if isinstance(score, ScoreSummary):
+        return score
+    if isinstance(score, Score):
+        return score.summary()
+    return ScoreSummary.from_json(score)
 
 
-def entry_from_run(run_summary: Mapping[str, Any]) -> LeaderboardEntry:
-    """Build the leaderboard entry for one finished (model, task) run.
+def _metrics(score: ScoreSummary) -> tuple[dict[str, Metric], dict[str, str], dict[str, Metric]]:
+    """pass@k with its interval, what was not computable and why, and (EvalPlus-style runs) the base figures."""
+    metrics = {f"pass@{k}": Metric(float(p.value), float(p.ci_low), float(p.ci_high), p.ci_method)
+               for k, p in score.pass_at.items()}
+    not_computable = {f"pass@{k}": reason for k, reason in score.not_computable.items()}
+    base = score.sets.get("base")
+    base_metrics = {f"pass@{k}": Metric(float(p.value), float(p.ci_low), float(p.ci_high), p.ci_method)
+                    for k, p in (base.pass_at.items() if base else [])}
+    return metrics, not_computable, base_metrics
 
-    ``run_summary`` keys:
 
-    * ``model`` (str): display name. ``model_id`` (str): resolved hub id or local path.
-    * ``task`` (str), ``dataset_sha256`` (str, hex; "" if unknown), ``prompt_template`` (str).
-    * ``sampling``: a ``SamplingParams`` or its ``to_dict()`` (n, temperature, top_p, top_k,
-      max_new_tokens, seed).
-    * ``score``: a ``Score`` or its ``summary_json()`` (needs pass@k values, ci95, n_problems).
-    * ``run_id`` (str), ``hardware`` (str, e.g. "1x NVIDIA H100 80GB HBM3" or "cpu").
-    * optional: ``date`` (ISO 8601 with a UTC offset, stored as UTC ``...Z``; default now),
-      ``evalsuite_version`` (default this version), ``weights`` (the precision the model ran in),
-      ``prompt_style`` ("base"/"instruct"), ``strip_prompt`` (bool), ``problem_set`` (a --limit run's subset:
-      n_problems, of, ids_sha256), ``run_page`` (path of the run's report.html; made relative to the
-      leaderboard folder when the entry is added).
-    """
-    required = ("model", "model_id", "task", "dataset_sha256", "prompt_template", "sampling", "score",
-                "run_id", "hardware")
-    missing = [name for name in required if name not in run_summary]
-    if missing:
-        raise EvalsuiteError(f"cannot build a leaderboard entry: run summary lacks {', '.join(missing)}")
-    settings = settings_for(run_summary["sampling"], run_summary["prompt_template"],
-                            run_summary["dataset_sha256"], run_summary.get("weights"),
-                            run_summary.get("prompt_style"), bool(run_summary.get("strip_prompt")),
-                            run_summary.get("problem_set"))
-    metrics, not_computable, n_problems = _metrics_from_score(run_summary["score"])
-    base_metrics = _base_metrics(run_summary["score"])
+def entry_from_run(run_summary: RunSummary | Mapping[str, Any]) -> LeaderboardEntry:
+    """Build the leaderboard entry for one finished (model, task) run: a :class:`RunSummary`, or its dict form
+    with the same keys (``score``: a ``Score``, a ``ScoreSummary`` or summary.json's content)."""
+    run = run_summary if isinstance(run_summary, RunSummary) else RunSummary.from_mapping(run_summary)
+    settings = settings_for(run.sampling, run.prompt_template, run.dataset_sha256, run.weights, run.prompt_style,
+                            run.strip_prompt, run.problem_set)
+    metrics, not_computable, base_metrics = _metrics(run.score)
     if not metrics:
-        raise EvalsuiteError(f"{run_summary['model']} on {run_summary['task']}: no pass@k could be computed "
+        raise EvalsuiteError(f"{run.model} on {run.task}: no pass@k could be computed "
                              f"({'; '.join(not_computable.values()) or 'empty score'})")
-    sampling = run_summary["sampling"]
-    seed = sampling.seed if hasattr(sampling, "seed") else sampling.get("seed")
+    seed = run.sampling.seed if hasattr(run.sampling, "seed") else run.sampling.get("seed")
     entry = LeaderboardEntry(
-        model=str(run_summary["model"]), model_id=str(run_summary["model_id"]), task=str(run_summary["task"]),
+        model=str(run.model), model_id=str(run.model_id), task=str(run.task),
         dataset_sha256=settings["dataset_sha256"], settings=settings, metrics=metrics,
-        n=settings["n"], n_problems=n_problems, temperature=settings["temperature"],
-        date=to_utc_iso(run_summary["date"]) if run_summary.get("date") else utc_now_iso(),
-        run_id=str(run_summary["run_id"]),
-        hardware=str(run_summary["hardware"]),
-        evalsuite_version=str(run_summary.get("evalsuite_version") or __version__),
+        n=settings["n"], n_problems=run.score.n_problems, temperature=settings["temperature"],
+        date=to_utc_iso(run.date) if run.date else utc_now_iso(),
+        run_id=str(run.run_id),
+        hardware=str(run.hardware),
+        evalsuite_version=str(run.evalsuite_version or __version__),
         not_computable=not_computable, seed=None if seed is None else int(seed),
-        run_page=str(run_summary["run_page"]) if run_summary.get("run_page") else None,
+        run_page=str(run.run_page) if run.run_page else None,
         base_metrics=base_metrics,
     )
     validate_document(document([entry]), "<new entry>")  # fail at the source, not at the next read
     return entry
-

@@ -1,5 +1,6 @@
 """Adding entries to the leaderboard: store them (:mod:`.store`), then redraw every leaderboard view
-(:mod:`.views`). The one place where storage and pages meet, so that neither imports the other."""
+(:mod:`.views`) from the stored entries and the runs' problem tallies storage reads. The one place where storage and
+pages meet, so that neither imports the other."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from evalsuite.reporting.model import LeaderboardEntry
-from evalsuite.reporting.store import store_entries
+from evalsuite.reporting.store import run_tallies, store_entries
 from evalsuite.reporting.views import write_leaderboard_views
 
 
@@ -16,5 +17,11 @@ def update_leaderboard(directory: str | Path, new_entries: Sequence[LeaderboardE
     """Load, merge the new entries, save and (by default) redraw the leaderboard's pages; returns all entries."""
     entries = store_entries(directory, new_entries)
     if render_html:
-        write_leaderboard_views(directory, entries)
+        write_leaderboard_pages(directory, entries)
     return entries
+
+
+def write_leaderboard_pages(directory: str | Path, entries: Sequence[LeaderboardEntry]) -> Path:
+    """Redraw every leaderboard view in ``directory`` from ``entries`` and their runs' problem tallies; returns the
+    leaderboard's page."""
+    return write_leaderboard_views(directory, entries, run_tallies(directory, entries))

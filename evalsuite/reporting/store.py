@@ -2,7 +2,8 @@
 
 The file is validated against ``evalsuite/reporting/leaderboard.schema.json`` (:mod:`.schema`) on every
 read and every write, so a hand-broken file is reported (file + JSON path) instead of silently rendered or gated on.
-Pages are drawn from the stored entries by :mod:`evalsuite.reporting.views` (see :mod:`.publish`).
+Pages are drawn from the stored entries by :mod:`evalsuite.reporting.views` (see :mod:`.publish`), and from the
+problem tallies read here from the entries' runs (:func:`run_tallies`): the views read no file.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import json
 import math
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from evalsuite.errors import EvalsuiteError
 from evalsuite.jsonl import atomic_write_json
 from evalsuite.reporting.model import LeaderboardEntry, merge, settings_key, sort_entries, utc_now_iso
 from evalsuite.reporting.schema import SCHEMA_VERSION, check_schema
+from evalsuite.scoring.summary import SUMMARY_FILE, ProblemTally, tallies_from_json
 
 LEADERBOARD_FILE = "leaderboard.json"
 
@@ -133,3 +135,22 @@ def _warn_other_checkpoint(old: Sequence[LeaderboardEntry], new: Sequence[Leader
             print(f"warning: leaderboard entry {entry.model!r} on {entry.task} ({previous.model_id}) is replaced by "
                   f"{entry.model_id}; give one of them another --name to keep both", file=sys.stderr)
 
+
+def problem_tallies(directory: str | Path, entry: LeaderboardEntry) -> dict[str, ProblemTally] | None:
+    """The entry's problems as its run's summary.json (next to its run page; a relative page is under the leaderboard
+    ``directory``) counts them; None where there is no page or the summary cannot be read."""
+    if not entry.run_page:
+        return None
+    try:
+        summary = json.loads((Path(directory) / entry.run_page).parent.joinpath(SUMMARY_FILE)
+                             .read_text(encoding="utf-8"))
+        return tallies_from_json(summary["per_problem"])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def run_tallies(directory: str | Path, entries: Sequence[LeaderboardEntry]
+                ) -> dict[tuple[str, str, str], Mapping[str, ProblemTally]]:
+    """Every entry's problem tallies that can be read, by :attr:`LeaderboardEntry.key` (what the leaderboard views
+    compare runs by, handed to them so that they read no file)."""
+    return {entry.key: found for entry in entries if (found := problem_tallies(directory, entry))}

@@ -19,13 +19,13 @@ from typing import Any
 
 from evalsuite.jsonl import atomic_write_json
 from evalsuite.records import SampleResult
+from evalsuite.reporting.entries import RunSummary
 from evalsuite.reporting.views import write_run_views
 from evalsuite.reporting.views.contract import RunHeader, sample_views
 from evalsuite.runs.record import RECORD_FILE, RunRecord
-from evalsuite.scoring import Score, score
+from evalsuite.scoring import Score, ScoreSummary, score
+from evalsuite.scoring.summary import SUMMARY_FILE
 from evalsuite.tasks.task import Problem, Task
-
-SUMMARY_FILE = "summary.json"
 
 
 @dataclass(frozen=True)
@@ -73,22 +73,17 @@ class RunFacts:
                    hardware=hardware, weights=record.weights, prompt_style=record.prompt["style"],
                    strip_prompt=record.prompt["strip_prompt"], date=record.finished_at)
 
-    def leaderboard_summary(self, scored: Score, page: Path) -> dict[str, Any]:
-        """The input :func:`evalsuite.reporting.entries.entry_from_run` expects."""
+    def leaderboard_summary(self, scored: ScoreSummary, page: Path) -> RunSummary:
+        """What :func:`evalsuite.reporting.entries.entry_from_run` builds the run's leaderboard entry from."""
         from evalsuite.environment import hardware, hardware_summary
 
-        summary: dict[str, Any] = {
-            "model": self.model, "model_id": self.board_model_id or self.model_id, "task": self.task,
-            "dataset_sha256": self.dataset_sha256, "prompt_template": self.prompt_template,
-            "sampling": dict(self.sampling), "score": scored, "run_id": self.run_id,
-            "problem_set": self.problem_set,
-            "hardware": self.hardware if self.hardware is not None else hardware_summary(hardware()),
-            "run_page": str(page.resolve()),
-        }
-        optional = {"weights": self.weights, "prompt_style": self.prompt_style,
-                    "strip_prompt": self.strip_prompt, "date": self.date}
-        summary.update({key: value for key, value in optional.items() if value})
-        return summary
+        return RunSummary(
+            model=self.model, model_id=self.board_model_id or self.model_id, task=self.task,
+            dataset_sha256=self.dataset_sha256, prompt_template=self.prompt_template, sampling=dict(self.sampling),
+            score=scored, run_id=self.run_id, problem_set=self.problem_set,
+            hardware=self.hardware if self.hardware is not None else hardware_summary(hardware()),
+            run_page=str(page.resolve()), weights=self.weights or None, prompt_style=self.prompt_style or None,
+            strip_prompt=bool(self.strip_prompt), date=self.date or None)
 
 
 @dataclass(frozen=True)
@@ -108,25 +103,24 @@ class ScoredRun:
 @dataclass(frozen=True)
 class Finished:
     score: Score
-    summary: dict[str, Any]
+    summary: ScoreSummary  # summary.json's content, typed
     facts: RunFacts
     page: Path
     record: RunRecord | None = None
 
-    def leaderboard_summary(self) -> dict[str, Any]:
-        return self.facts.leaderboard_summary(self.score, self.page)
+    def leaderboard_summary(self) -> RunSummary:
+        return self.facts.leaderboard_summary(self.summary, self.page)
 
 
 def finish(run: ScoredRun, ks: Sequence[int], summary_fields: Mapping[str, Any], facts: RunFacts | None = None,
-           complete: Callable[[dict[str, Any], float], RunRecord] | None = None) -> Finished:
+           complete: Callable[[ScoreSummary, float], RunRecord] | None = None) -> Finished:
     """Score ``run``, write summary.json (the score then ``summary_fields``), then (``run`` only) record.json as
     ``complete(summary, score_seconds)`` finishes it, then report.html. The facts are ``facts``, or read from
     the completed record."""
     started = time.perf_counter()
     scored = score(run.results, ks)
-    summary = scored.summary_json()
-    summary.update(summary_fields)
-    atomic_write_json(run.folder / SUMMARY_FILE, summary)
+    summary = scored.summary(summary_fields)
+    atomic_write_json(run.folder / SUMMARY_FILE, summary.to_json())
     record = None
     if complete is not None:
         record = complete(summary, time.perf_counter() - started)
@@ -138,7 +132,7 @@ def finish(run: ScoredRun, ks: Sequence[int], summary_fields: Mapping[str, Any],
     return Finished(score=scored, summary=summary, facts=facts, page=page, record=record)
 
 
-def write_page(run: ScoredRun, facts: RunFacts, summary: Mapping[str, Any]) -> Path:
+def write_page(run: ScoredRun, facts: RunFacts, summary: ScoreSummary) -> Path:
     """The run's pages (:mod:`evalsuite.reporting.views`: report.html and any other registered run view), next to
     its summary; returns report.html."""
     by_id = {p.task_id: p for p in run.problems}
@@ -157,7 +151,7 @@ def leaderboard_link(folder: Path, leaderboard_dir: Path | None) -> str | None:
     return Path(os.path.relpath(Path(leaderboard_dir).resolve() / "index.html", Path(folder).resolve())).as_posix()
 
 
-def add_to_leaderboard(directory: Path, summaries: Sequence[Mapping[str, Any]]) -> list[Any]:
+def add_to_leaderboard(directory: Path, summaries: Sequence[RunSummary]) -> list[Any]:
     """Add the runs' entries to the leaderboard in ``directory`` in one update; returns the new entries (the
     ``--fail-under`` gate reads today's entries, not older, better ones)."""
     from evalsuite.reporting.entries import entry_from_run

@@ -3,27 +3,13 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from evalsuite.records import SampleResult
 from evalsuite.scoring.passk import PassAtK, computable_ks, estimate
-
-
-@dataclass
-class SetScore:
-    """pass@k over one of EvalPlus's input sets: ``base`` (the base inputs passed) and ``plus`` (base and plus
-    inputs passed, EvalPlus's "+" figure, which is also the run's own pass@k)."""
-
-    pass_at: dict[int, PassAtK]
-    n_passed: int
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {f"pass@{k}": v.value for k, v in sorted(self.pass_at.items())}
-        out["ci95"] = {f"pass@{k}": [v.ci_low, v.ci_high] for k, v in sorted(self.pass_at.items())}
-        out["n_passed"] = self.n_passed
-        return out
+from evalsuite.scoring.summary import ProblemTally, ScoreSummary, SetScore
 
 
 @dataclass
@@ -51,20 +37,20 @@ class Score:
     def n_timed_out(self) -> int:
         return self.statuses.get("timed out", 0)
 
+    def summary(self, fields: Mapping[str, Any] | None = None) -> ScoreSummary:
+        """The score as the later stages receive it; ``fields``: what the command adds to summary.json."""
+        return ScoreSummary(
+            pass_at=dict(self.pass_at), not_computable=dict(self.not_computable), n_samples=self.n_samples,
+            n_problems=len(self.per_problem), n_passed=self.n_passed, n_failed=self.n_failed,
+            n_timed_out=self.n_timed_out,
+            per_problem={task_id: ProblemTally(passed=counts["c"], n=counts["n"])
+                         for task_id, counts in self.per_problem.items()},
+            timed_out_per_problem=dict(self.timed_out_per_problem), flags=dict(self.flags), sets=dict(self.sets),
+            fields=dict(fields or {}))
+
     def summary_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {f"pass@{k}": v.value for k, v in sorted(self.pass_at.items())}
-        out["ci95"] = {f"pass@{k}": [v.ci_low, v.ci_high] for k, v in sorted(self.pass_at.items())}
-        out["ci_method"] = {f"pass@{k}": v.ci_method for k, v in sorted(self.pass_at.items())}
-        out["not_computable"] = {f"pass@{k}": reason for k, reason in sorted(self.not_computable.items())}
-        out["n_samples"] = self.n_samples
-        out["n_problems"] = len(self.per_problem)
-        out["n_passed"], out["n_failed"], out["n_timed_out"] = self.n_passed, self.n_failed, self.n_timed_out
-        out["timed_out_per_problem"] = dict(self.timed_out_per_problem)
-        out["flags"] = dict(self.flags)
-        if self.sets:
-            out["sets"] = {name: set_score.to_json() for name, set_score in self.sets.items()}
-        out["per_problem"] = self.per_problem
-        return out
+        """summary.json's score part (:meth:`ScoreSummary.to_json`)."""
+        return self.summary().to_json()
 
 
 def score(results: Iterable[SampleResult], ks: Sequence[int], bootstrap: int = 1000) -> Score:

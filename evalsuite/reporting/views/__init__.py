@@ -5,15 +5,14 @@
 Callers never name a page: the finishing of a run writes every run view (:func:`write_run_views`), and
 storing entries writes every leaderboard view (:func:`write_leaderboard_views`, via
 :func:`evalsuite.reporting.publish.update_leaderboard`). Storage (:mod:`evalsuite.reporting.store`) never
-imports from here.
+imports from here, and nothing here reads a file: a view is handed typed values (the run's
+:class:`~evalsuite.scoring.ScoreSummary`, the runs' problem tallies that storage read).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from evalsuite.jsonl import atomic_write_text
 from evalsuite.registry import Registry
@@ -27,6 +26,7 @@ from evalsuite.reporting.views.contract import (
     RunView,
     SampleView,
 )
+from evalsuite.scoring.summary import ScoreSummary
 
 # The registry: one line per built-in view module (imported on first use: the pages are not loaded by a command
 # that draws none); installed packages add views through the ``evalsuite.views`` entry point group. The first run
@@ -49,28 +49,21 @@ def run_views() -> list[RunView]:
     return [view for view in registered_views() if isinstance(view, RunView)]
 
 
-def problem_tallies(folder: Path, entry: LeaderboardEntry) -> dict[str, ProblemTally] | None:
-    """The entry's problems as its run's summary.json (next to its run page, under the leaderboard ``folder``)
-    counts them; None where there is no page or the summary cannot be read."""
-    if not entry.run_page:
-        return None
-    try:
-        summary = json.loads((folder / entry.run_page).parent.joinpath("summary.json").read_text(encoding="utf-8"))
-        return {str(tid): ProblemTally(passed=int(v["c"]), n=int(v["n"])) for tid, v in summary["per_problem"].items()}
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return None
+Tallies = Mapping[tuple[str, str, str], Mapping[str, ProblemTally]]
 
 
-def leaderboard_data(folder: str | Path, entries: Sequence[LeaderboardEntry]) -> LeaderboardData:
-    """What the leaderboard views draw: the entries and every run's problem tallies that can be read."""
-    tallies = {entry.key: found for entry in entries if (found := problem_tallies(Path(folder), entry))}
-    return LeaderboardData(entries=entries, tallies=tallies)
+def leaderboard_data(entries: Sequence[LeaderboardEntry], tallies: Tallies | None = None) -> LeaderboardData:
+    """What the leaderboard views draw: the entries and the problem tallies of those runs whose summary could be
+    read (by :attr:`LeaderboardEntry.key`; :func:`evalsuite.reporting.store.run_tallies` reads them)."""
+    return LeaderboardData(entries=entries, tallies=dict(tallies or {}))
 
 
-def write_leaderboard_views(folder: str | Path, entries: Sequence[LeaderboardEntry]) -> Path:
-    """Write every leaderboard view into ``folder``; returns the leaderboard's page (the first view's file)."""
+def write_leaderboard_views(folder: str | Path, entries: Sequence[LeaderboardEntry],
+                            tallies: Tallies | None = None) -> Path:
+    """Write every leaderboard view into ``folder``; returns the leaderboard's page (the first view's file).
+    ``tallies``: the runs' problem tallies (none given: the views show no per-problem comparison)."""
     folder = Path(folder)
-    data = leaderboard_data(folder, entries)
+    data = leaderboard_data(entries, tallies)
     written = []
     for view in leaderboard_views():
         written.append(folder / view.file)
@@ -78,7 +71,7 @@ def write_leaderboard_views(folder: str | Path, entries: Sequence[LeaderboardEnt
     return written[0]
 
 
-def write_run_views(folder: str | Path, header: RunHeader, summary: Mapping[str, Any], samples: Sequence[SampleView],
+def write_run_views(folder: str | Path, header: RunHeader, summary: ScoreSummary, samples: Sequence[SampleView],
                     prompts: Mapping[str, str]) -> Path:
     """Write every run view into the run's ``folder``; returns the run's page (the first view's file), the one
     the leaderboard entry links to."""

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evalsuite.reporting.model import LeaderboardEntry
+from evalsuite.scoring.summary import ProblemTally, ScoreSummary
 
 
 @dataclass(frozen=True)
@@ -85,10 +86,11 @@ def sample_views(completions: Iterable[Mapping[str, Any]], results: Iterable[Map
 
 @dataclass(frozen=True)
 class RunReport:
-    """Everything a run view may show: the title block, the run's summary.json, its samples and the prompts."""
+    """Everything a run view may show: the title block, the run's score summary (summary.json's content, typed), its
+    samples and the prompts."""
 
     header: RunHeader
-    summary: Mapping[str, Any]
+    summary: ScoreSummary
     samples: Sequence[SampleView]
     prompts: Mapping[str, str]
 
@@ -103,18 +105,11 @@ class RunView:
 
 
 @dataclass(frozen=True)
-class ProblemTally:
-    """One problem of one run: how many of its samples passed, of how many."""
-
-    passed: int
-    n: int
-
-
-@dataclass(frozen=True)
 class LeaderboardData:
     """Everything a leaderboard view may show: the stored entries and, for each entry whose run's summary could
-    be read, its problems' tallies (by :attr:`LeaderboardEntry.key`). Read by :mod:`evalsuite.reporting.views`,
-    so that a view draws values and never opens a file."""
+    be read, its problems' tallies (:class:`~evalsuite.scoring.ProblemTally`, by :attr:`LeaderboardEntry.key`). The
+    tallies are read by storage (:func:`evalsuite.reporting.store.run_tallies`), so that a view draws values and
+    never opens a file."""
 
     entries: Sequence[LeaderboardEntry]
     tallies: Mapping[tuple[str, str, str], Mapping[str, ProblemTally]] = field(default_factory=dict)
@@ -127,3 +122,7 @@ class LeaderboardView:
     name: str
     file: str
     render: Callable[[LeaderboardData], str]
+
+
+__all__ = ["DETAIL_FIELDS", "LeaderboardData", "LeaderboardView", "ProblemTally", "RunHeader", "RunReport", "RunView",
+           "SampleView", "ScoreSummary", "count_of", "detail_of", "sample_views"]

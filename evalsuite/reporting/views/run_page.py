@@ -2,8 +2,8 @@
 rates, and every sample (prompt, raw output, the program that ran, verdict, error message, duration) with
 filters for failed, timed out and flagged samples.
 
-Built from what the run wrote (``summary.json``, ``results.jsonl``, the completions) plus the prompts, so
-``evalsuite run`` and ``evaluate`` make the same page. Everything a sample wrote is untrusted text: it is
+Built from the run's typed score summary (:class:`~evalsuite.scoring.ScoreSummary`, what ``summary.json`` holds), its
+samples and the prompts, so ``evalsuite run`` and ``evaluate`` make the same page. Everything a sample wrote is untrusted text: it is
 escaped by :func:`~evalsuite.reporting.views.style.esc` (or ``esc_block`` for the program, the output and the
 error message, where an escape for a hidden code point such as ``\u202e`` is marked), never put into the page as
 markup or as a raw control or bidi character.
@@ -14,7 +14,6 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from evalsuite.jsonl import atomic_write_text
 from evalsuite.reporting.views.contract import DETAIL_FIELDS, RunHeader, RunView, SampleView, count_of, detail_of
@@ -22,6 +21,7 @@ from evalsuite.reporting.views.style import ci_text, footer, pct, safe_href, she
 from evalsuite.reporting.views.style import esc as _e
 from evalsuite.reporting.views.style import esc_block as _block
 from evalsuite.scoring.passk import pass_at_k
+from evalsuite.scoring.summary import ProblemTally, ScoreSummary
 
 PAGE_FILE = "report.html"
 MAX_SAMPLES_PER_PROBLEM = 10  # shown on the page; all of them stay in the run's JSONL files
@@ -49,30 +49,31 @@ def _shown(samples: Sequence[SampleView]) -> list[SampleView]:
 
 # -- pieces ------------------------------------------------------------------------------------------
 
-def _stats(summary: Mapping[str, Any], n_flagged: int) -> str:
+def _stats(summary: ScoreSummary, n_flagged: int) -> str:
     cards = []
-    base = summary.get("sets", {}).get("base", {})  # EvalPlus-style tasks: pass@k is base and plus
-    for name in sorted((k for k in summary if k.startswith("pass@")), key=lambda k: int(k[5:])):
-        low, high = summary["ci95"][name]
-        method = summary.get("ci_method", {}).get(name)
-        base_html = (f'<div class="sub" title="EvalPlus base inputs alone">base {pct(base[name])}%</div>'
-                     if name in base else "")
-        cards.append(f'<div class="card stat"><div class="what">{_e(name)}</div><div class="big">{pct(summary[name])}%'
-                     f'</div><div class="sub">95% CI {_e(ci_text(low, high, method))}</div>{base_html}</div>')
-    for name, reason in summary.get("not_computable", {}).items():
-        cards.append(f'<div class="card stat"><div class="what">{_e(name)}</div><div class="big">—</div>'
+    base_set = summary.sets.get("base")  # EvalPlus-style tasks: pass@k is base and plus
+    base = base_set.pass_at if base_set else {}
+    for k, figure in sorted(summary.pass_at.items()):
+        name = f"pass@{k}"
+        base_html = (f'<div class="sub" title="EvalPlus base inputs alone">base {pct(base[k].value)}%</div>'
+                     if k in base else "")
+        cards.append(f'<div class="card stat"><div class="what">{_e(name)}</div><div class="big">{pct(figure.value)}%'
+                     f'</div><div class="sub">95% CI {_e(ci_text(figure.ci_low, figure.ci_high, figure.ci_method))}'
+                     f'</div>{base_html}</div>')
+    for k, reason in sorted(summary.not_computable.items()):
+        cards.append(f'<div class="card stat"><div class="what">{_e(f"pass@{k}")}</div><div class="big">—</div>'
                      f'<div class="sub">{_e(reason)}</div></div>')
-    verdicts = (f'<div class="card stat"><div class="what">samples</div><div class="big">{_e(summary["n_samples"])}</div>'
-                f'<div class="sub"><span class="verdict passed">{_e(summary["n_passed"])} passed</span> · '
-                f'<span class="verdict failed">{_e(summary["n_failed"])} failed</span> · '
-                f'<span class="verdict timed">{_e(summary["n_timed_out"])} timed out</span>'
+    verdicts = (f'<div class="card stat"><div class="what">samples</div><div class="big">{_e(summary.n_samples)}</div>'
+                f'<div class="sub"><span class="verdict passed">{_e(summary.n_passed)} passed</span> · '
+                f'<span class="verdict failed">{_e(summary.n_failed)} failed</span> · '
+                f'<span class="verdict timed">{_e(summary.n_timed_out)} timed out</span>'
                 + (f' · <span class="flag">{n_flagged} flagged</span>' if n_flagged else "") + '</div></div>')
     return f'<div class="stats">{"".join(cards)}{verdicts}</div>'
 
 
-def _curve(per_problem: Mapping[str, Mapping[str, int]], summary: Mapping[str, Any]) -> str:
+def _curve(summary: ScoreSummary) -> str:
     """pass@k for every k from 1 to n (log axis), the reported ks with their intervals."""
-    counts = [(int(v["n"]), int(v["c"])) for v in per_problem.values()]
+    counts = [(tally.n, tally.passed) for tally in summary.per_problem.values()]
     if not counts:
         return ""
     n_min = min(n for n, _ in counts)
@@ -93,10 +94,10 @@ def _curve(per_problem: Mapping[str, Mapping[str, int]], summary: Mapping[str, A
         parts.append(f'<polyline class="line" points="{points}"/>')
     for k, v in values:
         parts.append(f'<circle class="dot" cx="{x(k):.1f}" cy="{y(v):.1f}" r="3.5"><title>pass@{k} = {pct(v)}%</title></circle>')
-        low_high = summary.get("ci95", {}).get(f"pass@{k}")
-        if low_high:
-            parts.append(f'<line class="ciw" x1="{x(k):.1f}" x2="{x(k):.1f}" y1="{y(low_high[0]):.1f}" '
-                         f'y2="{y(low_high[1]):.1f}"/>')
+        reported = summary.pass_at.get(k)
+        if reported:
+            parts.append(f'<line class="ciw" x1="{x(k):.1f}" x2="{x(k):.1f}" y1="{y(reported.ci_low):.1f}" '
+                         f'y2="{y(reported.ci_high):.1f}"/>')
     parts.append(f'<text x="{(left + width - right) / 2:.0f}" y="{height - 4}" text-anchor="middle">k (samples drawn)</text></svg>')
     note = ("" if n_min > 1 else '<p class="sub">One sample per problem: pass@1 only. Sample with n &gt; 1 and a '
             'temperature above 0 for a curve.</p>')
@@ -110,25 +111,25 @@ def _colour(rate: float) -> str:
     return f"hsl({hue:.0f},62%,{52 - 8 * rate:.0f}%)"
 
 
-def _problems(per_problem: Mapping[str, Mapping[str, int]], timed_out: Mapping[str, int],
+def _problems(per_problem: Mapping[str, ProblemTally], timed_out: Mapping[str, int],
               flagged: Mapping[str, int]) -> str:
     chips = []
-    for task_id, counts in per_problem.items():
-        n, c = int(counts["n"]), int(counts["c"])
+    for task_id, tally in per_problem.items():
+        n, c = tally.n, tally.passed
         extra = "".join([f", {timed_out[task_id]} timed out" if timed_out.get(task_id) else "",
                          f", {flagged[task_id]} flagged" if flagged.get(task_id) else ""])
         chips.append(f'<button type="button" class="chip" data-problem="{_e(task_id)}" '
                      f'style="background:{_colour(c / n if n else 0)}" title="{_e(f"{task_id}: {c}/{n} passed{extra}")}" '
                      f'aria-label="{_e(f"{task_id}: {c}/{n} passed")}"></button>')
     rows = "".join(f'<tr><td><a href="#problem={_e(task_id)}" data-problem-link="{_e(task_id)}">{_e(task_id)}</a></td>'
-                   f'<td class="num">{int(v["c"])}/{int(v["n"])}</td><td class="num">{pct(v["c"] / v["n"] if v["n"] else 0)}%'
-                   f' <span class="rate" style="width:{40 * (v["c"] / v["n"] if v["n"] else 0):.0f}px"></span></td>'
+                   f'<td class="num">{v.passed}/{v.n}</td><td class="num">{pct(v.passed / v.n if v.n else 0)}%'
+                   f' <span class="rate" style="width:{40 * (v.passed / v.n if v.n else 0):.0f}px"></span></td>'
                    f'<td class="num">{timed_out.get(task_id, 0) or ""}</td><td class="num">{flagged.get(task_id, 0) or ""}</td></tr>'
                    for task_id, v in per_problem.items())
     table = (f'<details><summary class="sub">Per-problem pass rates (table)</summary><table class="rates"><thead><tr>'
              f'<th>Problem</th><th class="num">passed</th><th class="num">rate</th><th class="num">timed out</th>'
              f'<th class="num">flagged</th></tr></thead><tbody>{rows}</tbody></table></details>')
-    solved = sum(1 for v in per_problem.values() if v["c"] > 0)
+    solved = sum(1 for v in per_problem.values() if v.passed > 0)
     scale = "".join(f'<span><i style="background:{_colour(r)}"></i>{label}</span>'
                     for r, label in ((0, "none passed"), (0.5, "half"), (1, "all passed")))
     return (f'<section class="card"><h3>Problems</h3><p class="sub">{solved} of {len(per_problem)} solved by at least '
@@ -239,9 +240,8 @@ JS = """
 """
 
 
-def render_run_page(header: RunHeader, summary: Mapping[str, Any], samples: Sequence[SampleView],
+def render_run_page(header: RunHeader, summary: ScoreSummary, samples: Sequence[SampleView],
                     prompts: Mapping[str, str]) -> str:
-    per_problem = summary.get("per_problem", {})
     flagged: dict[str, int] = {}
     for sample in samples:
         if sample.flags:
@@ -254,8 +254,8 @@ def render_run_page(header: RunHeader, summary: Mapping[str, Any], samples: Sequ
     body = (f'<header>{crumb}<h1>{_e(header.model)}{badges}</h1><p class="meta">{_e(header.task)} · run '
             f'<code>{_e(header.run_id)}</code>' + (f' · {_e(header.model_id)}' if header.model_id else "") + '</p></header>'
             f'<main>{_stats(summary, sum(flagged.values()))}'
-            f'<div class="row2">{_curve(per_problem, summary)}'
-            f'{_problems(per_problem, summary.get("timed_out_per_problem", {}), flagged)}</div>'
+            f'<div class="row2">{_curve(summary)}'
+            f'{_problems(summary.per_problem, summary.timed_out_per_problem, flagged)}</div>'
             f'{_viewer(samples, prompts)}'
             + (f'<h2>Run</h2><section class="card"><dl class="kv">{details}</dl></section>' if details else "")
             + '</main>' + footer("Verdicts come from the trusted checker outside the sandbox; an error message is the "
@@ -263,7 +263,7 @@ def render_run_page(header: RunHeader, summary: Mapping[str, Any], samples: Sequ
     return shell(f"{header.model} on {header.task} · evalsuite", body, JS)
 
 
-def write_run_page(folder: str | Path, header: RunHeader, summary: Mapping[str, Any], samples: Sequence[SampleView],
+def write_run_page(folder: str | Path, header: RunHeader, summary: ScoreSummary, samples: Sequence[SampleView],
                    prompts: Mapping[str, str]) -> Path:
     path = Path(folder) / PAGE_FILE
     atomic_write_text(path, render_run_page(header, summary, samples, prompts))
