@@ -155,3 +155,6 @@ def test_the_resuming_line_goes_to_stderr_never_into_the_table_on_stdout(tmp_pat
     out, err = capsys.readouterr()
     assert "resuming" not in out and out.lstrip().startswith("model ")
     assert re.search(r"resuming \S+: 1 completions kept, 2 to generate", err)
+    saved.write_text(saved.read_text().splitlines(keepends=True)[0])
+    assert main([*command, "--quiet"]) == 0
+    assert "resuming" not in "".join(capsys.readouterr())  # --quiet: the table, and warnings only
