@@ -124,3 +124,13 @@ def test_an_interrupted_invocation_is_counted_from_every_ranks_saved_rows():
     assert recounted["status"] == "interrupted" and recounted["generate_s"] == 40.0
     resumed = {"invocation_id": "b", "completions_generated": 5, "tokens_generated": 100, "generate_s": 9.0}
     assert totals([recounted, resumed])["completions_generated"] == 8
+
+
+@pytest.mark.parametrize("rank", ["0", "1"])
+def test_the_limit_warning_is_said_once_by_rank_0(monkeypatch, capsys, rank):
+    from evalsuite.cli.run import warn_partial
+
+    monkeypatch.setenv("RANK", rank)
+    warn_partial([TaskRegistry.discover([]).get("humaneval")], 3)
+    said = capsys.readouterr().err
+    assert ("--limit 3: a smoke test" in said) == (rank == "0"), said
