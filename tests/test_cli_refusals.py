@@ -205,3 +205,24 @@ def test_offline_an_alias_whose_checkpoint_is_not_cached_is_named_with_its_hub_i
     assert "not an alias" not in message and "HF_HUB_OFFLINE" in message
     with pytest.raises(EvalsuiteError, match="'someone/typo' is not an alias"):
         check_hub_reachable(resolve_model("someone/typo"))
+
+
+@pytest.mark.parametrize("claim", ["key", "tensor"])
+def test_a_corrupt_gguf_header_is_not_called_a_truncated_download(tmp_path, claim):
+    """A whole file whose header claims an impossible size (a metadata key of 2**62 bytes, a tensor at offset
+    2**62) is corrupt: told so, not sent to fetch a 'truncated download' that is already complete."""
+    import struct
+
+    from evalsuite.generation.hf.gguf_files import check_gguf_file
+
+    path = tmp_path / "corrupt.gguf"
+    if claim == "key":  # magic, version 3, 0 tensors, 1 metadata entry whose key claims 2**62 bytes
+        header = b"GGUF" + struct.pack("<IQQQ", 3, 0, 1, 2**62)
+    else:  # 1 tensor "w", 1 dimension of 32 float32 elements, at offset 2**62
+        header = (b"GGUF" + struct.pack("<IQQ", 3, 1, 0) + struct.pack("<Q", 1) + b"w"
+                  + struct.pack("<IQIQ", 1, 32, 0, 2**62))
+    path.write_bytes(header + bytes(4096))
+    with pytest.raises(EvalsuiteError) as refused:
+        check_gguf_file(path)
+    message = str(refused.value)
+    assert "corrupt header" in message and "truncated" not in message and "\n" not in message, message

@@ -42,7 +42,8 @@ def test_a_rank_does_not_take_the_other_ranks_rows_for_earlier_work(tmp_path, ca
     generated, _ = generate_missing(ReferenceGenerator(), task, mine, (), SamplingParams(), run_dir, "reference",
                                     True, {p.task_id for p in problems}, rank0.completions_name())
     assert generated == len(mine)
-    assert "resuming" not in capsys.readouterr().err
+    out, err = capsys.readouterr()
+    assert "resuming" not in out + err  # the line goes to stderr (tqdm's write() defaults to stdout)
 
 
 def test_a_launcher_that_started_one_process_of_several_is_refused():
@@ -104,3 +105,32 @@ def test_a_rank_that_dies_stops_the_other_with_one_clear_error(tiny_model_dir, t
     assert waited < 60  # its own shard's work, then the error at once: never a collective's 30-minute timeout
     (record,) = tmp_path.glob("runs/*/record.json")
     assert json.loads(record.read_text())["status"] == "failed"  # not left "running"
+
+
+def test_an_interrupted_invocation_is_counted_from_every_ranks_saved_rows():
+    """Stopped under torchrun, rank 0 writes the record knowing only its own rows: the next invocation counts
+    what each stopped invocation made from the rows that carry its id, in every rank's file, so the totals over
+    the run's invocations are its completions (they said 7 of 8 after a 2-rank run was stopped and resumed)."""
+    from types import SimpleNamespace
+
+    from evalsuite.runs.invocations import earlier_invocations, totals
+
+    stopped = {"invocation_id": "a", "started_at": "t", "status": "interrupted", "completions_generated": 2,
+               "tokens_generated": 91, "generate_s": 40.0}
+    previous = SimpleNamespace(invocations=[stopped], invocation_id="a")
+    rows = [{"task_id": f"t/{i}", "completion_id": 0, "invocation_id": "a", "num_tokens": 30 + i} for i in range(3)]
+    [recounted] = earlier_invocations(previous, lambda: rows)  # rank 0's two rows and rank 1's one
+    assert recounted["completions_generated"] == 3 and recounted["tokens_generated"] == 93
+    assert recounted["status"] == "interrupted" and recounted["generate_s"] == 40.0
+    resumed = {"invocation_id": "b", "completions_generated": 5, "tokens_generated": 100, "generate_s": 9.0}
+    assert totals([recounted, resumed])["completions_generated"] == 8
+
+
+@pytest.mark.parametrize("rank", ["0", "1"])
+def test_the_limit_warning_is_said_once_by_rank_0(monkeypatch, capsys, rank):
+    from evalsuite.cli.run import warn_partial
+
+    monkeypatch.setenv("RANK", rank)
+    warn_partial([TaskRegistry.discover([]).get("humaneval")], 3)
+    said = capsys.readouterr().err
+    assert ("--limit 3: a smoke test" in said) == (rank == "0"), said

@@ -139,3 +139,22 @@ def test_a_streamed_call_hands_over_its_ended_rows_in_either_mode(threaded):
                 seen.append(event)
         handed = seen + stopping.stop()  # read before the stop, or handed over by it
     assert [e.index for e in handed] == [3]
+
+
+def test_the_resuming_line_goes_to_stderr_never_into_the_table_on_stdout(tmp_path, capsys, monkeypatch):
+    """The rerun says what it kept on stderr, with the progress; stdout holds the table (or the JSON) alone."""
+    from evalsuite.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    command = ["run", "--models", "reference", "--limit", "3", "--no-leaderboard", "--allow-unsandboxed"]
+    assert main(command) == 0
+    (saved,) = tmp_path.glob("runs/*/completions.jsonl")
+    saved.write_text(saved.read_text().splitlines(keepends=True)[0])  # as if stopped after the first row
+    capsys.readouterr()
+    assert main(command) == 0
+    out, err = capsys.readouterr()
+    assert "resuming" not in out and out.lstrip().startswith("model ")
+    assert re.search(r"resuming \S+: 1 completions kept, 2 to generate", err)
+    saved.write_text(saved.read_text().splitlines(keepends=True)[0])
+    assert main([*command, "--quiet"]) == 0
+    assert "resuming" not in "".join(capsys.readouterr())  # --quiet: the table, and warnings only

@@ -6,6 +6,7 @@ With no arguments it evaluates the built-in ``reference`` model on HumanEval: th
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -139,9 +140,11 @@ def protocol_from_args(args: argparse.Namespace):
 
 
 def warn_partial(tasks, limit: int | None, stream=None) -> None:
-    """``--limit`` is a smoke test: say so, loudly, before any work."""
+    """``--limit`` is a smoke test: say so, loudly, before any work; once, by rank 0 under torchrun or accelerate."""
     if not limit or limit < 1:
         return  # nothing, or an error validate_config reports
+    if os.environ.get("RANK", "0") != "0":
+        return  # a worker rank: rank 0 says it (8 ranks said it 8 times)
     for task in tasks:
         total = len(task.problems())
         if limit < total:
@@ -244,8 +247,6 @@ def execute(args: argparse.Namespace, argv: list[str] | None = None):
 def quiet_libraries() -> None:
     """--quiet silences the libraries' progress bars too (transformers' "Loading weights", hub downloads):
     huggingface_hub reads the variable when imported; a transformers imported already is told directly."""
-    import os
-
     os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
     if "transformers" in sys.modules:
         from transformers.utils import logging as transformers_logging

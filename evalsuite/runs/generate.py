@@ -51,8 +51,9 @@ def generate_missing(generator: Generator, task: Task, problems: Sequence[Proble
     generated, tokens = 0, 0
     with JsonlAppender(run_dir.path / out_name) as out, \
             progress_bar(total=total, desc=f"generate {label}", unit="completion", enabled=show_progress) as bar:
-        if done:
-            bar.write(f"resuming {run_dir.path}: {len(done)} completions kept, {total} to generate")
+        if done and show_progress:  # not under --quiet, nor on a worker rank (rank 0 speaks)
+            # tqdm's write() prints on stdout unless told (and whether or not the bar is shown): the table's stream
+            bar.write(f"resuming {run_dir.path}: {len(done)} completions kept, {total} to generate", file=sys.stderr)
         progress = TokenProgress(bar, total, sampling.max_new_tokens, generator.expected_tokens_per_s())
         generator.token_listener = progress.on_tokens
         stream = generator.generate(requests, sampling)

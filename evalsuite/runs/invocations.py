@@ -4,8 +4,8 @@ Why: a run interrupted and resumed is one run made by several invocations. The r
 of all of them: a resume with nothing left to generate used to rewrite ``record.json`` with
 ``generate: 0.0`` and ``tokens_per_s: None``, losing the real generation time. Each invocation
 is listed with what it generated and how long it took; an invocation that was killed before it could write
-(SIGKILL, power loss) is marked ``interrupted`` by the next one, its completions counted from the rows that
-carry its ``invocation_id``.
+(SIGKILL, power loss) is marked ``interrupted`` by the next one, and every stopped one's completions are counted
+from the rows that carry its ``invocation_id`` (under data parallelism, in every rank's file).
 """
 
 from __future__ import annotations
@@ -37,8 +37,8 @@ class Invocation:
 def earlier_invocations(previous: RunRecord | None,
                         saved_rows: Callable[[], Iterable[Mapping[str, Any]]]) -> list[dict]:
     """The invocations an earlier record lists (records older than this list: one, rebuilt from its fields);
-    any still ``running`` was cut off, and is completed from the saved rows that carry its id (``saved_rows``
-    reads them, only then)."""
+    any still ``running`` was cut off, and it and any stopped one (``interrupted``, ``failed``) are counted from
+    the saved rows that carry its id (``saved_rows`` reads them, only then)."""
     if not previous:
         return []
     listed = [dict(entry) for entry in previous.invocations]
@@ -50,13 +50,18 @@ def earlier_invocations(previous: RunRecord | None,
                              int(stats.get("completions_generated_now", 0)),
                              int(stats.get("tokens_generated_now", 0)),
                              timings.get("generate") if complete else None, timings.get("load")).to_json()]
-    cut_off = {entry["invocation_id"]: entry for entry in listed if entry.get("status") == "running"}
-    if cut_off:
-        made = made_by(saved_rows(), cut_off)
-        for invocation_id, entry in cut_off.items():
+    # Cut off ("running": killed before it could write) or stopped ("interrupted", "failed": under data
+    # parallelism rank 0 wrote what its own shard had kept, the other ranks still saving theirs): the rows that
+    # carry its id, in every rank's file, say what it made.
+    stopped = {entry["invocation_id"]: entry for entry in listed
+               if entry.get("status") in ("running", "interrupted", "failed")}
+    if stopped:
+        made = made_by(saved_rows(), stopped)
+        for invocation_id, entry in stopped.items():
             completions, tokens = made[invocation_id]
-            entry.update(status="interrupted", completions_generated=completions, tokens_generated=tokens,
-                         generate_s=entry.get("generate_s") or None)
+            entry.update(completions_generated=completions, tokens_generated=tokens)
+            if entry.get("status") == "running":
+                entry.update(status="interrupted", generate_s=entry.get("generate_s") or None)
     return listed
 
 

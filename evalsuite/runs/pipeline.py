@@ -33,7 +33,7 @@ from evalsuite.runs.distributed import DistContext, context_from_env, shutdown
 from evalsuite.runs.finish import RunFacts, ScoredRun, add_to_leaderboard, finish
 from evalsuite.runs.generate import generate_missing, load_completions
 from evalsuite.runs.identity import problem_set, prompt_settings, run_identity, select_problems
-from evalsuite.runs.invocations import Invocation, earlier_invocations
+from evalsuite.runs.invocations import Invocation, earlier_invocations, made_by
 from evalsuite.runs.invocations import totals as invocation_totals
 from evalsuite.runs.plan_line import Workload, announce_plan
 from evalsuite.runs.record import ModelDescription, RecordedTask, RunRecord, per_problem_results
@@ -135,6 +135,13 @@ def run_one(generator: Generator, spec: ModelSpec, task: Task, config: RunConfig
         elapsed = generate_seconds if generate_seconds is not None else time.perf_counter() - started
         invocation.finished_at, invocation.generate_s = _now(), round(elapsed, 3)
         if ctx.is_main:
+            if ctx.world_size > 1:  # every rank's rows saved so far, not only this shard's (the next run recounts)
+                try:
+                    rows = run_dir.existing_completions(valid_ids, config.sampling.n).values()
+                    made = made_by(rows, [invocation_id])[invocation_id]
+                    invocation.completions_generated, invocation.tokens_generated = made
+                except EvalsuiteError:
+                    pass  # a rank's file being written: the next invocation counts its rows
             record.status = invocation.status  # not "running": this invocation ended here
             record.invocations = [*history, invocation.to_json()]
             atomic_write_json(run_dir.record, record.to_json())

@@ -27,8 +27,20 @@ STRING, ARRAY = 8, 9
 DEFAULT_ALIGNMENT = 32
 
 
+MAX_PLAUSIBLE_BYTES = 1 << 40  # no GGUF field or file is a TiB: a size beyond it is a corrupt header, not a short file
+
+
 class _Truncated(Exception):
     pass
+
+
+def _short_or_corrupt(needed: int, have: int, what: str, short: str) -> Exception:
+    """A file of ``have`` bytes whose ``what`` needs ``needed``: truncated (``short`` says how), unless the size is
+    beyond any GGUF's: then its header is corrupt, and calling it a short download would mislead."""
+    if needed > MAX_PLAUSIBLE_BYTES:
+        return ValueError(f"{what} claims {needed:,} bytes, more than any GGUF holds (the file is {have:,} bytes): "
+                          "a corrupt header, not a short download; fetch it again")
+    return _Truncated(short)
 
 
 class _Cursor:
@@ -38,7 +50,8 @@ class _Cursor:
     def take(self, n: int) -> int:
         start = self.pos
         if n < 0 or start + n > len(self.data):
-            raise _Truncated(f"ends at byte {len(self.data):,} inside a field that needs {start + n:,}")
+            raise _short_or_corrupt(start + n, len(self.data), f"a field at byte {start:,}",
+                                    f"ends at byte {len(self.data):,} inside a field that needs {start + n:,}")
         self.pos = start + n
         return start
 
@@ -130,7 +143,8 @@ def _walk(data: mmap.mmap) -> None:
         end = max(end, offset + (size or 0))
     data_start = -(-cursor.pos // alignment) * alignment
     if data_start + end > len(data):
-        raise _Truncated(f"ends at byte {len(data):,}, but its tensors need {data_start + end:,}")
+        raise _short_or_corrupt(data_start + end, len(data), "its tensor table",
+                                f"ends at byte {len(data):,}, but its tensors need {data_start + end:,}")
 
 
 @contextmanager
