@@ -49,6 +49,7 @@ CKPT = Path(os.environ.get("CKPT", "/tmp/ckpt"))
 GGUF = Path(os.environ.get("GGUF", "/tmp/models/SmolLM2-135M-Instruct.Q4_1.gguf"))
 SAMPLED_LIMIT = int(os.environ.get("SAMPLED_LIMIT", "20"))
 RUNG_LIMIT = int(os.environ.get("RUNG_LIMIT", "4"))  # problems, generated as one batch of this size
+MODELS_REPEAT = int(os.environ.get("MODELS_REPEAT", "2"))  # timed runs per case of the models section; fastest kept
 RUNG_TOKENS = int(os.environ.get("RUNG_TOKENS", "8"))  # new tokens per completion (offloaded decoding is slow)
 OFFLOAD_DIR = Path(os.environ.get("OFFLOAD_DIR", "/tmp/acceptance-offload"))
 # rows of earlier calls on the same warm machine ("" or "0": this call's rows only)
@@ -326,52 +327,78 @@ def two_models(builder: threading.Thread | None = None) -> None:
     solo: dict[str, float] = {}
     solo_plan: dict[str, tuple] = {}
     solo_decode: dict[str, float | None] = {}
+    # Every timed run is made MODELS_REPEAT times and the fastest kept, alone and in pairs alike: at this
+    # workload (80 completions, ~3 s of generation) one engine set-up's jitter (0.4-1.5 s) moves a single figure
+    # by 20% (run 11: the same GPT-J set-up took 0.95 s alone and 1.53 s first in a pair).
     for path in (gptj, bloom):
-        folder = evalsuite_run("models", f"{path.name} alone", str(path), TWO_MODEL_FLAGS, 60)
-        if folder is not None:
-            solo[path.name] = ROWS[-1].tokens_per_s or 0.0
-            solo_decode[path.name] = _decode_rate(json.loads((folder / "record.json").read_text()))
-            solo_plan[path.name] = _plan_key(json.loads((folder / "record.json").read_text())["model"])
-    for pair in ((gptj, bloom), (bloom, gptj)):
-        case = f"{pair[0].name} then {pair[1].name}"
-        if left() < 100:
-            ROWS.append(Row("models", case, "skipped", note=f"budget: {left():.0f} s left"))
-            continue
-        output = Path("/tmp/acceptance-runs") / case.replace(" ", "_")
-        shutil.rmtree(output, ignore_errors=True)
-        board = output / "leaderboard"
-        done = run([PY, "-m", "evalsuite", "run", "--models", ",".join(str(p) for p in pair), "--output", str(output),
-                    "--leaderboard-dir", str(board), "--quiet", *SANDBOX, *TWO_MODEL_FLAGS], left() - 5)
-        entries = []
-        if (board / "leaderboard.json").exists():
-            entries = [e["model"] for e in json.loads((board / "leaderboard.json").read_text())["entries"]]
-        for position, path in enumerate(pair):
-            records = sorted(output.glob(f"{path.name}__humaneval__*/record.json"))
-            if not records:
-                ROWS.append(Row("models", f"{case}: {path.name}", "failed", note=_last_line(done)))
+        kept: Row | None = None
+        last: Row | None = None
+        for _ in range(MODELS_REPEAT):
+            folder = evalsuite_run("models", f"{path.name} alone", str(path), TWO_MODEL_FLAGS, 60)
+            last = ROWS.pop()  # evalsuite_run adds one row, whatever happened
+            if folder is None or (kept is not None and (last.tokens_per_s or 0) <= (kept.tokens_per_s or 0)):
                 continue
-            record = json.loads(records[-1].read_text())
-            (OUT / "records").mkdir(exist_ok=True)
-            (OUT / "records" / f"models-{case.replace(' ', '_')}-{path.name}.json").write_text(json.dumps(record))
-            info = record["model"]
-            strategy = str(info.get("placement", {}).get("strategy") or "")
-            speed = record["generation_stats"]["tokens_per_s"] or 0.0
-            ratio = speed / solo[path.name] if solo.get(path.name) else None
-            decode_ratio = _decode_rate(record) / solo_decode[path.name] if solo_decode.get(path.name) else None
-            same_plan = solo_plan.get(path.name) == _plan_key(info)  # the next model plans as if alone
-            good = record["status"] == "complete" and strategy in ("gpu", "multi-gpu") and path.name in entries \
-                and ratio is not None and ratio >= 0.85 and same_plan
-            engine = info.get("engine")
-            ROWS.append(Row("models", f"{case}: {path.name} ({'first' if position == 0 else 'second'})",
-                            "ok" if good else "failed",
-                            engine=engine["name"] if isinstance(engine, dict) else str(engine), strategy=strategy,
-                            peak_reserved_gib=info.get("gpu_peak_reserved_gib"), load_s=record["timings_s"]["load"],
-                            generate_s=record["timings_s"]["generate"], tokens_per_s=speed,
-                            note=_ratio_note(ratio) + _decode_note(decode_ratio)
-                            + ("; plan as alone" if same_plan else f"; plan {_plan_key(info)} != alone "
-                               f"{solo_plan.get(path.name)}") + f"; leaderboard entries {entries}"))
-        if done.returncode != 0:
-            ROWS[-1].note += f"; command exit {done.returncode}"
+            kept, solo[path.name] = last, last.tokens_per_s or 0.0
+            record = json.loads((folder / "record.json").read_text())
+            solo_decode[path.name], solo_plan[path.name] = _decode_rate(record), _plan_key(record["model"])
+        if kept is not None:
+            kept.note += f"; fastest of {MODELS_REPEAT}"
+        if kept or last:
+            ROWS.append(kept or last)
+    for pair in ((gptj, bloom), (bloom, gptj)):
+        fastest: dict[str, Row] = {}
+        for _ in range(MODELS_REPEAT):
+            for row in _pair_rows(pair, solo, solo_decode, solo_plan):
+                if row.case not in fastest or (row.tokens_per_s or 0) > (fastest[row.case].tokens_per_s or 0):
+                    fastest[row.case] = row
+        for row in fastest.values():
+            row.note += f"; fastest of {MODELS_REPEAT}"
+            ROWS.append(row)
+
+
+def _pair_rows(pair: tuple[Path, Path], solo: dict[str, float], solo_decode: dict[str, float | None],
+               solo_plan: dict[str, tuple]) -> list[Row]:
+    """One run of the two-model command in ``pair``'s order: a row per model."""
+    rows: list[Row] = []
+    case = f"{pair[0].name} then {pair[1].name}"
+    if left() < 100:
+        return [Row("models", case, "skipped", note=f"budget: {left():.0f} s left")]
+    output = Path("/tmp/acceptance-runs") / case.replace(" ", "_")
+    shutil.rmtree(output, ignore_errors=True)
+    board = output / "leaderboard"
+    done = run([PY, "-m", "evalsuite", "run", "--models", ",".join(str(p) for p in pair), "--output", str(output),
+                "--leaderboard-dir", str(board), "--quiet", *SANDBOX, *TWO_MODEL_FLAGS], left() - 5)
+    entries = []
+    if (board / "leaderboard.json").exists():
+        entries = [e["model"] for e in json.loads((board / "leaderboard.json").read_text())["entries"]]
+    for position, path in enumerate(pair):
+        records = sorted(output.glob(f"{path.name}__humaneval__*/record.json"))
+        if not records:
+            rows.append(Row("models", f"{case}: {path.name}", "failed", note=_last_line(done)))
+            continue
+        record = json.loads(records[-1].read_text())
+        (OUT / "records").mkdir(exist_ok=True)
+        (OUT / "records" / f"models-{case.replace(' ', '_')}-{path.name}.json").write_text(json.dumps(record))
+        info = record["model"]
+        strategy = str(info.get("placement", {}).get("strategy") or "")
+        speed = record["generation_stats"]["tokens_per_s"] or 0.0
+        ratio = speed / solo[path.name] if solo.get(path.name) else None
+        decode_ratio = _decode_rate(record) / solo_decode[path.name] if solo_decode.get(path.name) else None
+        same_plan = solo_plan.get(path.name) == _plan_key(info)  # the next model plans as if alone
+        good = record["status"] == "complete" and strategy in ("gpu", "multi-gpu") and path.name in entries \
+            and ratio is not None and ratio >= 0.85 and same_plan
+        engine = info.get("engine")
+        rows.append(Row("models", f"{case}: {path.name} ({'first' if position == 0 else 'second'})",
+                        "ok" if good else "failed",
+                        engine=engine["name"] if isinstance(engine, dict) else str(engine), strategy=strategy,
+                        peak_reserved_gib=info.get("gpu_peak_reserved_gib"), load_s=record["timings_s"]["load"],
+                        generate_s=record["timings_s"]["generate"], tokens_per_s=speed,
+                        note=_ratio_note(ratio) + _decode_note(decode_ratio)
+                        + ("; plan as alone" if same_plan else f"; plan {_plan_key(info)} != alone "
+                           f"{solo_plan.get(path.name)}") + f"; leaderboard entries {entries}"))
+    if done.returncode != 0 and rows:
+        rows[-1].note += f"; command exit {done.returncode}"
+    return rows
 
 
 def _decode_rate(record: dict) -> float | None:
