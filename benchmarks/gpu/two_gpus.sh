@@ -7,7 +7,7 @@
 #     generate time, tok/s and identical completions (data_parallel.sh's run); then the same one-GPU run
 #     without --batch-invariant, for what invariance costs.
 # Carry .whl-core; the table is printed last, JSON in $OUT. On a host with more GPUs: SPLIT_DEVICES=0,1 keeps the
-# split on two of them, RANKS="2 4" adds data-parallel runs at more ranks.
+# split on two of them, RANKS="2 4" adds data-parallel runs at more ranks; INVARIANCE_COST=0 skips 2b.
 cd "$(dirname "$0")/../.." && source benchmarks/gpu/common.sh
 export PYTHONPATH=/tmp/site:$PWD
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
@@ -61,6 +61,7 @@ json.dump({"status": status, "strategy": placement.get("strategy"), "peak": peak
 PY
 echo "== 2. data parallel: 1 GPU vs torchrun 2 ranks, --batch-invariant"
 EXTRA=--batch-invariant bash benchmarks/gpu/data_parallel.sh 2>&1 | grep -v -i warn | grep -v "^\[" | tail -24
+[ "${INVARIANCE_COST:-1}" = 1 ] || exit 0  # INVARIANCE_COST=0: skip 2b (a short device budget)
 echo "== 2b. the one-GPU run without --batch-invariant"
 CUDA_VISIBLE_DEVICES=0 $PY -m evalsuite run --models "$MODEL" --n "${N:-40}" --limit "${LIMIT:-64}" --temperature 0.8 \
   --top-p 0.95 --max-new-tokens "${NEW:-256}" --no-leaderboard --quiet $SANDBOX_FLAG --output /tmp/dp-1-default \
