@@ -53,6 +53,17 @@ class SamplingParams:
             return self.max_new_tokens
         return max(1, min(self.max_new_tokens, self.max_length - prompt_tokens))
 
+    def describe(self) -> str:
+        """How a run page names the sampling: ``n=20, T=0.8, top_p=0.95, max_new_tokens=512, seed=0``."""
+        return (f"n={self.n}, T={self.temperature:g}, top_p={self.top_p:g}, max_new_tokens={self.max_new_tokens}, "
+                f"seed={self.seed}")
+
+    @classmethod
+    def from_dict(cls, data: Any) -> SamplingParams:
+        """Back from :meth:`to_dict` (a record, a leaderboard's run summary); keys it does not know are ignored."""
+        known = {name: data[name] for name in cls.__dataclass_fields__ if data.get(name) is not None}
+        return cls(**known)
+
     def to_dict(self) -> dict[str, Any]:
         values = asdict(self)
         if values["max_length"] is None:  # named only where set, so the keys of earlier runs stay as they were

@@ -53,7 +53,7 @@ def test_settings_key_changes_with_every_keyed_setting():
     variants = {"n": 20, "temperature": 0.2, "top_p": 0.9, "top_k": 50, "max_new_tokens": 256,
                 "prompt_template": "# Python\n{prompt}", "dataset_sha256": "f" * 64}
     assert set(variants) == set(KEY_FIELDS)
-    keys = {settings_key(base)} | {settings_key({**base, name: value}) for name, value in variants.items()}
+    keys = {settings_key(base)} | {settings_key({**base.to_json(), name: value}) for name, value in variants.items()}
     assert len(keys) == len(variants) + 1
 
 
@@ -64,7 +64,7 @@ def test_settings_key_ignores_seed_and_unused_greedy_knobs():
     assert key(temperature=0.8, seed=1) == key(temperature=0.8, seed=2)
     assert key(temperature=0.0, top_p=0.5, top_k=7) == key(temperature=0.0)  # greedy: top_p/top_k unused
     assert key(temperature=0.8, top_p=0.5) != key(temperature=0.8)
-    assert settings_key({**settings_for(SamplingParams(), "{prompt}", SHA), "temperature": 0}) == key()
+    assert settings_key({**settings_for(SamplingParams(), "{prompt}", SHA).to_json(), "temperature": 0}) == key()
     assert key(n=20, temperature=0.8).startswith("n20-t0.8-")
 
 

@@ -190,11 +190,11 @@ def _facts(args: argparse.Namespace, name: str, task, covered: list, kind: str, 
         badges.append("solution rows")
     given = SamplingParams(n=_samples_per_problem(samples), max_new_tokens=args.max_new_tokens,
                            **({} if args.temperature is None else {"temperature": args.temperature}))
-    sampling = {**given.to_dict(), "seed": None}  # the seed the samples were drawn with is not known here
     samples_file = storable(str(args.samples))
     return RunFacts(run_id=storable(Path(args.output).resolve().name), model=name, model_id=samples_file,
                     task=task.name,
-                    dataset_sha256=task.dataset_sha256, prompt_template=task.prompt_template, sampling=sampling,
+                    dataset_sha256=task.dataset_sha256, prompt_template=task.prompt_template, sampling=given,
+                    seed=None,  # the seed the samples were drawn with is not known here
                     problem_set=subset, badges=tuple(badges),
                     details={"samples file": samples_file, "samples sha256": samples_sha256,
                              "sandbox": str(sandbox_mode)},

@@ -8,6 +8,7 @@ from datetime import datetime, timezone
 from typing import Any, ClassVar
 
 from evalsuite.errors import EvalsuiteError
+from evalsuite.records import SamplingParams
 from evalsuite.reporting.model import LeaderboardEntry, Metric, settings_for, utc_now_iso
 from evalsuite.reporting.store import document, validate_document
 from evalsuite.scoring import Score, ScoreSummary
@@ -34,7 +35,7 @@ class RunSummary:
     task: str
     dataset_sha256: str  # hex; "" if unknown
     prompt_template: str
-    sampling: Any  # a SamplingParams or its to_dict() (n, temperature, top_p, top_k, max_new_tokens, seed)
+    sampling: SamplingParams
     score: ScoreSummary
     run_id: str
     hardware: str  # e.g. "1x NVIDIA H100 80GB HBM3" or "cpu"
@@ -45,6 +46,7 @@ class RunSummary:
     strip_prompt: bool = False
     problem_set: Mapping[str, Any] | None = None  # a --limit run's subset: n_problems, of, ids_sha256
     run_page: str | None = None  # the run's report.html; made relative to the leaderboard folder when added
+    seed: int | None = None  # the sampling seed; None where it is not known
 
     REQUIRED: ClassVar[tuple[str, ...]] = ("model", "model_id", "task", "dataset_sha256", "prompt_template",
                                            "sampling", "score", "run_id", "hardware")
@@ -56,9 +58,17 @@ class RunSummary:
         missing = [name for name in cls.REQUIRED if name not in run_summary]
         if missing:
             raise EvalsuiteError(f"cannot build a leaderboard entry: run summary lacks {', '.join(missing)}")
+        sampling = run_summary["sampling"]
+        if not isinstance(sampling, SamplingParams):
+            wanted = ("n", "temperature", "top_p", "top_k", "max_new_tokens")
+            lacking = [name for name in wanted if name not in sampling]
+            if lacking:
+                raise EvalsuiteError(f"sampling settings lack {', '.join(lacking)}")
+        seed = sampling.seed if isinstance(sampling, SamplingParams) else sampling.get("seed")
         return cls(model=run_summary["model"], model_id=run_summary["model_id"], task=run_summary["task"],
                    dataset_sha256=run_summary["dataset_sha256"], prompt_template=run_summary["prompt_template"],
-                   sampling=run_summary["sampling"], score=score_summary(run_summary["score"]),
+                   sampling=sampling if isinstance(sampling, SamplingParams) else SamplingParams.from_dict(sampling),
+                   seed=seed, score=score_summary(run_summary["score"]),
                    run_id=run_summary["run_id"], hardware=run_summary["hardware"],
                    date=run_summary.get("date") or None,
                    evalsuite_version=run_summary.get("evalsuite_version") or None,
@@ -97,16 +107,14 @@ def entry_from_run(run_summary: RunSummary | Mapping[str, Any]) -> LeaderboardEn
     if not metrics:
         raise EvalsuiteError(f"{run.model} on {run.task}: no pass@k could be computed "
                              f"({'; '.join(not_computable.values()) or 'empty score'})")
-    seed = run.sampling.seed if hasattr(run.sampling, "seed") else run.sampling.get("seed")
     entry = LeaderboardEntry(
         model=str(run.model), model_id=str(run.model_id), task=str(run.task),
-        dataset_sha256=settings["dataset_sha256"], settings=settings, metrics=metrics,
-        n=settings["n"], n_problems=run.score.n_problems, temperature=settings["temperature"],
+        dataset_sha256=settings.dataset_sha256, settings=settings, metrics=metrics, n_problems=run.score.n_problems,
         date=to_utc_iso(run.date) if run.date else utc_now_iso(),
         run_id=str(run.run_id),
         hardware=str(run.hardware),
         evalsuite_version=str(run.evalsuite_version or __version__),
-        not_computable=not_computable, seed=None if seed is None else int(seed),
+        not_computable=not_computable, seed=None if run.seed is None else int(run.seed),
         run_page=str(run.run_page) if run.run_page else None,
         base_metrics=base_metrics,
     )

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from evalsuite.reporting.model import KEY_FIELDS, LeaderboardEntry
+from evalsuite.reporting.model import KEY_FIELDS, EntrySettings, LeaderboardEntry
 
 
 def interval_label(low: float, high: float, method: str | None) -> str:
@@ -27,12 +27,12 @@ def estimate_text(estimate: Any) -> str:
     return f"{estimate.value:.3f} {interval_label(estimate.ci_low, estimate.ci_high, estimate.ci_method)}"
 
 
-def describe_settings(settings: Mapping[str, Any]) -> str:
-    text = f"n={settings['n']}, T={settings['temperature']:g}"
-    if settings["temperature"] > 0:
-        text += f", top_p={settings['top_p']:g}" + (f", top_k={settings['top_k']}" if settings["top_k"] else "")
-    text += f", max_new_tokens={settings['max_new_tokens']}"
-    return text + (f", max_length={settings['max_length']}" if settings.get("max_length") else "")
+def describe_settings(settings: EntrySettings) -> str:
+    text = f"n={settings.n}, T={settings.temperature:g}"
+    if not settings.greedy:
+        text += f", top_p={settings.top_p:g}" + (f", top_k={settings.top_k}" if settings.top_k else "")
+    text += f", max_new_tokens={settings.max_new_tokens}"
+    return text + (f", max_length={settings.max_length}" if settings.max_length else "")
 
 
 def _setting_text(name: str, value: Any) -> str:
@@ -45,22 +45,21 @@ def _setting_text(name: str, value: Any) -> str:
     return f"{name}={value:g}" if isinstance(value, float) else f"{name}={value}"
 
 
-def always_shown(settings: Mapping[str, Any]) -> list[str]:
+def always_shown(settings: EntrySettings) -> list[str]:
     """Settings every view names, whatever other rows exist: quantized weights, instruct prompting,
     stripped prompts, and a partial problem set (a smoke test must never read as the model's score)."""
-    parts = [settings["weights"]] if "weights" in settings else []
-    if settings.get("prompt_style") == "instruct":
+    parts = [settings.weights] if settings.weights else []
+    if settings.prompt_style == "instruct":
         parts.append("instruct")
-    if settings.get("strip_prompt"):
+    if settings.strip_prompt:
         parts.append("stripped prompt")
-    if "problem_set" in settings:
-        subset = settings["problem_set"]
-        parts.append(f"partial {subset['n_problems']}/{subset['of']}")
+    if settings.problem_set is not None:
+        parts.append(f"partial {settings.problem_set.n_problems}/{settings.problem_set.of}")
     return parts
 
 
 def is_partial(entry: LeaderboardEntry) -> bool:
-    return "problem_set" in entry.settings
+    return entry.settings.problem_set is not None
 
 
 def display_labels(entries: Sequence[LeaderboardEntry]) -> dict[tuple[str, str, str], str]:
@@ -72,9 +71,10 @@ def display_labels(entries: Sequence[LeaderboardEntry]) -> dict[tuple[str, str, 
     labels = {}
     for entry in entries:
         group = siblings[(entry.model, entry.task)]
-        differing = [name for name in KEY_FIELDS if len({json.dumps(e.settings[name]) for e in group}) > 1]
+        differing = [name for name in KEY_FIELDS
+                     if len({json.dumps(getattr(e.settings, name)) for e in group}) > 1]
         parts = always_shown(entry.settings)
-        parts += [_setting_text(name, entry.settings[name]) for name in differing]
+        parts += [_setting_text(name, getattr(entry.settings, name)) for name in differing]
         labels[entry.key] = f"{entry.model} ({', '.join(parts)})" if parts else entry.model
     return labels
 

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from evalsuite.errors import EvalsuiteError
+from evalsuite.records import SamplingParams
 from evalsuite.version import __version__
 
 KEY_FIELDS = ("n", "temperature", "top_p", "top_k", "max_new_tokens", "prompt_template", "dataset_sha256")
@@ -89,11 +89,9 @@ class LeaderboardEntry:
     model_id: str  # resolved hub id or local path: what was actually loaded
     task: str
     dataset_sha256: str
-    settings: dict[str, Any]  # KEY_FIELDS (+ OPTIONAL_KEY_FIELDS where present), normalised (see settings_for)
+    settings: EntrySettings
     metrics: dict[str, Metric]  # "pass@1" -> Metric
-    n: int  # samples per problem
     n_problems: int
-    temperature: float
     date: str  # ISO 8601 UTC, e.g. 2025-01-31T12:00:00Z
     run_id: str
     hardware: str
@@ -106,7 +104,16 @@ class LeaderboardEntry:
 
     @property
     def settings_key(self) -> str:
-        return settings_key(self.settings)
+        return self.settings.key
+
+    @property
+    def n(self) -> int:
+        """Samples per problem."""
+        return self.settings.n
+
+    @property
+    def temperature(self) -> float:
+        return self.settings.temperature
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -119,7 +126,7 @@ class LeaderboardEntry:
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "model": self.model, "model_id": self.model_id, "task": self.task,
-            "dataset_sha256": self.dataset_sha256, "settings": dict(self.settings),
+            "dataset_sha256": self.dataset_sha256, "settings": self.settings.to_json(),
             "settings_key": self.settings_key,
             "metrics": {name: metric.to_json() for name, metric in sorted_metrics(self.metrics)},
             "n": self.n, "n_problems": self.n_problems, "temperature": self.temperature,
@@ -141,9 +148,9 @@ class LeaderboardEntry:
         """Build from a schema-valid entry (validated by :func:`evalsuite.reporting.store.load_leaderboard`)."""
         return cls(
             model=data["model"], model_id=data["model_id"], task=data["task"],
-            dataset_sha256=data["dataset_sha256"], settings=dict(data["settings"]),
+            dataset_sha256=data["dataset_sha256"], settings=EntrySettings.from_json(data["settings"]),
             metrics={name: Metric.from_json(value) for name, value in data["metrics"].items()},
-            n=data["n"], n_problems=data["n_problems"], temperature=float(data["temperature"]),
+            n_problems=data["n_problems"],
             date=data["date"], run_id=data["run_id"], hardware=data["hardware"],
             evalsuite_version=data["evalsuite_version"], not_computable=dict(data.get("not_computable", {})),
             seed=data.get("seed"), run_page=data.get("run_page"),
@@ -157,47 +164,103 @@ def sorted_metrics(metrics: Mapping[str, Any]) -> list[tuple[str, Any]]:
 
 # -- settings key ------------------------------------------------------------------------------------
 
-def settings_for(sampling: Any, prompt_template: str, dataset_sha256: str,
+@dataclass(frozen=True)
+class ProblemSubset:
+    """The subset a ``--limit`` run scored: how many problems, of how many, and which (a digest of their ids)."""
+
+    n_problems: int
+    of: int
+    ids_sha256: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"n_problems": self.n_problems, "of": self.of, "ids_sha256": self.ids_sha256}
+
+
+@dataclass(frozen=True)
+class EntrySettings:
+    """The normalised settings that change the number (see the module docstring for the choice): the entry's
+    key is a digest of them. Under greedy decoding ``top_p``/``top_k`` are unused and normalised to 1.0/0."""
+
+    n: int
+    temperature: float
+    top_p: float
+    top_k: int
+    max_new_tokens: int
+    prompt_template: str
+    dataset_sha256: str
+    weights: str | None = None  # "int8"/"nf4" only
+    prompt_style: str | None = None  # "instruct" only
+    strip_prompt: bool = False
+    max_length: int | None = None
+    problem_set: ProblemSubset | None = None
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature == 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        """The settings as the leaderboard stores them: the key fields, then the optional ones an entry has."""
+        out: dict[str, Any] = {
+            "n": self.n, "temperature": self.temperature, "top_p": self.top_p, "top_k": self.top_k,
+            "max_new_tokens": self.max_new_tokens, "prompt_template": self.prompt_template,
+            "dataset_sha256": self.dataset_sha256,
+        }
+        if self.weights:
+            out["weights"] = self.weights
+        if self.prompt_style:
+            out["prompt_style"] = self.prompt_style
+        if self.strip_prompt:
+            out["strip_prompt"] = True
+        if self.max_length is not None:
+            out["max_length"] = self.max_length
+        if self.problem_set is not None:
+            out["problem_set"] = self.problem_set.to_json()
+        return out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> EntrySettings:
+        subset = data.get("problem_set")
+        return cls(n=int(data["n"]), temperature=float(data["temperature"]), top_p=float(data["top_p"]),
+                   top_k=int(data["top_k"]), max_new_tokens=int(data["max_new_tokens"]),
+                   prompt_template=str(data["prompt_template"]), dataset_sha256=str(data["dataset_sha256"]),
+                   weights=data.get("weights"), prompt_style=data.get("prompt_style"),
+                   strip_prompt=bool(data.get("strip_prompt", False)),
+                   max_length=None if data.get("max_length") is None else int(data["max_length"]),
+                   problem_set=None if not subset else ProblemSubset(int(subset["n_problems"]), int(subset["of"]),
+                                                                   str(subset["ids_sha256"])))
+
+    @property
+    def key(self) -> str:
+        return settings_key(self.to_json())
+
+
+def settings_for(sampling: SamplingParams, prompt_template: str, dataset_sha256: str,
                  weights: str | None = None, prompt_style: str | None = None, strip_prompt: bool = False,
-                 problem_set: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                 problem_set: Mapping[str, Any] | None = None) -> EntrySettings:
     """The normalised settings that change the number (see the module docstring for the choice).
 
-    ``sampling`` is a :class:`~evalsuite.records.SamplingParams` or its ``to_dict()``; ``weights`` the
-    precision the model ran in (only int8/nf4 are kept); ``prompt_style`` "base" or "instruct";
+    ``weights`` the precision the model ran in (only int8/nf4 are kept); ``prompt_style`` "base" or "instruct";
     ``problem_set`` the subset a ``--limit`` run scored (None: all of the task's problems).
     """
-    params = sampling.to_dict() if hasattr(sampling, "to_dict") else dict(sampling)
-    missing = [name for name in ("n", "temperature", "top_p", "top_k", "max_new_tokens") if name not in params]
-    if missing:
-        raise EvalsuiteError(f"sampling settings lack {', '.join(missing)}")
-    temperature = float(params["temperature"])
-    greedy = temperature == 0.0
-    settings: dict[str, Any] = {
-        "n": int(params["n"]),
-        "temperature": temperature,
-        "top_p": 1.0 if greedy else float(params["top_p"]),
-        "top_k": 0 if greedy else int(params["top_k"]),
-        "max_new_tokens": int(params["max_new_tokens"]),
-        "prompt_template": str(prompt_template),
-        "dataset_sha256": str(dataset_sha256),
-    }
-    if weights in QUANTIZED_WEIGHTS:
-        settings["weights"] = weights
-    if prompt_style == "instruct":
-        settings["prompt_style"] = "instruct"
-    if strip_prompt:
-        settings["strip_prompt"] = True
-    if params.get("max_length") is not None:
-        settings["max_length"] = int(params["max_length"])
+    greedy = sampling.greedy
+    subset = None
     if problem_set:
-        settings["problem_set"] = {"n_problems": int(problem_set["n_problems"]), "of": int(problem_set["of"]),
-                                   "ids_sha256": str(problem_set["ids_sha256"])}
-    return settings
+        subset = ProblemSubset(int(problem_set["n_problems"]), int(problem_set["of"]),
+                               str(problem_set["ids_sha256"]))
+    return EntrySettings(
+        n=sampling.n, temperature=float(sampling.temperature), top_p=1.0 if greedy else float(sampling.top_p),
+        top_k=0 if greedy else sampling.top_k, max_new_tokens=sampling.max_new_tokens,
+        prompt_template=str(prompt_template), dataset_sha256=str(dataset_sha256),
+        weights=weights if weights in QUANTIZED_WEIGHTS else None,
+        prompt_style="instruct" if prompt_style == "instruct" else None, strip_prompt=bool(strip_prompt),
+        max_length=sampling.max_length, problem_set=subset)
 
 
-def settings_key(settings: Mapping[str, Any]) -> str:
+def settings_key(settings: EntrySettings | Mapping[str, Any]) -> str:
     """A short stable key like ``n20-t0.8-3f9a0c1b2d``: readable prefix, digest of all KEY_FIELDS (and of
-    the OPTIONAL_KEY_FIELDS an entry has)."""
+    the OPTIONAL_KEY_FIELDS an entry has); of typed settings or of their stored form."""
+    if isinstance(settings, EntrySettings):
+        settings = settings.to_json()
     canonical = {name: settings[name] for name in KEY_FIELDS}
     canonical.update({name: settings[name] for name in OPTIONAL_KEY_FIELDS if name in settings})
     for name in ("temperature", "top_p"):  # 1 and 1.0 must give the same key

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from evalsuite.jsonl import atomic_write_json
-from evalsuite.records import SampleResult
+from evalsuite.records import SampleResult, SamplingParams
 from evalsuite.reporting.entries import RunSummary
 from evalsuite.reporting.views import write_run_views
 from evalsuite.reporting.views.contract import RunHeader, sample_views
@@ -38,7 +38,8 @@ class RunFacts:
     task: str
     dataset_sha256: str
     prompt_template: str
-    sampling: Mapping[str, Any]  # n, temperature, top_p, top_k, max_new_tokens, seed
+    sampling: SamplingParams
+    seed: int | None  # the sampling seed; None where it is not known (evaluate's samples file)
     problem_set: dict[str, Any] | None  # evalsuite.runs.identity.problem_set
     badges: tuple[str, ...] = ()
     details: Mapping[str, str] = field(default_factory=dict)
@@ -57,8 +58,7 @@ class RunFacts:
         sampling, hardware = record.sampling, hardware_summary(record.environment["hardware"])
         details = {
             "finished": str(record.finished_at or ""), "model id": str(record.model.id),
-            "sampling": f"n={sampling['n']}, T={sampling['temperature']:g}, top_p={sampling['top_p']:g}, "
-                        f"max_new_tokens={sampling['max_new_tokens']}, seed={sampling['seed']}",
+            "sampling": sampling.describe(),
             "prompt style": f"{record.prompt['style']} ({record.prompt['reason']})",
             "hardware": hardware,
             "sandbox": str((record.execution or {}).get("mode", "")),
@@ -68,7 +68,7 @@ class RunFacts:
         }
         return cls(run_id=record.run_id, model=record.model.shown_name, model_id=str(record.model.id),
                    task=record.task.name, dataset_sha256=record.task.dataset_sha256,
-                   prompt_template=record.task.prompt_template, sampling=sampling,
+                   prompt_template=record.task.prompt_template, sampling=sampling, seed=sampling.seed,
                    problem_set=record.task.problem_set, badges=record.badges(), details=details,
                    hardware=hardware, weights=record.weights, prompt_style=record.prompt["style"],
                    strip_prompt=record.prompt["strip_prompt"], date=record.finished_at)
@@ -79,7 +79,8 @@ class RunFacts:
 
         return RunSummary(
             model=self.model, model_id=self.board_model_id or self.model_id, task=self.task,
-            dataset_sha256=self.dataset_sha256, prompt_template=self.prompt_template, sampling=dict(self.sampling),
+            dataset_sha256=self.dataset_sha256, prompt_template=self.prompt_template, sampling=self.sampling,
+            seed=self.seed,
             score=scored, run_id=self.run_id, problem_set=self.problem_set,
             hardware=self.hardware if self.hardware is not None else hardware_summary(hardware()),
             run_page=str(page.resolve()), weights=self.weights or None, prompt_style=self.prompt_style or None,

@@ -104,7 +104,7 @@ def run_one(generator: Generator, spec: ModelSpec, task: Task, config: RunConfig
         model=ModelDescription(requested, model_name, model_id, generator.describe()),
         task=RecordedTask(task.name, task.dataset_sha256, task.source, len(problems), task.prompt_template,
                           list(stops), task.provenance(), problem_set(task, problems)),
-        prompt=prompt, sampling=config.sampling.to_dict(), k=list(config.ks), limit=config.limit,
+        prompt=prompt, sampling=config.sampling, k=list(config.ks), limit=config.limit,
         generation_options=config.generation.to_dict(), distributed=placement or {"world_size": ctx.world_size},
         environment={"versions": package_versions(), "hardware": hardware(), "evalsuite": __version__},
         invocations=[*history, invocation.to_json()])
@@ -336,7 +336,7 @@ def print_results_table(outcomes: Sequence[RunOutcome], ks: Sequence[int], strea
     for outcome in outcomes:
         badges = outcome.record.badges()
         label = f"{outcome.model} ({', '.join(badges)})" if badges else outcome.model
-        cells = [label, outcome.task, str(outcome.record.sampling["n"])]
+        cells = [label, outcome.task, str(outcome.record.sampling.n)]
         for k in ks:
             value = outcome.score.pass_at.get(k)
             cells.append(estimate_text(value) if value else "n/a")

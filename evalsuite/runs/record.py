@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evalsuite.records import SampleResult
+from evalsuite.records import SampleResult, SamplingParams
 from evalsuite.runs.identity import partial_badge
 
 RUN_RECORD_SCHEMA = "evalsuite.run-record/1"
@@ -88,7 +88,7 @@ class RunRecord:
     model: ModelDescription
     task: RecordedTask
     prompt: dict[str, Any]  # evalsuite.runs.identity.prompt_settings
-    sampling: dict[str, Any]  # SamplingParams.to_dict()
+    sampling: SamplingParams
     k: list[int]
     limit: int | None
     generation_options: dict[str, Any]
@@ -115,7 +115,7 @@ class RunRecord:
             "model_loaded": self.model_loaded, "invocation_id": self.invocation_id, "status": self.status,
             "started_at": self.started_at, "argv": list(self.argv), "identity": self.identity,
             "model": self.model.to_json(), "task": self.task.to_json(), "prompt": self.prompt,
-            "sampling": self.sampling, "k": list(self.k), "limit": self.limit,
+            "sampling": self.sampling.to_dict(), "k": list(self.k), "limit": self.limit,
             "generation_options": self.generation_options, "distributed": self.distributed,
             "environment": self.environment, "invocations": list(self.invocations),
         })
@@ -140,7 +140,8 @@ class RunRecord:
             argv=list(data.get("argv") or []), identity=dict(data.get("identity") or {}),
             model=ModelDescription.from_json(data.get("model") or {}),
             task=RecordedTask.from_json(data.get("task") or {}), prompt=dict(data.get("prompt") or {}),
-            sampling=dict(data.get("sampling") or {}), k=list(data.get("k") or []), limit=data.get("limit"),
+            sampling=SamplingParams.from_dict(data.get("sampling") or {}), k=list(data.get("k") or []),
+            limit=data.get("limit"),
             generation_options=dict(data.get("generation_options") or {}),
             distributed=dict(data.get("distributed") or {}), environment=dict(data.get("environment") or {}),
             invocations=[dict(entry) for entry in data.get("invocations") or []],

@@ -86,8 +86,8 @@ def _table(entries: Sequence[LeaderboardEntry], ks: list[int]) -> str:
                     f'<span class="ci" title="{_e(how)}">{_e(ci_text(metric.ci_low, metric.ci_high, metric.ci_method))}'
                     f'</span></span>{base_html}</td>')
         settings = f"{describe_settings(entry.settings)}; key {entry.settings_key}"
-        problems = (f'{entry.n_problems}/{entry.settings["problem_set"]["of"]}' if is_partial(entry)
-                    else str(entry.n_problems))
+        subset = entry.settings.problem_set
+        problems = f'{entry.n_problems}/{subset.of}' if subset is not None else str(entry.n_problems)
         cells += [f'<td class="num" data-label="n" data-sort="{_e(entry.n)}" title="{_e(settings)}">{_e(entry.n)}</td>',
                   f'<td class="num" data-label="T" data-sort="{_e(entry.temperature)}" title="{_e(settings)}">'
                   f'{entry.temperature:g}</td>',
