@@ -2,7 +2,9 @@
 ``manifest.yaml`` saying for each its name, class, problem and the verdict it must get.
 
 Programs name the planted secrets and listeners (tests/test_redteam.py's ``planted`` fixture) through
-``__PLANTED_<NAME>__`` placeholders, filled in by :meth:`Attack.program`.
+``__PLANTED_<NAME>__`` placeholders, filled in by :meth:`Attack.program`. A line ``__SHARED_<NAME>__`` stands for
+the text of ``_shared/<name>.txt`` (helpers many programs carry whole, such as the raw-frame writer), put in when
+the corpus is read: each program is still one self-contained candidate.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import yaml
 CORPUS = Path(__file__).resolve().parent / "data" / "attacks"
 CROSS_SAMPLE = "cross_sample"  # the class run back to back on one worker, in the manifest's order
 PLACEHOLDER = re.compile(r"__PLANTED_([A-Z_]+?)__")
+SHARED = re.compile(r"^__SHARED_([A-Z_]+)__\n", re.MULTILINE)
 
 
 def planted_values(p: dict) -> dict[str, str]:
@@ -64,7 +67,7 @@ def corpus() -> tuple[Attack, ...]:
         path = CORPUS / entry.get("file", f"{entry['class']}/{entry['name']}.py")
         files.add(path)
         fields = dict(attack_class=entry["class"], problem=entry["problem"], verdict=entry["verdict"],
-                      source=path.read_text(encoding="utf-8"), flag=entry.get("flag"),
+                      source=_with_shared(path.read_text(encoding="utf-8")), flag=entry.get("flag"),
                       reasons=tuple(entry.get("reasons", ())), note=entry.get("note", ""))
         repeat = entry.get("repeat")
         names = [entry["name"]] if repeat is None else [f"{entry['name']}_{n}" for n in range(repeat)]
@@ -74,6 +77,10 @@ def corpus() -> tuple[Attack, ...]:
     names = [attack.name for attack in attacks]
     assert len(names) == len(set(names)), "two attacks of one name"
     return tuple(attacks)
+
+
+def _with_shared(text: str) -> str:
+    return SHARED.sub(lambda m: (CORPUS / "_shared" / f"{m.group(1).lower()}.txt").read_text(encoding="utf-8"), text)
 
 
 def by_name() -> dict[str, Attack]:

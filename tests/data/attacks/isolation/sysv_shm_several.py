@@ -4,26 +4,7 @@ import math
 def add(a, b):
     import ctypes; libc = ctypes.CDLL(None, use_errno=True)
 
-    def hold(n_children, make, megabytes):
-        import os, time
-        pipes = []
-        for _ in range(n_children):
-            r, w = os.pipe()
-            if os.fork() == 0:
-                try:
-                    keep = make(megabytes)
-                    os.write(w, b"1")
-                    time.sleep(5)
-                finally:
-                    os._exit(0)
-            pipes.append(r)
-        ok = 0
-        deadline = time.time() + 1.0
-        import select
-        for r in pipes:
-            ready, _, _ = select.select([r], [], [], max(0.0, deadline - time.time()))
-            ok += bool(ready) and os.read(r, 1) == b"1"
-        return ok == n_children
+__SHARED_HOLD_CHILDREN__
 
     def make(mb):
         libc.shmat.restype = ctypes.c_void_p
