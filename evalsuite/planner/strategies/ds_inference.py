@@ -42,7 +42,7 @@ class DsInference(LoadingStrategy):
         from transformers import AutoModelForCausalLM
 
         plan.batch_limit = MAX_BATCH
-        plan.notes.append(f"DeepSpeed-Inference: batches above {MAX_BATCH} crashed its kernels on an H100 "
+        plan.notes.append(f"DeepSpeed-Inference: batches above {MAX_BATCH} crashed its kernels on the reference GPU "
                           f"(CUBLAS_STATUS_EXECUTION_FAILED, then illegal memory access); generating in batches of "
                           f"at most {MAX_BATCH}")
         # Loaded in host RAM: kernel injection builds fused copies of every layer's weights while the originals
