@@ -176,7 +176,7 @@ def test_wrapped_tests_keep_multiline_strings_and_module_level_imports():
 
 def test_a_function_under_test_called_check_keeps_its_name():
     """MBPP's problems 56 and 349 test a function named ``check``: the generated test function takes another name,
-    so that it does not replace the function under test (before issue 30 their canonical solutions failed)."""
+    so that it does not replace the function under test (their canonical solutions failed while it did)."""
     from evalsuite.tasks.dataset_tasks import DatasetTask
     from evalsuite.tasks.builtin.task_mbpp import mbpp_spec
 

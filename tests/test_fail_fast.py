@@ -1,4 +1,4 @@
-"""Issue 14, "fail fast": sandbox availability, output folders, sizes and --fail-under metrics are checked
+"""Failing fast: sandbox availability, output folders, sizes and --fail-under metrics are checked
 before any model loads, each as one line (acceptance 3: bubblewrap missing fails in under 5 s)."""
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
-"""Issue 30 in CI: MBPP as the peers ask it, against the peers' own code, on the real MBPP data.
+"""In CI: MBPP as the peers ask it, against the peers' own code, on the real MBPP data.
 
 The full comparison on a real model (prompts, completions, programs, verdicts on 40 problems of gemma-3-270m) is
 ``benchmarks/peer_parity.py --part mbpp`` / ``--part mbpp-evalplus`` (docs/benchmarks.md, "MBPP against the
-peers' own code (issue 30)"). Here, in seconds:
+peers' own code"). Here, in seconds:
 
 * ``--preset bigcode``: the prompt of every one of MBPP's 500 test problems is what bigcode-evaluation-harness's
   own ``MBPP.get_prompt`` returns (unstripped, unlike HumanEval's), the program a completion becomes is what its
@@ -221,7 +221,7 @@ def test_bigcode_preset_prompt_tokens_are_bigcodes_tokenized_dataset(mbpp, bigco
             for p in mbpp.problems()[:n]]
     assert ours == theirs
     stripped = [codec.encode(asking.prompt_for(mbpp, p).strip()) for p in mbpp.problems()[:n]]
-    assert sum(a == b for a, b in zip(stripped, theirs)) < n  # what the preset fed before issue 30
+    assert sum(a == b for a, b in zip(stripped, theirs)) < n  # what a preset that strips every task would feed
 
 
 def test_evalplus_preset_mbpp_plus_prompts_are_evalplus_codegens(smollm2_path, evalplus_module_path_or_installed):

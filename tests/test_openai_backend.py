@@ -255,7 +255,7 @@ def test_unreachable_server_fails_clearly():
 
 
 def test_run_end_to_end_against_transformers_serve(served_gpt2, tmp_path):
-    """Issue 4, acceptance 3: the same `evalsuite run` flow, the model behind a real local server."""
+    """The same `evalsuite run` flow, the model behind a real local server."""
     from evalsuite.cli import main as cli_main
     from test_generation_e2e import RUN_FLAGS, check_run_records, only_run_dir
 

@@ -1,7 +1,7 @@
-"""Issue 21 in CI: batch invariance on a real checkpoint and a small fixed slice of the peer comparison.
+"""In CI: batch invariance on a real checkpoint and a small fixed slice of the peer comparison.
 
 The full comparison (40 problems per peer) is ``benchmarks/peer_parity.py`` (docs/benchmarks.md, "Parity
-with the peers' own pipelines (issue 21)"). Here:
+with the peers' own pipelines"). Here:
 
 * greedy completions of SmolLM2-135M (float32, CPU) are the same at batch sizes 1 and 3 (mixed prompt
   lengths, so left padding, position ids and attention masks are exercised), with ``--engine

@@ -57,8 +57,8 @@ def test_unknown_preset_lists_known_ones():
 
 
 def test_bigcode_preset_carries_bigcode_stop_words_and_stripping_for_humaneval_only():
-    """bigcode_eval/tasks/humaneval.py's stop words (issue 21), added to HumanEval's and HumanEval+'s own for base
-    style; their prompts stripped, MBPP's not (bigcode_eval/tasks/mbpp.py, issue 30); --strip-prompt: every task."""
+    """bigcode_eval/tasks/humaneval.py's stop words, added to HumanEval's and HumanEval+'s own for base
+    style; their prompts stripped, MBPP's not (bigcode_eval/tasks/mbpp.py); --strip-prompt: every task."""
     from evalsuite.cli.run import protocol_from_args
 
     protocol = protocol_from_args(argparse.Namespace(preset="bigcode", prompt_style=None, strip_prompt=None))

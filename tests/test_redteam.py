@@ -7,7 +7,7 @@ survive every attack and still pass the controls. Samples that try to keep state
 next run back to back on a single worker. Planted secrets are random, so their text can only show up in
 an outcome if an attack READ it.
 
-Issue 20's classes, and where each is attacked: cross-sample state (network, page cache, file metadata, IPC,
+The attack classes, and where each is attacked: cross-sample state (network, page cache, file metadata, IPC,
 scheduler, kernel counters; writer/reader pairs and learners), denial of other verdicts (CPU and memory
 attackers beside honest samples) and host information in tests/test_redteam_state.py; oracles from the
 checker's behaviour (learners, random state), reporting integrity (forged frames, exit 70, samples-file

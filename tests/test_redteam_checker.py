@@ -1,4 +1,4 @@
-"""Red-team attacks on the trusted checker's behaviour and on what the harness reports (issue 20, classes 2
+"""Red-team attacks on the trusted checker's behaviour and on what the harness reports (classes 2
 and 4), and on the checker's own memory.
 
 Class 2, oracles from the checker's behaviour: a "learner" keeps what it learned from one sample to the next

@@ -1,4 +1,4 @@
-"""Red-team suite, denial of other samples' verdicts (issue 20, class 3): CPU attackers (undo the pinning, fork busy
+"""Red-team suite, denial of other samples' verdicts (class 3): CPU attackers (undo the pinning, fork busy
 processes, change priorities) and memory attackers (processes, tmpfs, kernel memory) run beside honest samples of a
 CPU-bound problem on two workers: every honest sample keeps its verdict.
 """

@@ -1,4 +1,4 @@
-"""Red-team suite, host information (issue 20, class 5): nothing a sample can read names the checkout, the host's
+"""Red-team suite, host information (class 5): nothing a sample can read names the checkout, the host's
 name or its counters.
 """
 

@@ -1,4 +1,4 @@
-"""Red-team suite, kernel state (issue 20, class 1): what one sample can leave in the kernel for a later one.
+"""Red-team suite, kernel state (class 1): what one sample can leave in the kernel for a later one.
 
 On ONE worker, a writer sample is given a random bit and stores it in one facility (network namespace, page cache,
 file times, mount ids, scheduler settings, kernel counters...); the next sample, the reader, reports what it

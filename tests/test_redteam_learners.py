@@ -1,4 +1,4 @@
-"""Red-team suite, learners (issue 20, class 1): a candidate that cannot compute the hidden values but keeps what it
+"""Red-team suite, learners (class 1): a candidate that cannot compute the hidden values but keeps what it
 learned from one sample to the next in kernel state, 20 samples of one problem on one worker, one learner per
 carrier (the page cache, TCP counters, the inode counter, abstract sockets, the server's priority, the load
 average): none may pass.

@@ -1,4 +1,4 @@
-"""Red-team suite, residual channels (issue 20, class 1): what cannot be closed is measured, and documented in
+"""Red-team suite, residual channels (class 1): what cannot be closed is measured, and documented in
 docs/sandbox.md: page-cache timing (no more than documented), the clock and the dentry cache (about a bit per pair).
 """
 

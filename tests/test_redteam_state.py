@@ -1,4 +1,4 @@
-"""Red-team suite, kernel state (issue 20): what one sample can leave in the kernel for a later one (class 1),
+"""Red-team suite, kernel state: what one sample can leave in the kernel for a later one (class 1),
 what it can take from other workers' samples (class 3) and what it can learn of the host (class 5). One file a
 kind of attack, sharing tests/redteam_state_kit.py:
 

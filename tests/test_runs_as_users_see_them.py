@@ -148,7 +148,7 @@ SMOLLM2_135M = {  # HuggingFaceTB/SmolLM2-135M-Instruct's config.json (the shape
 
 
 def test_cpu_estimate_is_within_3x_of_the_measured_33_tokens_per_s(tmp_path, monkeypatch, capsys):
-    """Issue 14: SmolLM2-135M measured 33 tokens/s on this project's 2-core machine; plan said ~350."""
+    """SmolLM2-135M measured 33 tokens/s on this project's 2-core machine; plan said ~350."""
     folder = tmp_path / "smollm2-135m"
     folder.mkdir()
     (folder / "config.json").write_text(json.dumps(SMOLLM2_135M))
