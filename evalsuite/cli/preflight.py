@@ -80,9 +80,9 @@ def check_generation_options(options: Any, sampling: Any) -> None:
         raise EvalsuiteError(f"--base-url is for --backend openai (or auto); --backend {options.backend} would "
                              "ignore it")
     if options.loading.strategy is not None:
-        from evalsuite.planner.ladder import check_strategy
+        from evalsuite.planner.strategies import strategy_named
 
-        check_strategy(options.loading.strategy)
+        strategy_named(options.loading.strategy)  # "--strategy 'x' is not one of: gpu, multi-gpu, ..." (plugins too)
 
 
 def check_model_files(names: Sequence[str]) -> None:

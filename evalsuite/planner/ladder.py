@@ -62,8 +62,9 @@ def _fit_largest_batch(request: PlanRequest, strategy: LoadingStrategy) -> tuple
     return None, last_reason + " (even at batch 1)"
 
 
-def _ladder_index(name: str) -> int:
-    names = [s.name for s in ladder()]
+def _position(name: str, rungs: list[LoadingStrategy]) -> int:
+    """Where ``name`` stands in the ladder ``rungs`` (after every rung: a strategy only forced)."""
+    names = [rung.name for rung in rungs]
     return names.index(name) if name in names else len(names)
 
 
@@ -80,9 +81,10 @@ def choose_plan(request: PlanRequest, strategy: str | None = None) -> Plan:
     """
     if strategy is not None:
         return _forced(request, strategy)
+    rungs = ladder()
     candidates: list[Plan] = []
     rejected: list[Rejection] = []
-    for rung in ladder():
+    for rung in rungs:
         plan, why = _fit_largest_batch(request, rung)
         if plan is None:
             rejected.append(Rejection(rung.name, why))
@@ -110,24 +112,19 @@ def choose_plan(request: PlanRequest, strategy: str | None = None) -> Plan:
             continue
         if ranked_ms_per_token(plan) > ranked_ms_per_token(chosen):
             verdict = "slower"
-        elif _ladder_index(plan.strategy) < _ladder_index(chosen.strategy):
+        elif _position(plan.strategy, rungs) < _position(chosen.strategy, rungs):
             verdict = f"more than 20% slower than {chosen.strategy}"
         else:
             verdict = f"not 20% faster, and the ladder prefers {chosen.strategy}"
         rejected.append(Rejection(plan.strategy, f"fits (batch {plan.budget.batch_size}, "
                                                  f"~{_ranked_text(plan)} ms/token vs "
                                                  f"~{_ranked_text(chosen)}): {verdict}"))
-    chosen.rejected = sorted(rejected, key=lambda r: _ladder_index(r.strategy))
+    chosen.rejected = sorted(rejected, key=lambda r: _position(r.strategy, rungs))
     return chosen
 
 
 def _ranked_text(plan: Plan) -> str:
     return f"{ranked_ms_per_token(plan):.3g}" + (" on the sampling engine" if plan.sampling_engine else "")
-
-
-def check_strategy(strategy: str) -> None:
-    """``--strategy`` names a registered strategy (checked by preflight before loading, and here)."""
-    strategy_named(strategy)
 
 
 def _forced(request: PlanRequest, name: str) -> Plan:
@@ -164,7 +161,7 @@ def step_down(plan: Plan, request: PlanRequest, why: str) -> Plan:
     """The next rung below ``plan.strategy`` that fits: used when loading runs out of memory anyway."""
     sizing = Sizing(request, plan.budget.batch_size)
     rungs = ladder()
-    start = _ladder_index(plan.strategy) + 1
+    start = _position(plan.strategy, rungs) + 1
     rejected = list(plan.rejected) + [Rejection(plan.strategy, why)]
     for rung in rungs[start:]:
         try:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from evalsuite.planner.capacity import Capacity, format_bytes
@@ -74,14 +75,16 @@ class Sizing:
             raise Unavailable(f"{strategy.package} is not installed (pip install 'evalsuite[{strategy.extra}]')")
 
     def single_gpu(self, strategy: LoadingStrategy, dtype: str, weight_bytes: int, step: float,
-                   engine_bytes: int = 0) -> Plan:
-        """Every weight on the largest GPU; ``engine_bytes`` is the sampling engine's workspace where it would
-        decode this plan (0: plain transformers generate decodes)."""
+                   engine_workspace: Callable[[], int] | None = None) -> Plan:
+        """Every weight on the largest GPU; ``engine_workspace`` gives the sampling engine's workspace where it
+        would decode this plan (0, or None: plain transformers generate decodes), asked only once the weights fit
+        (it imports the engine, and so torch)."""
         room = self.room(max(self.cap.gpus))
         if weight_bytes > room:
             raise NoFit(f"{format_bytes(weight_bytes)} of {dtype} weights > {format_bytes(room)} free on one GPU "
                         f"({format_bytes(max(self.cap.gpus))} - {format_bytes(self.budget.total)} budget)")
         plan = self.plan(strategy, dtype, weight_bytes, {}, step)
+        engine_bytes = engine_workspace() if engine_workspace is not None else 0
         if engine_bytes and weight_bytes > room - engine_bytes:
             plan.engine_room = False
             plan.notes.append(f"no room for the sampling engine's workspace ({format_bytes(engine_bytes)} at batch "

@@ -31,8 +31,9 @@ def engine_workspace_bytes(shape: ModelShape, batch: int, weight_bytes: int) -> 
 class WholeGpu(TransformersStrategy):
     def fit(self, sizing: Sizing) -> Plan:
         sizing.require(self)
-        engine = engine_workspace_bytes(sizing.shape, sizing.budget.batch_size, sizing.gpu_bytes)
-        return sizing.single_gpu(self, sizing.request.gpu_dtype, sizing.gpu_bytes, sizing.gpu_step, engine)
+        return sizing.single_gpu(self, sizing.request.gpu_dtype, sizing.gpu_bytes, sizing.gpu_step,
+                                 lambda: engine_workspace_bytes(sizing.shape, sizing.budget.batch_size,
+                                                                sizing.gpu_bytes))
 
     def placement(self, plan: Plan, request: PlanRequest) -> dict[str, Any]:
         return {"device_map": {"": plan.main_gpu}}
