@@ -34,6 +34,7 @@ from evalsuite.reporting.terminal import key_values
 from evalsuite.runs.finish import RunFacts
 from evalsuite.runs.identity import partial_badge, problem_set
 from evalsuite.scoring import ScoreSummary
+from evalsuite.scoring.summary import SUMMARY_FILE
 from evalsuite.untrusted import storable, visible
 
 
@@ -140,8 +141,8 @@ def execute(args: argparse.Namespace):
     if missing:
         shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
         print(f"warning: {visible(args.samples)} covers {len(problems) - len(missing)} of the {len(problems)} "
-              "problems of "
-              f"{task.name}; pass@k is over those only and labelled partial (missing: {shown})", file=sys.stderr)
+              f"problems of {task.name}; pass@k is over those only and labelled partial (missing: {shown})",
+              file=sys.stderr)
     executed: Any = SolutionTask(task) if kind == "solution" else task  # the task, or its whole-program view
     results, execution = execute_with_timeouts(executed, samples, options, policy)
 
@@ -172,9 +173,8 @@ def execute(args: argparse.Namespace):
         add_to_leaderboard(leaderboard, [finished.leaderboard_summary()])
         print(visible(f"leaderboard: {leaderboard / 'leaderboard.json'} (page: index.html)"))
     result = task_score(finished.score, model=name, model_id=storable(str(Path(args.samples).resolve())),
-                        task=task.name,
-                        n=_samples_per_problem(samples), n_problems_in_task=len(problems),
-                        run_id=storable(output.resolve().name), run_dir=output, summary_path=output / "summary.json",
+                        task=task.name, n=_samples_per_problem(samples), n_problems_in_task=len(problems),
+                        run_id=storable(output.resolve().name), run_dir=output, summary_path=output / SUMMARY_FILE,
                         report=page)
     return RunResult(scores=[result], ks=list(ks), command="evaluate",
                      leaderboard=leaderboard / "leaderboard.json" if leaderboard is not None else None)
@@ -192,9 +192,8 @@ def _facts(args: argparse.Namespace, name: str, task, covered: list, kind: str, 
                            **({} if args.temperature is None else {"temperature": args.temperature}))
     samples_file = storable(str(args.samples))
     return RunFacts(run_id=storable(Path(args.output).resolve().name), model=name, model_id=samples_file,
-                    task=task.name,
-                    dataset_sha256=task.dataset_sha256, prompt_template=task.prompt_template, sampling=given,
-                    seed=None,  # the seed the samples were drawn with is not known here
+                    task=task.name, dataset_sha256=task.dataset_sha256, prompt_template=task.prompt_template,
+                    sampling=given, seed=None,  # the seed the samples were drawn with is not known here
                     problem_set=subset, badges=tuple(badges),
                     details={"samples file": samples_file, "samples sha256": samples_sha256,
                              "sandbox": str(sandbox_mode)},

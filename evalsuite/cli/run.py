@@ -55,8 +55,7 @@ def add_parser(subparsers) -> None:
 
     sampling = parser.add_argument_group("protocol (flags override --preset)")
     sampling.add_argument("--preset", help="a named protocol from evalsuite/configs/presets: codex-pass1, "
-                                           "codex-pass100, "
-                                           "evalplus, bigcode, greedy")
+                                           "codex-pass100, evalplus, bigcode, greedy")
     add_prompt_style(sampling, preset_may_set=True)
     sampling.add_argument("--strip-prompt", action=argparse.BooleanOptionalAction, default=None,
                           help="base style: feed the prompt without its trailing whitespace (bigcode's default)")

@@ -1,11 +1,10 @@
 """Decode steps on the device: per-row state kept on the GPU, one CUDA graph per batch bucket.
 
 Why graphs: one decode step of a 6B model is ~300 kernel launches (GPT-J, 11 a layer); launched from
-Python they cost more than the step's arithmetic at small batch. Captured once per bucket (1, 2, 4, ... rows), a
-step is one
-replay. The graph reads and updates the row state in place (token to feed, generated length, cache slots,
-seed), so the host never has to send tokens back: it only copies each step's fed tokens to pinned memory,
-asynchronously, and edits rows when samples start or finish.
+Python they cost more than the step's arithmetic at small batch. Captured once per bucket (1, 2, 4, ... rows),
+a step is one replay. The graph reads and updates the row state in place (token to feed, generated length,
+cache slots, seed), so the host never has to send tokens back: it only copies each step's fed tokens to pinned
+memory, asynchronously, and edits rows when samples start or finish.
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ from evalsuite.records import SamplingParams
 from evalsuite.reporting.model import LeaderboardEntry, Metric, settings_for, utc_now_iso
 from evalsuite.reporting.store import document, validate_document
 from evalsuite.scoring import Score, ScoreSummary
+from evalsuite.scoring.passk import PassAtK
 from evalsuite.version import __version__
 
 
@@ -58,23 +59,27 @@ class RunSummary:
         missing = [name for name in cls.REQUIRED if name not in run_summary]
         if missing:
             raise EvalsuiteError(f"cannot build a leaderboard entry: run summary lacks {', '.join(missing)}")
-        sampling = run_summary["sampling"]
-        if not isinstance(sampling, SamplingParams):
-            wanted = ("n", "temperature", "top_p", "top_k", "max_new_tokens")
-            lacking = [name for name in wanted if name not in sampling]
-            if lacking:
-                raise EvalsuiteError(f"sampling settings lack {', '.join(lacking)}")
-        seed = sampling.seed if isinstance(sampling, SamplingParams) else sampling.get("seed")
+        sampling, seed = _sampling(run_summary["sampling"])
         return cls(model=run_summary["model"], model_id=run_summary["model_id"], task=run_summary["task"],
                    dataset_sha256=run_summary["dataset_sha256"], prompt_template=run_summary["prompt_template"],
-                   sampling=sampling if isinstance(sampling, SamplingParams) else SamplingParams.from_dict(sampling),
-                   seed=seed, score=score_summary(run_summary["score"]),
+                   sampling=sampling, seed=seed, score=score_summary(run_summary["score"]),
                    run_id=run_summary["run_id"], hardware=run_summary["hardware"],
                    date=run_summary.get("date") or None,
                    evalsuite_version=run_summary.get("evalsuite_version") or None,
                    weights=run_summary.get("weights"), prompt_style=run_summary.get("prompt_style"),
                    strip_prompt=bool(run_summary.get("strip_prompt")), problem_set=run_summary.get("problem_set"),
                    run_page=run_summary.get("run_page") or None)
+
+
+def _sampling(given: SamplingParams | Mapping[str, Any]) -> tuple[SamplingParams, int | None]:
+    """The sampling and its seed, from a ``SamplingParams`` or its ``to_dict()`` (whose seed may be unknown: None);
+    a dict lacking a setting that keys the entry is refused rather than filled with a default."""
+    if isinstance(given, SamplingParams):
+        return given, given.seed
+    lacking = [name for name in ("n", "temperature", "top_p", "top_k", "max_new_tokens") if name not in given]
+    if lacking:
+        raise EvalsuiteError(f"sampling settings lack {', '.join(lacking)}")
+    return SamplingParams.from_dict(given), given.get("seed")
 
 
 def score_summary(score: Score | ScoreSummary | Mapping[str, Any]) -> ScoreSummary:
@@ -88,13 +93,13 @@ def score_summary(score: Score | ScoreSummary | Mapping[str, Any]) -> ScoreSumma
 
 def _metrics(score: ScoreSummary) -> tuple[dict[str, Metric], dict[str, str], dict[str, Metric]]:
     """pass@k with its interval, what was not computable and why, and (EvalPlus-style runs) the base figures."""
-    metrics = {f"pass@{k}": Metric(float(p.value), float(p.ci_low), float(p.ci_high), p.ci_method)
-               for k, p in score.pass_at.items()}
+    def named(pass_at: Mapping[int, PassAtK]) -> dict[str, Metric]:
+        return {f"pass@{k}": Metric(float(p.value), float(p.ci_low), float(p.ci_high), p.ci_method)
+                for k, p in pass_at.items()}
+
     not_computable = {f"pass@{k}": reason for k, reason in score.not_computable.items()}
     base = score.sets.get("base")
-    base_metrics = {f"pass@{k}": Metric(float(p.value), float(p.ci_low), float(p.ci_high), p.ci_method)
-                    for k, p in (base.pass_at.items() if base else [])}
-    return metrics, not_computable, base_metrics
+    return named(score.pass_at), not_computable, named(base.pass_at) if base else {}
 
 
 def entry_from_run(run_summary: RunSummary | Mapping[str, Any]) -> LeaderboardEntry:

@@ -30,13 +30,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
 from evalsuite.records import SamplingParams
+from evalsuite.scoring.summary import PASS_AT
 from evalsuite.version import __version__
 
 KEY_FIELDS = ("n", "temperature", "top_p", "top_k", "max_new_tokens", "prompt_template", "dataset_sha256")
@@ -44,7 +44,7 @@ KEY_FIELDS = ("n", "temperature", "top_p", "top_k", "max_new_tokens", "prompt_te
 # --limit run's problem subset; a prompt-plus-generation cap (--max-length)
 OPTIONAL_KEY_FIELDS = ("weights", "prompt_style", "strip_prompt", "problem_set", "max_length")
 QUANTIZED_WEIGHTS = ("int8", "nf4")
-METRIC_NAME = re.compile(r"^pass@([1-9][0-9]*)$")
+METRIC_NAME = PASS_AT  # one pattern for pass@k names: the score's (summary.json) and the leaderboard's
 
 
 def metric_k(name: str) -> int:

@@ -22,6 +22,7 @@ from typing import Any
 from evalsuite.errors import EvalsuiteError
 from evalsuite.jsonl import read_jsonl
 from evalsuite.runs.record import RECORD_FILE, RunRecord
+from evalsuite.scoring.summary import SUMMARY_FILE
 
 
 def slug(text: str) -> str:
@@ -64,7 +65,7 @@ class RunDir:
 
     @property
     def summary(self) -> Path:
-        return self.path / "summary.json"
+        return self.path / SUMMARY_FILE
 
     def existing_completions(self, valid_task_ids: set[str], n: int) -> dict[tuple[str, int], dict[str, Any]]:
         """Completions saved by an earlier, interrupted attempt, keyed by (task_id, completion_id).

@@ -17,12 +17,20 @@ from evalsuite.errors import EvalsuiteError
 from evalsuite.scoring.passk import PassAtK
 
 SUMMARY_FILE = "summary.json"  # in the run's folder, next to its report.html
-PASS_AT = re.compile(r"^pass@(\d+)$")
+PASS_AT = re.compile(r"^pass@([1-9][0-9]*)$")  # a pass@k name, here and on the leaderboard
 
 
 def _k_of(name: str) -> int | None:
     found = PASS_AT.match(name)
     return int(found.group(1)) if found else None
+
+
+def _pass_at_json(pass_at: Mapping[int, PassAtK]) -> dict[str, Any]:
+    """``pass@k`` values in order of k, then their intervals under ``ci95``: how every score in the file starts."""
+    ks = sorted(pass_at.items())
+    out: dict[str, Any] = {f"pass@{k}": v.value for k, v in ks}
+    out["ci95"] = {f"pass@{k}": [v.ci_low, v.ci_high] for k, v in ks}
+    return out
 
 
 @dataclass(frozen=True)
@@ -55,8 +63,7 @@ class SetScore:
     n_passed: int
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {f"pass@{k}": v.value for k, v in sorted(self.pass_at.items())}
-        out["ci95"] = {f"pass@{k}": [v.ci_low, v.ci_high] for k, v in sorted(self.pass_at.items())}
+        out = _pass_at_json(self.pass_at)
         out["n_passed"] = self.n_passed
         return out
 
@@ -96,10 +103,8 @@ class ScoreSummary:
 
     def to_json(self, per_problem: bool = True) -> dict[str, Any]:
         """summary.json's content (``per_problem=False``: without the per-problem tallies, as record.json keeps it)."""
-        ks = sorted(self.pass_at.items())
-        out: dict[str, Any] = {f"pass@{k}": v.value for k, v in ks}
-        out["ci95"] = {f"pass@{k}": [v.ci_low, v.ci_high] for k, v in ks}
-        out["ci_method"] = {f"pass@{k}": v.ci_method for k, v in ks}
+        out = _pass_at_json(self.pass_at)
+        out["ci_method"] = {f"pass@{k}": v.ci_method for k, v in sorted(self.pass_at.items())}
         out["not_computable"] = {f"pass@{k}": reason for k, reason in sorted(self.not_computable.items())}
         out["n_samples"] = self.n_samples
         out["n_problems"] = self.n_problems

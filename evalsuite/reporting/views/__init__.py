@@ -20,11 +20,11 @@ from evalsuite.reporting.model import LeaderboardEntry
 from evalsuite.reporting.views.contract import (
     LeaderboardData,
     LeaderboardView,
-    ProblemTally,
     RunHeader,
     RunReport,
     RunView,
     SampleView,
+    Tallies,
 )
 from evalsuite.scoring.summary import ScoreSummary
 
@@ -49,21 +49,13 @@ def run_views() -> list[RunView]:
     return [view for view in registered_views() if isinstance(view, RunView)]
 
 
-Tallies = Mapping[tuple[str, str, str], Mapping[str, ProblemTally]]
-
-
-def leaderboard_data(entries: Sequence[LeaderboardEntry], tallies: Tallies | None = None) -> LeaderboardData:
-    """What the leaderboard views draw: the entries and the problem tallies of those runs whose summary could be
-    read (by :attr:`LeaderboardEntry.key`; :func:`evalsuite.reporting.store.run_tallies` reads them)."""
-    return LeaderboardData(entries=entries, tallies=dict(tallies or {}))
-
-
 def write_leaderboard_views(folder: str | Path, entries: Sequence[LeaderboardEntry],
                             tallies: Tallies | None = None) -> Path:
     """Write every leaderboard view into ``folder``; returns the leaderboard's page (the first view's file).
-    ``tallies``: the runs' problem tallies (none given: the views show no per-problem comparison)."""
+    ``tallies``: the runs' problem tallies (:func:`evalsuite.reporting.store.run_tallies` reads them; none given:
+    the views show no per-problem comparison)."""
     folder = Path(folder)
-    data = leaderboard_data(entries, tallies)
+    data = LeaderboardData(entries=entries, tallies=dict(tallies or {}))
     written = []
     for view in leaderboard_views():
         written.append(folder / view.file)
@@ -84,5 +76,5 @@ def write_run_views(folder: str | Path, header: RunHeader, summary: ScoreSummary
     return written[0]
 
 
-__all__ = ["VIEWS", "registered_views", "leaderboard_views", "run_views", "leaderboard_data",
-           "write_leaderboard_views", "write_run_views"]
+__all__ = ["VIEWS", "registered_views", "leaderboard_views", "run_views", "write_leaderboard_views",
+           "write_run_views"]

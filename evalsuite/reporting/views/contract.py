@@ -104,6 +104,10 @@ class RunView:
     render: Callable[[RunReport], str]
 
 
+# each entry's problem tallies, by LeaderboardEntry.key
+Tallies = Mapping[tuple[str, str, str], Mapping[str, ProblemTally]]
+
+
 @dataclass(frozen=True)
 class LeaderboardData:
     """Everything a leaderboard view may show: the stored entries and, for each entry whose run's summary could
@@ -112,7 +116,7 @@ class LeaderboardData:
     never opens a file."""
 
     entries: Sequence[LeaderboardEntry]
-    tallies: Mapping[tuple[str, str, str], Mapping[str, ProblemTally]] = field(default_factory=dict)
+    tallies: Tallies = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -125,4 +129,4 @@ class LeaderboardView:
 
 
 __all__ = ["DETAIL_FIELDS", "LeaderboardData", "LeaderboardView", "ProblemTally", "RunHeader", "RunReport", "RunView",
-           "SampleView", "ScoreSummary", "count_of", "detail_of", "sample_views"]
+           "SampleView", "ScoreSummary", "Tallies", "count_of", "detail_of", "sample_views"]
