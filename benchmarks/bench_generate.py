@@ -40,6 +40,9 @@ from evalsuite.engine import Engine, EngineOptions  # noqa: E402
 from evalsuite.records import GenerationRequest, SamplingParams  # noqa: E402
 
 HBM_BYTES_PER_S = 3.0e12  # device-to-device copy measured on the lent H100 (KINDS.md): bs-1 decode floor
+# dense matrix-product peaks of the H100 SXM (NVIDIA's datasheet, without sparsity): float32 without TF32 (what
+# the float32 fidelity runs use) on the CUDA cores, bf16/fp16 on the tensor cores
+PEAK_FLOPS = {torch.float32: 67e12, torch.bfloat16: 989e12, torch.float16: 989e12}
 TOKENS_FILE = Path(__file__).resolve().parents[1] / ".bench" / "humaneval_bpe_tokens.json"
 
 
@@ -49,6 +52,12 @@ TOKENS_FILE = Path(__file__).resolve().parents[1] / ".bench" / "humaneval_bpe_to
 SHAPES: dict[str, tuple[str, dict]] = {
     "gptj-6b": ("GPTJConfig", dict(vocab_size=50400, n_positions=2048, n_embd=4096, n_layer=28, n_head=16,
                                    rotary_dim=64, tie_word_embeddings=False)),
+    # the real checkpoint the suite's own tests use (SmolLM2-135M-Instruct): a small model, where host work and
+    # launches, not weights, set the pace
+    "smollm2-135m": ("LlamaConfig", dict(vocab_size=49152, hidden_size=576, intermediate_size=1536,
+                                         num_hidden_layers=30, num_attention_heads=9, num_key_value_heads=3,
+                                         max_position_embeddings=8192, rms_norm_eps=1e-5, tie_word_embeddings=True,
+                                         rope_parameters={"rope_type": "default", "rope_theta": 100000.0})),
     "llama-7b": ("LlamaConfig", dict(vocab_size=32000, hidden_size=4096, intermediate_size=11008,
                                      num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=32,
                                      max_position_embeddings=2048, rms_norm_eps=1e-6)),
@@ -261,6 +270,8 @@ def _baseline_throughput(model, rows, params, eos, variant, batch_size, batches,
         mask = torch.tensor([[0] * (width - len(ids)) + [1] * len(ids) for _, _, ids in batch], device=device)
         kwargs = dict(do_sample=True, temperature=params.temperature, top_p=params.top_p, top_k=0,
                       max_new_tokens=params.max_new_tokens, eos_token_id=eos, pad_token_id=eos)
+        if params.greedy:
+            kwargs = dict(do_sample=False, max_new_tokens=params.max_new_tokens, eos_token_id=eos, pad_token_id=eos)
         processors = LogitsProcessorList()
         if variant == "fixed":
             kwargs["min_new_tokens"] = params.max_new_tokens
@@ -305,7 +316,7 @@ def engine_throughput(engine, requests, prompt_ids, params, variant, lengths) ->
     tokens = completions = 0
     sync()
     start = time.perf_counter()
-    forced = (lambda task, i: lengths[(task, i)]) if variant == "realistic" else None
+    forced = (lambda task, i: lengths[(task, i)]) if variant != "fixed" else None
     for completion in engine.generate(requests, params, prompt_ids=prompt_ids, ignore_eos=variant == "fixed",
                                       forced_lengths=forced):
         tokens += completion.num_tokens
@@ -315,7 +326,32 @@ def engine_throughput(engine, requests, prompt_ids, params, variant, lengths) ->
     stats = engine.stats.to_dict()
     stats["mean_batch"] = round(stats["row_steps"] / max(1, stats["steps"]), 1)
     return {"completions": completions, "tokens": tokens, "wall_s": round(wall, 2),
-            "tokens_per_s": round(tokens / wall, 1), "peak_gib": peak_gib(), "engine": stats}
+            "tokens_per_s": round(tokens / wall, 1), "peak_gib": peak_gib(), "engine": stats,
+            "step_budget": step_budget(engine, stats)}
+
+
+def step_budget(engine, stats: dict) -> dict:
+    """The mean decode step against its floor: the weights read once plus the busy rows' keys and values
+    (memory bound, at HBM_BYTES_PER_S), or the matrix products' arithmetic (at PEAK_FLOPS of the dtype),
+    whichever is longer; and where the host's time went (set-up, prefill, waiting on the device, the rest)."""
+    from evalsuite.engine.kv_cache import kv_bytes_per_token
+
+    model = engine.model
+    steps = max(1, stats["steps"])
+    weights = sum(p.numel() * p.element_size() for p in model.parameters())
+    parameters = sum(p.numel() for p in model.parameters())
+    per_token = kv_bytes_per_token(engine.adapter.spec, engine.adapter.num_layers, engine.dtype)
+    memory_ms = 1000 * (weights + per_token * stats["context_tokens"] / steps) / HBM_BYTES_PER_S
+    compute_ms = 1000 * 2 * parameters * stats["row_steps"] / steps / PEAK_FLOPS[engine.dtype]
+    decode_s = stats["loop_s"] - stats["prefill_s"]
+    achieved_ms = 1000 * decode_s / steps
+    floor_ms = max(memory_ms, compute_ms)
+    return {"mean_batch": stats["mean_batch"], "achieved_ms_per_step": round(achieved_ms, 3),
+            "floor_ms_per_step": round(floor_ms, 3), "floor_bound": "memory" if memory_ms >= compute_ms else "compute",
+            "of_floor": round(floor_ms / achieved_ms, 3) if achieved_ms else None,
+            "setup_s": round(stats["capture_s"], 3), "prefill_s": round(stats["prefill_s"], 3),
+            "prefill_forwards": stats["prefill_forwards"], "waiting_on_device_s": round(stats["wait_s"], 3),
+            "host_s": round(decode_s - stats["wait_s"], 3)}
 
 
 def engine_bs1_ms(engine, prompt, short=8, long=72) -> float:
@@ -402,13 +438,15 @@ def run_model(name: str, args, device: str, dtype: torch.dtype, deadline: float)
     # baseline's growing KV cache out of memory (seen on the H100 with GPT-J, 2026-11-23).
     workloads = {}
     for variant in args.variants:
-        n_prompts = args.prompts if variant == "realistic" else args.fixed_prompts
-        tasks = subset[:n_prompts]
-        max_new = args.max_new_tokens if variant == "realistic" else args.fixed_tokens
-        params = SamplingParams(n=args.n, temperature=0.8, top_p=0.95, max_new_tokens=max_new, seed=args.seed)
-        lengths = {(t, i): (sample_length(args.seed, t, i, args.mean_tokens, max_new) if variant == "realistic"
-                            else max_new) for t in tasks for i in range(args.n)}
-        rows = [(t, i, prompt_tokens[t]) for t in tasks for i in range(args.n)]
+        tasks = {"realistic": subset[:args.prompts], "fixed": subset[:args.fixed_prompts],
+                 "greedy": all_tasks[:args.greedy_prompts]}[variant]
+        max_new = args.fixed_tokens if variant == "fixed" else args.max_new_tokens
+        n = 1 if variant == "greedy" else args.n
+        params = (SamplingParams(n=1, temperature=0.0, max_new_tokens=max_new, seed=args.seed) if variant == "greedy"
+                  else SamplingParams(n=n, temperature=0.8, top_p=0.95, max_new_tokens=max_new, seed=args.seed))
+        lengths = {(t, i): (max_new if variant == "fixed" else sample_length(args.seed, t, i, args.mean_tokens, max_new))
+                   for t in tasks for i in range(n)}
+        rows = [(t, i, prompt_tokens[t]) for t in tasks for i in range(n)]
         workloads[variant] = (tasks, params, lengths, rows)
         result.setdefault("workloads", {})[variant] = {
             "prompts": len(tasks), "completions": len(rows), "max_new_tokens": max_new,
@@ -417,9 +455,9 @@ def run_model(name: str, args, device: str, dtype: torch.dtype, deadline: float)
     if not args.engine_only:
         phase("baseline_bs1_ms_per_token", lambda: round(baseline_bs1_ms(model, bs1_prompt, eos), 3))
         for variant, (tasks, params, lengths, rows) in workloads.items():
+            batches = -(-len(rows) // args.baseline_batch_size) if variant == "greedy" else args.baseline_batches
             phase(f"baseline_{variant}", lambda: baseline_throughput(model, rows, params, eos, variant,
-                                                                     args.baseline_batch_size, args.baseline_batches,
-                                                                     lengths))
+                                                                     args.baseline_batch_size, batches, lengths))
 
     eq_prompts = [prompt_tokens[t] for t in subset[:2]]
     phase("equivalence_" + result["dtype"], lambda: greedy_equivalence(model, engine_factory, eq_prompts, eos,
@@ -448,7 +486,7 @@ def run_model(name: str, args, device: str, dtype: torch.dtype, deadline: float)
     engine = engine_factory()
     phase("engine_bs1_ms_per_token", lambda: round(engine_bs1_ms(engine, bs1_prompt), 3))
     for variant, (tasks, params, lengths, rows) in workloads.items():
-        requests = [GenerationRequest(task_id=t, prompt="", sample_indices=tuple(range(args.n))) for t in tasks]
+        requests = [GenerationRequest(task_id=t, prompt="", sample_indices=tuple(range(params.n))) for t in tasks]
         phase(f"engine_{variant}", lambda: engine_throughput(engine, requests, [prompt_tokens[t] for t in tasks],
                                                              params, variant, lengths))
         if name in args.prefix_ab:  # the same workload with attention over the prompt computed per row
@@ -498,6 +536,16 @@ def table(results: list[dict]) -> str:
                 f"{b['tokens_per_s'] if b else '-'} | {e['tokens_per_s'] if e else '-'} | {ratio} | "
                 f"{b['wall_s'] if b else '-'} / {e['wall_s'] if e else '-'} | "
                 f"{b['peak_gib'] if b else '-'} / {e['peak_gib'] if e else '-'} |")
+    lines += ["", "| shape | variant | dtype | mean batch | decode ms/step | floor ms/step (bound) | of floor | "
+              "set-up s | prefill s (forwards) | waiting on device s | host s |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in results:
+        for variant in r.get("workloads", {}):
+            b = (r["phases"].get(f"engine_{variant}") or {}).get("step_budget")
+            if b:
+                lines.append(f"| {r['model']} | {variant} | {r['dtype']} | {b['mean_batch']} | "
+                             f"{b['achieved_ms_per_step']} | {b['floor_ms_per_step']} ({b['floor_bound']}) | "
+                             f"{b['of_floor']:.0%} | {b['setup_s']} | {b['prefill_s']} ({b['prefill_forwards']}) | "
+                             f"{b['waiting_on_device_s']} | {b['host_s']} |")
     lines += ["", "| shape | bs-1 ms/token plain | bs-1 ms/token engine | weights-read floor ms | greedy equivalence |",
               "|---|---|---|---|---|"]
     for r in results:
@@ -516,7 +564,12 @@ def table(results: list[dict]) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--models", default="gptj-6b,llama-7b,bloom-7b1")
-    ap.add_argument("--variants", default="realistic,fixed")
+    ap.add_argument("--variants", default="realistic,fixed",
+                    help="realistic: n samples of --prompts prompts, T=0.8; fixed: --fixed-tokens each; greedy: one "
+                         "greedy completion of each of --greedy-prompts prompts (lengths as realistic)")
+    ap.add_argument("--greedy-prompts", type=int, default=164)
+    ap.add_argument("--dtype", choices=["bfloat16", "float32", "float16"], default=None,
+                    help="default: bfloat16 on CUDA, float32 on the CPU")
     ap.add_argument("--prompts", type=int, default=16, help="prompts of the realistic variant")
     ap.add_argument("--fixed-prompts", type=int, default=8, help="prompts of the fixed-length variant")
     ap.add_argument("--n", type=int, default=200)
@@ -558,9 +611,10 @@ def main(argv=None) -> int:
         args.fp32_layers = min(args.fp32_layers, 2)
         args.n, args.max_new_tokens, args.mean_tokens, args.fixed_tokens = min(args.n, 6), 24, 8.0, 12
         args.prompts, args.fixed_prompts = min(args.prompts, 3), min(args.fixed_prompts, 2)
+        args.greedy_prompts = min(args.greedy_prompts, 4)
         args.baseline_batch_size, args.eq_tokens = 8, 8
     device = "cuda" if torch.cuda.is_available() and not args.tiny else "cpu"
-    dtype = torch.bfloat16 if device == "cuda" else torch.float32
+    dtype = getattr(torch, args.dtype) if args.dtype else torch.bfloat16 if device == "cuda" else torch.float32
     deadline = time.perf_counter() + args.budget_s
     env = environment()
     print(json.dumps(env), flush=True)

@@ -272,13 +272,17 @@ def main(argv=None) -> int:
     ap.add_argument("--n", type=int, default=200)
     ap.add_argument("--at-step", type=int, default=500)
     ap.add_argument("--reps", type=int, default=30)
+    ap.add_argument("--dtype", choices=["bfloat16", "float32"], default="bfloat16")
+    ap.add_argument("--min-batch", type=int, default=192, help="profile the first step at or past --at-step this wide")
+    ap.add_argument("--greedy", action="store_true", help="the large batch: one greedy sample of each of --prompts "
+                                                          "prompts (lengths as the realistic workload's)")
     ap.add_argument("--skip", default="", help="comma-separated: big,bs1,gemm")
     ap.add_argument("--out", default=os.environ.get("OUT", "runs/profile"))
     args = ap.parse_args(argv)
     skip = set(args.skip.split(","))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    dtype = torch.bfloat16
+    dtype = getattr(torch, args.dtype)
     result: dict = {"model": args.model, "torch": torch.__version__, "device": torch.cuda.get_device_name()}
 
     def dump():
@@ -288,18 +292,22 @@ def main(argv=None) -> int:
     prompt_tokens, eos, _ = load_prompt_tokens(vocab_hint, False)
     import random
 
-    tasks = sorted(random.Random(0).sample(sorted(prompt_tokens), args.prompts), key=lambda t: int(t.split("/")[-1]))
+    tasks = sorted(random.Random(0).sample(sorted(prompt_tokens), min(args.prompts, len(prompt_tokens))),
+                   key=lambda t: int(t.split("/")[-1]))
     t0 = time.perf_counter()
     model = build_model(args.model, eos, "cuda", dtype, False)
     result["build_s"] = round(time.perf_counter() - t0, 1)
     engine = Engine(model, decode_tokens=json.dumps, eos_token_ids=[eos], options=EngineOptions())
-    params = SamplingParams(n=args.n, temperature=0.8, top_p=0.95, max_new_tokens=512, seed=0)
+    if args.greedy:
+        args.n = 1
+    params = (SamplingParams(n=1, temperature=0.0, max_new_tokens=512, seed=0) if args.greedy
+              else SamplingParams(n=args.n, temperature=0.8, top_p=0.95, max_new_tokens=512, seed=0))
     if "big" not in skip:
         try:
             lengths = {(t, i): sample_length(0, t, i, 150.0, 512) for t in tasks for i in range(args.n)}
             requests = [GenerationRequest(task_id=t, prompt="", sample_indices=tuple(range(args.n))) for t in tasks]
             result["large_batch"] = run_until(engine, requests, [prompt_tokens[t] for t in tasks], params, lengths,
-                                              args.at_step, 192, args.reps)
+                                              args.at_step, args.min_batch, args.reps)
         except Exception:
             result["large_batch_error"] = traceback.format_exc()[-2000:]
         dump()

@@ -150,6 +150,44 @@ def test_sampled_tokens_equal_seeded_generate_at_any_batch_size(tiny):
     assert len({tuple(v) for v in expected.values()}) > 10, "samples of one prompt must differ"
 
 
+def test_prompts_packed_into_one_forward_give_the_tokens_of_one_prompt_at_a_time(tiny):
+    """Prompts run through the model together (one sequence, each prompt masked off from the others) where the
+    family allows; their keys, values and first tokens are those of running each alone: same completions.
+    Short prompts (within every sliding window) pack; the others run alone."""
+    prompts = [[5, 6, 7], [20, 21], [30, 31, 32, 33], [40], [50, 51, 52, 53, 54, 55, 56, 57, 58]]
+    params = SamplingParams(n=3, temperature=0.9, max_new_tokens=10, seed=11)
+    packed_engine = _engine(tiny)
+    packed = _run(packed_engine, prompts, params, samples=range(3))
+    alone_engine = Engine(tiny, decode_tokens=_text, eos_token_ids=[], options=EngineOptions(pack_prompts=False))
+    alone = _run(alone_engine, prompts, params, samples=range(3))
+    assert {k: c.text for k, c in packed.items()} == {k: c.text for k, c in alone.items()}
+    stats = packed_engine.stats
+    assert stats.prefills == len(prompts) and alone_engine.stats.prefill_forwards == len(prompts)
+    expected_forwards = 5 if packed_engine.adapter.layout.positions == "alibi" else (
+        1 + sum(not packed_engine.adapter.packs_prompts(len(p)) for p in prompts))
+    assert stats.prefill_forwards == min(expected_forwards, 5)
+
+
+def test_batch_invariant_runs_each_prompt_alone(tiny):
+    """A packed forward's products are as wide as the pack: under batch invariance a prompt's first token
+    must not depend on which prompts share its forward, so none do."""
+    engine = Engine(tiny, decode_tokens=_text, eos_token_ids=[], options=EngineOptions(batch_invariant=True,
+                                                                                        invariant_rows=8))
+    _run(engine, PROMPTS, SamplingParams(max_new_tokens=3))
+    assert engine.stats.prefill_forwards == engine.stats.prefills == len(PROMPTS)
+
+
+def test_a_pack_holds_at_most_pack_tokens(tiny):
+    engine = _engine(tiny)
+    engine.pack_tokens = 7
+    jobs = engine._jobs(_requests(PROMPTS * 2), PROMPTS * 2, SamplingParams(max_new_tokens=4), None)
+    packs = list(engine._packs(jobs))
+    assert sorted((p for pack in packs for p in pack), key=lambda p: p.first_sample) == jobs  # each once
+    assert all(len(pack) == 1 or sum(len(p.ids) for p in pack) <= 7 for pack in packs)
+    if engine.adapter.packs_prompts(3):
+        assert any(len(pack) > 1 for pack in packs)
+
+
 def test_resumed_subset_and_uneven_lengths_reproduce_the_full_run(tiny):
     params = SamplingParams(n=8, temperature=1.0, max_new_tokens=20, seed=3)
     lengths = {s: 3 + (7 * s) % 17 for s in range(8)}  # rows finish at different steps

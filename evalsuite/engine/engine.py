@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -32,6 +32,11 @@ from evalsuite.errors import EvalsuiteError
 from evalsuite.records import Completion, GenerationRequest, SamplingParams
 
 _DTYPES = (torch.float32, torch.bfloat16, torch.float16)
+# Prompts run through the model several at a time (Engine.prefill): at most this many tokens a forward, in at
+# most a sixty-fourth of the free device memory (taken from the KV cache's budget); on the CPU, in 1 GiB.
+MAX_PACK_TOKENS = 8192
+PACK_ROOM_SHARE = 64
+CPU_PACK_ROOM_BYTES = 1 << 30
 
 
 def workspace_margin_bytes(weight_bytes: int) -> int:
@@ -56,6 +61,8 @@ class EngineOptions:
     # projections that read one input as one matrix product (models.py, Layout.fused; the model's weights
     # become views into one tensor per layer)
     fuse_projections: bool = True
+    # prompts through the model several in one forward (Engine.prefill), where the family allows
+    pack_prompts: bool = True
     # the model's --gpu-memory cap (its loading plan's): cache, workspace and fused weights are sized within it
     gpu_cap_bytes: int | None = None
     # Every decode step as wide as ``invariant_rows`` (idle rows padded) and attention over a row's keys in
@@ -76,6 +83,14 @@ class EngineStats:
     capture_s: float = 0.0
     cache_gib: float = 0.0
     shared_prefix: bool = False
+    # where the host's time went (the per-step budget of benchmarks/bench_generate.py): prompts through the
+    # model's forward, waiting for the device's tokens (the device is the bottleneck while this grows), and
+    # the whole decode loop (what is left is host work: admission, launches, finish checks, detokenizing)
+    prefill_s: float = 0.0
+    prefill_forwards: int = 0
+    context_tokens: int = 0  # keys and values each step's busy rows read, summed over steps (the step's floor)
+    wait_s: float = 0.0
+    loop_s: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -134,6 +149,7 @@ class Engine:
         self.vocab_limit = vocab_limit if vocab_limit is not None and vocab_limit < rows else None
         self.context_length = context_length or self.adapter.max_positions
         self.stats = EngineStats()
+        self.pack_tokens = 0  # set per generate call, from the memory left (see _plan)
         self.token_listener: Callable[[int], None] | None = None  # told how many tokens each read-back brought
         self.fault = InjectedFault.from_environment()
         self.fault.at_setup()
@@ -181,6 +197,8 @@ class Engine:
                 # one-time work of the last generate call (kernel warm-up, graph capture): its first call in a
                 # process also pays the process's lazy CUDA set-up, which a later model's does not
                 "setup_s": round(self.stats.capture_s, 3),
+                "steps": self.stats.steps, "prefill_s": round(self.stats.prefill_s, 3),
+                "wait_s": round(self.stats.wait_s, 3), "loop_s": round(self.stats.loop_s, 3),
                 **({"batch_invariant_rows": self.options.invariant_rows} if self.options.batch_invariant else {})}
 
     # ------------------------------------------------------------------------------------------ setup
@@ -220,13 +238,16 @@ class Engine:
         row_limit = self.options.invariant_rows if self.options.batch_invariant else self.options.max_rows
         max_rows = min(row_limit, samples)
         if self.device.type != "cuda":
+            self.pack_tokens = self.pack_length(CPU_PACK_ROOM_BYTES, prompt_capacity)
             return plan_cache(budget_bytes=1 << 62, bytes_per_token=per_token, prompt_capacity=prompt_capacity,
                               gen_capacity=gen_capacity, num_prompts=len(prompts), samples_per_prompt=per_prompt,
                               max_rows=max_rows)
         torch.cuda.empty_cache()
         free = allocatable_bytes(self.device, self.options.gpu_cap_bytes)  # within the model's --gpu-memory cap
-        budget = int(free * self.options.memory_fraction) - self.workspace_bytes(self.decode_width(max_rows),
-                                                                                  prompt_capacity)
+        self.pack_tokens = self.pack_length(free // PACK_ROOM_SHARE, prompt_capacity)
+        budget = (int(free * self.options.memory_fraction)
+                  - self.workspace_bytes(self.decode_width(max_rows), prompt_capacity)
+                  - (self.pack_scratch_bytes(self.pack_tokens) if self.pack_tokens > prompt_capacity else 0))
         plan = plan_cache(budget_bytes=budget, bytes_per_token=per_token, prompt_capacity=prompt_capacity,
                           gen_capacity=gen_capacity, num_prompts=len(prompts), samples_per_prompt=per_prompt,
                           max_rows=max_rows)
@@ -257,6 +278,31 @@ class Engine:
                    + spec.num_heads * prompt_length * prompt_length * 4 + config.vocab_size * 4)
         weights = sum(p.numel() * p.element_size() for p in self.model.parameters())
         return rows * per_row + prefill + workspace_margin_bytes(weights)
+
+    def pack_scratch_bytes(self, tokens: int) -> int:
+        """What one forward over ``tokens`` packed prompt tokens holds besides the weights: the keys and values
+        transformers caches, activations (keys and values repeated to every head included), and the attention
+        scores, their softmax and the mask over all tokens (float32 at most, as eager and float32 SDPA do)."""
+        config = self.model.config
+        spec = self.adapter.spec
+        hidden = config.hidden_size
+        intermediate = getattr(config, "intermediate_size", None) or getattr(config, "n_inner", None) or 4 * hidden
+        item = self.dtype.itemsize
+        per_token = (kv_bytes_per_token(spec, self.adapter.num_layers, self.dtype)
+                     + (4 * hidden + 2 * intermediate + 2 * spec.num_heads * spec.head_dim) * item)
+        return tokens * per_token + tokens * tokens * (spec.num_heads * 8 + 8)
+
+    def pack_length(self, room_bytes: int, prompt_capacity: int) -> int:
+        """The most prompt tokens one prefill forward takes: as many as fit ``room_bytes`` of scratch, at most
+        :data:`MAX_PACK_TOKENS`, never fewer than the longest prompt (which runs alone)."""
+        low, high = prompt_capacity, max(prompt_capacity, MAX_PACK_TOKENS)
+        while low < high:
+            middle = (low + high + 1) // 2
+            if self.pack_scratch_bytes(middle) <= room_bytes:
+                low = middle
+            else:
+                high = middle - 1
+        return low
 
     # ------------------------------------------------------------------------------------------- loop
     def _generate(self, requests, prompt_ids, params, ignore_eos, forced_lengths) -> Iterator[Completion]:
@@ -291,15 +337,46 @@ class Engine:
             if self.device.type == "cuda":
                 torch.cuda.empty_cache()
 
-    def prefill(self, prompt: PromptJob, slot: int, cache: KVCache, seeds, first_tokens, params) -> None:
-        ids = torch.tensor(prompt.ids, dtype=torch.long, device=self.device)
-        logits, layers = self.adapter.prefill(ids)
-        cache.store_prompt(slot, layers)
-        if self.vocab_limit is not None:
-            logits[self.vocab_limit:] = float("-inf")
-        n, start = len(prompt.samples), prompt.first_sample
-        first_tokens[start:start + n] = choose_tokens(logits[None].expand(n, -1), seeds[start:start + n], 0, params)
-        self.stats.prefills += 1
+    def prefill(self, prompts: list[PromptJob], cache: KVCache, seeds, first_tokens, params) -> None:
+        """Run the prompts (each already given its cache slot) through the model, in packs of up to
+        ``pack_tokens`` tokens where the family allows, store their keys and values and sample each of their
+        samples' first token."""
+        started = time.perf_counter()
+        for pack in self._packs(prompts):
+            ids = [torch.tensor(prompt.ids, dtype=torch.long, device=self.device) for prompt in pack]
+            outputs = self.adapter.prefill_packed(ids) if len(pack) > 1 else [self.adapter.prefill(ids[0])]
+            for prompt, (logits, layers) in zip(pack, outputs):
+                cache.store_prompt(prompt.slot, layers)
+                if self.vocab_limit is not None:
+                    logits[self.vocab_limit:] = float("-inf")
+                n, start = len(prompt.samples), prompt.first_sample
+                first_tokens[start:start + n] = choose_tokens(logits[None].expand(n, -1), seeds[start:start + n],
+                                                              0, params)
+            self.stats.prefills += len(pack)
+            self.stats.prefill_forwards += 1
+        self.stats.prefill_s += time.perf_counter() - started
+
+    @property
+    def packs(self) -> bool:
+        """Prompts share forwards unless asked not to, or under ``batch_invariant``: a packed forward's matrix
+        products are as wide as its pack, so a prompt's keys and first token would depend on the prompts
+        packed with it (under data parallel, on which rank it ran)."""
+        return self.options.pack_prompts and not self.options.batch_invariant
+
+    def _packs(self, prompts: list[PromptJob]) -> Iterator[list[PromptJob]]:
+        """Consecutive prompts whose tokens add up to at most ``pack_tokens``; one by one where the family
+        cannot share a forward between prompts."""
+        pack: list[PromptJob] = []
+        for prompt in prompts:
+            if not (self.packs and self.adapter.packs_prompts(len(prompt.ids))):
+                yield [prompt]
+                continue
+            if pack and sum(len(p.ids) for p in pack) + len(prompt.ids) > self.pack_tokens:
+                yield pack
+                pack = []
+            pack.append(prompt)
+        if pack:
+            yield pack
 
 
 @dataclass
@@ -329,7 +406,21 @@ class _Loop:
         self.to_reset: set[int] = set()
 
     def run(self) -> Iterator[Completion]:
+        """The loop, timed while it runs (not while the caller handles what it yielded)."""
         stats = self.engine.stats
+        inner = self._run(stats)
+        try:
+            while True:
+                started = time.perf_counter()
+                completion = next(inner, None)
+                stats.loop_s += time.perf_counter() - started
+                if completion is None:
+                    return
+                yield completion
+        finally:
+            inner.close()
+
+    def _run(self, stats: EngineStats) -> Generator[Completion, None, None]:
         while True:
             self._admit()
             if self.rows.busy == 0:
@@ -358,6 +449,7 @@ class _Loop:
     # -------------------------------------------------------------------------------------- admission
     def _admit(self) -> None:
         rows, p_slots, p_lens, g_slots, samples = [], [], [], [], []
+        to_prefill: list[PromptJob] = []
         while self.waiting and self.rows.has_free() and len(self.gen_slots):
             job: SampleJob = self.waiting[0]
             prompt = job.prompt
@@ -365,8 +457,7 @@ class _Loop:
                 if not len(self.prompt_slots):
                     break
                 prompt.slot = self.prompt_slots.take()
-                self.engine.prefill(prompt, prompt.slot, self.cache, self.runner.seeds, self.runner.first_tokens,
-                                    self.params)
+                to_prefill.append(prompt)
             self.waiting.popleft()
             job.g_slot = self.gen_slots.take()
             row = self.rows.take(job)
@@ -376,6 +467,8 @@ class _Loop:
             p_lens.append(len(prompt.ids))
             g_slots.append(job.g_slot)
             samples.append(job.index)
+        if to_prefill:
+            self.engine.prefill(to_prefill, self.cache, self.runner.seeds, self.runner.first_tokens, self.params)
         if self.to_reset:
             self.runner.reset_rows(sorted(self.to_reset))
             self.to_reset.clear()
@@ -406,7 +499,9 @@ class _Loop:
     # ------------------------------------------------------------------------------------------- read
     def _read(self, launched: _Launched) -> None:
         if launched.event is not None:
+            waiting = time.perf_counter()
             launched.event.synchronize()
+            self.engine.stats.wait_s += time.perf_counter() - waiting
         tokens = launched.tokens[:launched.batch].tolist()
         rule = self.rule
         stats = self.engine.stats
@@ -416,6 +511,7 @@ class _Loop:
                 continue
             job.tokens.append(token)
             stats.tokens += 1
+            stats.context_tokens += len(job.prompt.ids) + len(job.tokens)
             if rule.after_token(job):
                 self._finish(job)
         if self.engine.token_listener is not None and stats.tokens > before:

@@ -78,7 +78,11 @@ class Layout:
     mlp_steps: tuple[str, str, str] | None = None  # (input projection, activation, output projection) in the MLP
 
 
-_LLAMA_LIKE: dict[str, Any] = dict(backbone="model", embed="embed_tokens", layers="layers", final_norm="norm")
+# q, k and v read one input: one matrix product instead of three (fewer launches: small models are launch-bound;
+# SmolLM2-135M's float32 step at 160 rows spent 3.0 of 5.2 ms in 211 small products, H200)
+_QKV_FUSED = ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj")
+_LLAMA_LIKE: dict[str, Any] = dict(backbone="model", embed="embed_tokens", layers="layers", final_norm="norm",
+                                   fused=_QKV_FUSED)
 _SANDWICH_NORMS = ("input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm",
                    "post_feedforward_layernorm")
 
@@ -93,7 +97,7 @@ _BUILT_IN_LAYOUTS: dict[str, Layout] = {
     "mistral": Layout(("MistralForCausalLM",), **_LLAMA_LIKE),
     "qwen2": Layout(("Qwen2ForCausalLM",), **_LLAMA_LIKE),
     "starcoder2": Layout(("Starcoder2ForCausalLM",), **_LLAMA_LIKE),
-    "phi3": Layout(("Phi3ForCausalLM",), **_LLAMA_LIKE, qkv=("qkv_proj",), qkv_layout="concat"),
+    "phi3": Layout(("Phi3ForCausalLM",), **{**_LLAMA_LIKE, "fused": ()}, qkv=("qkv_proj",), qkv_layout="concat"),
     "gemma2": Layout(("Gemma2ForCausalLM",), **_LLAMA_LIKE, embed_scale=True, wiring="sandwich",
                      norms=_SANDWICH_NORMS),
     "gemma3": Layout(("Gemma3ForCausalLM",), **_LLAMA_LIKE, embed_scale=True, wiring="sandwich",
@@ -483,13 +487,47 @@ class GenericAdapter:
     def prefill(self, prompt_ids: torch.Tensor) -> tuple[torch.Tensor, list[tuple[torch.Tensor, torch.Tensor]]]:
         """Run the model's own forward on one prompt ([L] ids): last-position logits [vocab] and per layer
         (keys, values) as [kv_heads, L, head_dim], exactly as transformers caches them."""
-        kwargs = {}
+        out = self.model(input_ids=prompt_ids[None, :], use_cache=True, logits_to_keep=1, **self._cache_kwargs())
+        return out.logits[0, -1], [(k[0], v[0]) for k, v in _cache_layers(out.past_key_values)]
+
+    def packs_prompts(self, length: int) -> bool:
+        """Whether a prompt of ``length`` tokens may share a forward with others (:meth:`prefill_packed`): the
+        family reads positions from ``position_ids`` and takes a 4-D additive mask (ALiBi is built from a 2-D
+        one), and no sliding window is shorter than the prompt (within it the window then masks nothing)."""
+        windows = [w for w in self.windows if w]
+        return self.layout.positions != "alibi" and (not windows or length <= min(windows))
+
+    def prefill_packed(self, prompts: list[torch.Tensor]) -> list[tuple[torch.Tensor, list[tuple[torch.Tensor,
+                                                                                            torch.Tensor]]]]:
+        """:meth:`prefill` for several prompts in one forward of the model: the prompts one after another in
+        one sequence, each with its own positions, and a mask that lets a token see only its own prompt's
+        earlier tokens. A small model spends ~40 ms of host time on a forward of any length, so 164 HumanEval
+        prompts one by one took 6.3 s of a 10.8 s greedy run (SmolLM2-135M, H100)."""
+        if len(prompts) == 1:
+            return [self.prefill(prompts[0])]
+        device = prompts[0].device
+        lengths = [len(p) for p in prompts]
+        ids = torch.cat(prompts)[None, :]
+        positions = torch.cat([torch.arange(n, device=device) for n in lengths])
+        owner = torch.repeat_interleave(torch.arange(len(prompts), device=device),
+                                        torch.tensor(lengths, device=device))
+        visible = (owner[:, None] == owner[None, :]) & (positions[:, None] >= positions[None, :])
+        dtype = self.model.get_input_embeddings().weight.dtype
+        mask = torch.zeros(visible.shape, dtype=dtype, device=device).masked_fill_(~visible, torch.finfo(dtype).min)
+        ends = torch.tensor(lengths, device=device).cumsum(0) - 1
+        out = self.model(input_ids=ids, attention_mask=mask[None, None], position_ids=positions[None, :],
+                         use_cache=True, logits_to_keep=ends, **self._cache_kwargs())
+        layers = _cache_layers(out.past_key_values)
+        starts = [int(e) + 1 - n for e, n in zip(ends.tolist(), lengths)]
+        return [(out.logits[0, i], [(k[0, :, a:a + n], v[0, :, a:a + n]) for k, v in layers])
+                for i, (a, n) in enumerate(zip(starts, lengths))]
+
+    def _cache_kwargs(self) -> dict[str, Any]:
         if any(self.windows):  # a plain cache keeps every key (a sliding-window cache drops old ones)
             from transformers import DynamicCache
 
-            kwargs["past_key_values"] = DynamicCache()
-        out = self.model(input_ids=prompt_ids[None, :], use_cache=True, logits_to_keep=1, **kwargs)
-        return out.logits[0, -1], [(k[0], v[0]) for k, v in _cache_layers(out.past_key_values)]
+            return {"past_key_values": DynamicCache()}
+        return {}
 
 
 def _cache_layers(cache) -> list[tuple[torch.Tensor, torch.Tensor]]:
