@@ -267,6 +267,28 @@ def test_fused_projections_are_views_and_follow_replaced_weights():
     assert engine.adapter._fused[0].current()
 
 
+@pytest.mark.parametrize("family", ["llama", "gemma2"])
+def test_llama_like_q_k_v_and_gate_up_are_one_product_each(family):
+    """Llama-like blocks run q, k, v as one product and a gated MLP's gate and up as another, over weights of
+    which the modules' own are views; replaced weights are fused again; the tokens stay transformers' own."""
+    model = _tiny(family)
+    engine = _engine(model)
+    block = model.model.layers[0]
+    qkv, gate_up = engine.adapter._fused[0], engine.adapter._fused_mlp[0]
+    assert qkv.sizes == (block.self_attn.q_proj.weight.shape[0], block.self_attn.k_proj.weight.shape[0],
+                         block.self_attn.v_proj.weight.shape[0])
+    assert gate_up.weight.shape[0] == 2 * block.mlp.gate_proj.weight.shape[0]
+    assert block.mlp.up_proj.weight.untyped_storage().data_ptr() == gate_up.weight.untyped_storage().data_ptr()
+    expected = _hf_generate(model, PROMPTS, 12)
+    got = _run(engine, PROMPTS, SamplingParams(max_new_tokens=12))
+    assert [_ids(got[(f"t/{i}", 0)].text) for i in range(len(PROMPTS))] == expected
+    block.mlp.gate_proj.weight.data = block.mlp.gate_proj.weight.data.clone()  # as model.to(...) replaces it
+    assert not gate_up.current()
+    got = _run(engine, PROMPTS, SamplingParams(max_new_tokens=12))
+    assert [_ids(got[(f"t/{i}", 0)].text) for i in range(len(PROMPTS))] == expected
+    assert engine.adapter._fused_mlp[0].current()
+
+
 def test_batch_invariant_steps_are_always_full_width_and_shards_reproduce_the_whole_run():
     """Under ``batch_invariant`` every step computes ``invariant_rows`` rows (idle ones padded), however few
     samples are left, so the prompts split in two engine calls (as two data-parallel ranks would run them)

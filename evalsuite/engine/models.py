@@ -75,6 +75,10 @@ class Layout:
     refuse: tuple[tuple[str, Callable[[Any], bool], str], ...] = ()  # (config attribute, refused when, reason)
     # Linear modules (paths from the block, q k v first) that read one input: run as one matrix product
     fused: tuple[str, ...] = ()
+    # A gated MLP (down(act(gate(x)) * up(x))): its gate and up projections (paths from the block) as one matrix
+    # product, then ``gated_mlp_tail`` (the MLP's activation and output projection) as the model's own modules
+    fused_mlp: tuple[str, ...] = ()
+    gated_mlp_tail: tuple[str, str] = ("act_fn", "down_proj")
     mlp_steps: tuple[str, str, str] | None = None  # (input projection, activation, output projection) in the MLP
 
 
@@ -82,7 +86,7 @@ class Layout:
 # SmolLM2-135M's float32 step at 160 rows spent 3.0 of 5.2 ms in 211 small products, H200)
 _QKV_FUSED = ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj")
 _LLAMA_LIKE: dict[str, Any] = dict(backbone="model", embed="embed_tokens", layers="layers", final_norm="norm",
-                                   fused=_QKV_FUSED)
+                                   fused=_QKV_FUSED, fused_mlp=("mlp.gate_proj", "mlp.up_proj"))
 _SANDWICH_NORMS = ("input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm",
                    "post_feedforward_layernorm")
 
@@ -96,8 +100,9 @@ _BUILT_IN_LAYOUTS: dict[str, Layout] = {
                     refuse=(("pretraining_tp", lambda v: (v or 1) > 1, "pretraining_tp > 1"),)),
     "mistral": Layout(("MistralForCausalLM",), **_LLAMA_LIKE),
     "qwen2": Layout(("Qwen2ForCausalLM",), **_LLAMA_LIKE),
-    "starcoder2": Layout(("Starcoder2ForCausalLM",), **_LLAMA_LIKE),
-    "phi3": Layout(("Phi3ForCausalLM",), **{**_LLAMA_LIKE, "fused": ()}, qkv=("qkv_proj",), qkv_layout="concat"),
+    "starcoder2": Layout(("Starcoder2ForCausalLM",), **{**_LLAMA_LIKE, "fused_mlp": ()}),  # c_fc, act, c_proj
+    "phi3": Layout(("Phi3ForCausalLM",), **{**_LLAMA_LIKE, "fused": (), "fused_mlp": ()},  # fused in the checkpoint
+                   qkv=("qkv_proj",), qkv_layout="concat"),
     "gemma2": Layout(("Gemma2ForCausalLM",), **_LLAMA_LIKE, embed_scale=True, wiring="sandwich",
                      norms=_SANDWICH_NORMS),
     "gemma3": Layout(("Gemma3ForCausalLM",), **_LLAMA_LIKE, embed_scale=True, wiring="sandwich",
@@ -246,9 +251,10 @@ class GenericAdapter:
         # newer transformers scale inside the embedding module (it has ``embed_scale``); older ones in forward
         self.embed_multiplier = cfg.hidden_size ** 0.5 if lay.embed_scale and not hasattr(embed, "embed_scale") \
             else None
-        self.fuse = fuse and bool(lay.fused)
+        self.fuse = fuse and bool(lay.fused or lay.fused_mlp)
         self.fuse_skipped: str | None = None  # why the projections run unfused, where fusing was asked for
-        self._fused: list[FusedLinear] = []
+        self._fused: list[FusedLinear] = []  # per block, Layout.fused
+        self._fused_mlp: list[FusedLinear] = []  # per block, Layout.fused_mlp
         self._activation = None
         self.cap_bytes = cap_bytes  # the model's --gpu-memory cap: fusing makes copies only within it
         if self.fuse:
@@ -261,10 +267,13 @@ class GenericAdapter:
         set-up needs one block's fused weights beyond the model, not all of them: GPT-J-6B in fp16 under a
         16 GiB cap had no room for the whole transient copy (6 GiB). Where even one block's copy does not fit,
         the projections stay unfused (slower, same tokens) and ``fuse_skipped`` says why."""
-        groups = [tuple(_get(block, path) for path in self.layout.fused) for block in self.blocks]
-        device = groups[0][0].weight.device
-        need = max(sum(m.weight.numel() + (m.bias.numel() if m.bias is not None else 0) for m in group)
-                   for group in groups) * groups[0][0].weight.element_size()
+        lay = self.layout
+        paths = [group for group in (lay.fused, lay.fused_mlp) if group]
+        blocks = [[tuple(_get(block, path) for path in group) for group in paths] for block in self.blocks]
+        first = blocks[0][0][0].weight
+        device = first.device
+        need = max(sum(m.weight.numel() + (m.bias.numel() if m.bias is not None else 0)
+                       for group in groups for m in group) for groups in blocks) * first.element_size()
         if device.type == "cuda":
             from evalsuite.devices import allocatable_bytes
 
@@ -273,20 +282,26 @@ class GenericAdapter:
             if room < need + FUSE_MARGIN_BYTES:
                 return self._skip_fusing(f"no room to fuse the projections: one block's fused weights take "
                                          f"{need / 2**20:.0f} MiB, {room / 2**20:.0f} MiB allocatable")
-        self._fused = []
+        self._fused, self._fused_mlp = [], []
+        done = 0
         try:
-            for group in groups:
-                self._fused.append(FusedLinear.of(group))
+            for groups in blocks:
+                made = [FusedLinear.of(group) for group in groups]
+                if lay.fused:
+                    self._fused.append(made.pop(0))
+                if lay.fused_mlp:
+                    self._fused_mlp.append(made.pop(0))
+                done += 1
                 if device.type == "cuda":
                     torch.cuda.empty_cache()
         except torch.OutOfMemoryError:
             torch.cuda.empty_cache()
-            self._skip_fusing(f"out of memory fusing block {len(self._fused)} of {len(groups)}")
+            self._skip_fusing(f"out of memory fusing block {done} of {len(blocks)}")
 
     def _skip_fusing(self, reason: str) -> None:
         """Run every projection as the model's own module. Blocks fused so far keep their weights as views into
         the fused tensors, which the modules read as usual."""
-        self.fuse, self._fused, self.fuse_skipped = False, [], reason
+        self.fuse, self._fused, self._fused_mlp, self.fuse_skipped = False, [], [], reason
 
     # --------------------------------------------------------------------------------- what it covers
     @staticmethod
@@ -336,7 +351,7 @@ class GenericAdapter:
                 "kv_heads": self.spec.num_kv_heads, "head_dim": self.spec.head_dim,
                 "positions": self.layout.positions, "rotary_dim": self.spec.rotary_dim,
                 "sliding_window_layers": sum(1 for w in self.windows if w),
-                "fused_projections": list(self.layout.fused) if self.fuse else []}
+                "fused_projections": [*self.layout.fused, *self.layout.fused_mlp] if self.fuse else []}
 
     # ------------------------------------------------------------------------------ position tables
     def _rotary(self, positions, dtype, device, layer_type):
@@ -384,7 +399,7 @@ class GenericAdapter:
     # -------------------------------------------------------------------------------------- the step
     def decode(self, tokens: torch.Tensor, positions: torch.Tensor, attend: Attend) -> torch.Tensor:
         """tokens, positions: [B] -> logits [B, vocab]."""
-        if self.fuse and not self._fused[0].current():
+        if self.fuse and not all(fused[0].current() for fused in (self._fused, self._fused_mlp) if fused):
             self._fuse_all()
         x = self.embed(tokens, positions)
         for index in range(self.num_layers):
@@ -422,7 +437,7 @@ class GenericAdapter:
                    outputs: dict[str, torch.Tensor] | None = None) -> torch.Tensor:
         """``outputs``: the fused projections' results for this block, by module path (q, k, v among them)."""
         attn = _get(block, self.layout.attn)
-        if outputs is None and self.fuse:
+        if outputs is None and self.fuse and self._fused:
             outputs = self._project(index, h)
         if outputs is not None:
             spec, batch, prefix = self.spec, h.shape[0], self.layout.attn + "."
@@ -447,6 +462,14 @@ class GenericAdapter:
         hidden = self._activation(hidden) if self._activation is not None else _get(mlp, act)(hidden)
         return _get(mlp, last)(hidden)
 
+    def _mlp(self, index: int, mlp, h: torch.Tensor) -> torch.Tensor:
+        """The block's MLP: a gated one with its gate and up projections as one product where they are fused."""
+        if not (self.fuse and self._fused_mlp):
+            return mlp(h)
+        gate, up = self._fused_mlp[index](h)
+        activation, down = self.layout.gated_mlp_tail
+        return _get(mlp, down)(_get(mlp, activation)(gate) * up)
+
     def block(self, index: int, x: torch.Tensor, attend: Attend) -> torch.Tensor:
         block = self.blocks[index]
         norms = [_get(block, name) for name in self.layout.norms]
@@ -454,7 +477,7 @@ class GenericAdapter:
         wiring = self.wiring
         if wiring == "sequential":
             x = x + self._attention(index, block, norms[0](x), attend)
-            return x + mlp(norms[1](x))
+            return x + self._mlp(index, mlp, norms[1](x))
         if wiring == "parallel_shared":
             h = norms[0](x)
             if self.fuse and self.layout.mlp_steps is not None:
@@ -466,7 +489,7 @@ class GenericAdapter:
             return mlp(norms[1](x)) + a + x
         if wiring == "sandwich":
             x = x + norms[1](self._attention(index, block, norms[0](x), attend))
-            return x + norms[3](mlp(norms[2](x)))
+            return x + norms[3](self._mlp(index, mlp, norms[2](x)))
         if wiring == "bloom":
             ln = block.input_layernorm(x)
             residual = ln if block.apply_residual_connection_post_layernorm else x
