@@ -227,6 +227,30 @@ def test_stop_sequence_truncates_exactly_at_its_first_occurrence(tiny):
     assert got.num_tokens == tokens_needed
 
 
+def test_tokens_read_a_step_late_give_the_same_completions(tiny, monkeypatch):
+    """On CUDA the host reads each step's tokens while the next step runs, so a read can bring a token for a
+    sample that already ended (skipped) or whose row moved (compaction). The CPU path reads at once; here it is
+    made to lag a step as CUDA does: every completion must stay the same (ends, stops, freed and reused rows)."""
+    from evalsuite.engine import engine as engine_module
+
+    reference = _hf_generate(tiny, PROMPTS[:1], 12)[0]
+    params = SamplingParams(n=6, temperature=0.9, max_new_tokens=16, seed=5)
+    stops = (" " + _text(reference[4:6]),)
+    lengths = {s: 2 + (5 * s) % 13 for s in range(6)}
+
+    def run():
+        engine = Engine(tiny, decode_tokens=_text, eos_token_ids=[reference[7]], options=EngineOptions(
+            max_rows=8, stop_check_every=2))
+        return _run(engine, PROMPTS, params, samples=range(6), stops=stops,
+                    forced_lengths=lambda task, index: lengths[index] if task != "t/0" else None)
+
+    at_once = run()
+    monkeypatch.setattr(engine_module._Loop, "_done", lambda self, launched: False)
+    late = run()
+    assert late == at_once
+    assert len({c.finish_reason for c in at_once.values()}) >= 2  # samples end in more than one way
+
+
 def test_supports_only_covered_architectures(tiny):
     assert Engine.supports(tiny)
     gpt2 = GPT2LMHeadModel(GPT2Config(vocab_size=VOCAB, n_embd=32, n_layer=1, n_head=2))

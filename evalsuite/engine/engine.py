@@ -19,6 +19,7 @@ from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+import numpy as np
 import torch
 
 from evalsuite.devices import allocatable_bytes
@@ -27,7 +28,7 @@ from evalsuite.engine.kv_cache import GiB, KVCache, SlotPool, kv_bytes_per_token
 from evalsuite.engine.models import GenericAdapter, layout_for
 from evalsuite.engine.runner import DecodeRunner
 from evalsuite.engine.sampling import choose_tokens, row_seeds
-from evalsuite.engine.scheduler import Decode, FinishRule, PromptJob, RowTable, SampleJob, waiting_queue
+from evalsuite.engine.scheduler import Decode, FinishRule, PromptJob, RowTable, SampleJob, TokenBook, waiting_queue
 from evalsuite.errors import EvalsuiteError
 from evalsuite.records import Completion, GenerationRequest, SamplingParams
 
@@ -383,7 +384,7 @@ class Engine:
 class _Launched:
     batch: int
     tokens: torch.Tensor  # pinned host copy of the tokens fed at this step
-    samples: list  # row -> SampleJob at launch time
+    samples: np.ndarray  # row -> the workload index of its sample at launch time (-1: idle)
     event: Any
 
 
@@ -404,6 +405,7 @@ class _Loop:
         self.finished: list[Completion] = []
         self.yielded = 0
         self.to_reset: set[int] = set()
+        self.book = TokenBook(runner.rows, [job for prompt in prompts for job in prompt.samples], rule)
 
     def run(self) -> Iterator[Completion]:
         """The loop, timed while it runs (not while the caller handles what it yielded)."""
@@ -461,6 +463,7 @@ class _Loop:
             self.waiting.popleft()
             job.g_slot = self.gen_slots.take()
             row = self.rows.take(job)
+            self.book.start(job, row)
             self.to_reset.discard(row)
             rows.append(row)
             p_slots.append(prompt.slot)
@@ -480,6 +483,7 @@ class _Loop:
         batch = runner.bucket_for(self.rows.highest_busy() + 1)
         if not self.waiting and runner.bucket_for(self.rows.busy) < batch:
             keep = self.rows.compact_order()
+            self.book.moved(keep)
             runner.compact(keep)
             runner.reset_rows(range(len(keep), batch))
             batch = runner.bucket_for(len(keep))
@@ -492,7 +496,7 @@ class _Loop:
         if self.cuda:
             event = torch.cuda.Event()
             event.record()
-        self.pending.append(_Launched(batch, host, self.rows.samples[:batch], event))
+        self.pending.append(_Launched(batch, host, self.book.sample[:batch].copy(), event))
         stats = self.engine.stats
         stats.row_steps += batch
 
@@ -502,22 +506,20 @@ class _Loop:
             waiting = time.perf_counter()
             launched.event.synchronize()
             self.engine.stats.wait_s += time.perf_counter() - waiting
-        tokens = launched.tokens[:launched.batch].tolist()
-        rule = self.rule
+        appended, context, flagged = self.book.append(launched.samples, launched.tokens[:launched.batch].numpy())
         stats = self.engine.stats
-        before = stats.tokens
-        for job, token in zip(launched.samples, tokens):
-            if job is None or job.finish is not None:
-                continue
-            job.tokens.append(token)
-            stats.tokens += 1
-            stats.context_tokens += len(job.prompt.ids) + len(job.tokens)
-            if rule.after_token(job):
+        stats.tokens += appended
+        stats.context_tokens += context
+        for job in flagged:
+            if self.rule.after_token(job):
                 self._finish(job)
-        if self.engine.token_listener is not None and stats.tokens > before:
-            self.engine.token_listener(stats.tokens - before)
+            else:
+                self.book.scanned(job)
+        if self.engine.token_listener is not None and appended:
+            self.engine.token_listener(appended)
 
     def _finish(self, job: SampleJob) -> None:
+        self.book.finish(job)
         row = self.rows.release(job)
         self.to_reset.add(row)
         self.gen_slots.give(job.g_slot)
