@@ -28,6 +28,74 @@ ROOT = Path(__file__).resolve().parent.parent
 SHAPES = {"gpt-j-6b": "float32", "bloom-7b1": "float16", "llama-2-7b": "float16",  # bundled config -> checkpoint dtype
           "mistral-7b": "bfloat16"}  # (as on the hub)
 SLOW = {"cpu-offload", "zero-inference", "cpu"}
+# Shapes too large for one GPU to initialise whole: written tensor by tensor (make_sharded). Public config values.
+LARGE_SHAPES = {
+    "llama-2-70b": {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 8192,
+                    "intermediate_size": 28672, "num_hidden_layers": 80, "num_attention_heads": 64,
+                    "num_key_value_heads": 8, "vocab_size": 32000, "max_position_embeddings": 4096,
+                    "rms_norm_eps": 1e-5, "bos_token_id": 1, "eos_token_id": 2, "hidden_act": "silu",
+                    "initializer_range": 0.02, "tie_word_embeddings": False, "dtype": "bfloat16"},
+}
+
+
+def make_sharded(out: Path, config: dict, layers: int | None = None, shard_bytes: int = 5 << 30) -> None:
+    """A random checkpoint of ``config`` (bfloat16, N(0, initializer_range), norms at one) written one tensor
+    at a time into safetensors shards with their index, a small tokenizer beside them: a 140 GB model never
+    sits whole in any memory. Tensors are drawn on the GPU where there is one. ``layers``: fewer blocks (the
+    CPU check of this function)."""
+    import torch
+    from safetensors.torch import save_file
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    from tiny_models import gpt2_style_tokenizer
+
+    values = dict(config, **({"num_hidden_layers": layers} if layers else {}))
+    model_config = AutoConfig.for_model(**values)
+    with torch.device("meta"):
+        shapes = {name: tensor.shape for name, tensor in AutoModelForCausalLM.from_config(model_config).state_dict().items()}
+    out.mkdir(parents=True, exist_ok=True)
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    generator = torch.Generator(device=device).manual_seed(0)
+    std = float(values.get("initializer_range", 0.02))
+    shard: dict[str, torch.Tensor] = {}
+    weight_map: dict[str, str] = {}
+    size = total = 0
+    files: list[Path] = []
+
+    def flush() -> None:
+        nonlocal shard, size
+        path = out / f"model-{len(files) + 1:05d}.safetensors"
+        save_file(shard, str(path), metadata={"format": "pt"})
+        files.append(path)
+        weight_map.update({name: path.name for name in shard})
+        shard, size = {}, 0
+
+    started = time.perf_counter()
+    for name, shape in shapes.items():
+        if name.endswith("norm.weight"):
+            tensor = torch.ones(shape, dtype=torch.bfloat16)
+        else:
+            tensor = (torch.randn(shape, generator=generator, device=device, dtype=torch.float32) * std).to(
+                torch.bfloat16).cpu()
+        shard[name] = tensor
+        size += tensor.numel() * 2
+        total += tensor.numel() * 2
+        if size >= shard_bytes:
+            flush()
+    if shard:
+        flush()
+    count = len(files)
+    for index, path in enumerate(files, 1):  # transformers' names: model-00001-of-000NN.safetensors
+        final = out / f"model-{index:05d}-of-{count:05d}.safetensors"
+        path.rename(final)
+        weight_map = {k: (final.name if v == path.name else v) for k, v in weight_map.items()}
+    (out / "model.safetensors.index.json").write_text(json.dumps({"metadata": {"total_size": total},
+                                                                   "weight_map": weight_map}))
+    model_config.save_pretrained(out)
+    gpt2_style_tokenizer(4000).save_pretrained(out)
+    print(f"{out.name}: {total / 2 / 1e9:.2f}B params, bfloat16, {total / 1e9:.1f} GB in {count} shards, "
+          f"{time.perf_counter() - started:.1f} s", flush=True)
 
 
 def make_checkpoints(directory: Path, names: list[str]) -> None:
@@ -45,6 +113,9 @@ def make_checkpoints(directory: Path, names: list[str]) -> None:
         out = directory / name
         if (out / "config.json").exists():
             print(f"{name}: exists at {out}")
+            continue
+        if name in LARGE_SHAPES:
+            make_sharded(out, LARGE_SHAPES[name], layers=int(os.environ.get("LAYERS", "0")) or None)
             continue
         dtype = getattr(torch, SHAPES[name])
         config = _config_from_dict(json.loads(bundled_config_path(name).read_text()))

@@ -14,6 +14,16 @@ if ls .whl/*.whl >/dev/null 2>&1 && [ "${SKIP_INSTALL:-0}" != 1 ]; then
   $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
     || echo "wheel install failed"
 fi
+watch_memory() {  # the most memory used on each GPU while "$@" runs, into $1's file
+  local out=$1; shift
+  nvidia-smi --query-gpu=index,memory.used --format=csv,noheader,nounits -lms 200 > "$out.log" &
+  local watcher=$!
+  "$@"; local status=$?
+  kill $watcher 2>/dev/null; wait $watcher 2>/dev/null
+  awk -F', ' '{ if ($2 > m[$1]) m[$1] = $2 } END { for (g in m) printf "gpu%s %.1f GiB  ", g, m[g] / 1024 }' \
+    "$out.log" > "$out"
+  return $status
+}
 MODEL=${MODEL:-/tmp/gptj6b}
 # bubblewrap is not on the GPU image: random-weight completions are executed with rlimits only there.
 SANDBOX_FLAG=$(command -v bwrap >/dev/null 2>&1 && echo "" || echo "--allow-unsandboxed")

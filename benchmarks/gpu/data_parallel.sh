@@ -4,6 +4,10 @@
 # tokens/s, completions identical to one GPU's (with EXTRA="--batch-invariant"; without it rare sampled tokens
 # differ, as each rank's batches differ from one GPU's).
 #   [RANKS="2 4"] [EXTRA=...] bash benchmarks/gpu/data_parallel.sh       (tables and JSON under $OUT)
+# Scaling is bounded by each rank's tail: the last ~max-new-tokens steps, run by a few long samples at any rank
+# count. At 64 problems x n=40 a rank of four holds 640 samples, 2.5 steps' worth of 256 rows, and its tail
+# weighs as much as at one GPU (run 9: 3.21x at 4 ranks). At 4 and 8 ranks use every problem (LIMIT=164) so the
+# tail is small against each rank's share.
 cd "$(dirname "$0")/../.." && source benchmarks/gpu/common.sh
 N=${N:-40} LIMIT=${LIMIT:-64} NEW=${NEW:-256} DEVICE_FLAG=""
 [ "${TINY:-0}" = 1 ] && DEVICE_FLAG="--device cpu"

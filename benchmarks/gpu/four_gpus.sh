@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Four GPUs of one host (nvidia-h100-x4 / -h200-x4), issue 33's runs 2 and 4 in one call (<= 9 minutes); run 1
-# (data parallel at 1, 2 and 4 ranks) is `SPLIT_DEVICES=0,1 RANKS="2 4" bash benchmarks/gpu/two_gpus.sh`.
+# (data parallel at 1, 2 and 4 ranks) is `SPLIT_DEVICES=0,1 RANKS="2 4" LIMIT=164 bash benchmarks/gpu/two_gpus.sh`,
+# run 3 (the multi-gpu rung split four ways, a Llama-2-70B shape) is `bash benchmarks/gpu/split_four.sh`.
 #  2. --spread models: four different model folders (GPT-J-6B, BLOOM-7B1, Llama-2-7B, Mistral-7B shapes, random
 #     weights) on four GPUs under torchrun vs the same four one after another on one GPU: wall time, every
 #     leaderboard entry present.

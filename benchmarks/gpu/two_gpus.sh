@@ -13,16 +13,6 @@ export PYTHONPATH=/tmp/site:$PWD
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
 GREEDY=(--n 1 --temperature 0 --limit ${LIMIT_GREEDY:-8} --max-new-tokens ${NEW_GREEDY:-64} --engine transformers
         --no-leaderboard --quiet $SANDBOX_FLAG)
-watch_memory() {  # the most memory used on each GPU while "$@" runs, into $1's file
-  local out=$1; shift
-  nvidia-smi --query-gpu=index,memory.used --format=csv,noheader,nounits -lms 200 > "$out.log" &
-  local watcher=$!
-  "$@"; local status=$?
-  kill $watcher 2>/dev/null; wait $watcher 2>/dev/null
-  awk -F', ' '{ if ($2 > m[$1]) m[$1] = $2 } END { for (g in m) printf "gpu%s %.1f GiB  ", g, m[g] / 1024 }' \
-    "$out.log" > "$out"
-  return $status
-}
 echo "== 1. multi-gpu rung: --gpu-memory 8GiB, planner's choice"
 ( if [ -n "${SPLIT_DEVICES:-}" ]; then export CUDA_VISIBLE_DEVICES=$SPLIT_DEVICES; fi
   watch_memory /tmp/peak-split $PY -m evalsuite run --models "$MODEL" --gpu-memory 8GiB "${GREEDY[@]}" \
@@ -30,35 +20,8 @@ echo "== 1. multi-gpu rung: --gpu-memory 8GiB, planner's choice"
 echo "== 1b. the same model whole on one GPU"
 CUDA_VISIBLE_DEVICES=0 $PY -m evalsuite run --models "$MODEL" --strategy gpu "${GREEDY[@]}" --output /tmp/whole \
   || echo "whole run failed"
-$PY - <<'PY' | tee "$OUT/multi_gpu.txt"
-import json, pathlib
-def run(root):
-    record = next(pathlib.Path(root).glob("*/record.json"), None)
-    if record is None:
-        return None, {}
-    rows = {}
-    for path in pathlib.Path(root).glob("*/completions*.jsonl"):
-        for line in path.read_text().splitlines():
-            row = json.loads(line)
-            rows[(row["task_id"], row["completion_id"])] = row["raw_completion"]
-    return json.loads(record.read_text()), rows
-split, split_rows = run("/tmp/split")
-whole, whole_rows = run("/tmp/whole")
-if split is None or whole is None:
-    print("multi-gpu: FAILED (no record)")
-    raise SystemExit(0)
-placement = split["model"]["placement"]
-same = sum(split_rows.get(key) == value for key, value in whole_rows.items())
-peak = pathlib.Path("/tmp/peak-split").read_text().strip()
-status = "ok" if placement.get("strategy") == "multi-gpu" and same == len(whole_rows) else "FAILED"
-print(f"multi-gpu: {status}  strategy {placement.get('strategy')}  tok/s {split['generation_stats']['tokens_per_s']:.0f}"
-      f" (whole GPU {whole['generation_stats']['tokens_per_s']:.0f})  peak {peak}  greedy {same}/{len(whole_rows)}"
-      f" identical  device map {json.dumps(placement.get('plan', {}).get('device_map_summary', ''))[:120]}")
-json.dump({"status": status, "strategy": placement.get("strategy"), "peak": peak, "identical": same,
-           "of": len(whole_rows), "tokens_per_s": split["generation_stats"]["tokens_per_s"],
-           "whole_tokens_per_s": whole["generation_stats"]["tokens_per_s"]},
-          open(__import__("os").environ["OUT"] + "/multi_gpu.json", "w"))
-PY
+$PY benchmarks/gpu/compare_runs.py multi-gpu /tmp/split /tmp/whole --peak /tmp/peak-split \
+  --json "$OUT/multi_gpu.json" | tee "$OUT/multi_gpu.txt"
 echo "== 2. data parallel: 1 GPU vs torchrun 2 ranks, --batch-invariant"
 EXTRA=--batch-invariant bash benchmarks/gpu/data_parallel.sh 2>&1 | grep -v -i warn | grep -v "^\[" | tail -24
 [ "${INVARIANCE_COST:-1}" = 1 ] || exit 0  # INVARIANCE_COST=0: skip 2b (a short device budget)
