@@ -1,7 +1,8 @@
 """The sampling engine behind the ``hf`` backend: many samples per prompt, fast, same tokens as transformers.
 
 What makes it faster than ``model.generate`` (measured in benchmarks/bench_generate.py):
-- the prompt is run once and its keys and values stored once for all of its samples (kv_cache.py);
+- the prompt is run once and its keys and values stored once for all of its samples (kv_cache.py), and
+  prompts admitted together share one forward of the model (packed, each masked off from the others);
 - a finished sample leaves its row at once and a waiting one takes it (scheduler.py), so no row decodes
   padding, and the batch is as large as free memory allows;
 - each decode step is one CUDA graph replay, with attention reading only the valid cache entries
@@ -368,14 +369,16 @@ class Engine:
         """Consecutive prompts whose tokens add up to at most ``pack_tokens``; one by one where the family
         cannot share a forward between prompts."""
         pack: list[PromptJob] = []
+        tokens = 0
         for prompt in prompts:
             if not (self.packs and self.adapter.packs_prompts(len(prompt.ids))):
                 yield [prompt]
                 continue
-            if pack and sum(len(p.ids) for p in pack) + len(prompt.ids) > self.pack_tokens:
+            if pack and tokens + len(prompt.ids) > self.pack_tokens:
                 yield pack
-                pack = []
+                pack, tokens = [], 0
             pack.append(prompt)
+            tokens += len(prompt.ids)
         if pack:
             yield pack
 
