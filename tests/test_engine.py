@@ -168,6 +168,20 @@ def test_prompts_packed_into_one_forward_give_the_tokens_of_one_prompt_at_a_time
     assert stats.prefill_forwards == min(expected_forwards, 5)
 
 
+def test_prompts_are_packed_only_under_attention_that_takes_a_dense_mask(tiny):
+    adapter = _engine(tiny).adapter
+    if adapter.layout.positions == "alibi":
+        assert not adapter.packs_prompts(1)
+        return
+    original = tiny.config._attn_implementation
+    assert original in ("eager", "sdpa") and adapter.packs_prompts(1)
+    tiny.config._attn_implementation = "flash_attention_2"
+    try:
+        assert not adapter.packs_prompts(1)
+    finally:
+        tiny.config._attn_implementation = original
+
+
 def test_batch_invariant_runs_each_prompt_alone(tiny):
     """A packed forward's products are as wide as the pack: under batch invariance a prompt's first token
     must not depend on which prompts share its forward, so none do."""

@@ -516,9 +516,12 @@ class GenericAdapter:
     def packs_prompts(self, length: int) -> bool:
         """Whether a prompt of ``length`` tokens may share a forward with others (:meth:`prefill_packed`): the
         family reads positions from ``position_ids`` and takes a 4-D additive mask (ALiBi is built from a 2-D
-        one), and no sliding window is shorter than the prompt (within it the window then masks nothing)."""
+        one) with eager or SDPA attention, and no sliding window is shorter than the prompt (within it the
+        window then masks nothing)."""
         windows = [w for w in self.windows if w]
-        return self.layout.positions != "alibi" and (not windows or length <= min(windows))
+        # the mask is a dense 4-D tensor: eager and SDPA attention take it, flash and flex attention do not
+        dense_mask = getattr(self.config, "_attn_implementation", None) in (None, "eager", "sdpa")
+        return dense_mask and self.layout.positions != "alibi" and (not windows or length <= min(windows))
 
     def prefill_packed(self, prompts: list[torch.Tensor]) -> list[tuple[torch.Tensor, list[tuple[torch.Tensor,
                                                                                             torch.Tensor]]]]:
