@@ -59,16 +59,14 @@ def make_sharded(out: Path, config: dict, layers: int | None = None, shard_bytes
     generator = torch.Generator(device=device).manual_seed(0)
     std = float(values.get("initializer_range", 0.02))
     shard: dict[str, torch.Tensor] = {}
-    weight_map: dict[str, str] = {}
     size = total = 0
-    files: list[Path] = []
+    files: list[tuple[Path, list[str]]] = []  # each shard as written, and the tensors in it
 
     def flush() -> None:
         nonlocal shard, size
-        path = out / f"model-{len(files) + 1:05d}.safetensors"
+        path = out / f"part-{len(files) + 1:05d}.safetensors"
         save_file(shard, str(path), metadata={"format": "pt"})
-        files.append(path)
-        weight_map.update({name: path.name for name in shard})
+        files.append((path, list(shard)))
         shard, size = {}, 0
 
     started = time.perf_counter()
@@ -86,10 +84,10 @@ def make_sharded(out: Path, config: dict, layers: int | None = None, shard_bytes
     if shard:
         flush()
     count = len(files)
-    for index, path in enumerate(files, 1):  # transformers' names: model-00001-of-000NN.safetensors
-        final = out / f"model-{index:05d}-of-{count:05d}.safetensors"
-        path.rename(final)
-        weight_map = {k: (final.name if v == path.name else v) for k, v in weight_map.items()}
+    weight_map: dict[str, str] = {}
+    for index, (path, names) in enumerate(files, 1):  # transformers' names: model-00001-of-000NN.safetensors
+        final = path.rename(out / f"model-{index:05d}-of-{count:05d}.safetensors")
+        weight_map.update(dict.fromkeys(names, final.name))
     (out / "model.safetensors.index.json").write_text(json.dumps({"metadata": {"total_size": total},
                                                                    "weight_map": weight_map}))
     model_config.save_pretrained(out)

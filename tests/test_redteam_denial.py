@@ -21,6 +21,15 @@ pytestmark = NEEDS_ISOLATION
 HONEST_PROMPT = "def work(n):\n"
 HONEST_TEST = "def check(candidate):\n    assert candidate(2_000_000) == sum(i * i % 7 for i in range(2_000_000))\n"
 HONEST = HONEST_PROMPT + "    return sum(i * i % 7 for i in range(n))\n"
+# fifteen busy children, each in a session (so a scheduler autogroup) of its own, and the parent busy too
+SPIN_IN_OWN_SESSIONS = """for _ in range(15):
+            if os.fork() == 0:
+                os.setsid()  # a session, and so a scheduler autogroup, of its own: fairness is per group
+                while True:
+                    pass
+        while True:
+            pass
+        """
 CPU_ATTACKS = {
     "cpu_unpin_and_fork": """
         import os, time
@@ -28,14 +37,7 @@ CPU_ATTACKS = {
             os.sched_setaffinity(0, range(os.cpu_count() or 64))
         except OSError:
             pass
-        for _ in range(15):
-            if os.fork() == 0:
-                os.setsid()  # a session, and so a scheduler autogroup, of its own: fairness is per group
-                while True:
-                    pass
-        while True:
-            pass
-        """,
+        """ + SPIN_IN_OWN_SESSIONS,
     "cpu_priorities": LIBC + """
         import os
         for attempt in (lambda: os.setpriority(os.PRIO_PROCESS, 0, -20),
@@ -47,14 +49,7 @@ CPU_ATTACKS = {
                 attempt()
             except OSError:
                 pass
-        for _ in range(15):
-            if os.fork() == 0:
-                os.setsid()  # a session, and so a scheduler autogroup, of its own: fairness is per group
-                while True:
-                    pass
-        while True:
-            pass
-        """,
+        """ + SPIN_IN_OWN_SESSIONS,
     "cpu_threads": """
         import threading, os
         try:

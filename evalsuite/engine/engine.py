@@ -272,24 +272,26 @@ class Engine:
         and a margin for cuBLAS workspaces and allocator rounding."""
         config = self.model.config
         spec = self.adapter.spec
-        hidden = config.hidden_size
-        intermediate = getattr(config, "intermediate_size", None) or getattr(config, "n_inner", None) or 4 * hidden
-        item = self.dtype.itemsize
+        hidden, intermediate, item = self._widths()
         per_row = config.vocab_size * 48 + 64 * hidden
         prefill = (prompt_length * (4 * hidden + 2 * intermediate) * item
                    + spec.num_heads * prompt_length * prompt_length * 4 + config.vocab_size * 4)
         weights = sum(p.numel() * p.element_size() for p in self.model.parameters())
         return rows * per_row + prefill + workspace_margin_bytes(weights)
 
+    def _widths(self) -> tuple[int, int, int]:
+        """Hidden width, MLP width and bytes per value: what the prefill's activations scale with."""
+        config = self.model.config
+        hidden = config.hidden_size
+        intermediate = getattr(config, "intermediate_size", None) or getattr(config, "n_inner", None) or 4 * hidden
+        return hidden, intermediate, self.dtype.itemsize
+
     def pack_scratch_bytes(self, tokens: int) -> int:
         """What one forward over ``tokens`` packed prompt tokens holds besides the weights: the keys and values
         transformers caches, activations (keys and values repeated to every head included), and the attention
         scores, their softmax and the mask over all tokens (float32 at most, as eager and float32 SDPA do)."""
-        config = self.model.config
         spec = self.adapter.spec
-        hidden = config.hidden_size
-        intermediate = getattr(config, "intermediate_size", None) or getattr(config, "n_inner", None) or 4 * hidden
-        item = self.dtype.itemsize
+        hidden, intermediate, item = self._widths()
         per_token = (kv_bytes_per_token(spec, self.adapter.num_layers, self.dtype)
                      + (4 * hidden + 2 * intermediate + 2 * spec.num_heads * spec.head_dim) * item)
         return tokens * per_token + tokens * tokens * (spec.num_heads * 8 + 8)
@@ -346,8 +348,7 @@ class Engine:
         started = time.perf_counter()
         for pack in self._packs(prompts):
             ids = [torch.tensor(prompt.ids, dtype=torch.long, device=self.device) for prompt in pack]
-            outputs = self.adapter.prefill_packed(ids) if len(pack) > 1 else [self.adapter.prefill(ids[0])]
-            for prompt, (logits, layers) in zip(pack, outputs):
+            for prompt, (logits, layers) in zip(pack, self.adapter.prefill_packed(ids)):
                 cache.store_prompt(prompt.slot, layers)
                 if self.vocab_limit is not None:
                     logits[self.vocab_limit:] = float("-inf")
@@ -396,7 +397,8 @@ class _Loop:
 
     def __init__(self, engine: Engine, runner: DecodeRunner, cache: KVCache, prompts, rule: FinishRule, params):
         self.engine, self.runner, self.cache, self.rule, self.params = engine, runner, cache, rule, params
-        self.rows = RowTable(runner.rows)
+        workload = [job for prompt in prompts for job in prompt.samples]
+        self.rows = RowTable(runner.rows, len(workload))
         self.waiting = waiting_queue(prompts)
         self.prompt_slots = SlotPool(cache.plan.prompt_slots)
         self.gen_slots = SlotPool(cache.plan.gen_slots)
@@ -408,7 +410,7 @@ class _Loop:
         self.finished: list[Completion] = []
         self.yielded = 0
         self.to_reset: set[int] = set()
-        self.book = TokenBook(runner.rows, [job for prompt in prompts for job in prompt.samples], rule)
+        self.book = TokenBook(self.rows, workload, rule)
 
     def run(self) -> Iterator[Completion]:
         """The loop, timed while it runs (not while the caller handles what it yielded)."""
@@ -466,7 +468,7 @@ class _Loop:
             self.waiting.popleft()
             job.g_slot = self.gen_slots.take()
             row = self.rows.take(job)
-            self.book.start(job, row)
+            self.book.start(row)
             self.to_reset.discard(row)
             rows.append(row)
             p_slots.append(prompt.slot)
@@ -499,7 +501,7 @@ class _Loop:
         if self.cuda:
             event = torch.cuda.Event()
             event.record()
-        self.pending.append(_Launched(batch, host, self.book.sample[:batch].copy(), event))
+        self.pending.append(_Launched(batch, host, self.rows.index[:batch].copy(), event))
         stats = self.engine.stats
         stats.row_steps += batch
 
