@@ -24,6 +24,15 @@ watch_memory() {  # the most memory used on each GPU while "$@" runs, into $1's 
     "$out.log" > "$out"
   return $status
 }
+wait_gpus_idle() {  # until no process holds a GPU (at most $1 s, default 60): a rank's CUDA context outlives its
+  # launcher's exit by a moment, and the next multi-rank start can fail its first collective on a busy GPU
+  local left
+  for _ in $(seq $((${1:-60} * 2))); do
+    left=$(nvidia-smi --query-compute-apps=pid --format=csv,noheader 2>/dev/null | wc -l)
+    [ "$left" = 0 ] && return 0; sleep 0.5
+  done
+  echo "GPUs still held by: $(nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv,noheader | tr '\n' ';')"
+}
 MODEL=${MODEL:-/tmp/gptj6b}
 # bubblewrap is not on the GPU image: random-weight completions are executed with rlimits only there.
 SANDBOX_FLAG=$(command -v bwrap >/dev/null 2>&1 && echo "" || echo "--allow-unsandboxed")

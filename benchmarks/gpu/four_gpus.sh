@@ -17,6 +17,7 @@ $PY benchmarks/bench_loading.py make --dir $CKPT --models bloom-7b1,llama-2-7b,m
 FOLDERS="$MODEL,$CKPT/bloom-7b1,$CKPT/llama-2-7b,$CKPT/mistral-7b"
 WORK=(--n 20 --limit 8 --max-new-tokens 128 --temperature 0.8 --seed 1 --quiet $SANDBOX_FLAG)
 echo "== 2. --spread models over four GPUs vs one after another"
+wait_gpus_idle
 rm -rf /tmp/spread /tmp/serial
 t0=$(now)
 CUDA_VISIBLE_DEVICES=0 $PY -m evalsuite run --models "$FOLDERS" "${WORK[@]}" --output /tmp/serial \
@@ -42,12 +43,21 @@ PY
 echo "== 4. one rank of four killed mid-run"
 KILL_ARGS=(run --models "$MODEL" --n 40 --limit 64 --max-new-tokens 256 --temperature 0.8 --top-p 0.95 --no-leaderboard
            --quiet $SANDBOX_FLAG --output /tmp/kill)
-rm -rf /tmp/kill
-$PY -m torch.distributed.run --standalone --nproc-per-node 4 -m evalsuite -- "${KILL_ARGS[@]}" > "$OUT/kill.log" 2>&1 &
-launcher=$!
-for _ in $(seq 300); do  # until some rows are saved
-  saved=$(cat /tmp/kill/*/completions*.jsonl 2>/dev/null | wc -l)
-  [ "$saved" -ge 100 ] && break; sleep 0.5
+for attempt in 1 2; do  # a start that fails before any row is saved (run 9: NCCL at the first collective) is retried once
+  rm -rf /tmp/kill; wait_gpus_idle
+  NCCL_DEBUG=${NCCL_DEBUG:-WARN} $PY -m torch.distributed.run --standalone --nproc-per-node 4 -m evalsuite -- \
+    "${KILL_ARGS[@]}" > "$OUT/kill.log" 2>&1 &
+  launcher=$!
+  saved=0
+  for _ in $(seq 300); do  # until some rows are saved
+    saved=$(cat /tmp/kill/*/completions*.jsonl 2>/dev/null | wc -l)
+    [ "$saved" -ge 100 ] && break
+    kill -0 $launcher 2>/dev/null || break
+    sleep 0.5
+  done
+  [ "$saved" -ge 100 ] && break
+  wait $launcher; echo "attempt $attempt: the run ended (exit $?) with $saved rows saved, before the kill:"
+  grep -i -E "error|fail" "$OUT/kill.log" | head -5; cp "$OUT/kill.log" "$OUT/kill-attempt$attempt.log"
 done
 victim=""
 for pid in $(pgrep -f "evalsuite -- run"); do
