@@ -29,6 +29,14 @@ def parse_device(value: str | None) -> str | None:
     return text
 
 
+def pinned_gpu(value: str | None) -> int | None:
+    """The GPU index ``--device cuda:N`` names (a torchrun rank's own GPU is passed this way), else None:
+    ``cuda`` alone leaves the choice among the GPUs to the planner."""
+    text = parse_device(value)
+    match = _DEVICE.match(text) if text else None
+    return int(match.group(2)) if match and match.group(2) is not None else None
+
+
 def check_device_present(value: str | None) -> None:
     """Refuse a CUDA device this machine does not have, before any model loads."""
     if value is None or not value.startswith("cuda"):

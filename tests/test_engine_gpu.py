@@ -151,3 +151,20 @@ def test_batch_invariant_tokens_do_not_depend_on_the_rest_of_the_batch():
         gc.collect()
         torch.cuda.empty_cache()
     assert len(whole) == 288 and halves == whole
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")
+def test_engine_runs_a_model_on_another_gpu_than_the_current_one():
+    """The planner may place a model on another GPU than the process's current one (the freest, or
+    --device cuda:N). Seen on four H200s before the engine set its own device: CUDA graphs captured empty ("on
+    the wrong device"), Triton refused the pointers, and the engine fell back to plain generate."""
+    model = _tiny("llama")
+    expected = _hf_generate(model, PROMPTS, 12)
+    assert torch.cuda.current_device() == 0
+    engine = _engine(model.to("cuda:1"), rows=8)
+    got = _run(engine, PROMPTS, SamplingParams(max_new_tokens=12))
+    assert [_ids(got[(f"t/{i}", 0)].text) for i in range(len(PROMPTS))] == expected
+    assert torch.cuda.current_device() == 0  # the engine's device is its own business, restored after the call
+    assert torch.cuda.memory_allocated(0) < torch.cuda.memory_allocated(1)
+    del engine, model
+    gc.collect()

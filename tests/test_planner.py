@@ -297,3 +297,39 @@ def test_the_engine_workspace_is_planned_for_gemma3_text_configs():
     assert engine_workspace_bytes(shape, batch=8, weight_bytes=10 << 20) > 8 * 512 * 48
     gpt2 = shape_from_config(transformers.GPT2Config(n_layer=2, n_embd=64, n_head=4, vocab_size=512))
     assert engine_workspace_bytes(gpt2, batch=8, weight_bytes=10 << 20) == 0  # a family the engine does not cover
+
+
+def test_a_process_pinned_to_one_gpu_plans_on_that_gpu_alone(requests, monkeypatch):
+    """``--device cuda:N`` (each torchrun rank's own GPU): the plan sees GPU N alone and places there. Seen on
+    four H200s: ranks started together each read every GPU's free memory, their own looked fullest (its NCCL
+    buffers), and two ranks put their models on one GPU, whose engine then ran out of memory."""
+    from evalsuite.planner import capacity as capacity_module
+
+    free = [70 * GiB, 79 * GiB, 78 * GiB, 79 * GiB]  # each GPU as one rank sees it: its own is GPU 0
+    read: list[int | None] = []
+
+    def detect_gpus(only=None):
+        read.append(only)
+        indices = range(len(free)) if only is None else (only,)
+        return [free[i] for i in indices], [80 * GiB for _ in indices], ["H200" for _ in indices]
+
+    monkeypatch.setattr(capacity_module, "_detect_gpus", detect_gpus)
+    unpinned = plan_for(requests, "gpt-j-6b", detect_capacity(None, None))
+    assert unpinned.main_gpu == 1  # the freest, when the process may use every GPU
+    pinned_capacity = detect_capacity("40GiB", None, only_gpu=2)
+    assert read == [None, 2]  # no other GPU's memory is read (that starts a CUDA context there)
+    assert pinned_capacity.gpus == (40 * GiB,) and pinned_capacity.gpu_ids == (2,)
+    assert pinned_capacity.to_json()["gpu_ids"] == [2]
+    plan = plan_for(requests, "gpt-j-6b", pinned_capacity)
+    assert (plan.strategy, plan.main_gpu, plan.device_map) == ("gpu", 2, {"": 2})
+    assert list(plan.device_map_summary) == ["cuda:2"]
+    offload = plan_for(requests, "bloom-7b1", dataclasses.replace(pinned_capacity, gpus=(8 * GiB,)), NONE)
+    assert offload.strategy == "cpu-offload" and "cuda:2" in offload.device_map_summary
+    assert set(offload.device_map.values()) <= {2, "cpu"} and 2 in offload.device_map.values()
+    assert plan_for(requests, "gpt-neox-20b", pinned_capacity, strategy="multi-gpu").fits is False
+
+
+def test_pinned_gpu_reads_the_device_flag():
+    from evalsuite.devices import pinned_gpu
+
+    assert [pinned_gpu(v) for v in ("cuda:3", "CUDA:0", "cuda", "cpu", None)] == [3, 0, None, None, None]

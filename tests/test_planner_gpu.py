@@ -109,3 +109,22 @@ def test_dtype_float32_loads_float32_on_the_gpu(tiny_model_dir):
         assert {p.dtype for p in generator.model.parameters()} == {torch.float32}
     finally:
         generator.close()
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")
+def test_device_flag_pins_the_model_and_the_engine_to_that_gpu(tiny_model_dir, tmp_path):
+    """--device cuda:1 (what each torchrun rank passes itself): the plan sees GPU 1 alone, the weights sit there
+    and the engine decodes there (no fallback). A fresh process, as a user's run is."""
+    output = tmp_path / "runs"
+    proc = subprocess.run(
+        [sys.executable, "-m", "evalsuite", "run", "--models", str(tiny_model_dir("llama")), "--device", "cuda:1",
+         "--n", "4", "--limit", "2", "--temperature", "0.8", "--max-new-tokens", "16", "--output", str(output),
+         "--no-leaderboard", "--quiet", "--allow-unsandboxed"],
+        capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    [record_path] = output.glob("*/record.json")
+    model = json.loads(record_path.read_text())["model"]
+    plan = model["placement"]["plan"]
+    assert plan["device_map"] == {"": 1} and plan["capacity"]["gpu_ids"] == [1], plan
+    assert isinstance(model["engine"], dict) and model["engine"]["name"] == "evalsuite", model
+    assert not model["engine_retries"] and model["engine_fallback"] is None, model

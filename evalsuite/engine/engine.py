@@ -14,6 +14,7 @@ sample is the same whichever path, batch or row produced it.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections import deque
 from collections.abc import Callable, Generator, Iterator, Sequence
@@ -179,7 +180,11 @@ class Engine:
         if params.greedy and forced_lengths is None:  # every sample of a prompt is the same text: decode it once
             fan_out = {r.task_id: r.sample_indices for r in requests if len(r.sample_indices) > 1}
             requests = [replace(r, sample_indices=r.sample_indices[:1]) for r in requests]
-        with torch.inference_mode():
+        # The current CUDA device is the model's for the whole call: CUDA graphs capture on it, Triton launches on
+        # it and the KV budget reads its free memory. The planner may place a model on another GPU than the
+        # current one (the freest; --device cuda:N), and a graph captured on the wrong device is empty.
+        on_device = torch.cuda.device(self.device) if self.device.type == "cuda" else contextlib.nullcontext()
+        with torch.inference_mode(), on_device:
             for completion in self._generate(requests, [list(ids) for ids in prompt_ids], params, ignore_eos,
                                              forced_lengths):
                 for index in fan_out.get(completion.task_id, (completion.sample_index,)):

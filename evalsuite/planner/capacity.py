@@ -18,9 +18,12 @@ from evalsuite.sizes import GiB, format_bytes, parse_size  # noqa: F401 - the pl
 
 @dataclass(frozen=True)
 class Capacity:
-    """Memory the planner may place a model in. ``gpus`` holds the usable bytes of each GPU."""
+    """Memory the planner may place a model in. ``gpus`` holds the usable bytes of each GPU; ``gpu_ids`` the
+    CUDA index of each entry where they are not 0, 1, ... (a process pinned to one GPU, such as a data-parallel
+    rank, plans with its own GPU alone)."""
 
     gpus: tuple[int, ...] = ()
+    gpu_ids: tuple[int, ...] = ()
     cpu: int = 0
     disk: int | None = None  # free bytes under offload_dir; None when no offload dir was given
     offload_dir: str | None = None
@@ -28,6 +31,10 @@ class Capacity:
     gpu_names: tuple[str, ...] = ()
     notes: tuple[str, ...] = field(default_factory=tuple)
     cpu_cores: int = 0  # cores torch may use here (0: unknown); CPU-only speed scales with them
+
+    def gpu_id(self, position: int) -> int:
+        """The CUDA index of ``gpus[position]``."""
+        return self.gpu_ids[position] if self.gpu_ids else position
 
     def describe(self) -> str:
         if self.gpus:
@@ -41,6 +48,7 @@ class Capacity:
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["gpus"] = list(self.gpus)
+        data["gpu_ids"] = [self.gpu_id(i) for i in range(len(self.gpus))]
         data["gpu_names"] = list(self.gpu_names)
         data["notes"] = list(self.notes)
         return data
@@ -59,8 +67,10 @@ def _available_ram() -> int:
     return 0
 
 
-def _detect_gpus() -> tuple[list[int], list[int], list[str]]:
-    """(free bytes, total bytes, names) of each visible CUDA GPU; empty without torch or CUDA."""
+def _detect_gpus(only: int | None = None) -> tuple[list[int], list[int], list[str]]:
+    """(free bytes, total bytes, names) of each visible CUDA GPU, or of GPU ``only`` alone (reading a GPU's
+    free memory starts a CUDA context on it, ~0.5 GiB that a rank pinned elsewhere must not take); empty
+    without torch or CUDA."""
     try:
         import torch
     except ImportError:
@@ -68,7 +78,7 @@ def _detect_gpus() -> tuple[list[int], list[int], list[str]]:
     if not torch.cuda.is_available():
         return [], [], []
     free, total, names = [], [], []
-    for index in range(torch.cuda.device_count()):
+    for index in range(torch.cuda.device_count()) if only is None else (only,):
         f, t = torch.cuda.mem_get_info(index)
         free.append(int(f))
         total.append(int(t))
@@ -77,8 +87,11 @@ def _detect_gpus() -> tuple[list[int], list[int], list[str]]:
 
 
 def detect_capacity(gpu_memory: str | int | None = None, cpu_memory: str | int | None = None,
-                    offload_dir: str | None = None, num_gpus: int | None = None) -> Capacity:
-    """The machine's capacity, each GPU capped at ``gpu_memory`` and RAM at ``cpu_memory``.
+                    offload_dir: str | None = None, num_gpus: int | None = None, only_gpu: int | None = None
+                    ) -> Capacity:
+    """The machine's capacity, each GPU capped at ``gpu_memory`` and RAM at ``cpu_memory``; with ``only_gpu``
+    (``--device cuda:N``, a torchrun rank's own GPU) that GPU alone, so two ranks that start together never
+    plan onto the same GPU for having seen it the freest.
 
     ``num_gpus`` plans for a machine other than this one: that many GPUs of ``gpu_memory`` each, so
     ``evalsuite plan --gpus 1 --gpu-memory 16GiB`` answers for a V100 from a laptop.
@@ -93,13 +106,16 @@ def detect_capacity(gpu_memory: str | int | None = None, cpu_memory: str | int |
         gpus, names = [int(cap or 0)] * num_gpus, ["planned"] * num_gpus
         notes.append(f"planned for {num_gpus} GPU(s) of {format_bytes(cap)} (not detected)")
     else:
-        free, total, names = _detect_gpus()
+        free, total, names = _detect_gpus(only_gpu)
+        if only_gpu is not None and free:
+            notes.append(f"GPU {only_gpu} alone (--device cuda:{only_gpu}): the others are left to other processes")
         if cap and not free:
             raise EvalsuiteError("--gpu-memory caps this machine's GPUs and it has none; to plan for another "
                                  "machine, add --gpus N (N GPUs of that size)")
         gpus = [min(f, cap) if cap else f for f in free]
         if cap:
-            for index, f in enumerate(free):
+            for position, f in enumerate(free):
+                index = only_gpu if only_gpu is not None else position
                 if cap > f:
                     notes.append(f"GPU {index}: --gpu-memory {format_bytes(cap)} exceeds its free "
                                  f"{format_bytes(f)}; planning with the free memory")
@@ -113,7 +129,8 @@ def detect_capacity(gpu_memory: str | int | None = None, cpu_memory: str | int |
         while probe and not os.path.exists(probe):
             probe = os.path.dirname(probe.rstrip("/")) or "/"
         disk = shutil.disk_usage(probe or tempfile.gettempdir()).free
-    return Capacity(gpus=tuple(gpus), cpu=cpu, disk=disk, offload_dir=offload_dir, gpu_cap=cap,
+    gpu_ids = (only_gpu,) if only_gpu is not None and gpus else ()
+    return Capacity(gpus=tuple(gpus), gpu_ids=gpu_ids, cpu=cpu, disk=disk, offload_dir=offload_dir, gpu_cap=cap,
                     gpu_names=tuple(names), notes=tuple(notes), cpu_cores=cpu_cores())
 
 

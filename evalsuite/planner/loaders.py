@@ -8,10 +8,11 @@ notes.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from typing import Any
 
-from evalsuite.devices import free_accelerator_memory, is_out_of_memory
+from evalsuite.devices import free_accelerator_memory, is_out_of_memory, pinned_gpu
 from evalsuite.errors import EvalsuiteError
 from evalsuite.models.options import LoadingOptions
 from evalsuite.models.registry import ModelSpec
@@ -53,7 +54,8 @@ def load_planned(model_path_or_id: str, spec: ModelSpec | None, loading: Loading
 
     cpu_only = loading.device == "cpu" or not torch.cuda.is_available()
     if capacity is None:
-        capacity = detect_capacity(loading.gpu_memory, loading.cpu_memory, loading.offload_dir)
+        capacity = detect_capacity(loading.gpu_memory, loading.cpu_memory, loading.offload_dir,
+                                   only_gpu=None if cpu_only else pinned_gpu(loading.device))
         if cpu_only:
             capacity = Capacity(cpu=capacity.cpu, disk=capacity.disk, offload_dir=capacity.offload_dir)
     source = resolve_source(model_path_or_id, spec)
@@ -95,9 +97,15 @@ def _load_stepping_down(source: Any, plan: Plan, request: PlanRequest) -> tuple[
 
 def _load(model_id: str, plan: Plan, request: PlanRequest, trust_remote_code: bool,
           revision: str | None = None) -> Any:
-    # --revision reaches every strategy's from_pretrained (they all take transformers' hub arguments)
-    model = strategy_named(plan.strategy).load(model_id, plan, request, trust_remote_code,
-                                               **({"revision": revision} if revision else {}))
+    import torch
+
+    strategy = strategy_named(plan.strategy)
+    # what a strategy allocates on "cuda" (DeepSpeed's engine, bitsandbytes' buffers) lands on the plan's GPU
+    on_gpu = torch.cuda.device(plan.main_gpu) if strategy.needs_gpu and torch.cuda.is_available() \
+        else contextlib.nullcontext()
+    with on_gpu:  # --revision reaches every strategy's from_pretrained (they all take transformers' hub arguments)
+        model = strategy.load(model_id, plan, request, trust_remote_code,
+                              **({"revision": revision} if revision else {}))
     model.eval()
     return model
 

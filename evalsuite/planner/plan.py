@@ -50,9 +50,9 @@ class Plan:
 
     @property
     def main_gpu(self) -> int:
-        """The GPU that receives the inputs and holds the embeddings: the largest one."""
+        """The GPU (CUDA index) that receives the inputs and holds the embeddings: the largest one."""
         gpus = self.capacity.gpus
-        return gpus.index(max(gpus)) if gpus else 0
+        return self.capacity.gpu_id(gpus.index(max(gpus))) if gpus else 0
 
     @property
     def relative_speed(self) -> float:

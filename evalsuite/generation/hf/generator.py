@@ -174,8 +174,9 @@ class HFGenerator(Generator):
         self.model = None
         self.loaded.release()
         release_device_memory()
-        if torch.cuda.is_available() and torch.cuda.is_initialized():
-            torch.cuda.reset_peak_memory_stats()  # the next model's peak is its own
+        device = self.loaded.device
+        if getattr(device, "type", None) == "cuda" and torch.cuda.is_initialized():
+            torch.cuda.reset_peak_memory_stats(device)  # the next model's peak is its own
 
     # -- internals ---------------------------------------------------------------------------------
     def _fast_engine(self) -> HFEngineBridge | None:
@@ -232,8 +233,7 @@ class HFGenerator(Generator):
                               limits=limits if min(limits) < max_new else None)
 
         # Thread-local state the call needs in the thread that decodes: inference mode, the current CUDA device.
-        cuda_device = torch.cuda.current_device() if torch.cuda.is_available() and torch.cuda.is_initialized() \
-            else None
+        cuda_device = device if device.type == "cuda" else None  # the model's GPU, not the process's current one
 
         def call() -> torch.Tensor:
             if cuda_device is not None:

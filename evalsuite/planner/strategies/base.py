@@ -83,7 +83,7 @@ def accelerate_placement(plan: Plan, with_cpu: bool) -> dict[str, Any]:
     kwargs: dict[str, Any] = {}
     device_map: dict[str, Any] | str | None = plan.device_map
     if device_map is None:  # forced although it does not fit: let accelerate place what it can
-        max_memory: dict[Any, Any] = {i: g for i, g in enumerate(plan.capacity.gpus)}
+        max_memory: dict[Any, Any] = {plan.capacity.gpu_id(i): g for i, g in enumerate(plan.capacity.gpus)}
         if with_cpu:
             max_memory["cpu"] = plan.capacity.cpu
         kwargs["max_memory"] = max_memory

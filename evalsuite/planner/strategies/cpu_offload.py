@@ -17,8 +17,8 @@ class CpuOffload(TransformersStrategy):
     def fit(self, sizing: Sizing) -> Plan:
         sizing.require(self)
         cap, shape = sizing.cap, sizing.shape
-        index = cap.gpus.index(max(cap.gpus))
-        gpu_room = sizing.room(cap.gpus[index])
+        position = cap.gpus.index(max(cap.gpus))
+        gpu_room, index = sizing.room(cap.gpus[position]), cap.gpu_id(position)
         ram = cpu_room(cap)
         if gpu_room < 2 * shape.block_params * 2:
             raise NoFit(f"{format_bytes(gpu_room)} left on the GPU after the budget; offloading needs room for "

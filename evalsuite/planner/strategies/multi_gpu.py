@@ -24,10 +24,12 @@ class MultiGpu(TransformersStrategy):
         if sizing.gpu_bytes > sum(rooms) - slack:
             raise NoFit(f"{format_bytes(sizing.gpu_bytes)} of weights > {format_bytes(sum(rooms) - slack)} free on "
                         f"{n} GPUs after the budget")
-        device_map, summary = sizing.device_map({i: room for i, room in enumerate(rooms)}, balanced=True)
+        device_map, summary = sizing.device_map({sizing.cap.gpu_id(i): room for i, room in enumerate(rooms)},
+                                               balanced=True)
         if device_map is not None and any(d in ("cpu", "disk") for d in device_map.values()):
             raise NoFit("accelerate's device map spills to CPU: the GPUs are too full once blocks stay whole")
-        summary = summary or {f"cuda:{i}": f"~{format_bytes(sizing.gpu_bytes / n)}" for i in range(n)}
+        share = format_bytes(sizing.gpu_bytes / n)
+        summary = summary or {f"cuda:{sizing.cap.gpu_id(i)}": f"~{share}" for i in range(n)}
         return sizing.plan(self, sizing.request.gpu_dtype, sizing.gpu_bytes, summary, sizing.gpu_step,
                            device_map=device_map)
 
