@@ -68,8 +68,8 @@ for attempt in 1 2; do  # a start that fails before any row is saved (run 9: NCC
   grep -i -E "error|fail" "$OUT/kill.log" | head -5; cp "$OUT/kill.log" "$OUT/kill-attempt$attempt.log"
 done
 victim=""
-for pid in $(pgrep -f "evalsuite -- run"); do
-  tr '\0' '\n' < /proc/$pid/environ 2>/dev/null | grep -qx "LOCAL_RANK=2" && [ "$pid" != "$launcher" ] && victim=$pid
+for pid in $(pgrep -P "$launcher"); do  # the ranks are the launcher's children
+  tr '\0' '\n' < /proc/$pid/environ 2>/dev/null | grep -qx "LOCAL_RANK=2" && victim=$pid
 done
 echo "saved rows before the kill: $saved; killing rank 2 (pid $victim)"
 t_kill=$(now); kill -9 "$victim"; wait $launcher; kill_rc=$?; t_end=$(now)

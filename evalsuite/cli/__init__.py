@@ -93,6 +93,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     except KeyboardInterrupt as exc:
         signum = getattr(exc, "signum", None) or signal.SIGINT  # Stopped, or a batch that a Stopped cut short
-        print(f"interrupted by {signal.Signals(signum).name}: completions written so far are kept; rerun the same "
-              "command to resume", file=sys.stderr)
+        # one write: under torchrun every rank says it at once into one stream, and print's two writes interleave
+        rank = f"rank {os.environ['RANK']}: " if int(os.environ.get("WORLD_SIZE", "1")) > 1 else ""
+        sys.stderr.write(f"{rank}interrupted by {signal.Signals(signum).name}: completions written so far are kept; "
+                         "rerun the same command to resume\n")
         return 128 + int(signum)
