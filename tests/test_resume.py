@@ -88,6 +88,10 @@ def test_two_ranks_match_one_process_and_a_killed_rank_resumes(tiny_model_dir, t
     assert {r["invocation_id"] for f in run_dir.glob("completions*.jsonl") for _, r in read_jsonl(f)} == \
         {invocation["invocation_id"]}
     assert invocation["completions_generated"] == 6 * 4
+    ranks = record["distributed"]["ranks"]  # each rank's share, to see a slow rank holding the others
+    assert [r["rank"] for r in ranks] == [0, 1] and sum(r["completions_generated"] for r in ranks) == 6 * 4
+    assert sum(r["problems"] for r in ranks) == 6 and all(r["generate_s"] > 0 for r in ranks)
+    assert record["timings_s"]["generate_now"] == max(r["generate_s"] for r in ranks)
     assert sorted(p.name for p in run_dir.glob("completions*.jsonl")) == [
         "completions.rank0.jsonl", "completions.rank1.jsonl"]
 

@@ -44,7 +44,8 @@ def main() -> None:
                      "gpus": record["environment"]["hardware"].get("gpus"),
                      "completions": stats["completions_generated_now"], "tokens": stats["tokens_generated_now"],
                      "load_s": timings["load"], "generate_s": timings["generate"], "execute_s": timings["execute"],
-                     "tokens_per_s": stats["tokens_per_s"], "pass@1": record["summary"].get("pass@1")})
+                     "tokens_per_s": stats["tokens_per_s"], "pass@1": record["summary"].get("pass@1"),
+                     "ranks": record.get("distributed", {}).get("ranks", [])})
     print(f"{'run':<34} {'strategy':<15} {'ranks':>5} {'completions':>11} {'tokens':>9} {'load s':>7} "
           f"{'generate s':>10} {'tok/s':>9}")
     for row in rows:
@@ -52,6 +53,12 @@ def main() -> None:
         print(f"{Path(row['record']).stem + ' (' + str(engine) + ')':<34} {str(row['strategy']):<15} "
               f"{row['world_size']:>5} {row['completions']:>11} {row['tokens']:>9} {row['load_s']:>7.1f} "
               f"{row['generate_s']:>10.1f} {row['tokens_per_s'] or 0:>9.0f}")
+    for row in rows:  # each rank's own time: the slowest one is the run's (a skewed shard shows here)
+        if row["ranks"]:
+            times = [r["generate_s"] for r in row["ranks"]]
+            print(f"  {Path(row['record']).stem} ranks' generate s: " + ", ".join(f"{t:.1f}" for t in times)
+                  + f"  (slowest / fastest {max(times) / min(times):.2f}; tokens "
+                  + ", ".join(f"{r['tokens_generated']:,}" for r in row["ranks"]) + ")")
     result: dict = {"runs": rows}
     if len(rows) == 2:
         ratio = rows[1]["generate_s"] / rows[0]["generate_s"]

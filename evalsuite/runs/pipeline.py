@@ -49,6 +49,26 @@ if TYPE_CHECKING:
     from evalsuite.models.registry import ModelSpec
 
 
+@dataclass(frozen=True)
+class RankShare:
+    """What one rank made of its shard, gathered on rank 0: the results to score and the figures that show
+    whether a slow rank held the others (the record lists each rank's under ``distributed.ranks``)."""
+
+    rank: int
+    results: list[SampleResult]
+    execution: dict[str, Any]
+    generated: int
+    tokens: float  # as generate_missing counts them
+    generate_s: float
+    execute_s: float
+    problems: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"rank": self.rank, "problems": self.problems, "completions_generated": self.generated,
+                "tokens_generated": int(self.tokens), "generate_s": round(self.generate_s, 3),
+                "execute_s": round(self.execute_s, 3)}
+
+
 @dataclass
 class RunOutcome:
     """What one (model, task) run produced; ``record`` is what was written to record.json."""
@@ -128,8 +148,8 @@ def run_one(generator: Generator, spec: ModelSpec, task: Task, config: RunConfig
         results, execution_info = execute_with_timeouts(executed, samples, config.execution, config.timeouts)
         execute_seconds = time.perf_counter() - executing
 
-        gathered = ctx.gather({"results": results, "execution": execution_info, "generated": generated,
-                               "tokens": tokens, "generate_s": generate_seconds, "execute_s": execute_seconds})
+        gathered: list[RankShare] | None = ctx.gather(RankShare(
+            ctx.rank, results, execution_info, generated, tokens, generate_seconds, execute_seconds, len(my_problems)))
     except BaseException as exc:  # a signal, a failure or a lost rank: the record says what this invocation made
         invocation.status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
         elapsed = generate_seconds if generate_seconds is not None else time.perf_counter() - started
@@ -149,14 +169,14 @@ def run_one(generator: Generator, spec: ModelSpec, task: Task, config: RunConfig
     if not ctx.is_main or gathered is None:
         return None
     by_task: dict[str, list[SampleResult]] = {}
-    for part in gathered:
-        for result in part["results"]:
+    for share in gathered:
+        for result in share.results:
             by_task.setdefault(result.task_id, []).append(result)
     results = [r for p in problems for r in sorted(by_task.get(p.task_id, []), key=lambda r: r.completion_id)]
-    generated = sum(part["generated"] for part in gathered)
-    tokens = sum(part["tokens"] for part in gathered)
-    generate_seconds = max(part["generate_s"] for part in gathered)
-    execute_seconds = max(part["execute_s"] for part in gathered)
+    generated = sum(share.generated for share in gathered)
+    tokens = sum(share.tokens for share in gathered)
+    generate_seconds = max(share.generate_s for share in gathered)  # the slowest rank's: the wall time
+    execute_seconds = max(share.execute_s for share in gathered)
     atomic_write_jsonl(run_dir.results, (r.to_json() for r in results))
 
     def complete(summary: ScoreSummary, score_seconds: float) -> RunRecord:
@@ -182,6 +202,8 @@ def run_one(generator: Generator, spec: ModelSpec, task: Task, config: RunConfig
                                    "tokens_generated_total": overall["tokens_generated"],
                                    "tokens_per_s": overall["tokens_per_s"]}
         record.invocations = invocations
+        if ctx.enabled:
+            record.distributed = {**record.distributed, "ranks": [share.to_json() for share in gathered]}
         record.summary = summary.to_json(per_problem=False)
         record.per_problem = per_problem_results(results)
         return record
