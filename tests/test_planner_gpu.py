@@ -46,19 +46,25 @@ def test_engine_generates_under_a_small_cap(tiny_model_dir, tmp_path):
     """A fresh process, as a user's run is: the cap is the process's allocator fraction, so in the test
     process it would also count whatever earlier tests left on the card (it did: the engine then found no
     room and plain generate ran instead)."""
+    model = _fresh_run(tiny_model_dir("gptj"), tmp_path, "--gpu-memory", "1GiB", "--n", "8", "--limit", "4")
+    assert model["placement"]["strategy"] == "gpu", model
+    assert 0 < model["gpu_peak_reserved_gib"] <= 1.0, model
+
+
+def _fresh_run(model_dir, tmp_path, *flags: str) -> dict:
+    """``evalsuite run`` on ``model_dir`` in a fresh process (sampled, 16 new tokens): its record's model
+    description, once the run succeeded with every completion from the engine (no retry, no fallback)."""
     output = tmp_path / "runs"
     proc = subprocess.run(
-        [sys.executable, "-m", "evalsuite", "run", "--models", str(tiny_model_dir("gptj")), "--gpu-memory", "1GiB",
-         "--n", "8", "--limit", "4", "--temperature", "0.8", "--max-new-tokens", "16", "--output", str(output),
-         "--no-leaderboard", "--quiet", "--allow-unsandboxed"],
+        [sys.executable, "-m", "evalsuite", "run", "--models", str(model_dir), *flags, "--temperature", "0.8",
+         "--max-new-tokens", "16", "--output", str(output), "--no-leaderboard", "--quiet", "--allow-unsandboxed"],
         capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     [record_path] = output.glob("*/record.json")
     model = json.loads(record_path.read_text())["model"]
-    assert model["placement"]["strategy"] == "gpu", model
     assert isinstance(model["engine"], dict) and model["engine"]["name"] == "evalsuite", model
     assert not model["engine_retries"] and model["engine_fallback"] is None, model
-    assert 0 < model["gpu_peak_reserved_gib"] <= 1.0, model
+    return model
 
 
 @pytest.mark.skipif(importlib.util.find_spec("deepspeed") is None, reason="needs DeepSpeed")
@@ -115,16 +121,6 @@ def test_dtype_float32_loads_float32_on_the_gpu(tiny_model_dir):
 def test_device_flag_pins_the_model_and_the_engine_to_that_gpu(tiny_model_dir, tmp_path):
     """--device cuda:1 (what each torchrun rank passes itself): the plan sees GPU 1 alone, the weights sit there
     and the engine decodes there (no fallback). A fresh process, as a user's run is."""
-    output = tmp_path / "runs"
-    proc = subprocess.run(
-        [sys.executable, "-m", "evalsuite", "run", "--models", str(tiny_model_dir("llama")), "--device", "cuda:1",
-         "--n", "4", "--limit", "2", "--temperature", "0.8", "--max-new-tokens", "16", "--output", str(output),
-         "--no-leaderboard", "--quiet", "--allow-unsandboxed"],
-        capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    [record_path] = output.glob("*/record.json")
-    model = json.loads(record_path.read_text())["model"]
+    model = _fresh_run(tiny_model_dir("llama"), tmp_path, "--device", "cuda:1", "--n", "4", "--limit", "2")
     plan = model["placement"]["plan"]
     assert plan["device_map"] == {"": 1} and plan["capacity"]["gpu_ids"] == [1], plan
-    assert isinstance(model["engine"], dict) and model["engine"]["name"] == "evalsuite", model
-    assert not model["engine_retries"] and model["engine_fallback"] is None, model
