@@ -21,7 +21,7 @@ from evalsuite.errors import EvalsuiteError
 from evalsuite.generation.reference import ReferenceGenerator
 from evalsuite.jsonl import JsonlAppender
 from evalsuite.records import SamplingParams
-from evalsuite.runs.distributed import DistContext, check_one_process_launch
+from evalsuite.runs.distributed import DistContext, check_one_process_launch, rank_gpu
 from evalsuite.runs.generate import generate_missing
 from evalsuite.runs.rundir import RunDir
 from evalsuite.tasks.discovery import TaskRegistry
@@ -134,3 +134,22 @@ def test_the_limit_warning_is_said_once_by_rank_0(monkeypatch, capsys, rank):
     warn_partial([TaskRegistry.discover([]).get("humaneval")], 3)
     said = capsys.readouterr().err
     assert ("--limit 3: a smoke test" in said) == (rank == "0"), said
+
+
+@pytest.mark.parametrize("local_rank,visible,local_ranks,gpu", [
+    (0, 0, 4, None),   # no GPU: gloo on the CPU
+    (2, 4, 4, 2),      # torchrun on a node whose GPUs are all visible: the rank's own index
+    (3, 1, None, 0),   # srun --gpus-per-task=1: each rank sees its own GPU alone, as cuda:0
+    (0, 8, 2, 0),
+])
+def test_each_rank_decodes_on_its_own_gpu(local_rank, visible, local_ranks, gpu):
+    assert rank_gpu(local_rank, visible, local_ranks) == gpu
+    assert DistContext(world_size=2, local_rank=local_rank, gpu=gpu).device == ("cpu" if gpu is None else f"cuda:{gpu}")
+
+
+@pytest.mark.parametrize("local_rank,visible,local_ranks", [(1, 1, 8), (5, 4, None), (0, 2, 3)])
+def test_more_ranks_than_gpus_on_a_node_is_refused_in_one_line(local_rank, visible, local_ranks):
+    """The README's `torchrun --nproc-per-node 8` on a one-GPU machine: NCCL would refuse two ranks on one GPU
+    mid-start (before, rank 0 asked for NCCL and the others for gloo)."""
+    with pytest.raises(EvalsuiteError, match=f"ranks on this node see {visible} GPU"):
+        rank_gpu(local_rank, visible, local_ranks)

@@ -34,6 +34,12 @@ class DistContext:
     rank: int = 0
     world_size: int = 1
     local_rank: int = 0
+    gpu: int | None = None  # the CUDA index this rank decodes on (see rank_gpu); None: no GPU
+
+    @property
+    def device(self) -> str:
+        """What the rank passes as ``--device``: its own GPU, which the planner then sees alone."""
+        return f"cuda:{self.gpu}" if self.gpu is not None else "cpu"
 
     @property
     def is_main(self) -> bool:
@@ -88,13 +94,29 @@ def context_from_env(environ: Mapping[str, str] = os.environ) -> DistContext:
     import torch.distributed as dist
 
     rank, local_rank = int(environ["RANK"]), int(environ.get("LOCAL_RANK", "0"))
+    local_ranks = int(environ["LOCAL_WORLD_SIZE"]) if environ.get("LOCAL_WORLD_SIZE") else None
+    gpu = rank_gpu(local_rank, torch.cuda.device_count() if torch.cuda.is_available() else 0, local_ranks)
     if not dist.is_initialized():
-        use_nccl = torch.cuda.is_available() and torch.cuda.device_count() > local_rank
-        if use_nccl:
-            torch.cuda.set_device(local_rank)
+        if gpu is not None:
+            torch.cuda.set_device(gpu)
         # gloo also carries the object collectives (gather of verdicts) on CPU-only machines.
-        dist.init_process_group(backend="nccl" if use_nccl else "gloo")
-    return DistContext(rank=rank, world_size=world_size, local_rank=local_rank)
+        dist.init_process_group(backend="nccl" if gpu is not None else "gloo")
+    return DistContext(rank=rank, world_size=world_size, local_rank=local_rank, gpu=gpu)
+
+
+def rank_gpu(local_rank: int, visible: int, local_ranks: int | None = None) -> int | None:
+    """The GPU of the rank with ``local_rank`` among ``visible`` GPUs, where ``local_ranks`` ranks share the node
+    (torchrun's LOCAL_WORLD_SIZE; None where the launcher does not say): its own index where the node's GPUs
+    are all visible (torchrun), the one GPU where a launcher shows each rank its own alone (``srun
+    --gpus-per-task=1``, a CUDA_VISIBLE_DEVICES per rank); None without GPUs. More ranks than GPUs would share
+    cards (NCCL refuses two ranks on one GPU): refused in one line."""
+    if visible == 0:
+        return None
+    if (local_ranks or 0) > visible or (local_rank >= visible and visible > 1):
+        ranks = local_ranks if local_ranks else local_rank + 1
+        raise EvalsuiteError(f"{ranks} ranks on this node see {visible} GPU(s): start at most {visible} per node "
+                             "(--nproc-per-node), or show each rank its own GPU (CUDA_VISIBLE_DEVICES)")
+    return min(local_rank, visible - 1)  # one visible GPU: the rank's own, whatever its LOCAL_RANK
 
 
 def check_one_process_launch(environ: Mapping[str, str]) -> None:

@@ -252,7 +252,7 @@ def run_evaluation(config: RunConfig) -> Evaluation | None:
     ctx = context_from_env()
     generation = config.generation
     if ctx.enabled and generation.loading.device is None and generation.backend != "openai":
-        generation = replace(generation, loading=replace(generation.loading, device=_rank_device(ctx)))
+        generation = replace(generation, loading=replace(generation.loading, device=ctx.device))
     assignments = list(zip(config.models, specs))
     run_ctx = ctx
     if ctx.enabled and config.spread == "models":
@@ -337,11 +337,6 @@ def display_name(name: str, spec: Any, names: Mapping[str, str]) -> str:
         return location.stem if location.suffix == ".gguf" else location.name
     return name
 
-
-def _rank_device(ctx: DistContext) -> str:
-    import torch
-
-    return f"cuda:{ctx.local_rank}" if torch.cuda.is_available() else "cpu"
 
 
 def print_results_table(outcomes: Sequence[RunOutcome], ks: Sequence[int], stream=None,
