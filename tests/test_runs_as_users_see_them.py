@@ -154,7 +154,7 @@ def test_cpu_estimate_is_within_3x_of_the_measured_33_tokens_per_s(tmp_path, mon
     (folder / "config.json").write_text(json.dumps(SMOLLM2_135M))
     monkeypatch.setenv("OMP_NUM_THREADS", "2")
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
-    monkeypatch.setattr("evalsuite.planner.capacity._detect_gpus", lambda: ([], [], []))
+    monkeypatch.setattr("evalsuite.planner.capacity._detect_gpus", lambda only=None: ([], [], []))
     assert main(["plan", "--models", str(folder)]) == 0
     out = capsys.readouterr().out
     tokens_per_s = float(re.search(r"roughly ([0-9.]+) tokens/s at batch \d+ on 2 CPU cores", out).group(1))

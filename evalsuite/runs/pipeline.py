@@ -8,6 +8,7 @@ generation and resume (:mod:`evalsuite.runs.generate`), execution, and the finis
 
 from __future__ import annotations
 
+import os
 import socket
 import sys
 import time
@@ -28,6 +29,7 @@ from evalsuite.protocol.asking import decide_asking
 from evalsuite.records import SampleResult
 from evalsuite.reporting.entries import RunSummary
 from evalsuite.reporting.views.run_page import PAGE_FILE
+from evalsuite.runs.claims import RunClaim, claim_name
 from evalsuite.runs.config import RunConfig, validate_config
 from evalsuite.runs.distributed import DistContext, context_from_env, shutdown
 from evalsuite.runs.finish import RunFacts, ScoredRun, add_to_leaderboard, finish
@@ -38,7 +40,7 @@ from evalsuite.runs.invocations import totals as invocation_totals
 from evalsuite.runs.plan_line import Workload, announce_plan
 from evalsuite.runs.record import ModelDescription, RecordedTask, RunRecord, per_problem_results
 from evalsuite.runs.results import ModelFailure
-from evalsuite.runs.resume import RecordedModel, finished_record
+from evalsuite.runs.resume import RecordedModel, finished_record, prompt_key
 from evalsuite.runs.resume import request_key as make_request_key
 from evalsuite.runs.rundir import RunDir, run_key
 from evalsuite.scoring import Score, ScoreSummary
@@ -267,7 +269,11 @@ def run_evaluation(config: RunConfig) -> Evaluation | None:
         for name, spec in assignments:
             display = display_name(name, spec, config.names)
             generator = None
+            claims: list[RunClaim] = []
             try:
+                # one process at a time per run, refused before any weights load (runs/claims.py)
+                claims = [RunClaim.take(config.output_dir, claim_name(display, task.name, claim_settings(
+                    spec, task, config, generation)), run_ctx.rank, f"{display}/{task.name}") for task in config.tasks]
                 keys = {task.name: make_request_key(spec, task,
                                                     [p.task_id for p in select_problems(task, config.limit)],
                                                     replace(config, generation=generation)) for task in config.tasks}
@@ -295,6 +301,8 @@ def run_evaluation(config: RunConfig) -> Evaluation | None:
                 print(f"error: {display}: {why} (the other models still run; the exit status will say this one "
                       "failed)", file=sys.stderr)
             finally:
+                for claim in claims:
+                    claim.release()
                 if generator is not None:
                     generator.close()
                 else:
@@ -302,6 +310,16 @@ def run_evaluation(config: RunConfig) -> Evaluation | None:
     finally:
         shutdown(ctx)
     return Evaluation(outcomes, entries, failures) if run_ctx.is_main else None
+
+
+def claim_settings(spec: Any, task: Task, config: RunConfig, generation: Any) -> dict[str, Any]:
+    """What names a run's folder and is known before loading, for its claim: where the model loads from (a
+    local folder by its real path: ./ckpt and /abs/ckpt are one run), the problems, sampling, prompt and dtype.
+    Never the rank's device: a torchrun rank and a single process on one run must collide."""
+    location = os.path.realpath(spec.location) if spec.source == "local" else spec.location
+    return {"model": location, "revision": spec.revision, "backend": generation.backend,
+            "dtype": generation.loading.dtype, "problems": [p.task_id for p in select_problems(task, config.limit)],
+            "sampling": config.sampling.to_dict(), "prompt": prompt_key(config.prompt, task.name)}
 
 
 def workload(config: RunConfig) -> Workload:

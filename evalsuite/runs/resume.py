@@ -56,7 +56,7 @@ def request_key(spec: Any, task: Any, problem_ids: Sequence[str], config: Any) -
         "task": task.name,
         "dataset_sha256": task.dataset_sha256, "prompt_template": task.prompt_template,
         "problem_ids": list(problem_ids), "sampling": config.sampling.to_dict(),
-        "prompt": _prompt_key(config.prompt, task.name),
+        "prompt": prompt_key(config.prompt, task.name),
         "generation": config.generation.to_dict(),
         "versions": {name: _version(name) for name in ("torch", "transformers", "accelerate", "gguf")},
         "gpus": {"visible": os.environ.get("CUDA_VISIBLE_DEVICES"), "present": os.path.exists("/dev/nvidiactl")},
@@ -64,7 +64,7 @@ def request_key(spec: Any, task: Any, problem_ids: Sequence[str], config: Any) -
     return hashlib.sha256(json.dumps(blob, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def _prompt_key(protocol: Any, task_name: str) -> dict[str, Any]:
+def prompt_key(protocol: Any, task_name: str) -> dict[str, Any]:
     """The prompt protocol's part of the key; stripping both ends and a preset's stop sequences
     are only named where they apply, so the keys of other runs stay as they were."""
     if hasattr(protocol, "for_task"):

@@ -1,0 +1,80 @@
+"""One process at a time per run: a claim taken before the model loads, held until the run is scored.
+
+Two `evalsuite run` commands with the same model, task, problems and sampling into one ``--output`` (a command
+started twice, two CI jobs, a torchrun job beside a single process) would both generate every sample into the
+same run folder; the duplicate rows then fail every later read of it. The second process is refused in one line
+instead, before it loads anything. A claim is an advisory ``flock`` on a file of this host's temporary folder, named
+after the output folder's real path and the run (the output folder itself holds run folders only): the kernel
+drops it when its process ends, however it ends, so a crash leaves nothing to clean up (the empty file stays:
+removing it would let two processes lock two files of one name). A torchrun rank claims its own shard
+(``.rank<R>``); a single process claims shard 0, so it and a job's rank 0 collide.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from evalsuite.errors import EvalsuiteError
+from evalsuite.runs.rundir import slug
+
+
+def claim_name(model: str, task: str, settings: dict[str, Any]) -> str:
+    """The claim of a (model, task) run: the model's display name and task, and a hash of what else names its
+    run folder and is known before loading (problems, sampling, prompt, dtype), so a sweep of settings into one
+    output runs side by side."""
+    digest = hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    return f"{slug(model)}__{slug(task)}__{digest}"
+
+
+@dataclass
+class RunClaim:
+    """A held claim; :meth:`release` (or the process's end) gives it up."""
+
+    path: Path
+    handle: IO[str] | None
+
+    @classmethod
+    def take(cls, output_dir: Path, name: str, shard: int, what: str) -> RunClaim:
+        """Claim shard ``shard`` of run ``name``, or raise one line naming the process that holds it.
+        ``what``: the run as the user knows it (``model/task``)."""
+        output = os.path.realpath(output_dir)
+        folder = Path(tempfile.gettempdir()) / f"evalsuite-claims-{os.getuid()}" / \
+            hashlib.sha256(output.encode()).hexdigest()[:16]
+        try:
+            folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+            path = folder / f"{name}.rank{shard}"
+            handle = open(path, "a+", encoding="utf-8")  # noqa: SIM115 - held open while the claim lives
+        except OSError:  # no temporary folder to lock in: the run goes on unguarded
+            return cls(folder, None)
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "unknown"
+            handle.close()
+            raise EvalsuiteError(f"{what}: another evalsuite process (pid {holder}) is running this same run into "
+                                 f"{output_dir}; wait for it to end and run again to reuse its work, or choose "
+                                 "another --output") from None
+        except OSError:  # a filesystem without locks (some network mounts): the run goes on unguarded
+            handle.close()
+            return cls(path, None)
+        handle.seek(0)
+        handle.truncate()
+        handle.write(str(os.getpid()))
+        handle.flush()
+        return cls(path, handle)
+
+    def release(self) -> None:
+        if self.handle is not None:
+            self.handle.close()  # closing drops the lock
+            self.handle = None
+
+
+__all__ = ["RunClaim", "claim_name"]

@@ -1,0 +1,62 @@
+"""One process at a time per run (evalsuite/runs/claims.py): the same run started twice into one output runs once,
+the second is refused in one line before it loads anything, and the first's records are whole."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+from test_resume import records, run_args, wait_for_lines
+
+from evalsuite.errors import EvalsuiteError
+from evalsuite.runs.claims import RunClaim, claim_name
+
+
+def test_a_claim_is_held_until_released_and_names_its_holder(tmp_path):
+    name = claim_name("ckpt", "humaneval", {"sampling": {"n": 4}})
+    held = RunClaim.take(tmp_path, name, 0, "ckpt/humaneval")
+    with pytest.raises(EvalsuiteError, match=rf"ckpt/humaneval: another evalsuite process \(pid {os.getpid()}\)"):
+        RunClaim.take(tmp_path, name, 0, "ckpt/humaneval")  # a second open file description: refused like a process
+    other_rank = RunClaim.take(tmp_path, name, 1, "ckpt/humaneval")  # torchrun's rank 1 claims its own shard
+    other_settings = RunClaim.take(tmp_path, claim_name("ckpt", "humaneval", {"sampling": {"n": 8}}), 0, "x")
+    other_output = RunClaim.take(tmp_path / "elsewhere", name, 0, "ckpt/humaneval")
+    held.release()
+    again = RunClaim.take(tmp_path / "." / "", name, 0, "ckpt/humaneval")  # the same folder, spelled otherwise
+    with pytest.raises(EvalsuiteError, match="another evalsuite process"):
+        RunClaim.take(tmp_path, name, 0, "ckpt/humaneval")
+    for claim in (again, other_rank, other_settings, other_output):
+        claim.release()
+    assert list(tmp_path.iterdir()) == []  # the output folder holds run folders only: claims live elsewhere
+
+
+@pytest.mark.slow
+def test_the_same_run_started_twice_runs_once(tiny_model_dir, tmp_path):
+    """Seen before the claims: both processes generated every sample into one run folder, and both then
+    failed reading it ("duplicate completion"), as did every later rerun."""
+    output = tmp_path / "runs"
+    args = run_args(tiny_model_dir("gpt2"), output) + ["--batch-size", "2"]
+    command = [sys.executable, "-m", "evalsuite", *args]
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    first = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_for_lines("*/completions.jsonl", output, files=1, minimum=1, proc=first)
+    os.kill(first.pid, signal.SIGSTOP)  # mid-run, its claim held
+    try:
+        loud = [arg for arg in command if arg != "--quiet"]  # so that a load would show its plan line
+        second = subprocess.run(loud, env=env, capture_output=True, text=True, timeout=180)
+    finally:
+        os.kill(first.pid, signal.SIGCONT)
+    assert second.returncode == 2, second.stderr
+    assert f"another evalsuite process (pid {first.pid}) is running this same run" in second.stderr
+    assert "Traceback" not in second.stderr and "plan:" not in second.stderr  # refused before loading
+    _, err = first.communicate(timeout=240)
+    assert first.returncode == 0, err
+    completions, verdicts = records(output)  # reading refuses duplicates
+    assert len(completions) == len(verdicts) == 6 * 4
+    again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=180)
+    assert again.returncode == 0, again.stderr
+    (record_path,) = output.glob("*/record.json")
+    assert json.loads(record_path.read_text())["generation_stats"]["completions_resumed"] == 6 * 4
