@@ -158,6 +158,10 @@ def test_a_gpu_cap_is_a_handle_released_with_its_model(monkeypatch):
     assert cap.cap_bytes == 16 * GiB and cuda.fractions == {0: 0.2, 1: 0.2} and len(cap.notes) == 2
     cap.release()
     assert cuda.fractions == {0: 1.0, 1: 0.5}
+    pinned = enforce_gpu_cap(16 * GiB, [1])  # a process pinned to GPU 1 (--device cuda:1) caps that GPU alone
+    assert cuda.fractions == {0: 1.0, 1: 0.2} and len(pinned.notes) == 1
+    pinned.release()
+    assert cuda.fractions == {0: 1.0, 1: 0.5}
 
 
 @pytest.mark.parametrize("failure", ["bad checkpoint", "out of memory at every rung"])
@@ -188,6 +192,33 @@ def test_a_load_that_fails_lifts_its_gpu_cap(monkeypatch, tiny_model_dir, failur
         loaders.load_planned(str(tiny_model_dir("gptj")), None, LoadingOptions(gpu_memory="16GiB", strategy=forced),
                              capacity=capacity)
     assert cuda.fractions == {0: 1.0, 1: 0.5}
+
+
+def test_a_process_pinned_to_one_gpu_caps_that_gpu_alone(monkeypatch, tiny_model_dir):
+    """--device cuda:1 --gpu-memory 16GiB (a torchrun rank's own GPU under a cap): capping a GPU starts a CUDA
+    context on it, so only the pinned GPU is capped while the model loads, and released after."""
+    import torch
+
+    from evalsuite.models.options import LoadingOptions
+    from evalsuite.planner import loaders
+    from evalsuite.planner.capacity import Capacity, GiB
+
+    cuda = FakeCuda(monkeypatch)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda: True)
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
+    seen: list[dict[int, float]] = []
+
+    def load(*args, **kwargs):
+        seen.append(dict(cuda.fractions))
+        raise ValueError("header too small")
+
+    monkeypatch.setattr(loaders, "_load", load)
+    capacity = Capacity(gpus=(16 * GiB,), gpu_ids=(1,), cpu=64 * GiB, gpu_cap=16 * GiB)
+    with pytest.raises(ValueError):
+        loaders.load_planned(str(tiny_model_dir("gptj")), None, LoadingOptions(gpu_memory="16GiB", device="cuda:1"),
+                             capacity=capacity)
+    assert seen == [{0: 1.0, 1: 0.2}] and cuda.fractions == {0: 1.0, 1: 0.5}
 
 
 def test_a_loaded_model_carries_its_cap_and_release_lifts_it(monkeypatch, tiny_model_dir):

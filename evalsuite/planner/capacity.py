@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -152,7 +153,7 @@ class GpuCap:
     sizes a workspace reads the cap from here (``cap_bytes``), never back from PyTorch."""
 
     cap_bytes: int
-    previous: tuple[float, ...]  # each GPU's allocator fraction before this cap
+    previous: tuple[tuple[int, float], ...]  # (CUDA index, allocator fraction before this cap) of each capped GPU
     notes: tuple[str, ...] = ()
 
     def release(self) -> None:
@@ -160,13 +161,14 @@ class GpuCap:
 
         if not torch.cuda.is_initialized():  # a forked child, or CUDA never started: nothing to undo
             return
-        for index, fraction in enumerate(self.previous):
+        for index, fraction in self.previous:
             torch.cuda.set_per_process_memory_fraction(fraction, index)
 
 
-def enforce_gpu_cap(cap_bytes: int | None) -> GpuCap | None:
-    """Make ``--gpu-memory`` binding: PyTorch's allocator refuses to grow past it on every GPU, until the
-    returned handle is released.
+def enforce_gpu_cap(cap_bytes: int | None, indices: Sequence[int] | None = None) -> GpuCap | None:
+    """Make ``--gpu-memory`` binding: PyTorch's allocator refuses to grow past it on each GPU of ``indices``
+    (default every GPU; a process pinned to one GPU caps that one, since capping a GPU starts a CUDA context
+    on it), until the returned handle is released.
 
     This is how a 16 GB V100 is emulated on an 80 GB card; the CUDA context itself (a few hundred MiB)
     is outside the allocator and not counted, as on the real card.
@@ -176,10 +178,10 @@ def enforce_gpu_cap(cap_bytes: int | None) -> GpuCap | None:
     import torch
 
     notes, previous = [], []
-    for index in range(torch.cuda.device_count()):
+    for index in range(torch.cuda.device_count()) if indices is None else indices:
         total = torch.cuda.get_device_properties(index).total_memory
         fraction = min(1.0, cap_bytes / total)
-        previous.append(torch.cuda.get_per_process_memory_fraction(index))
+        previous.append((index, torch.cuda.get_per_process_memory_fraction(index)))
         torch.cuda.set_per_process_memory_fraction(fraction, index)
         notes.append(f"GPU {index}: allocator capped at {format_bytes(cap_bytes)} "
                      f"({fraction:.3f} of {format_bytes(total)})")

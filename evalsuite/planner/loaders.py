@@ -65,7 +65,7 @@ def load_planned(model_path_or_id: str, spec: ModelSpec | None, loading: Loading
     request = build_request(source, capacity, batch_size or DEFAULT_BATCH,
                             seq_len or prompt_len + new_tokens, prompt_len, gpu_dtype(loading, spec))
     plan = plan_request(request, loading.strategy)
-    cap = None if cpu_only else enforce_gpu_cap(capacity.gpu_cap)
+    cap = None if cpu_only else enforce_gpu_cap(capacity.gpu_cap, list(capacity.gpu_ids) or None)
     if cap is not None:
         plan.notes.extend(cap.notes)
     try:
