@@ -45,7 +45,7 @@ def check_device_present(value: str | None) -> None:
 
     if not torch.cuda.is_available():
         raise EvalsuiteError(f"--device {value}: this machine has no CUDA GPU visible to PyTorch (use --device cpu)")
-    index = int(value.split(":")[1]) if ":" in value else 0
+    index = pinned_gpu(value) or 0
     if index >= torch.cuda.device_count():
         raise EvalsuiteError(f"--device {value}: this machine has {torch.cuda.device_count()} GPU(s), "
                              f"cuda:0 to cuda:{torch.cuda.device_count() - 1}")

@@ -33,6 +33,7 @@ The prompt itself is run by the model's own forward (:meth:`GenericAdapter.prefi
 from __future__ import annotations
 
 import inspect
+import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -540,11 +541,11 @@ class GenericAdapter:
         visible = (owner[:, None] == owner[None, :]) & (positions[:, None] >= positions[None, :])
         dtype = self.model.get_input_embeddings().weight.dtype
         mask = torch.zeros(visible.shape, dtype=dtype, device=device).masked_fill_(~visible, torch.finfo(dtype).min)
-        ends = torch.tensor(lengths, device=device).cumsum(0) - 1
+        starts = list(itertools.accumulate(lengths[:-1], initial=0))  # on the host: no read-back from the device
+        ends = torch.tensor([a + n - 1 for a, n in zip(starts, lengths)], device=device)
         out = self.model(input_ids=ids, attention_mask=mask[None, None], position_ids=positions[None, :],
                          use_cache=True, logits_to_keep=ends, **self._cache_kwargs())
         layers = _cache_layers(out.past_key_values)
-        starts = [int(e) + 1 - n for e, n in zip(ends.tolist(), lengths)]
         return [(out.logits[0, i], [(k[0, :, a:a + n], v[0, :, a:a + n]) for k, v in layers])
                 for i, (a, n) in enumerate(zip(starts, lengths))]
 

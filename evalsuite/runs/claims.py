@@ -37,7 +37,6 @@ def claim_name(model: str, task: str, settings: dict[str, Any]) -> str:
 class RunClaim:
     """A held claim; :meth:`release` (or the process's end) gives it up."""
 
-    path: Path
     handle: IO[str] | None
 
     @classmethod
@@ -52,7 +51,7 @@ class RunClaim:
             path = folder / f"{name}.rank{shard}"
             handle = open(path, "a+", encoding="utf-8")  # noqa: SIM115 - held open while the claim lives
         except OSError:  # no temporary folder to lock in: the run goes on unguarded
-            return cls(folder, None)
+            return cls(None)
         try:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -64,12 +63,12 @@ class RunClaim:
                                  "another --output") from None
         except OSError:  # a filesystem without locks (some network mounts): the run goes on unguarded
             handle.close()
-            return cls(path, None)
+            return cls(None)
         handle.seek(0)
         handle.truncate()
         handle.write(str(os.getpid()))
         handle.flush()
-        return cls(path, handle)
+        return cls(handle)
 
     def release(self) -> None:
         if self.handle is not None:

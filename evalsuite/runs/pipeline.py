@@ -58,7 +58,6 @@ class RankShare:
 
     rank: int
     results: list[SampleResult]
-    execution: dict[str, Any]
     generated: int
     tokens: float  # as generate_missing counts them
     generate_s: float
@@ -151,7 +150,7 @@ def run_one(generator: Generator, spec: ModelSpec, task: Task, config: RunConfig
         execute_seconds = time.perf_counter() - executing
 
         gathered: list[RankShare] | None = ctx.gather(RankShare(
-            ctx.rank, results, execution_info, generated, tokens, generate_seconds, execute_seconds, len(my_problems)))
+            ctx.rank, results, generated, tokens, generate_seconds, execute_seconds, len(my_problems)))
     except BaseException as exc:  # a signal, a failure or a lost rank: the record says what this invocation made
         invocation.status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
         elapsed = generate_seconds if generate_seconds is not None else time.perf_counter() - started
@@ -271,11 +270,13 @@ def run_evaluation(config: RunConfig) -> Evaluation | None:
             generator = None
             claims: list[RunClaim] = []
             try:
-                # one process at a time per run, refused before any weights load (runs/claims.py)
-                claims = [RunClaim.take(config.output_dir, claim_name(display, task.name, claim_settings(
-                    spec, task, config, generation)), run_ctx.rank, f"{display}/{task.name}") for task in config.tasks]
-                keys = {task.name: make_request_key(spec, task,
-                                                    [p.task_id for p in select_problems(task, config.limit)],
+                problem_ids = {task.name: [p.task_id for p in select_problems(task, config.limit)]
+                               for task in config.tasks}
+                for task in config.tasks:  # one process at a time per run, refused before any weights load
+                    settings = claim_settings(spec, task, config, generation, problem_ids[task.name])
+                    claims.append(RunClaim.take(config.output_dir, claim_name(display, task.name, settings),
+                                                run_ctx.rank, f"{display}/{task.name}"))
+                keys = {task.name: make_request_key(spec, task, problem_ids[task.name],
                                                     replace(config, generation=generation)) for task in config.tasks}
                 recorded = {} if ctx.enabled else _finished_runs(config, display, keys)
                 started = time.perf_counter()
@@ -312,13 +313,14 @@ def run_evaluation(config: RunConfig) -> Evaluation | None:
     return Evaluation(outcomes, entries, failures) if run_ctx.is_main else None
 
 
-def claim_settings(spec: Any, task: Task, config: RunConfig, generation: Any) -> dict[str, Any]:
+def claim_settings(spec: Any, task: Task, config: RunConfig, generation: Any, problem_ids: list[str]
+                   ) -> dict[str, Any]:
     """What names a run's folder and is known before loading, for its claim: where the model loads from (a
     local folder by its real path: ./ckpt and /abs/ckpt are one run), the problems, sampling, prompt and dtype.
     Never the rank's device: a torchrun rank and a single process on one run must collide."""
     location = os.path.realpath(spec.location) if spec.source == "local" else spec.location
     return {"model": location, "revision": spec.revision, "backend": generation.backend,
-            "dtype": generation.loading.dtype, "problems": [p.task_id for p in select_problems(task, config.limit)],
+            "dtype": generation.loading.dtype, "problems": problem_ids,
             "sampling": config.sampling.to_dict(), "prompt": prompt_key(config.prompt, task.name)}
 
 
@@ -354,7 +356,6 @@ def display_name(name: str, spec: Any, names: Mapping[str, str]) -> str:
         location = Path(spec.location)
         return location.stem if location.suffix == ".gguf" else location.name
     return name
-
 
 
 def print_results_table(outcomes: Sequence[RunOutcome], ks: Sequence[int], stream=None,
