@@ -21,7 +21,7 @@ from evalsuite.errors import EvalsuiteError
 from evalsuite.generation.reference import ReferenceGenerator
 from evalsuite.jsonl import JsonlAppender
 from evalsuite.records import SamplingParams
-from evalsuite.runs.distributed import DistContext, check_one_process_launch, rank_gpu
+from evalsuite.runs.distributed import DistContext, check_one_process_launch, rank_cpus, rank_gpu
 from evalsuite.runs.generate import generate_missing
 from evalsuite.runs.rundir import RunDir
 from evalsuite.tasks.discovery import TaskRegistry
@@ -153,3 +153,16 @@ def test_more_ranks_than_gpus_on_a_node_is_refused_in_one_line(local_rank, visib
     mid-start (before, rank 0 asked for NCCL and the others for gloo)."""
     with pytest.raises(EvalsuiteError, match=f"ranks on this node see {visible} GPU"):
         rank_gpu(local_rank, visible, local_ranks)
+
+
+@pytest.mark.parametrize("local_rank,local_ranks,allowed,online,share", [
+    (2, 4, list(range(64)), 64, list(range(32, 48))),  # torchrun, 4 ranks on a 64-core host: a block each
+    (1, 2, list(range(5)), 5, [2, 3]),                  # an odd core left over goes to no rank's pool
+    (0, 1, list(range(8)), 8, None),                    # one rank: its affinity is left alone
+    (1, 2, [4, 5, 6, 7], 8, None),                      # narrowed already (srun --cpu-bind, a container)
+    (3, 4, [0, 1], 2, None),                            # more ranks than CPUs: nothing to split
+])
+def test_ranks_on_one_node_split_its_cpus_in_blocks(local_rank, local_ranks, allowed, online, share):
+    """Each rank's sandbox pool has one worker per CPU it may use: without a split, 4 ranks on 64 cores ran
+    256 pinned workers, and a rank executing its samples slowed the ranks still generating."""
+    assert rank_cpus(local_rank, local_ranks, allowed, online) == share

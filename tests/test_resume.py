@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from evalsuite.jsonl import read_jsonl
+from evalsuite.runs.distributed import rank_cpus
 
 pytest.importorskip("torch.distributed")
 TORCHRUN = shutil.which("torchrun", path=str(Path(sys.executable).parent)) or shutil.which("torchrun")
@@ -92,6 +93,9 @@ def test_two_ranks_match_one_process_and_a_killed_rank_resumes(tiny_model_dir, t
     assert [r["rank"] for r in ranks] == [0, 1] and sum(r["completions_generated"] for r in ranks) == 6 * 4
     assert sum(r["problems"] for r in ranks) == 6 and all(r["generate_s"] > 0 for r in ranks)
     assert record["timings_s"]["generate_now"] == max(r["generate_s"] for r in ranks)
+    # each rank on its own block of this host's CPUs (its sandbox pool's size), where nobody narrowed them
+    allowed, online = sorted(os.sched_getaffinity(0)), os.cpu_count() or 1
+    assert [r["cpus"] for r in ranks] == [len(rank_cpus(r, 2, allowed, online) or []) for r in (0, 1)]
     assert sorted(p.name for p in run_dir.glob("completions*.jsonl")) == [
         "completions.rank0.jsonl", "completions.rank1.jsonl"]
 

@@ -55,10 +55,14 @@ def main() -> None:
               f"{row['generate_s']:>10.1f} {row['tokens_per_s'] or 0:>9.0f}")
     for row in rows:  # each rank's own time: the slowest one is the run's (a skewed shard shows here)
         if row["ranks"]:
-            times = [r["generate_s"] for r in row["ranks"]]
+            ranks = row["ranks"]
+            times = [r["generate_s"] for r in ranks]
+            executes = ", ".join(f"{r['execute_s']:.1f}" for r in ranks)
+            cpus = ", ".join(str(r.get("cpus", 0)) for r in ranks)
             print(f"  {Path(row['record']).stem} ranks' generate s: " + ", ".join(f"{t:.1f}" for t in times)
                   + f"  (slowest / fastest {max(times) / min(times):.2f}; tokens "
-                  + ", ".join(f"{r['tokens_generated']:,}" for r in row["ranks"]) + ")")
+                  + ", ".join(f"{r['tokens_generated']:,}" for r in ranks)
+                  + f"; execute s {executes}; CPUs {cpus})")
     result: dict = {"runs": rows}
     if len(rows) == 2:
         ratio = rows[1]["generate_s"] / rows[0]["generate_s"]

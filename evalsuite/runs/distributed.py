@@ -35,6 +35,7 @@ class DistContext:
     world_size: int = 1
     local_rank: int = 0
     gpu: int | None = None  # the CUDA index this rank decodes on (see rank_gpu); None: no GPU
+    cpus: int = 0  # the CPUs this rank runs on, its sandbox pool's size (see rank_cpus); 0: not narrowed
 
     @property
     def device(self) -> str:
@@ -96,12 +97,32 @@ def context_from_env(environ: Mapping[str, str] = os.environ) -> DistContext:
     rank, local_rank = int(environ["RANK"]), int(environ.get("LOCAL_RANK", "0"))
     local_ranks = int(environ["LOCAL_WORLD_SIZE"]) if environ.get("LOCAL_WORLD_SIZE") else None
     gpu = rank_gpu(local_rank, torch.cuda.device_count() if torch.cuda.is_available() else 0, local_ranks)
+    share = rank_cpus(local_rank, local_ranks, sorted(os.sched_getaffinity(0)), os.cpu_count() or 1) \
+        if hasattr(os, "sched_getaffinity") else None
+    if share is not None:
+        os.sched_setaffinity(0, share)
     if not dist.is_initialized():
         if gpu is not None:
             torch.cuda.set_device(gpu)
         # gloo also carries the object collectives (gather of verdicts) on CPU-only machines.
         dist.init_process_group(backend="nccl" if gpu is not None else "gloo")
-    return DistContext(rank=rank, world_size=world_size, local_rank=local_rank, gpu=gpu)
+    return DistContext(rank=rank, world_size=world_size, local_rank=local_rank, gpu=gpu,
+                       cpus=len(share) if share is not None else 0)
+
+
+def rank_cpus(local_rank: int, local_ranks: int | None, allowed: Sequence[int], online: int) -> list[int] | None:
+    """This rank's own block of the node's CPUs, or None to leave its affinity as the launcher set it.
+
+    Why: every rank sizes its sandbox pool by its CPUs and pins a worker to each. Four ranks on a 64-core
+    host started 256 pinned workers on 64 cores, and a rank that finished early executed its samples on
+    every core while the others were still generating: their decode steps waited for a CPU (4 ranks: 12.1 ms
+    a step against 11.5 ms alone). Split only a mask nobody narrowed (all ``online`` CPUs): a launcher that
+    binds ranks itself (``srun --cpu-bind``) or a container's own set is kept as it is."""
+    ranks = local_ranks or 1
+    if ranks <= 1 or len(allowed) != online or len(allowed) < ranks:
+        return None
+    size = len(allowed) // ranks  # contiguous blocks: a GPU's neighbouring cores are usually one NUMA node
+    return list(allowed[local_rank * size:(local_rank + 1) * size])
 
 
 def rank_gpu(local_rank: int, visible: int, local_ranks: int | None = None) -> int | None:

@@ -63,9 +63,11 @@ class RankShare:
     generate_s: float
     execute_s: float
     problems: int
+    cpus: int  # the CPUs the rank ran on (0: its launcher's set, not narrowed by evalsuite)
 
     def to_json(self) -> dict[str, Any]:
-        return {"rank": self.rank, "problems": self.problems, "completions_generated": self.generated,
+        return {"rank": self.rank, "problems": self.problems, "cpus": self.cpus,
+                "completions_generated": self.generated,
                 "tokens_generated": int(self.tokens), "generate_s": round(self.generate_s, 3),
                 "execute_s": round(self.execute_s, 3)}
 
@@ -150,7 +152,7 @@ def run_one(generator: Generator, spec: ModelSpec, task: Task, config: RunConfig
         execute_seconds = time.perf_counter() - executing
 
         gathered: list[RankShare] | None = ctx.gather(RankShare(
-            ctx.rank, results, generated, tokens, generate_seconds, execute_seconds, len(my_problems)))
+            ctx.rank, results, generated, tokens, generate_seconds, execute_seconds, len(my_problems), ctx.cpus))
     except BaseException as exc:  # a signal, a failure or a lost rank: the record says what this invocation made
         invocation.status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
         elapsed = generate_seconds if generate_seconds is not None else time.perf_counter() - started
