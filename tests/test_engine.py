@@ -356,3 +356,19 @@ def test_batch_invariant_steps_are_always_full_width_and_shards_reproduce_the_wh
     assert {**first, **second} == whole
     assert Engine(model, decode_tokens=_text, options=EngineOptions(batch_invariant=True)).decode_width(3) == 256
     assert _engine(model).decode_width(3) == 3
+
+
+def test_norms_the_engine_fuses_are_llamas_rms_norm():
+    """add_then_norm computes LlamaRMSNorm's forward in one kernel for the classes it names: each must still
+    be that forward in the installed transformers (a family that changes its norm drops out of the list)."""
+    import importlib
+    import inspect
+
+    from transformers.models.llama.modeling_llama import LlamaRMSNorm
+
+    from evalsuite.engine.fused_ops import PLAIN_RMS_NORMS
+
+    for name in PLAIN_RMS_NORMS:
+        family = name.removesuffix("RMSNorm").lower()
+        module = importlib.import_module(f"transformers.models.{family}.modeling_{family}")
+        assert inspect.getsource(getattr(module, name).forward) == inspect.getsource(LlamaRMSNorm.forward), name

@@ -115,6 +115,42 @@ def test_add3_rounds_like_two_torch_adds(dtype):
     assert torch.equal(add3(a, b, c), a + b + c)
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+@pytest.mark.parametrize("width", [576, 896, 4096, 8192])  # SmolLM2, Qwen2.5-0.5B, 7B, 70B widths
+def test_residual_add_and_rms_norm_in_one_kernel_round_like_transformers(dtype, width):
+    """The sum is exact (one rounded add, as torch's); the norm differs from LlamaRMSNorm only where the order
+    of the row's float32 sum of squares moves its last bit: at most one unit in the last place, rarely."""
+    from transformers.models.llama.modeling_llama import LlamaRMSNorm
+
+    from evalsuite.engine.fused_ops import add_then_norm
+
+    g = torch.Generator().manual_seed(width)
+    x, added = ((torch.randn(255, width, generator=g) * scale).to(dtype).cuda() for scale in (4.0, 1.0))
+    norm = LlamaRMSNorm(width, eps=1e-5).to(dtype).cuda()
+    norm.weight.data = (torch.randn(width, generator=g) * 0.3 + 1).to(dtype).cuda()
+    total, got = add_then_norm(x, added, norm)
+    assert torch.equal(total, x + added)
+    want = norm(x + added)
+    ulp = torch.finfo(dtype).eps * want.float().abs().clamp(min=torch.finfo(dtype).tiny)
+    assert bool(((got.float() - want.float()).abs() <= ulp).all())
+    assert (got == want).float().mean().item() > (0.999 if dtype == torch.bfloat16 else 0.99)
+    alone, normed = add_then_norm(x, None, norm)  # the first block's norm: no pending sum
+    assert alone is x and (normed == norm(x)).float().mean().item() > 0.99
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+def test_silu_times_up_in_one_kernel_is_bit_identical_to_transformers(dtype):
+    """Gate and up as the fused gate/up product hands them: strided views of one [rows, 2 x width] tensor."""
+    from transformers.activations import SiLUActivation
+
+    from evalsuite.engine.fused_ops import silu_mul
+
+    g = torch.Generator().manual_seed(5)
+    both = (torch.randn(255, 2 * 1536, generator=g) * 6).to(dtype).cuda()
+    gate, up = both.split(1536, dim=-1)
+    assert torch.equal(silu_mul(SiLUActivation(), gate, up), SiLUActivation()(gate) * up)
+
+
 def test_batch_invariant_tokens_do_not_depend_on_the_rest_of_the_batch():
     """bfloat16, a shape whose matrix products pick different kernels for different batch sizes: under
     ``batch_invariant`` the prompts run in two engine calls (two data-parallel ranks) give exactly the whole

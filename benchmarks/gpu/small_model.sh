@@ -24,7 +24,7 @@ run_case() {  # name, then evalsuite run flags; PROFILE=1: under cProfile
 }
 run_case greedy_engine_cold "${GREEDY[@]}"
 run_case greedy_engine "${GREEDY[@]}"
-PROFILE=1 run_case greedy_engine_profiled "${GREEDY[@]}"
+[ "${SKIP_PROFILE:-0}" = 1 ] || PROFILE=1 run_case greedy_engine_profiled "${GREEDY[@]}"
 run_case greedy_plain "${GREEDY[@]}" --engine transformers
 run_case sampled_engine "${SAMPLED[@]}"
 [ "${SKIP_PLAIN_SAMPLED:-0}" = 1 ] || run_case sampled_plain "${SAMPLED[@]}" --engine transformers

@@ -41,7 +41,7 @@ from typing import Any
 
 import torch
 
-from evalsuite.engine.fused_ops import add3, fused_activation
+from evalsuite.engine.fused_ops import add3, add_then_norm, fused_activation, silu_mul
 from evalsuite.engine.kernels import ROTARY_HALF, ROTARY_INTERLEAVED, ROTARY_NONE, AttentionSpec, PositionTables
 from evalsuite.registry import Registry
 
@@ -403,9 +403,24 @@ class GenericAdapter:
         if self.fuse and not all(fused[0].current() for fused in (self._fused, self._fused_mlp) if fused):
             self._fuse_all()
         x = self.embed(tokens, positions)
+        if self.wiring == "sequential":
+            return self._decode_sequential(x, attend)
         for index in range(self.num_layers):
             x = self.block(index, x, attend)
         return self.head(x)
+
+    def _decode_sequential(self, x: torch.Tensor, attend: Attend) -> torch.Tensor:
+        """The sequential blocks with each residual add done with the norm that reads its sum (one kernel for
+        a plain RMSNorm on CUDA: :func:`add_then_norm`): the same operations as :meth:`block`, in its order."""
+        lay = self.layout
+        pending: torch.Tensor | None = None  # the previous block's MLP output, not yet added to x
+        for index, block in enumerate(self.blocks[:self.num_layers]):
+            first, second = (_get(block, name) for name in lay.norms)
+            x, h = add_then_norm(x, pending, first)
+            x, h = add_then_norm(x, self._attention(index, block, h, attend), second)
+            pending = self._mlp(index, _get(block, lay.mlp), h)
+        x, h = add_then_norm(x, pending, _get(self.backbone, lay.final_norm))
+        return self._logits(h)
 
     def embed(self, tokens: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         lay = self.layout
@@ -469,7 +484,7 @@ class GenericAdapter:
             return mlp(h)
         gate, up = self._fused_mlp[index](h)
         activation, down = self.layout.gated_mlp_tail
-        return _get(mlp, down)(_get(mlp, activation)(gate) * up)
+        return _get(mlp, down)(silu_mul(_get(mlp, activation), gate, up))
 
     def block(self, index: int, x: torch.Tensor, attend: Attend) -> torch.Tensor:
         block = self.blocks[index]
@@ -501,7 +516,10 @@ class GenericAdapter:
         raise ValueError(f"unknown block wiring {wiring!r}")
 
     def head(self, x: torch.Tensor) -> torch.Tensor:
-        logits = self.lm_head(_get(self.backbone, self.layout.final_norm)(x))
+        return self._logits(_get(self.backbone, self.layout.final_norm)(x))
+
+    def _logits(self, normed: torch.Tensor) -> torch.Tensor:
+        logits = self.lm_head(normed)
         if self.final_softcap:
             logits = torch.tanh(logits / self.final_softcap) * self.final_softcap
         return logits
