@@ -120,7 +120,8 @@ def test_add3_rounds_like_two_torch_adds(dtype):
 def test_residual_add_and_rms_norm_in_one_kernel_round_like_transformers(dtype, width):
     """The sum is exact (one rounded add, as torch's). The norm is LlamaRMSNorm's chain of roundings with the
     row's sum of squares taken in another order, which moves the float32 scale's last bits: float32 outputs
-    within a few units in the last place (at most ~6 seen, H100), bfloat16 ones the same value almost always."""
+    within a few units in the last place (at most ~6 seen, H100), bfloat16 ones the same value almost always
+    (one in ~10^5 a unit off before the weight's product, which can make it two of the output)."""
     from transformers.models.llama.modeling_llama import LlamaRMSNorm
 
     from evalsuite.engine.fused_ops import add_then_norm
@@ -136,7 +137,7 @@ def test_residual_add_and_rms_norm_in_one_kernel_round_like_transformers(dtype, 
     ulp = torch.ldexp(torch.full_like(want, torch.finfo(dtype).eps, dtype=torch.float32), exponent - 1)
     units = ((got.float() - want.float()).abs() / ulp).max().item()
     same = (got == want).float().mean().item()
-    most, least_same = (8, 0.5) if dtype == torch.float32 else (1, 0.999)
+    most, least_same = (8, 0.5) if dtype == torch.float32 else (2, 0.999)
     assert units <= most and same >= least_same, f"{same:.4f} identical; largest error {units:.1f} units"
     alone, normed = add_then_norm(x, None, norm)  # the first block's norm: no pending sum
     assert alone is x and (normed == norm(x)).float().mean().item() > (0.999 if dtype == torch.bfloat16 else 0.5)
