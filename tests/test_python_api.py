@@ -87,3 +87,22 @@ def test_import_evalsuite_stays_cheap():
             "print(sorted(m for m in ('torch', 'transformers', 'datasets', 'numpy') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_the_readmes_links_into_the_docs_name_files_and_headings_that_exist():
+    """A renamed heading silently breaks a link a reader follows to check a claim (two were broken once)."""
+    import re
+
+    def slug(heading: str) -> str:  # GitHub's anchor: lower case, punctuation dropped, spaces to hyphens
+        return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+    text = README.read_text(encoding="utf-8")
+    links = re.findall(r"\]\(((?:docs|benchmarks)/[^)#\s]+)(?:#([^)\s]+))?\)", text)
+    assert links
+    for path, anchor in links:
+        target = README.parent / path
+        assert target.exists(), path
+        if anchor:
+            headings = {slug(line.lstrip("#")) for line in target.read_text(encoding="utf-8").splitlines()
+                        if line.startswith("#")}
+            assert anchor in headings, f"{path}#{anchor}"
