@@ -178,15 +178,11 @@ def _fusable(*tensors: torch.Tensor) -> bool:
             and all(t.dtype == first.dtype and t.dim() == 2 and t.stride(-1) == 1 for t in tensors))
 
 
-def fusable_rms_norm(module) -> bool:
-    return type(module).__name__ in PLAIN_RMS_NORMS and triton is not None
-
-
 def add_then_norm(x: torch.Tensor, added: torch.Tensor | None, norm) -> tuple[torch.Tensor, torch.Tensor]:
     """(x + added, norm(x + added)) for [rows, hidden] tensors, in one launch where ``norm`` is a plain RMSNorm
     (:data:`PLAIN_RMS_NORMS`) on CUDA; ``added`` None: (x, norm(x)). Elsewhere the add and the module itself."""
     weight = norm.weight
-    if not (fusable_rms_norm(norm) and _fusable(x, *(t for t in (added,) if t is not None))
+    if not (type(norm).__name__ in PLAIN_RMS_NORMS and _fusable(x, *(t for t in (added,) if t is not None))
             and weight.dtype == x.dtype and weight.is_contiguous() and x.shape[-1] == weight.shape[0]):
         total = x if added is None else x + added
         return total, norm(total)

@@ -414,7 +414,7 @@ class GenericAdapter:
         a plain RMSNorm on CUDA: :func:`add_then_norm`): the same operations as :meth:`block`, in its order."""
         lay = self.layout
         pending: torch.Tensor | None = None  # the previous block's MLP output, not yet added to x
-        for index, block in enumerate(self.blocks[:self.num_layers]):
+        for index, block in enumerate(self.blocks):  # not a slice: that builds a ModuleList every step
             first, second = (_get(block, name) for name in lay.norms)
             x, h = add_then_norm(x, pending, first)
             x, h = add_then_norm(x, self._attention(index, block, h, attend), second)
