@@ -87,27 +87,10 @@ BIGCODE_STOP_WORDS = ["\nclass", "\ndef", "\n#", "\n@", "\nprint", "\nif", "\n``
 
 def hf_folder(name: str) -> Path:
     """The float32 Hugging Face folder of a real checkpoint, converted from its GGUF once."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from real_models import float32_folder, gemma_gguf, smollm2_gguf
 
-    from real_models import gemma_gguf, smollm2_gguf
-
-    out = MODELS / name
-    if (out / "model.safetensors").is_file():
-        return out
     gguf = {"smollm2": smollm2_gguf, "gemma": gemma_gguf}[name]()
-    tokenizer = (AutoTokenizer.from_pretrained(Path(TOKENIZERS) / name) if TOKENIZERS
-                 else AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name))
-    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
-    config = model.config
-    if hasattr(config, "quantization_config"):  # dequantized already; save as a plain float32 checkpoint
-        del config.quantization_config
-    plain = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
-    plain.load_state_dict(model.state_dict())
-    plain.generation_config = model.generation_config
-    plain.save_pretrained(out)
-    tokenizer.save_pretrained(out)
-    return out
+    return float32_folder(gguf, MODELS / name, tokenizer_from=Path(TOKENIZERS) / name if TOKENIZERS else None)
 
 
 def problems(n: int) -> list[dict]:

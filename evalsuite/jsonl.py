@@ -1,8 +1,9 @@
 """JSON Lines I/O with clear errors and crash-safe writes.
 
 * :func:`read_jsonl` names the file and line of any malformed record.
-* :class:`JsonlAppender` appends and flushes each record as it is made, so a crash loses at most
-  the record being written; :func:`read_jsonl` with ``tolerate_torn_tail`` ignores such a torn last line.
+* :class:`JsonlAppender` appends and flushes each record as it is made, so a crashed or killed process loses at
+  most the record being written (:func:`read_jsonl` with ``tolerate_torn_tail`` ignores such a torn last line),
+  and a machine that loses power at most its last second of records.
 * :func:`atomic_write_text` writes through a temporary file and ``os.replace``: readers see the old
   file or the new one, never half of one.
 
@@ -17,6 +18,7 @@ import hashlib
 import json
 import os
 import tempfile
+import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -69,14 +71,18 @@ def read_jsonl(path: str | Path, tolerate_torn_tail: bool = False) -> Iterator[t
 
 
 class JsonlAppender:
-    """Appends one JSON object per line, flushed (and fsynced) per record."""
+    """Appends one JSON object per line: flushed to the operating system per record, fsynced to the disk at
+    most every ``sync_every_s`` seconds and on close. An fsync per record cost 0.5 ms here, on the thread that
+    drives the engine, and a sampled run writes thousands of records."""
 
-    def __init__(self, path: str | Path, fsync: bool = True):
+    def __init__(self, path: str | Path, sync_every_s: float = 1.0):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._fsync = fsync
+        self._sync_every_s = sync_every_s
         self._repair_torn_tail()
         self._handle = open(self.path, "a", encoding="utf-8")
+        self._synced_at = time.monotonic()
+        self._unsynced = False
 
     def _repair_torn_tail(self) -> None:
         """Drop a half-written last line left by a crash, so new records start on a fresh line."""
@@ -92,11 +98,20 @@ class JsonlAppender:
     def write(self, record: dict[str, Any]) -> None:
         self._handle.write(dumps(record) + "\n")
         self._handle.flush()
-        if self._fsync:
-            os.fsync(self._handle.fileno())
+        self._unsynced = True
+        if time.monotonic() - self._synced_at >= self._sync_every_s:
+            self._sync()
+
+    def _sync(self) -> None:
+        os.fsync(self._handle.fileno())
+        self._synced_at, self._unsynced = time.monotonic(), False
 
     def close(self) -> None:
-        self._handle.close()
+        if not self._handle.closed:
+            self._handle.flush()
+            if self._unsynced:
+                self._sync()
+            self._handle.close()
 
     def __enter__(self) -> JsonlAppender:
         return self

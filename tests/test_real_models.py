@@ -100,7 +100,8 @@ def test_models_command_prints_what_the_run_applies(smollm2_path, capsys):
     assert "bos           none (tokenizer)" in out and "auto -> instruct" in out
 
 
-def test_gemma_base_run_equals_an_independent_transformers_loop(gemma_path, humaneval, tmp_path, two_threads):
+def test_gemma_base_run_equals_an_independent_transformers_loop(gemma_path, gemma_float32, humaneval, tmp_path,
+                                                                 two_threads):
     max_new = 40
     env = {**os.environ, "OMP_NUM_THREADS": "2", "EVALSUITE_CACHE": str(tmp_path / "cache")}
     command = [sys.executable, "-m", "evalsuite", "run", "--models", str(gemma_path), "--prompt-style", "base",
@@ -115,7 +116,7 @@ def test_gemma_base_run_equals_an_independent_transformers_loop(gemma_path, huma
     assert record["identity"]["checkpoint"]["revision"].startswith("local:sha256:")
 
     problems = humaneval.problems()[:PROBLEMS]
-    loop = independent_greedy(gemma_path, [(p.task_id, p.prompt) for p in problems], max_new,
+    loop = independent_greedy(gemma_float32, [(p.task_id, p.prompt) for p in problems], max_new,
                               DEFAULT_STOP_SEQUENCES)
     assert {row["task_id"]: row["completion"] for row in rows} == loop
     assert sum(1 for text in loop.values() if text.strip()) >= 2  # the comparison is not between empty strings

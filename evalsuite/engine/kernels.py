@@ -19,6 +19,7 @@ batch, its keys and values are read once per block of rows (``_prefix_attention_
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass
 
 import torch
@@ -66,6 +67,27 @@ def triton_usable(device: torch.device) -> bool:
     if triton is None or os.environ.get("EVALSUITE_ENGINE_KERNELS", "auto") == "torch":
         return False
     return device.type == "cuda" or os.environ.get("TRITON_INTERPRET") == "1"
+
+
+def hash_triton_in_background() -> threading.Thread | None:
+    """Start, on a thread, the hash of Triton's own 400 MB library that it takes once per process before its
+    first kernel (compiled or found in its disk cache): 0.4 s of every run's first decode step on the
+    reference machine (issue 31), done while the model loads instead. The hash is cached per process
+    (``triton_key``, a private Triton function): where it is missing or fails, the first kernel pays as before."""
+    try:
+        from triton.runtime.cache import triton_key
+    except ImportError:  # no Triton, or another version's layout
+        return None
+
+    def hash_quietly() -> None:
+        try:
+            triton_key()
+        except Exception:  # noqa: BLE001 - a head start only; the first kernel hashes (and reports) itself
+            pass
+
+    thread = threading.Thread(target=hash_quietly, name="evalsuite-triton-hash", daemon=True)
+    thread.start()
+    return thread
 
 
 # ----------------------------------------------------------------------------------------------- torch

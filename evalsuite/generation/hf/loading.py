@@ -211,6 +211,10 @@ def _load_model(spec: ModelSpec, options: GenerationOptions) -> LoadedModel:
     device = pick_device(loading)
     if device.type == "cuda":
         use_expandable_segments()
+        from evalsuite.engine.kernels import hash_triton_in_background, triton_usable
+
+        if triton_usable(device):
+            hash_triton_in_background()  # while the weights load
     else:
         set_cpu_threads(options.hf.threads)
     dtype = pick_dtype(spec, loading, device, config_dtype(config))
