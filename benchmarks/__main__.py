@@ -32,6 +32,8 @@ SUITES: dict[str, Suite] = {
     "hf-backend-speed": Suite("bench_hf_backend.py", "the hf backend against plain model.generate on one batch"),
     "attention-kernel": Suite("bench_attention.py", "the decode attention kernel alone: tuning and bandwidth (GPU)"),
     "decode-profile": Suite("profile_decode.py", "where one decode step spends its time, per kernel (GPU)"),
+    "engine-setup": Suite("setup_budget.py", "the engine's one-time work (warm-up, graph captures, prefill), run "
+                                             "after run in one process"),
     "loading-strategies": Suite("bench_loading.py", "load time, peak memory and ms/token of each loading strategy "
                                                     "under a GPU cap (GPU)"),
     "cpu-run-under-load": Suite("cpu_run_under_load.py", "a CPU run on busy cores: progress, rate, interruption"),
