@@ -372,3 +372,31 @@ def test_norms_the_engine_fuses_are_llamas_rms_norm():
         family = name.removesuffix("RMSNorm").lower()
         module = importlib.import_module(f"transformers.models.{family}.modeling_{family}")
         assert inspect.getsource(getattr(module, name).forward) == inspect.getsource(LlamaRMSNorm.forward), name
+
+
+def test_the_step_floor_counts_each_prompts_keys_once_and_each_rows_own():
+    """EngineStats.context_tokens (the keys and values a step must read, for the benchmarks' floor): the samples
+    of one prompt share its stored keys, so a step reads them once, however many of its rows are busy."""
+    import numpy as np
+
+    from evalsuite.engine.scheduler import FinishRule, PromptJob, RowTable, SampleJob, TokenBook
+
+    prompts = [PromptJob(GenerationRequest(f"t/{i}", "", (0, 1, 2)), ids=[1] * length, first_sample=3 * i)
+               for i, length in enumerate((10, 7))]
+    jobs = [SampleJob(index=3 * i + s, prompt=prompt, sample_index=s, limit=50) for i, prompt in enumerate(prompts)
+            for s in range(3)]
+    rows = RowTable(8, len(jobs))
+    book = TokenBook(rows, jobs, FinishRule(eos_ids=frozenset(), ignore_eos=True, decode=lambda *a: "",
+                                            decode_tokens=lambda ids: ""))
+    for job in jobs[:5]:  # prompt 0's three samples, two of prompt 1's; row 5 onwards idle
+        book.start(rows.take(job))
+    step = np.array([0, 1, 2, 3, 4, -1, -1, -1])
+    appended, context, _ = book.append(step, np.full(8, 5))
+    assert (appended, context) == (5, 5 * 1 + 10 + 7)  # each row's one generated token, each prompt once
+    book.finish(jobs[0])
+    appended, context, _ = book.append(step, np.full(8, 5))
+    assert (appended, context) == (4, 4 * 2 + 10 + 7)
+    for job in jobs[1:3]:
+        book.finish(job)
+    appended, context, _ = book.append(step, np.full(8, 5))
+    assert (appended, context) == (2, 2 * 3 + 7)  # prompt 0 has no busy row left: its keys are not read

@@ -91,7 +91,9 @@ class EngineStats:
     # the whole decode loop (what is left is host work: admission, launches, finish checks, detokenizing)
     prefill_s: float = 0.0
     prefill_forwards: int = 0
-    context_tokens: int = 0  # keys and values each step's busy rows read, summed over steps (the step's floor)
+    # keys and values each step had to read at least (its busy rows' generated ones, each of their prompts' once),
+    # summed over steps: with the weights, the step's memory floor (benchmarks/bench_generate.py)
+    context_tokens: int = 0
     wait_s: float = 0.0
     loop_s: float = 0.0
 

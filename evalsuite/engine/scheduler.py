@@ -186,6 +186,7 @@ class TokenBook:
         self.done = np.zeros(len(jobs), dtype=bool)
         self.limit = np.array([job.limit for job in jobs], dtype=np.int64)
         self.prompt_length = np.array([len(job.prompt.ids) for job in jobs], dtype=np.int64)
+        self.prompt_of = np.array([job.prompt.first_sample for job in jobs], dtype=np.int64)  # one id per prompt
         self.has_stops = np.array([bool(job.prompt.request.stop_sequences) for job in jobs], dtype=bool)
 
     def start(self, row: int) -> None:
@@ -204,8 +205,9 @@ class TokenBook:
     def append(self, samples: np.ndarray, tokens: np.ndarray) -> tuple[int, int, list[SampleJob]]:
         """One step's tokens: ``samples[i]`` (the workload index in row i when the step was launched, -1 for
         none) drew ``tokens[i]``. Samples that ended since are skipped. Returns the tokens appended, the keys
-        and values the step read (prompt plus generated, over its live rows) and the samples to look at, whose
-        ``tokens`` list is brought up to date."""
+        and values the step had to read at least (each live row's generated ones, and each of their prompts'
+        once: its samples share one stored copy) and the samples to look at, whose ``tokens`` list is brought up
+        to date."""
         live = samples >= 0
         live[live] = ~self.done[samples[live]]
         index, drawn = samples[live], tokens[live]
@@ -223,7 +225,8 @@ class TokenBook:
             job = self.jobs[sample]
             job.tokens = self.tokens[row, :self.length[row]].tolist()
             flagged.append(job)
-        return len(index), int((self.prompt_length[index] + length).sum()), flagged
+        prompts = np.unique(self.prompt_of[index], return_index=True)[1]
+        return len(index), int(length.sum() + self.prompt_length[index[prompts]].sum()), flagged
 
     def scanned(self, job: SampleJob) -> None:
         """``job`` goes on: remember how far its stop-sequence scan got."""
