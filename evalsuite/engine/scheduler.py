@@ -186,7 +186,8 @@ class TokenBook:
         self.done = np.zeros(len(jobs), dtype=bool)
         self.limit = np.array([job.limit for job in jobs], dtype=np.int64)
         self.prompt_length = np.array([len(job.prompt.ids) for job in jobs], dtype=np.int64)
-        self.prompt_of = np.array([job.prompt.first_sample for job in jobs], dtype=np.int64)  # one id per prompt
+        # each sample's prompt, as the workload index of the prompt's first sample (prompt_length is indexed alike)
+        self.prompt_of = np.array([job.prompt.first_sample for job in jobs], dtype=np.int64)
         self.has_stops = np.array([bool(job.prompt.request.stop_sequences) for job in jobs], dtype=bool)
 
     def start(self, row: int) -> None:
@@ -225,8 +226,8 @@ class TokenBook:
             job = self.jobs[sample]
             job.tokens = self.tokens[row, :self.length[row]].tolist()
             flagged.append(job)
-        prompts = np.unique(self.prompt_of[index], return_index=True)[1]
-        return len(index), int(length.sum() + self.prompt_length[index[prompts]].sum()), flagged
+        prompts = np.unique(self.prompt_of[index])
+        return len(index), int(length.sum() + self.prompt_length[prompts].sum()), flagged
 
     def scanned(self, job: SampleJob) -> None:
         """``job`` goes on: remember how far its stop-sequence scan got."""
