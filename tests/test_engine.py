@@ -400,3 +400,15 @@ def test_the_step_floor_counts_each_prompts_keys_once_and_each_rows_own():
         book.finish(job)
     appended, context, _ = book.append(step, np.full(8, 5))
     assert (appended, context) == (2, 2 * 3 + 7)  # prompt 0 has no busy row left: its keys are not read
+
+
+def test_attention_programs_start_with_the_rows_that_read_the_most_keys():
+    """The launch order of the decode attention (kernels.longest_rows_first): a permutation of the rows, most keys
+    first, ties in row order; over a shared prompt a row's program reads only its own keys, else the prompt's too."""
+    from evalsuite.engine.kernels import longest_rows_first
+
+    p_len = torch.tensor([5, 40, 0, 40, 5, 12], dtype=torch.int32)
+    g_len = torch.tensor([30, 1, 1, 9, 30, 2], dtype=torch.int32)
+    own = longest_rows_first(p_len, g_len, shared_prefix=True)
+    assert own.dtype == torch.int32 and own.tolist() == [0, 4, 3, 5, 1, 2]
+    assert longest_rows_first(p_len, g_len, shared_prefix=False).tolist() == [3, 1, 0, 4, 5, 2]

@@ -109,3 +109,20 @@ def _check_decode_attention(case: str, window: int, **options) -> None:
 def test_decode_attention_split_over_keys_matches_the_reference(case, window, shared_prefix, split):
     """Each row's keys cut into parts (more programs at small batches), merged by a second kernel."""
     _check_decode_attention(case, window, shared_prefix=shared_prefix, split=split, block_n=16)
+
+
+@pytest.mark.parametrize("shared_prefix", [0, 3], ids=["per-row", "shared-prefix"])
+@pytest.mark.parametrize("case", ["gptj-like", "llama-gqa", "odd-head-dim-fp32"])
+def test_decode_attention_gives_every_row_the_same_bits_in_any_launch_order(case, shared_prefix):
+    """Programs start longest row first (an order computed per step); each row's result must not depend on it,
+    so a sample's tokens do not depend on the lengths of the rows beside it (batch-invariant runs)."""
+    spec, dtype = CASES[case]
+    tables = _tables(spec, dtype)
+    q, _, _, kp, vp, kg, vg, p_slot, p_len, g_slot, g_write = _inputs(spec, dtype)
+    g_len = g_write + 1
+    outputs = []
+    for order in ([0, 1, 2, 3, 4], [4, 2, 0, 3, 1], None):
+        row_order = None if order is None else torch.tensor(order, dtype=torch.int32, device=DEVICE)
+        outputs.append(K.decode_attention_triton(q, kp, vp, kg, vg, p_slot, p_len, g_slot, g_len, spec, tables,
+                                                 shared_prefix=shared_prefix, row_order=row_order))
+    assert torch.equal(outputs[0], outputs[1]) and torch.equal(outputs[0], outputs[2])

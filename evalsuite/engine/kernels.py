@@ -11,9 +11,10 @@ the whole slot (attention). Rounding follows transformers' eager code where it i
 products in the rotary; BLOOM's bf16 ALiBi bias and scores), so greedy tokens match as often as possible.
 
 Attention on CUDA is memory-bound: each row reads its keys and values once. At large batches one program
-per (row, head) fills the GPU; at small ones (batch 1: 16 programs for GPT-J) each row's keys are cut into
-8 parts read in parallel and merged after (``attention_split``). Over a prompt with many samples in the
-batch, its keys and values are read once per block of rows (``_prefix_attention_kernel``).
+per (row, head) fills the GPU, started longest row first (``longest_rows_first``); at small ones (batch 1:
+16 programs for GPT-J) each row's keys are cut into 8 parts read in parallel and merged after
+(``attention_split``). Over a prompt with many samples in the batch, its keys and values are read once per
+block of rows (``_prefix_attention_kernel``).
 """
 
 from __future__ import annotations
@@ -262,8 +263,8 @@ if triton is not None:
     # ``split`` is a run-time argument (not specialized): one compiled kernel serves every batch bucket,
     # where a constexpr cost a compilation per value during CUDA-graph capture (~1 s each)
     @triton.jit(do_not_specialize=["split"])
-    def _decode_attention_kernel(Q, OUT, KP, VP, KG, VG, P_SLOT, P_LEN, G_SLOT, G_LEN, SLOPES, M_IN, L_IN, ACC_IN,
-                                 M_PART, L_PART, ACC_PART,
+    def _decode_attention_kernel(Q, OUT, KP, VP, KG, VG, P_SLOT, P_LEN, G_SLOT, G_LEN, ORDER, SLOPES,
+                                 M_IN, L_IN, ACC_IN, M_PART, L_PART, ACC_PART,
                                  sq_b, sq_h, so_b, so_h, sp_s, sp_h, sp_l, sg_s, sg_h, sg_l, scale, softcap, window,
                                  split, HQ: tl.constexpr, GROUP: tl.constexpr, D: tl.constexpr,
                                  D_PAD: tl.constexpr, BLOCK_N: tl.constexpr, ALIBI: tl.constexpr,
@@ -272,9 +273,10 @@ if triton is not None:
         """One (row, query head, part): the row's visible keys, the prompt segment (unless PREFIX_DONE: then
         its softmax state comes from :func:`_prefix_attention_kernel` in M_IN, L_IN, ACC_IN) followed by its
         own generated segment, cut into ``split`` parts of whole key blocks. One part writes the output; more
-        write each its unnormalized state (max, sum, weighted values) for :func:`_combine_kernel`."""
-        b = tl.program_id(0)
-        h = tl.program_id(1)
+        write each its unnormalized state (max, sum, weighted values) for :func:`_combine_kernel`.
+        Programs start in ORDER's row order (longest first), a row's heads together."""
+        h = tl.program_id(0)
+        b = tl.load(ORDER + tl.program_id(1))
         part = tl.program_id(2)
         kvh = h // GROUP
         offs_d = tl.arange(0, D_PAD)
@@ -474,6 +476,16 @@ def prefix_groups(p_slot: torch.Tensor, p_len: torch.Tensor, slots: int):
     return order, starts, counts
 
 
+def longest_rows_first(p_len: torch.Tensor, g_len: torch.Tensor, shared_prefix: bool) -> torch.Tensor:
+    """Rows by the keys their attention program reads, most first (int32): the order programs start in.
+    Rows' lengths are long-tailed (a few samples run to the token limit); started in row order, the long
+    ones that start last finish alone, the GPU half idle. Longest first balances the tail: at 255 rows of the
+    realistic workload on the reference GPU (benchmarks/bench_attention.py), 147 against 161 us a layer on
+    GPT-J-6B's shape, 122 against 142 on Mistral-7B's; as fast as rows of equal lengths."""
+    keys = g_len if shared_prefix else g_len + p_len
+    return torch.argsort(keys, descending=True, stable=True).to(torch.int32)
+
+
 _SM_COUNT: dict = {}
 
 
@@ -500,20 +512,22 @@ def attention_split(batch: int, heads: int, max_keys: int, block_n: int, device:
 
 
 def decode_attention_triton(q, kp, vp, kg, vg, p_slot, p_len, g_slot, g_len, spec, tables, window: int = 0,
-                            shared_prefix: int = 0, groups=None, split: int | None = None,
+                            shared_prefix: int = 0, groups=None, row_order=None, split: int | None = None,
                             block_n: int | None = None, num_warps: int | None = None,
                             num_stages: int = 2) -> torch.Tensor:
     """Same contract as :func:`decode_attention_reference`. ``shared_prefix``: the most rows one prompt has
     in the batch; when set, attention over the prompts is computed per prompt slot (its keys and values read
     once per block of rows, by matrix products) and merged into each row's own part; 0: per row.
-    ``groups``: :func:`prefix_groups` of this batch (computed here when not given). ``split``: parts per row
+    ``groups``: :func:`prefix_groups` of this batch, ``row_order``: :func:`longest_rows_first` (each computed
+    here when not given; the runner computes them once per step for all layers). ``split``: parts per row
     (default :func:`attention_split`); ``block_n``, ``num_warps``, ``num_stages``: tuning (benchmarks)."""
     batch = q.shape[0]
     out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
     d_pad = triton.next_power_of_2(spec.head_dim)
     block_n = block_n or max(16, min(64, 8192 // d_pad))
-    # 2 warps: 1.5x the bandwidth of 4 on GPT-J's and Mistral's shapes (reference GPU, bench_attention.py)
-    num_warps = num_warps or 2
+    # a block of keys over 32 threads per 128 dims: on the reference GPU (bench_attention.py, 255 rows) 1 warp
+    # for Mistral's 128 dims (1.4x the bandwidth of 2), 2 for GPT-J's 256 (1.06x of 1; 4 warps 1.5x slower)
+    num_warps = num_warps or max(1, d_pad // 128)
     slopes = tables.alibi_slopes if spec.alibi else p_len
     common = dict(GROUP=spec.group, D=spec.head_dim, D_PAD=d_pad, ALIBI=spec.alibi, SOFTCAP=spec.softcap > 0,
                   WINDOW=window > 0, ROUND=spec.round_scores and q.dtype != torch.float32, RDT=_tl_dtype(q.dtype))
@@ -540,8 +554,11 @@ def decode_attention_triton(q, kp, vp, kg, vg, p_slot, p_len, g_slot, g_len, spe
         m_part = torch.empty(batch * spec.num_heads * split, dtype=torch.float32, device=q.device)
         l_part = torch.empty_like(m_part)
         acc_part = torch.empty(batch * spec.num_heads * split * d_pad, dtype=torch.float32, device=q.device)
-    _decode_attention_kernel[(batch, spec.num_heads, split)](
-        q, out, kp, vp, kg, vg, p_slot, p_len, g_slot, g_len, slopes, m_in, l_in, acc_in, m_part, l_part, acc_part,
+    if row_order is None:
+        row_order = longest_rows_first(p_len, g_len, bool(shared_prefix))
+    _decode_attention_kernel[(spec.num_heads, batch, split)](
+        q, out, kp, vp, kg, vg, p_slot, p_len, g_slot, g_len, row_order, slopes, m_in, l_in, acc_in,
+        m_part, l_part, acc_part,
         q.stride(0), q.stride(1), out.stride(0), out.stride(1),
         kp.stride(0), kp.stride(1), kp.stride(2), kg.stride(0), kg.stride(1), kg.stride(2), spec.scale,
         spec.softcap, window, split, HQ=spec.num_heads, BLOCK_N=block_n, PREFIX_DONE=bool(shared_prefix),

@@ -18,6 +18,7 @@ from evalsuite.engine.kernels import (
     PositionTables,
     decode_attention_reference,
     decode_attention_triton,
+    longest_rows_first,
     prefix_groups,
     rotary_and_store_reference,
     rotary_and_store_triton,
@@ -103,8 +104,9 @@ class DecodeRunner:
         rotary_and_store = rotary_and_store_triton if self.use_triton else rotary_and_store_reference
         if self.use_triton:
             groups = prefix_groups(p_slot, p_len, self.cache.prompt.shape[2]) if self.shared_prefix else None
+            order = longest_rows_first(p_len, g_len, bool(self.shared_prefix))
             attention = partial(decode_attention_triton, shared_prefix=self.shared_prefix, groups=groups,
-                                split=1 if self.fixed_width else None)
+                                row_order=order, split=1 if self.fixed_width else None)
         else:
             attention = decode_attention_reference
 
