@@ -525,9 +525,10 @@ def decode_attention_triton(q, kp, vp, kg, vg, p_slot, p_len, g_slot, g_len, spe
     out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
     d_pad = triton.next_power_of_2(spec.head_dim)
     block_n = block_n or max(16, min(64, 8192 // d_pad))
-    # a block of keys over 32 threads per 128 dims: on the reference GPU (bench_attention.py, 255 rows) 1 warp
-    # for Mistral's 128 dims (1.4x the bandwidth of 2), 2 for GPT-J's 256 (1.06x of 1; 4 warps 1.5x slower)
-    num_warps = num_warps or max(1, d_pad // 128)
+    # 2 warps: 1.5x the bandwidth of 4 on GPT-J's and Mistral's shapes (reference GPU, bench_attention.py). At
+    # 255 rows, 1 warp with 32-key blocks read Mistral's 1.4x faster; not the default: untried with the default
+    # 64-key blocks of 128 dims and fewer, where a warp's registers would hold twice the keys (float32: spills)
+    num_warps = num_warps or 2
     slopes = tables.alibi_slopes if spec.alibi else p_len
     common = dict(GROUP=spec.group, D=spec.head_dim, D_PAD=d_pad, ALIBI=spec.alibi, SOFTCAP=spec.softcap > 0,
                   WINDOW=window > 0, ROUND=spec.round_scores and q.dtype != torch.float32, RDT=_tl_dtype(q.dtype))
