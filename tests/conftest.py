@@ -36,6 +36,11 @@ import pytest  # noqa: E402
 
 from tiny_models import make_tiny_model  # noqa: E402
 
+if os.environ.get("TRITON_INTERPRET") == "1":  # the engine's Triton kernels on the CPU (tests/triton_interpreter.py)
+    from triton_interpreter import take_loaded_scalars_as_indices
+
+    take_loaded_scalars_as_indices()
+
 # tests/data/ holds inputs, never tests: the attack corpus (tests/data/attacks/) is programs read as text, which must
 # never be imported, whatever their names.
 collect_ignore_glob = ["data/*"]
