@@ -112,15 +112,12 @@ def sweep(batch: int, shared: int, configs, n_layers: int, pcap: int, gcap: int,
     result = {"batch": batch, "shared_prefix": shared, "uniform": uniform, "mean_gen_len": sum(g_len) / batch,
               "bytes_per_call": own + prompt, "configs": []}
     ref = None
-    # the GPU's clocks rise under load: without a warm-up the first config timed (the defaults) read ~12% slow
-    def warm(*layer):
-        return K.decode_attention_triton(q, *layer, p_slot_t, p_len_t, g_slot_t, g_len_t, SPEC, tables,
-                                         shared_prefix=shared, groups=groups)
-    time_graph(warm, layers, reps=200)
-    for config in configs:
+
+    def attention(config):
+        """The kernel call one config times; the order of its rows is computed once, outside the timed calls, as
+        the engine does once per step for all layers."""
         block_n, warps, stages, split = config[:4]
         order = config[4] if len(config) > 4 else "longest"
-        # computed once outside the timed calls, as the engine does once per step for all layers
         row_order = (torch.arange(batch, dtype=torch.int32, device="cuda") if order == "rows"
                      else K.longest_rows_first(p_len_t, g_len_t, bool(shared)))
 
@@ -128,6 +125,13 @@ def sweep(batch: int, shared: int, configs, n_layers: int, pcap: int, gcap: int,
             return K.decode_attention_triton(q, kp, vp, kg, vg, p_slot_t, p_len_t, g_slot_t, g_len_t, SPEC, tables,
                                              shared_prefix=shared, groups=groups, split=split, block_n=block_n,
                                              num_warps=warps, num_stages=stages, row_order=row_order)
+        return fn, order
+
+    # the GPU's clocks rise under load: without a warm-up the first config timed (the defaults) read ~12% slow
+    time_graph(attention(configs[0])[0], layers, reps=200)
+    for config in configs:
+        block_n, warps, stages, split = config[:4]
+        fn, order = attention(config)
         entry = {"block_n": block_n, "num_warps": warps, "num_stages": stages, "split": split, "order": order}
         try:
             out = fn(*layers[0]).float()
