@@ -31,7 +31,7 @@ from evalsuite.engine.runner import DecodeRunner  # noqa: E402
 from evalsuite.engine.sampling import choose_tokens, filter_logits, uniform_noise  # noqa: E402
 from evalsuite.records import GenerationRequest, SamplingParams  # noqa: E402
 
-_STATE = ("tok", "gen_len", "p_slot", "p_len", "g_slot", "seed")
+_STATE = ("tok", "gen_len", "p_slot", "p_len", "g_slot", "g_size", "seed")
 
 
 class _Stop(Exception):

@@ -412,3 +412,36 @@ def test_attention_programs_start_with_the_rows_that_read_the_most_keys():
     own = longest_rows_first(p_len, g_len, shared_prefix=True)
     assert own.dtype == torch.int32 and own.tolist() == [0, 4, 3, 5, 1, 2]
     assert longest_rows_first(p_len, g_len, shared_prefix=False).tolist() == [3, 1, 0, 4, 5, 2]
+
+
+@pytest.mark.parametrize("read_late", [False, True])
+def test_samples_that_outgrow_their_blocks_or_are_evicted_give_the_same_completions(read_late, monkeypatch):
+    """The arena (kv_cache.py): a sample starts in a small block and moves to larger ones as it grows; when no
+    block is left the youngest sample is evicted and starts again. With an arena far smaller than a full
+    capacity per row, both happen often, and every completion must be the one a roomy arena gives (the
+    tokens of an evicted sample's earlier run, still in flight when it is evicted, are dropped)."""
+    from evalsuite.engine import engine as engine_module
+    from evalsuite.engine import kv_cache
+    from evalsuite.engine.kv_cache import kv_bytes_per_token
+
+    model = _tiny("gptj")
+    params = SamplingParams(n=6, temperature=0.9, max_new_tokens=40, seed=11)
+    lengths = {s: 4 + (11 * s) % 37 for s in range(6)}  # 4 to 40 tokens
+
+    def run(budget=None):
+        engine = Engine(model, decode_tokens=_text, eos_token_ids=[], options=EngineOptions(
+            max_rows=8, first_block=4, cache_budget_bytes=budget))
+        got = _run(engine, PROMPTS, params, samples=range(6), forced_lengths=lambda task, index: lengths[index])
+        return got, engine.stats
+
+    roomy, roomy_stats = run()
+    assert roomy_stats.evictions == 0
+    monkeypatch.setattr(kv_cache, "PLANNED_TOKENS_PER_ROW", 8)
+    if read_late:
+        monkeypatch.setattr(engine_module._Loop, "_done", lambda self, launched: False)
+    per_token = kv_bytes_per_token(Engine(model, decode_tokens=_text).adapter.spec, 2, torch.float32)
+    # 4 prompt slots of 9 tokens, an arena of 128 tokens (8 rows x 64 would be a full capacity each), scratch
+    tight, stats = run(per_token * (4 * 9 + 128 + 64))
+    assert stats.rows == 8 and stats.evictions > 0 and stats.moves > 0
+    assert tight == roomy
+    assert stats.tokens == sum(c.num_tokens for c in tight.values())  # an evicted run's tokens are not counted

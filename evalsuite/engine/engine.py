@@ -18,7 +18,7 @@ import contextlib
 import time
 from collections import deque
 from collections.abc import Callable, Generator, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -26,8 +26,16 @@ import torch
 
 from evalsuite.devices import allocatable_bytes
 from evalsuite.engine.kernels import triton_usable
-from evalsuite.engine.kv_cache import GiB, KVCache, SlotPool, kv_bytes_per_token, plan_cache
-from evalsuite.engine.models import GenericAdapter, layout_for
+from evalsuite.engine.kv_cache import (
+    FIRST_BLOCK,
+    GiB,
+    KVCache,
+    SlotPool,
+    TokenArena,
+    kv_bytes_per_token,
+    plan_cache,
+)
+from evalsuite.engine.models import GenericAdapter, layout_for, to_device
 from evalsuite.engine.runner import DecodeRunner
 from evalsuite.engine.sampling import choose_tokens, row_seeds
 from evalsuite.engine.scheduler import Decode, FinishRule, PromptJob, RowTable, SampleJob, TokenBook, waiting_queue
@@ -74,6 +82,9 @@ class EngineOptions:
     # The same completions on one GPU and under data parallel (2,559 of 2,560 without it).
     batch_invariant: bool = False
     invariant_rows: int = 256
+    # at most this many bytes of KV cache (prompts and arena); None: what the device's free memory allows
+    cache_budget_bytes: int | None = None
+    first_block: int = FIRST_BLOCK  # tokens of a sample's first block in the arena (kv_cache.py), doubled as it grows
 
 
 @dataclass
@@ -84,6 +95,8 @@ class EngineStats:
     prefills: int = 0
     rows: int = 0
     capture_s: float = 0.0
+    capture_s_by_bucket: dict[int, float] = field(default_factory=dict)  # each CUDA graph's capture
+    warm_up_s: float = 0.0  # of capture_s: the eager steps before the graphs (kernels compiled or loaded)
     cache_gib: float = 0.0
     shared_prefix: bool = False
     # where the host's time went (the per-step budget of benchmarks/bench_generate.py): prompts through the
@@ -96,6 +109,11 @@ class EngineStats:
     context_tokens: int = 0
     wait_s: float = 0.0
     loop_s: float = 0.0
+    # the arena (kv_cache.py): samples that moved to a larger block by copying their keys, and samples evicted
+    # for room (each starts again; its tokens so far are dropped and counted here, not in ``tokens``)
+    moves: int = 0
+    evictions: int = 0
+    evicted_tokens: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -248,21 +266,24 @@ class Engine:
         max_rows = min(row_limit, samples)
         if self.device.type != "cuda":
             self.pack_tokens = self.pack_length(CPU_PACK_ROOM_BYTES, prompt_capacity)
-            return plan_cache(budget_bytes=1 << 62, bytes_per_token=per_token, prompt_capacity=prompt_capacity,
+            return plan_cache(budget_bytes=self.options.cache_budget_bytes or 1 << 62, bytes_per_token=per_token,
+                              prompt_capacity=prompt_capacity,
                               gen_capacity=gen_capacity, num_prompts=len(prompts), samples_per_prompt=per_prompt,
-                              max_rows=max_rows)
+                              max_rows=max_rows, first_block=self.options.first_block)
         torch.cuda.empty_cache()
         free = allocatable_bytes(self.device, self.options.gpu_cap_bytes)  # within the model's --gpu-memory cap
         self.pack_tokens = self.pack_length(free // PACK_ROOM_SHARE, prompt_capacity)
         budget = (int(free * self.options.memory_fraction)
                   - self.workspace_bytes(self.decode_width(max_rows), prompt_capacity)
                   - (self.pack_scratch_bytes(self.pack_tokens) if self.pack_tokens > prompt_capacity else 0))
+        if self.options.cache_budget_bytes is not None:
+            budget = min(budget, self.options.cache_budget_bytes)
         plan = plan_cache(budget_bytes=budget, bytes_per_token=per_token, prompt_capacity=prompt_capacity,
                           gen_capacity=gen_capacity, num_prompts=len(prompts), samples_per_prompt=per_prompt,
-                          max_rows=max_rows)
+                          max_rows=max_rows, first_block=self.options.first_block)
         if plan.total_bytes > budget:  # not even one row fits: say so now, not at the first step
             raise torch.OutOfMemoryError(
-                f"the engine's KV cache needs {plan.total_bytes / GiB:.2f} GiB at {plan.gen_slots} row(s); "
+                f"the engine's KV cache needs {plan.total_bytes / GiB:.2f} GiB at {plan.rows} row(s); "
                 f"{max(budget, 0) / GiB:.2f} GiB of {free / GiB:.2f} GiB allocatable is left after the "
                 f"{max_rows}-row workspace")
         return plan
@@ -322,7 +343,7 @@ class Engine:
             return
         plan = self._plan(prompts, params)
         cache = KVCache(plan, self.adapter.spec, self.adapter.num_layers, self.dtype, self.device)
-        tables = self.adapter.position_tables(plan.prompt_capacity + plan.gen_capacity, self.device, self.dtype)
+        tables = self.adapter.position_tables(plan.prompt_capacity + plan.top_block, self.device, self.dtype)
         seeds = torch.cat([row_seeds(params.seed, p.request.task_id, [s.sample_index for s in p.samples])
                            for p in prompts]).to(self.device)
         first_tokens = torch.zeros(len(seeds), dtype=torch.int64, device=self.device)
@@ -332,11 +353,12 @@ class Engine:
         worth_it = spec.num_kv_heads == spec.num_heads or not self.options.shared_prefix_mha_only
         shared = (per_prompt if self.use_triton and worth_it and per_prompt >= self.options.shared_prefix_min_samples
                   else 0)
-        runner = DecodeRunner(self.adapter, cache, tables, params, self.decode_width(plan.gen_slots), seeds=seeds,
+        runner = DecodeRunner(self.adapter, cache, tables, params, self.decode_width(plan.rows), seeds=seeds,
                               first_tokens=first_tokens, vocab_limit=self.vocab_limit, use_graphs=self.use_graphs,
                               use_triton=self.use_triton, shared_prefix=shared,
                               fixed_width=self.options.batch_invariant)
-        self.stats = EngineStats(rows=plan.gen_slots, capture_s=time.perf_counter() - started,
+        self.stats = EngineStats(rows=plan.rows, capture_s=time.perf_counter() - started,
+                                 capture_s_by_bucket=runner.capture_s_by_bucket, warm_up_s=runner.warm_up_s,
                                  cache_gib=plan.total_bytes / GiB, shared_prefix=bool(shared))
         rule = FinishRule(eos_ids=self.eos_ids, ignore_eos=ignore_eos, decode=self.decode,
                           decode_tokens=self.decode_tokens, check_every=self.options.stop_check_every)
@@ -354,7 +376,7 @@ class Engine:
         samples' first token."""
         started = time.perf_counter()
         for pack in self._packs(prompts):
-            ids = [torch.tensor(prompt.ids, dtype=torch.long, device=self.device) for prompt in pack]
+            ids = [to_device(prompt.ids, self.device) for prompt in pack]
             for prompt, (logits, layers) in zip(pack, self.adapter.prefill_packed(ids)):
                 cache.store_prompt(prompt.slot, layers)
                 if self.vocab_limit is not None:
@@ -408,7 +430,13 @@ class _Loop:
         self.rows = RowTable(runner.rows, len(workload))
         self.waiting = waiting_queue(prompts)
         self.prompt_slots = SlotPool(cache.plan.prompt_slots)
-        self.gen_slots = SlotPool(cache.plan.gen_slots)
+        plan = cache.plan
+        self.arena = TokenArena(plan.arena_tokens, plan.block, plan.top_block)
+        # under a full capacity per row no sample ever waits; else admission keeps a quarter block per running
+        # row free, so that samples outgrowing their blocks rarely evict the youngest
+        self.arena_is_tight = plan.arena_tokens < plan.rows * plan.top_block
+        self.launched = np.zeros(len(workload), dtype=np.int64)  # steps launched for each sample since it started
+        self.block_size = np.zeros(len(workload), dtype=np.int64)
         self.cuda = engine.device.type == "cuda"
         ring = engine.options.in_flight + 2
         self.ring = [torch.zeros(runner.rows, dtype=torch.int64, pin_memory=self.cuda) for _ in range(ring)]
@@ -462,32 +490,41 @@ class _Loop:
 
     # -------------------------------------------------------------------------------------- admission
     def _admit(self) -> None:
-        rows, p_slots, p_lens, g_slots, samples = [], [], [], [], []
+        rows, p_slots, p_lens, g_slots, g_sizes, samples = [], [], [], [], [], []
         to_prefill: list[PromptJob] = []
-        while self.waiting and self.rows.has_free() and len(self.gen_slots):
+        block = self.cache.plan.block
+        while self.waiting and self.rows.has_free():
+            if self.arena_is_tight and self.arena.free_tokens - block < self.rows.busy * block // 4:
+                break
             job: SampleJob = self.waiting[0]
             prompt = job.prompt
+            start = self.arena.take()
+            if start is None:
+                break
             if prompt.slot < 0:
                 if not len(self.prompt_slots):
+                    self.arena.give(start)
                     break
                 prompt.slot = self.prompt_slots.take()
                 to_prefill.append(prompt)
             self.waiting.popleft()
-            job.g_slot = self.gen_slots.take()
+            job.block_start = start
+            self.launched[job.index], self.block_size[job.index] = 0, block
             row = self.rows.take(job)
             self.book.start(row)
             self.to_reset.discard(row)
             rows.append(row)
             p_slots.append(prompt.slot)
             p_lens.append(len(prompt.ids))
-            g_slots.append(job.g_slot)
+            g_slots.append(start)
+            g_sizes.append(block)
             samples.append(job.index)
         if to_prefill:
             self.engine.prefill(to_prefill, self.cache, self.runner.seeds, self.runner.first_tokens, self.params)
         if self.to_reset:
             self.runner.reset_rows(sorted(self.to_reset))
             self.to_reset.clear()
-        self.runner.start_rows(rows, p_slots, p_lens, g_slots, samples)
+        self.runner.start_rows(rows, p_slots, p_lens, g_slots, g_sizes, samples)
 
     # ----------------------------------------------------------------------------------------- launch
     def _launch(self) -> None:
@@ -499,6 +536,7 @@ class _Loop:
             runner.compact(keep)
             runner.reset_rows(range(len(keep), batch))
             batch = runner.bucket_for(len(keep))
+        self._make_room(batch)
         host = self.ring[self.turn]
         self.turn = (self.turn + 1) % len(self.ring)
         host[:batch].copy_(runner.state.tok[:batch], non_blocking=self.cuda)
@@ -508,9 +546,65 @@ class _Loop:
         if self.cuda:
             event = torch.cuda.Event()
             event.record()
-        self.pending.append(_Launched(batch, host, self.rows.index[:batch].copy(), event))
+        samples = self.rows.index[:batch].copy()
+        self.launched[samples[samples >= 0]] += 1
+        self.pending.append(_Launched(batch, host, samples, event))
         stats = self.engine.stats
         stats.row_steps += batch
+
+    def _make_room(self, batch: int) -> None:
+        """Before a step: every running sample whose block is full moves to a block twice as large (the step
+        writes its next key). Where none is left, the youngest running sample is evicted until one is."""
+        index = self.rows.index[:batch]
+        busy = index[index >= 0]
+        writes = self.launched[busy]
+        # a sample writes key i at its step i + 1 and stops at its limit; past it (one step before the host
+        # reads its last token) its row stays at its last key (DecodeRunner._step)
+        full = busy[(writes >= self.block_size[busy]) & (writes < self.book.limit[busy] - 1)]
+        if not full.size:
+            return
+        grown: list[SampleJob] = []
+        for sample in full.tolist():
+            job = self.book.jobs[sample]
+            while job.row >= 0:
+                room = self.arena.grow(job.block_start)
+                if room is None:
+                    self._evict(self._youngest())
+                    continue
+                start, moved = room
+                if moved:
+                    self.cache.move(job.block_start, start, int(self.launched[sample]))
+                    self.engine.stats.moves += 1
+                job.block_start = start
+                self.block_size[sample] *= 2
+                grown.append(job)
+                break
+        grown = [job for job in grown if job.row >= 0]  # not evicted for a later one's room
+        self.runner.move_blocks([job.row for job in grown], [job.block_start for job in grown],
+                                [int(self.block_size[job.index]) for job in grown])
+
+    def _youngest(self) -> SampleJob:
+        """The running sample with the fewest steps (the least work lost when it starts again)."""
+        index = self.rows.index
+        busy = index[index >= 0]
+        sample = busy[int(np.argmin(self.launched[busy]))]
+        return self.book.jobs[int(sample)]
+
+    def _evict(self, job: SampleJob) -> None:
+        """Take ``job`` off its row and give its block back; it waits first in line to start again from its
+        first token (sampled at its prompt's prefill, still stored), with its own seed: the same sample."""
+        stats = self.engine.stats
+        stats.tokens -= int(self.book.length[job.row])  # read back already: counted, now dropped
+        stats.evictions += 1
+        stats.evicted_tokens += int(self.launched[job.index])
+        row = self.rows.release(job)
+        self.runner.reset_rows([row])
+        self.arena.give(job.block_start)
+        for launched in self.pending:  # tokens of steps already launched are not its new run's
+            launched.samples[launched.samples == job.index] = -1
+        job.tokens, job.checked, job.finish, job.num_tokens, job.block_start, job.row = [], 0, None, 0, -1, -1
+        self.launched[job.index] = 0
+        self.waiting.appendleft(job)
 
     # ------------------------------------------------------------------------------------------- read
     def _read(self, launched: _Launched) -> None:
@@ -534,7 +628,7 @@ class _Loop:
         self.book.finish(job)
         row = self.rows.release(job)
         self.to_reset.add(row)
-        self.gen_slots.give(job.g_slot)
+        self.arena.give(job.block_start)
         prompt = job.prompt
         prompt.unfinished -= 1
         if prompt.unfinished == 0 and prompt.slot >= 0:

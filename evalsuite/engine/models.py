@@ -554,13 +554,13 @@ class GenericAdapter:
         lengths = [len(p) for p in prompts]
         ids = torch.cat(prompts)[None, :]
         positions = torch.cat([torch.arange(n, device=device) for n in lengths])
-        owner = torch.repeat_interleave(torch.arange(len(prompts), device=device),
-                                        torch.tensor(lengths, device=device))
+        owner = torch.repeat_interleave(torch.arange(len(prompts), device=device), to_device(lengths, device),
+                                        output_size=sum(lengths))
         visible = (owner[:, None] == owner[None, :]) & (positions[:, None] >= positions[None, :])
         dtype = self.model.get_input_embeddings().weight.dtype
         mask = torch.zeros(visible.shape, dtype=dtype, device=device).masked_fill_(~visible, torch.finfo(dtype).min)
         starts = list(itertools.accumulate(lengths[:-1], initial=0))  # on the host: no read-back from the device
-        ends = torch.tensor([a + n - 1 for a, n in zip(starts, lengths)], device=device)
+        ends = to_device([a + n - 1 for a, n in zip(starts, lengths)], device)
         out = self.model(input_ids=ids, attention_mask=mask[None, None], position_ids=positions[None, :],
                          use_cache=True, logits_to_keep=ends, **self._cache_kwargs())
         layers = _cache_layers(out.past_key_values)
@@ -573,6 +573,16 @@ class GenericAdapter:
 
             return {"past_key_values": DynamicCache()}
         return {}
+
+
+def to_device(values: list[int], device: torch.device) -> torch.Tensor:
+    """int64 ``values`` on ``device`` without the host waiting for the device: a copy from pageable memory
+    waits for every step already queued (up to two decode steps while a prompt is admitted), one from pinned
+    memory is queued behind them."""
+    host = torch.tensor(values, dtype=torch.long)
+    if device.type != "cuda":
+        return host.to(device)
+    return host.pin_memory().to(device, non_blocking=True)
 
 
 def _cache_layers(cache) -> list[tuple[torch.Tensor, torch.Tensor]]:

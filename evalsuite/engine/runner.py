@@ -9,6 +9,7 @@ memory, asynchronously, and edits rows when samples start or finish.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -24,12 +25,12 @@ from evalsuite.engine.kernels import (
     rotary_and_store_triton,
 )
 from evalsuite.engine.kv_cache import KVCache
-from evalsuite.engine.models import GenericAdapter
+from evalsuite.engine.models import GenericAdapter, to_device
 from evalsuite.engine.sampling import choose_tokens
 from evalsuite.records import SamplingParams
 
 BUCKETS = (1, 2, 4, 8, 16, 32, 48, 64, 96, 128, 160, 192, 224, 256, 320, 384, 448, 512, 640, 768, 896, 1024)
-_COLUMNS = 5  # row, prompt slot, prompt length, generation slot, sample index: what a (re)started row needs
+_COLUMNS = 6  # row, prompt slot, prompt length, block start, block size, sample index: what a (re)started row needs
 
 
 def buckets_up_to(rows: int) -> list[int]:
@@ -44,7 +45,8 @@ class RowState:
     gen_len: torch.Tensor  # int32: generated tokens already cached (= index of ``tok`` among them)
     p_slot: torch.Tensor  # int32
     p_len: torch.Tensor  # int32
-    g_slot: torch.Tensor  # int32
+    g_slot: torch.Tensor  # int32: where the row's block of generated keys starts in the arena (kv_cache.py)
+    g_size: torch.Tensor  # int32: its tokens; the row never writes past them
     seed: torch.Tensor  # int64
 
     @classmethod
@@ -52,7 +54,7 @@ class RowState:
         i32 = dict(dtype=torch.int32, device=device)
         return cls(tok=torch.zeros(rows, dtype=torch.int64, device=device), gen_len=torch.zeros(rows, **i32),
                    p_slot=torch.zeros(rows, **i32), p_len=torch.zeros(rows, **i32),
-                   g_slot=torch.full((rows,), scratch_slot, **i32),
+                   g_slot=torch.full((rows,), scratch_slot, **i32), g_size=torch.ones(rows, **i32),
                    seed=torch.zeros(rows, dtype=torch.int64, device=device))
 
 
@@ -89,9 +91,13 @@ class DecodeRunner:
         self.fixed_width = fixed_width
         self.buckets = [rows] if fixed_width else buckets_up_to(rows)
         self._graphs: dict[int, torch.cuda.CUDAGraph] = {}
+        self.capture_s_by_bucket: dict[int, float] = {}
+        self.warm_up_s = 0.0  # the eager steps before capture (kernel compilation or loading, library handles)
         pin = self.device.type == "cuda"
+        # a buffer is reused once the edit it carried reached the device; up to three edits a step (finished rows
+        # reset, samples started, blocks moved), so eight keep the host from waiting on a step still running
         self._staging = _Staging(host=[torch.zeros(_COLUMNS * rows, dtype=torch.int64, pin_memory=pin)
-                                       for _ in range(4)],
+                                       for _ in range(8)],
                                  device=torch.zeros(_COLUMNS * rows, dtype=torch.int64, device=self.device))
         self._staging.events = [None] * len(self._staging.host)
         if use_graphs:
@@ -131,13 +137,14 @@ class DecodeRunner:
             logits[:, self.vocab_limit:] = float("-inf")
         next_tokens = choose_tokens(logits, st.seed[:batch], g_len.long(), self.params)
         st.tok[:batch].copy_(next_tokens)
-        # rows that already finished may run a step or two more before the host frees them: stay in the slot;
+        # rows that already finished may run a step or two more before the host frees them: stay in the block;
         # idle rows (empty prompt) stay at one key of the scratch slot instead of reading a growing one
-        advanced = torch.clamp(g_len, max=self.cache.plan.gen_capacity - 1)
+        advanced = torch.minimum(g_len, st.g_size[:batch] - 1)
         st.gen_len[:batch].copy_(torch.where(st.p_len[:batch] > 0, advanced, 0))
 
     def _capture_all(self) -> None:
         torch.cuda.synchronize(self.device)
+        started = time.perf_counter()
         pool = torch.cuda.graph_pool_handle()
         side = torch.cuda.Stream(self.device)
         side.wait_stream(torch.cuda.current_stream(self.device))
@@ -145,11 +152,15 @@ class DecodeRunner:
             for batch in (max(self.buckets), min(self.buckets)):
                 self._step(batch)
         torch.cuda.current_stream(self.device).wait_stream(side)
+        torch.cuda.synchronize(self.device)
+        self.warm_up_s = round(time.perf_counter() - started, 4)
         for batch in sorted(self.buckets, reverse=True):  # largest first, so smaller ones reuse its memory
+            started = time.perf_counter()
             graph = torch.cuda.CUDAGraph()
             with torch.cuda.graph(graph, pool=pool):
                 self._step(batch)
             self._graphs[batch] = graph
+            self.capture_s_by_bucket[batch] = round(time.perf_counter() - started, 4)
         self.reset_rows(range(self.rows))
         torch.cuda.synchronize(self.device)
 
@@ -165,45 +176,60 @@ class DecodeRunner:
 
     # ------------------------------------------------------------------------------------- row edits
     def start_rows(self, rows: list[int], p_slots: list[int], p_lens: list[int], g_slots: list[int],
-                   samples: list[int]) -> None:
+                   g_sizes: list[int], samples: list[int]) -> None:
         """Make ``rows`` begin the given samples: first token (sampled at prefill), seed, cache slots."""
         if not rows:
             return
-        n = len(rows)
-        staging = self._staging
-        slot = staging.turn
-        staging.turn = (slot + 1) % len(staging.host)
-        if staging.events[slot] is not None:
-            staging.events[slot].synchronize()
-        host = staging.host[slot][:_COLUMNS * n]
-        host.view(_COLUMNS, n).copy_(torch.as_tensor([rows, p_slots, p_lens, g_slots, samples], dtype=torch.int64))
-        dev = staging.device[:_COLUMNS * n]
-        dev.copy_(host, non_blocking=True)
-        dev = dev.view(_COLUMNS, n)
-        if self.device.type == "cuda":
-            event = torch.cuda.Event()
-            event.record()
-            staging.events[slot] = event
+        dev = self._stage([rows, p_slots, p_lens, g_slots, g_sizes, samples])
         index = dev[0]
         st = self.state
         st.p_slot[index] = dev[1].to(torch.int32)
         st.p_len[index] = dev[2].to(torch.int32)
         st.g_slot[index] = dev[3].to(torch.int32)
-        st.gen_len[index] = 0
-        st.seed[index] = self.seeds[dev[4]]
-        st.tok[index] = self.first_tokens[dev[4]]
+        st.g_size[index] = dev[4].to(torch.int32)
+        st.gen_len.index_fill_(0, index, 0)  # not ``[index] = 0``: a host scalar is a copy the host waits for
+        st.seed[index] = self.seeds[dev[5]]
+        st.tok[index] = self.first_tokens[dev[5]]
+
+    def move_blocks(self, rows: list[int], g_slots: list[int], g_sizes: list[int]) -> None:
+        """Running ``rows`` continue in larger blocks (their keys already copied there)."""
+        if not rows:
+            return
+        dev = self._stage([rows, g_slots, g_sizes])
+        st = self.state
+        st.g_slot[dev[0]] = dev[1].to(torch.int32)
+        st.g_size[dev[0]] = dev[2].to(torch.int32)
+
+    def _stage(self, columns: list[list[int]]) -> torch.Tensor:
+        """The columns on the device ([len(columns), n] int64), through a pinned buffer not in use."""
+        n = len(columns[0])
+        staging = self._staging
+        slot = staging.turn
+        staging.turn = (slot + 1) % len(staging.host)
+        if staging.events[slot] is not None:
+            staging.events[slot].synchronize()
+        width = len(columns)
+        host = staging.host[slot][:width * n]
+        host.view(width, n).copy_(torch.as_tensor(columns, dtype=torch.int64))
+        dev = staging.device[:width * n]
+        dev.copy_(host, non_blocking=True)
+        if self.device.type == "cuda":
+            event = torch.cuda.Event()
+            event.record()
+            staging.events[slot] = event
+        return dev.view(width, n)
 
     def reset_rows(self, rows) -> None:
         """Idle rows compute on the scratch slot and a zero-length prompt; their output is ignored."""
         rows = list(rows)
         self.start_rows(rows, [0] * len(rows), [0] * len(rows), [self.cache.scratch_slot] * len(rows),
-                        [0] * len(rows))
+                        [1] * len(rows), [0] * len(rows))
 
     def compact(self, keep: list[int]) -> None:
         """Move rows ``keep`` (old row indices, in order) to rows 0..len(keep)-1."""
         n = len(keep)
-        index = torch.as_tensor(keep, dtype=torch.int64).to(self.device, non_blocking=False)
+        index = to_device(keep, self.device)
         st = self.state
-        for name in ("tok", "gen_len", "p_slot", "p_len", "g_slot", "seed"):
+        for name in ("tok", "gen_len", "p_slot", "p_len", "g_slot", "g_size", "seed"):
             column = getattr(st, name)
             column[:n].copy_(column.index_select(0, index))

@@ -74,9 +74,18 @@ else:
         tl.store(OUT + row.to(tl.int64) * stride_row + offs, noise, mask=offs < vocab)
 
 
+def per_row_steps(step: int | torch.Tensor, rows: int, device: torch.device) -> torch.Tensor:
+    """``step`` (a scalar or one per row) as one int64 per row on ``device``. A host integer is filled in on the
+    device, not copied there: a copy from the host waits for all the work already queued (the decode steps in
+    flight while a prompt is admitted)."""
+    if isinstance(step, int):
+        return torch.full((rows,), step, device=device, dtype=torch.int64)
+    return torch.as_tensor(step, device=device, dtype=torch.int64).reshape(-1).expand(rows).contiguous()
+
+
 def _uniform_noise_triton(seeds: torch.Tensor, step: int | torch.Tensor, vocab_size: int) -> torch.Tensor:
     rows = seeds.numel()
-    steps = torch.as_tensor(step, device=seeds.device, dtype=torch.int64).reshape(-1).expand(rows).contiguous()
+    steps = per_row_steps(step, rows, seeds.device)
     out = torch.empty(rows, vocab_size, dtype=torch.float32, device=seeds.device)
     block = 1024
     _noise_kernel[(rows, triton.cdiv(vocab_size, block))](seeds.reshape(-1).contiguous(), steps, out, vocab_size,

@@ -42,7 +42,7 @@ class SampleJob:
     forced_end: bool = False  # benchmark: reaching ``limit`` counts as end-of-sequence
     tokens: list[int] = field(default_factory=list)
     row: int = -1
-    g_slot: int = -1
+    block_start: int = -1  # its block of generated keys in the arena (kv_cache.py)
     checked: int = 0  # tokens already scanned for stop sequences
     finish: str | None = None  # "eos", "length", "stop"
     num_tokens: int = 0

@@ -21,6 +21,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from evalsuite.engine.sampling import per_row_steps
+
 try:
     import triton
     import triton.language as tl
@@ -133,7 +135,7 @@ def sample_top_p(logits: torch.Tensor, seeds: torch.Tensor, step, temperature: f
     """Token per row: what ``choose_tokens`` draws for temperature ``temperature`` and nucleus ``top_p``
     (top-k off), in one kernel launch. ``step``: scalar or one per row."""
     rows, vocab = logits.shape
-    steps = torch.as_tensor(step, device=logits.device, dtype=torch.int64).reshape(-1).expand(rows).contiguous()
+    steps = per_row_steps(step, rows, logits.device)
     out = torch.empty(rows, dtype=torch.int64, device=logits.device)
     inv_t = float(np.float32(1.0) / np.float32(temperature))  # torch's CUDA x / scalar is x * (1 / scalar)
     bits = 16 if logits.element_size() == 2 else 32
