@@ -196,6 +196,50 @@ def test_batch_invariant_tokens_do_not_depend_on_the_rest_of_the_batch():
     assert len(whole) == 288 and halves == whole
 
 
+def test_samples_moved_or_evicted_in_the_arena_keep_their_tokens_on_cuda_graphs(monkeypatch):
+    """The arena on the GPU (kv_cache.py; the CPU test is in test_engine.py): with room for well under the
+    running samples' keys, samples move to larger blocks (their keys copied between graph replays) and the
+    youngest are evicted and start again, while the host reads each step's tokens a step late. Batch-invariant
+    steps make a sample's tokens independent of who else runs, so every completion must equal a roomy run's."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from evalsuite.engine import Engine, EngineOptions, kv_cache
+    from evalsuite.engine.kv_cache import kv_bytes_per_token
+    from evalsuite.records import GenerationRequest
+
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=4096, hidden_size=512, intermediate_size=1024, num_hidden_layers=2,
+                         num_attention_heads=8, num_key_value_heads=4, max_position_embeddings=1024,
+                         initializer_range=0.3, bos_token_id=0, eos_token_id=1)
+    model = LlamaForCausalLM(config).to(device="cuda", dtype=torch.bfloat16).eval()
+    prompts = [[(7 * i + j) % 4000 + 2 for j in range(5 + 3 * i)] for i in range(12)]
+    params = SamplingParams(n=24, temperature=1.0, top_p=0.95, max_new_tokens=96, seed=3)
+    requests = [GenerationRequest(task_id=f"t/{i}", prompt="", sample_indices=tuple(range(params.n)))
+                for i in range(12)]
+    lengths = lambda task_id, sample: 8 + (int(task_id[2:]) * 31 + sample * 17) % 89  # noqa: E731
+
+    def run(budget=None):
+        engine = Engine(model, decode_tokens=lambda ids: " ".join(map(str, ids)), eos_token_ids=[],
+                        options=EngineOptions(batch_invariant=True, invariant_rows=128, first_block=16,
+                                              cache_budget_bytes=budget))
+        got = {(c.task_id, c.sample_index): c.text for c in engine.generate(
+            requests, params, prompt_ids=prompts, forced_lengths=lengths)}
+        return got, engine.stats
+
+    try:
+        roomy, roomy_stats = run()
+        monkeypatch.setattr(kv_cache, "PLANNED_TOKENS_PER_ROW", 16)
+        per_token = kv_bytes_per_token(Engine(model, decode_tokens=str).adapter.spec, 2, torch.bfloat16)
+        tight, stats = run(per_token * (12 * 38 + 128 * 40 + 128))  # an arena of ~40 tokens a row; they need ~52
+    finally:
+        del model
+        gc.collect()
+        torch.cuda.empty_cache()
+    assert roomy_stats.evictions == 0 and stats.rows == 128
+    assert stats.evictions > 0 and stats.moves > 0, stats
+    assert len(tight) == 288 and tight == roomy
+
+
 @pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")
 def test_engine_runs_a_model_on_another_gpu_than_the_current_one():
     """The planner may place a model on another GPU than the process's current one (the freest, or
