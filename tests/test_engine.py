@@ -445,3 +445,13 @@ def test_samples_that_outgrow_their_blocks_or_are_evicted_give_the_same_completi
     assert stats.rows == 8 and stats.evictions > 0 and stats.moves > 0
     assert tight == roomy
     assert stats.tokens == sum(c.num_tokens for c in tight.values())  # an evicted run's tokens are not counted
+
+
+def test_greedy_tokens_equal_transformers_generate_while_samples_move_to_larger_blocks(tiny):
+    """A sample starting in a 4-token block fills it and moves on (4, 8, 16, 32 tokens): every key written
+    before and after a move is read back where it belongs, so greedy tokens stay those of transformers."""
+    expected = _hf_generate(tiny, PROMPTS, 24)
+    engine = Engine(tiny, decode_tokens=_text, eos_token_ids=[], options=EngineOptions(first_block=4))
+    got = _run(engine, PROMPTS, SamplingParams(max_new_tokens=24))
+    assert [_ids(got[(f"t/{i}", 0)].text) for i in range(len(PROMPTS))] == expected
+    assert engine.stats.grown >= len(PROMPTS) * 3  # every sample's block doubled at 4, 8 and 16 tokens

@@ -110,8 +110,9 @@ class EngineStats:
     context_tokens: int = 0
     wait_s: float = 0.0
     loop_s: float = 0.0
-    # the arena (kv_cache.py): samples that moved to a larger block by copying their keys, and samples evicted
-    # for room (each starts again; its tokens so far are dropped and counted here, not in ``tokens``)
+    # the arena (kv_cache.py): blocks doubled (in place, or moved: their keys copied to a new block), and samples
+    # evicted for room (each starts again; its tokens so far are dropped and counted here, not in ``tokens``)
+    grown: int = 0
     moves: int = 0
     evictions: int = 0
     evicted_tokens: int = 0
@@ -344,7 +345,8 @@ class Engine:
             return
         plan = self._plan(prompts, params)
         cache = KVCache(plan, self.adapter.spec, self.adapter.num_layers, self.dtype, self.device)
-        tables = self.adapter.position_tables(plan.prompt_capacity + plan.top_block, self.device, self.dtype)
+        # positions up to the prompt and a full largest block (where a finished row stays until the host frees it)
+        tables = self.adapter.position_tables(plan.prompt_capacity + plan.top_block + 1, self.device, self.dtype)
         seeds = torch.cat([row_seeds(params.seed, p.request.task_id, [s.sample_index for s in p.samples])
                            for p in prompts]).to(self.device)
         first_tokens = torch.zeros(len(seeds), dtype=torch.int64, device=self.device)
@@ -578,6 +580,7 @@ class _Loop:
                     self.engine.stats.moves += 1
                 job.block_start = start
                 self.block_size[sample] *= 2
+                self.engine.stats.grown += 1
                 grown.append(job)
                 break
         grown = [job for job in grown if job.row >= 0]  # not evicted for a later one's room

@@ -128,18 +128,23 @@ class DecodeRunner:
 
     def _step(self, batch: int) -> None:
         st = self.state
-        gen_len = st.gen_len[:batch]
+        gen_len, g_size = st.gen_len[:batch], st.g_size[:batch]
         g_len = gen_len + 1
         pos = st.p_len[:batch] + gen_len
-        meta = (st.p_slot[:batch], st.p_len[:batch], st.g_slot[:batch], gen_len, g_len, pos)
+        # a row writes its key at index gen_len of its block; the host gives a running row a larger block before
+        # the step where its block is full (engine._Loop._make_room); a row past its sample's end stays at its
+        # block's last key
+        write = torch.minimum(gen_len, g_size - 1)
+        meta = (st.p_slot[:batch], st.p_len[:batch], st.g_slot[:batch], write, g_len, pos)
         logits = self.adapter.decode(st.tok[:batch], pos, self._attend(meta))
         if self.vocab_limit is not None:
             logits[:, self.vocab_limit:] = float("-inf")
         next_tokens = choose_tokens(logits, st.seed[:batch], g_len.long(), self.params)
         st.tok[:batch].copy_(next_tokens)
-        # rows that already finished may run a step or two more before the host frees them: stay in the block;
-        # idle rows (empty prompt) stay at one key of the scratch slot instead of reading a growing one
-        advanced = torch.minimum(g_len, st.g_size[:batch] - 1)
+        # a full block's row counts all its keys (it moves to a larger block before its next write); rows that
+        # already finished may run a step or two more before the host frees them and stay at that count; idle rows
+        # (empty prompt) stay at one key of the scratch slot instead of reading a growing one
+        advanced = torch.minimum(g_len, g_size)
         st.gen_len[:batch].copy_(torch.where(st.p_len[:batch] > 0, advanced, 0))
 
     def _capture_all(self) -> None:
