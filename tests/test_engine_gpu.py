@@ -158,22 +158,31 @@ def test_silu_times_up_in_one_kernel_is_bit_identical_to_transformers(dtype):
     assert torch.equal(silu_mul(SiLUActivation(), gate, up), SiLUActivation()(gate) * up)
 
 
+# 12 prompts of 5 to 38 tokens, 24 samples each: the batch-invariant tests' workload
+INVARIANT_PROMPTS = [[(7 * i + j) % 4000 + 2 for j in range(5 + 3 * i)] for i in range(12)]
+INVARIANT_PARAMS = SamplingParams(n=24, temperature=1.0, top_p=0.95, max_new_tokens=96, seed=3)
+
+
+def _random_llama_bf16(**shape):
+    """A random Llama of ``shape`` in bfloat16 on the GPU, with a wide init (varied tokens)."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=4096, max_position_embeddings=1024, initializer_range=0.3, bos_token_id=0,
+                         eos_token_id=1, **shape)
+    return LlamaForCausalLM(config).to(device="cuda", dtype=torch.bfloat16).eval()
+
+
 def test_batch_invariant_tokens_do_not_depend_on_the_rest_of_the_batch():
     """bfloat16, a shape whose matrix products pick different kernels for different batch sizes: under
     ``batch_invariant`` the prompts run in two engine calls (two data-parallel ranks) give exactly the whole
     run's sampled tokens, and every step is full width."""
-    from transformers import LlamaConfig, LlamaForCausalLM
-
     from evalsuite.engine import Engine, EngineOptions
     from evalsuite.records import GenerationRequest
 
-    torch.manual_seed(0)
-    config = LlamaConfig(vocab_size=4096, hidden_size=1024, intermediate_size=2816, num_hidden_layers=4,
-                         num_attention_heads=16, num_key_value_heads=16, max_position_embeddings=1024,
-                         initializer_range=0.3, bos_token_id=0, eos_token_id=1)
-    model = LlamaForCausalLM(config).to(device="cuda", dtype=torch.bfloat16).eval()
-    prompts = [[(7 * i + j) % 4000 + 2 for j in range(5 + 3 * i)] for i in range(12)]
-    params = SamplingParams(n=24, temperature=1.0, top_p=0.95, max_new_tokens=96, seed=3)
+    model = _random_llama_bf16(hidden_size=1024, intermediate_size=2816, num_hidden_layers=4,
+                               num_attention_heads=16, num_key_value_heads=16)
+    prompts, params = INVARIANT_PROMPTS, INVARIANT_PARAMS
 
     def run(indices):
         engine = Engine(model, decode_tokens=lambda ids: " ".join(map(str, ids)), eos_token_ids=[],
@@ -201,19 +210,13 @@ def test_samples_moved_or_evicted_in_the_arena_keep_their_tokens_on_cuda_graphs(
     running samples' keys, samples move to larger blocks (their keys copied between graph replays) and the
     youngest are evicted and start again, while the host reads each step's tokens a step late. Batch-invariant
     steps make a sample's tokens independent of who else runs, so every completion must equal a roomy run's."""
-    from transformers import LlamaConfig, LlamaForCausalLM
-
     from evalsuite.engine import Engine, EngineOptions, kv_cache
     from evalsuite.engine.kv_cache import kv_bytes_per_token
     from evalsuite.records import GenerationRequest
 
-    torch.manual_seed(0)
-    config = LlamaConfig(vocab_size=4096, hidden_size=512, intermediate_size=1024, num_hidden_layers=2,
-                         num_attention_heads=8, num_key_value_heads=4, max_position_embeddings=1024,
-                         initializer_range=0.3, bos_token_id=0, eos_token_id=1)
-    model = LlamaForCausalLM(config).to(device="cuda", dtype=torch.bfloat16).eval()
-    prompts = [[(7 * i + j) % 4000 + 2 for j in range(5 + 3 * i)] for i in range(12)]
-    params = SamplingParams(n=24, temperature=1.0, top_p=0.95, max_new_tokens=96, seed=3)
+    model = _random_llama_bf16(hidden_size=512, intermediate_size=1024, num_hidden_layers=2,
+                               num_attention_heads=8, num_key_value_heads=4)
+    prompts, params = INVARIANT_PROMPTS, INVARIANT_PARAMS
     requests = [GenerationRequest(task_id=f"t/{i}", prompt="", sample_indices=tuple(range(params.n)))
                 for i in range(12)]
     lengths = lambda task_id, sample: 8 + (int(task_id[2:]) * 31 + sample * 17) % 89  # noqa: E731
