@@ -25,6 +25,7 @@ import numpy as np
 import torch
 
 from evalsuite.devices import allocatable_bytes
+from evalsuite.engine.host_values import to_device
 from evalsuite.engine.kernels import triton_usable
 from evalsuite.engine.kv_cache import (
     FIRST_BLOCK,
@@ -35,7 +36,7 @@ from evalsuite.engine.kv_cache import (
     kv_bytes_per_token,
     plan_cache,
 )
-from evalsuite.engine.models import GenericAdapter, layout_for, to_device
+from evalsuite.engine.models import GenericAdapter, layout_for
 from evalsuite.engine.runner import DecodeRunner
 from evalsuite.engine.sampling import choose_tokens, row_seeds
 from evalsuite.engine.scheduler import Decode, FinishRule, PromptJob, RowTable, SampleJob, TokenBook, waiting_queue

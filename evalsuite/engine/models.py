@@ -42,6 +42,7 @@ from typing import Any
 import torch
 
 from evalsuite.engine.fused_ops import add3, add_then_norm, fused_activation, silu_mul
+from evalsuite.engine.host_values import to_device
 from evalsuite.engine.kernels import ROTARY_HALF, ROTARY_INTERLEAVED, ROTARY_NONE, AttentionSpec, PositionTables
 from evalsuite.registry import Registry
 
@@ -573,16 +574,6 @@ class GenericAdapter:
 
             return {"past_key_values": DynamicCache()}
         return {}
-
-
-def to_device(values: list[int], device: torch.device) -> torch.Tensor:
-    """int64 ``values`` on ``device`` without the host waiting for the device: a copy from pageable memory
-    waits for every step already queued (up to two decode steps while a prompt is admitted), one from pinned
-    memory is queued behind them."""
-    host = torch.tensor(values, dtype=torch.long)
-    if device.type != "cuda":
-        return host.to(device)
-    return host.pin_memory().to(device, non_blocking=True)
 
 
 def _cache_layers(cache) -> list[tuple[torch.Tensor, torch.Tensor]]:

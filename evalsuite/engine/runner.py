@@ -15,6 +15,7 @@ from functools import partial
 
 import torch
 
+from evalsuite.engine.host_values import to_device
 from evalsuite.engine.kernels import (
     PositionTables,
     decode_attention_reference,
@@ -25,7 +26,7 @@ from evalsuite.engine.kernels import (
     rotary_and_store_triton,
 )
 from evalsuite.engine.kv_cache import KVCache
-from evalsuite.engine.models import GenericAdapter, to_device
+from evalsuite.engine.models import GenericAdapter
 from evalsuite.engine.sampling import choose_tokens
 from evalsuite.records import SamplingParams
 

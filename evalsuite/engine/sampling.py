@@ -13,6 +13,7 @@ from typing import Any
 
 import torch
 
+from evalsuite.engine.host_values import per_row_steps
 from evalsuite.records import SamplingParams
 from evalsuite.seeding import row_seed
 
@@ -72,15 +73,6 @@ else:
         bits24 = (x >> 40).to(tl.float32)
         noise = (bits24 + 0.5) * (1.0 / 16777216.0)
         tl.store(OUT + row.to(tl.int64) * stride_row + offs, noise, mask=offs < vocab)
-
-
-def per_row_steps(step: int | torch.Tensor, rows: int, device: torch.device) -> torch.Tensor:
-    """``step`` (a scalar or one per row) as one int64 per row on ``device``. A host integer is filled in on the
-    device, not copied there: a copy from the host waits for all the work already queued (the decode steps in
-    flight while a prompt is admitted)."""
-    if isinstance(step, int):
-        return torch.full((rows,), step, device=device, dtype=torch.int64)
-    return torch.as_tensor(step, device=device, dtype=torch.int64).reshape(-1).expand(rows).contiguous()
 
 
 def _uniform_noise_triton(seeds: torch.Tensor, step: int | torch.Tensor, vocab_size: int) -> torch.Tensor:

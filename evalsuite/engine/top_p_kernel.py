@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from evalsuite.engine.sampling import per_row_steps
+from evalsuite.engine.host_values import per_row_steps
 
 try:
     import triton
