@@ -104,3 +104,14 @@ def test_capacity_below_the_first_block_is_one_block():
     plan = CachePlan(1, 9, 4, 24, 4 * 32, 1024)
     assert plan.block == plan.top_block == 32
     assert CachePlan(1, 9, 4, 100, 512, 1024, first_block=4).top_block == 128
+
+
+def test_an_arena_limit_holds_it_to_a_full_capacity_per_row():
+    """On the CPU (memory not measured) the arena takes what a slot of the full capacity per row took: 768 new
+    tokens make 1024-token largest blocks, and a largest block per row would be a third more."""
+    plan = plan_cache(budget_bytes=1 << 62, bytes_per_token=1024, prompt_capacity=9, gen_capacity=768,
+                      num_prompts=4, samples_per_prompt=64, max_rows=64, row_limit=768)
+    assert plan.rows == 64 and plan.top_block == 1024 and plan.arena_tokens == 64 * 768
+    small = plan_cache(budget_bytes=1 << 62, bytes_per_token=1024, prompt_capacity=9, gen_capacity=24,
+                       num_prompts=4, samples_per_prompt=8, max_rows=8, row_limit=24)
+    assert small.rows == 8 and small.top_block == 32 and small.arena_tokens == 8 * 32  # a block a row at least

@@ -269,10 +269,13 @@ class Engine:
         max_rows = min(row_limit, samples)
         if self.device.type != "cuda":
             self.pack_tokens = self.pack_length(CPU_PACK_ROOM_BYTES, prompt_capacity)
+            # host memory is not measured: the arena takes what a full capacity per row would (largest blocks are
+            # powers of two, up to twice the capacity: a full largest block per row could be twice that)
             return plan_cache(budget_bytes=self.options.cache_budget_bytes or 1 << 62, bytes_per_token=per_token,
                               prompt_capacity=prompt_capacity,
                               gen_capacity=gen_capacity, num_prompts=len(prompts), samples_per_prompt=per_prompt,
-                              max_rows=max_rows, first_block=self.options.first_block)
+                              max_rows=max_rows, first_block=self.options.first_block,
+                              row_limit=gen_capacity)
         torch.cuda.empty_cache()
         free = allocatable_bytes(self.device, self.options.gpu_cap_bytes)  # within the model's --gpu-memory cap
         self.pack_tokens = self.pack_length(free // PACK_ROOM_SHARE, prompt_capacity)

@@ -68,10 +68,11 @@ def kv_bytes_per_token(spec: AttentionSpec, num_layers: int, dtype: torch.dtype)
 
 def plan_cache(*, budget_bytes: int, bytes_per_token: int, prompt_capacity: int, gen_capacity: int,
                num_prompts: int, samples_per_prompt: int, max_rows: int,
-               first_block: int = FIRST_BLOCK) -> CachePlan:
+               first_block: int = FIRST_BLOCK, row_limit: int | None = None) -> CachePlan:
     """Most decode rows (up to ``max_rows``) whose arena, at :data:`PLANNED_TOKENS_PER_ROW` a row (or the
     whole capacity, when smaller), fits ``budget_bytes`` next to enough prompt slots to keep them busy; the
-    arena then takes the rest of the budget, up to a full capacity per row (no sample ever waits for room).
+    arena then takes the rest of the budget, up to a largest block per row (no sample ever waits for room)
+    and ``row_limit`` tokens per row (at least a first block; the total rounded up to a largest block).
 
     A prompt holds its slot until its last sample ends, and sample lengths are long-tailed (pass@k: a few
     run to the token limit), so while its last samples finish, the next prompts' samples must already be
@@ -82,7 +83,7 @@ def plan_cache(*, budget_bytes: int, bytes_per_token: int, prompt_capacity: int,
     budget (at least two)."""
     per_prompt_slot = max(1, prompt_capacity * bytes_per_token)
     shape = CachePlan(1, prompt_capacity, 1, gen_capacity, 0, bytes_per_token, first_block)
-    top, per_row = shape.top_block, min(shape.top_block, PLANNED_TOKENS_PER_ROW)
+    top, per_row = shape.top_block, min(gen_capacity, PLANNED_TOKENS_PER_ROW)
     rows = max_rows
     while True:
         need = -(-rows // max(1, samples_per_prompt))
@@ -90,6 +91,8 @@ def plan_cache(*, budget_bytes: int, bytes_per_token: int, prompt_capacity: int,
         prompts = min(num_prompts, rows + 1, need + reserve)
         room = budget_bytes // max(1, bytes_per_token) - prompts * prompt_capacity - top  # arena tokens that fit
         arena = min(rows * top, room // top * top)
+        if row_limit is not None:
+            arena = min(arena, -(-rows * max(row_limit, shape.block) // top) * top)
         if rows == 1 or (arena >= top and arena >= rows * per_row):
             return CachePlan(prompts if rows > 1 else 1, prompt_capacity, rows, gen_capacity,
                              max(arena, top), bytes_per_token, first_block)
