@@ -315,9 +315,10 @@ def baseline_bs1_ms(model, prompt, eos, short=8, long=72) -> float:
 def engine_warm_up(engine, requests, prompt_ids, params) -> float:
     """16 samples of the first prompt, 8 tokens each, untimed in the figures: Triton compiles the engine's
     kernels on the first use on a machine (~3.6 s for GPT-J-6B on the reference GPU) and keeps them in its disk
-    cache, so every later run, the user's too, starts warm. 16 rows: Triton compiles a kernel once per kind of
-    integer argument (1, a multiple of 16, other), and batches of 1, 2-8 and 16 use all three. Returns this
-    call's seconds (the first-use cost)."""
+    cache, so every later run, the user's too, starts warm. 16 rows, so that batches of 1, 2-8 and 16 reach
+    each kind of integer argument Triton specializes on (1, a multiple of 16, other). That is not all of it: at
+    512 rows the timed run's eager warm-up still took 0.92-0.97 s in a fresh process, 0.10 s in a second one
+    (``warm_up_s``; cause not found). Returns this call's seconds (the first-use cost)."""
     first = replace(requests[0], sample_indices=requests[0].sample_indices[:16])
     sync()
     start = time.perf_counter()

@@ -31,8 +31,6 @@ from evalsuite.engine.runner import DecodeRunner  # noqa: E402
 from evalsuite.engine.sampling import choose_tokens, filter_logits, uniform_noise  # noqa: E402
 from evalsuite.records import GenerationRequest, SamplingParams  # noqa: E402
 
-_STATE = ("tok", "gen_len", "p_slot", "p_len", "g_slot", "g_size", "seed")
-
 
 class _Stop(Exception):
     pass
@@ -98,11 +96,11 @@ def op_table(prof, steps: int, limit: int = 60) -> list[dict]:
 def probe(runner: DecodeRunner, batch: int, reps: int) -> dict:
     """Everything measured at one decode step of a running engine; the rows' state is restored after."""
     st = runner.state
-    snap = {name: getattr(st, name).clone() for name in _STATE}
+    snap = [column.clone() for column in st.columns()]
 
     def restore():
-        for name in _STATE:
-            getattr(st, name).copy_(snap[name])
+        for column, saved in zip(st.columns(), snap):
+            column.copy_(saved)
 
     torch.cuda.synchronize()
     gen_len = st.gen_len[:batch].float()

@@ -562,34 +562,42 @@ class _Loop:
     def _make_room(self, batch: int) -> None:
         """Before a step: every running sample whose block is full moves to a block twice as large (the step
         writes its next key). Where none is left, the youngest running sample is evicted until one is."""
-        index = self.rows.index[:batch]
-        busy = index[index >= 0]
-        writes = self.launched[busy]
-        # a sample writes key i at its step i + 1 and stops at its limit; past it (one step before the host
-        # reads its last token) its row stays at its last key (DecodeRunner._step)
-        full = busy[(writes >= self.block_size[busy]) & (writes < self.book.limit[busy] - 1)]
+        busy = self.rows.running()  # all in the step's first ``batch`` rows
+        full = busy[(self.launched[busy] >= self.block_size[busy]) & self._writing(busy)]
         if not full.size:
             return
         grown: list[SampleJob] = []
         for sample in full.tolist():
             job = self.book.jobs[sample]
-            while job.row >= 0:
-                room = self.arena.grow(job.block_start)
-                if room is None:
-                    self._evict(self._youngest())
-                    continue
-                start, moved = room
-                if moved:
-                    self.cache.move(job.block_start, start, int(self.launched[sample]))
-                    self.engine.stats.moves += 1
-                job.block_start = start
-                self.block_size[sample] *= 2
-                self.engine.stats.grown += 1
-                grown.append(job)
-                break
+            room = self._room_to_grow(job) if job.row >= 0 else None  # (evicted for an earlier one's room)
+            if room is None:
+                continue
+            start, moved = room
+            if moved:
+                self.cache.move(job.block_start, start, int(self.launched[sample]))
+                self.engine.stats.moves += 1
+            job.block_start = start
+            self.block_size[sample] *= 2
+            self.engine.stats.grown += 1
+            grown.append(job)
         grown = [job for job in grown if job.row >= 0]  # not evicted for a later one's room
         self.runner.move_blocks([job.row for job in grown], [job.block_start for job in grown],
                                 [int(self.block_size[job.index]) for job in grown])
+
+    def _writing(self, samples: np.ndarray) -> np.ndarray:
+        """Which of ``samples`` still write keys: a sample writes key i at its step i + 1 and stops at its limit;
+        past it (one step before the host reads its last token) its row stays at its last key
+        (DecodeRunner._step)."""
+        return self.launched[samples] < self.book.limit[samples] - 1
+
+    def _room_to_grow(self, job: SampleJob) -> tuple[int, bool] | None:
+        """:meth:`TokenArena.grow` for ``job``'s block, evicting the youngest running sample until there is
+        room; None when ``job`` itself was the one evicted."""
+        while (room := self.arena.grow(job.block_start)) is None:
+            self._evict(self._youngest())
+            if job.row < 0:
+                return None
+        return room
 
     def _growth_ahead(self) -> int:
         """Tokens the running samples take from the arena within :data:`GROWTH_HORIZON_STEPS` steps (each that
@@ -597,18 +605,15 @@ class _Loop:
         admitted now does not make an older one evict the youngest a few steps later. 32 steps, in a replay of
         the realistic workload's schedule (benchmarks/bench_generate.py): at 512 rows no eviction and no
         admission held back; at 640 rows 546 evictions, against 953 with a quarter block per row kept free."""
-        index = self.rows.index
-        busy = index[index >= 0]
-        size, launched = self.block_size[busy], self.launched[busy]
-        soon = (size - launched < GROWTH_HORIZON_STEPS) & (launched < self.book.limit[busy] - 1)
+        busy = self.rows.running()
+        size = self.block_size[busy]
+        soon = (size - self.launched[busy] < GROWTH_HORIZON_STEPS) & self._writing(busy)
         return int(size[soon].sum())
 
     def _youngest(self) -> SampleJob:
         """The running sample with the fewest steps (the least work lost when it starts again)."""
-        index = self.rows.index
-        busy = index[index >= 0]
-        sample = busy[int(np.argmin(self.launched[busy]))]
-        return self.book.jobs[int(sample)]
+        busy = self.rows.running()
+        return self.book.jobs[int(busy[int(np.argmin(self.launched[busy]))])]
 
     def _evict(self, job: SampleJob) -> None:
         """Take ``job`` off its row and give its block back; it waits first in line to start again from its
@@ -623,8 +628,7 @@ class _Loop:
         for launched in self.pending:  # tokens of steps already launched are not its new run's
             launched.samples[launched.samples == job.index] = -1
         job.tokens, job.checked, job.finish, job.num_tokens, job.block_start, job.row = [], 0, None, 0, -1, -1
-        self.launched[job.index] = 0
-        self.waiting.appendleft(job)
+        self.waiting.appendleft(job)  # admission starts its step count and block afresh
 
     # ------------------------------------------------------------------------------------------- read
     def _read(self, launched: _Launched) -> None:

@@ -10,7 +10,7 @@ memory, asynchronously, and edits rows when samples start or finish.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import partial
 
 import torch
@@ -49,6 +49,10 @@ class RowState:
     g_slot: torch.Tensor  # int32: where the row's block of generated keys starts in the arena (kv_cache.py)
     g_size: torch.Tensor  # int32: its tokens; the row never writes past them
     seed: torch.Tensor  # int64
+
+    def columns(self) -> list[torch.Tensor]:
+        """Every per-row tensor (what moves with a row)."""
+        return [getattr(self, f.name) for f in fields(self)]
 
     @classmethod
     def allocate(cls, rows: int, scratch_slot: int, device) -> RowState:
@@ -236,6 +240,5 @@ class DecodeRunner:
         n = len(keep)
         index = to_device(keep, self.device)
         st = self.state
-        for name in ("tok", "gen_len", "p_slot", "p_len", "g_slot", "g_size", "seed"):
-            column = getattr(st, name)
+        for column in st.columns():
             column[:n].copy_(column.index_select(0, index))

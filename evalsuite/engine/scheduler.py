@@ -147,6 +147,10 @@ class RowTable:
         self.busy -= 1
         return row
 
+    def running(self) -> np.ndarray:
+        """Workload indices of the samples in busy rows."""
+        return self.index[self.index >= 0]
+
     def highest_busy(self) -> int:
         for row in range(len(self.samples) - 1, -1, -1):
             if self.samples[row] is not None:
