@@ -32,6 +32,10 @@ SUITES: dict[str, Suite] = {
     "hf-backend-speed": Suite("bench_hf_backend.py", "the hf backend against plain model.generate on one batch"),
     "attention-kernel": Suite("bench_attention.py", "the decode attention kernel alone: tuning and bandwidth (GPU)"),
     "decode-profile": Suite("profile_decode.py", "where one decode step spends its time, per kernel (GPU)"),
+    "decode-timeline": Suite("step_timeline.py", "a realistic run's decode time by batch width: the full phase "
+                                                 "against the ramp and the drain (GPU)"),
+    "stream-overlap": Suite("bench_overlap.py", "a GPT-J layer's MLP tail beside its attention on a second "
+                                                "stream, with and without capping its multiprocessors (GPU)"),
     "engine-setup": Suite("setup_budget.py", "the engine's one-time work (warm-up, graph captures, prefill), run "
                                              "after run in one process"),
     "loading-strategies": Suite("bench_loading.py", "load time, peak memory and ms/token of each loading strategy "

@@ -157,8 +157,9 @@ def main(argv=None) -> int:
     ap.add_argument("--shape", choices=sorted(SHAPES), default="gptj")
     ap.add_argument("--full", action="store_true", help="the whole tuning grid (~2 minutes a shape)")
     ap.add_argument("--large-only", action="store_true",
-                    help="only the large batch (255 rows): programs in row order or longest first, a small grid, "
+                    help="only the large batch (--rows): longest rows first, a grid of blocks, warps and stages, "
                          "realistic and uniform lengths")
+    ap.add_argument("--rows", type=int, default=255, help="rows of --large-only")
     args = ap.parse_args(argv)
     set_shape(args.shape)
     out = Path(args.out)
@@ -174,9 +175,10 @@ def main(argv=None) -> int:
         mid = list(itertools.product((32, 64), (2, 4), (2,), (1, 2, 4, 8)))
     none = (None, None, 2, None)  # the defaults (what the engine runs)
     if args.large_only:
-        grid = list(itertools.product((32,), (1, 2, 4), (2, 3), (1, 2), ("rows", "longest")))
+        grid = list(itertools.product((16, 32, 64), (1, 2, 4), (2, 3), (1,), ("longest",)))
         for uniform in (False, True):  # the engine's path: shared prompts for MHA, per row for GQA
-            results.append(sweep(255, 200 if HKV == HEADS else 0, [none] + grid, 4, 400, 512, 256, uniform))
+            results.append(sweep(args.rows, 200 if HKV == HEADS else 0, [none] + grid, 4, 400, 512,
+                                 args.rows + 1, uniform))
     else:
         if HKV == HEADS:
             results.append(sweep(255, 200, [none] + big, 4, 400, 512, 256))

@@ -227,7 +227,7 @@ def gemm_bench(hidden: int, inner: int, vocab: int, dtype, reps: int) -> dict:
         "out_proj+fc_out fused": [(hidden + inner, hidden, True)],
         "lm_head": [(hidden, vocab, True)],
     }
-    for m in (1, 192, 256):
+    for m in (1, 256, 384, 512):
         for name, mats in shapes.items():
             weights = [[(torch.randn(o, i, device="cuda", dtype=dtype) * 0.02,
                          torch.randn(o, device="cuda", dtype=dtype) if b else None) for (i, o, b) in mats]

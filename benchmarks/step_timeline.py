@@ -1,0 +1,114 @@
+"""How a realistic run's decode time splits by batch width: the full phase against the ramp and the drain.
+
+Runs bench_generate.py's realistic workload (GPT-J-6B shape by default) once untimed on a few rows, then once
+with every decode step's host time and bucket recorded (the loop reads tokens a step late, so the host's time
+between two step launches follows the device's step time; a step's width is its graph bucket, the
+busy rows rounded up). Prints steps, seconds and ms/step per range of
+busy rows, and the same as JSON under --out.
+
+    python benchmarks/step_timeline.py [--model gptj-6b] [--max-rows 512]      # GPU, ~1.5 minutes
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import sys
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench_generate import SHAPES, build_model, load_prompt_tokens, sample_length  # noqa: E402
+from evalsuite.engine import Engine, EngineOptions  # noqa: E402
+from evalsuite.engine.runner import DecodeRunner  # noqa: E402
+from evalsuite.records import GenerationRequest, SamplingParams  # noqa: E402
+
+
+@dataclass
+class StepRange:
+    low: int
+    high: int
+    steps: int = 0
+    seconds: float = 0.0
+    row_steps: int = 0
+
+
+def ranges_of(widths: list[int], gaps: list[float], edges: list[int]) -> list[StepRange]:
+    out = [StepRange(lo, hi) for lo, hi in zip(edges, edges[1:])]
+    for rows, gap in zip(widths, gaps):
+        bucket = next(r for r in out if r.low <= rows < r.high)
+        bucket.steps += 1
+        bucket.seconds += gap
+        bucket.row_steps += rows
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--model", default="gptj-6b")
+    ap.add_argument("--prompts", type=int, default=16)
+    ap.add_argument("--n", type=int, default=200)
+    ap.add_argument("--max-rows", type=int, default=0)
+    ap.add_argument("--out", default=os.environ.get("OUT", "runs/step_timeline"))
+    args = ap.parse_args(argv)
+    prompt_tokens, eos, _ = load_prompt_tokens(SHAPES[args.model][1]["vocab_size"], False)
+    tasks = sorted(random.Random(0).sample(sorted(prompt_tokens), args.prompts), key=lambda t: int(t.split("/")[-1]))
+    model = build_model(args.model, eos, "cuda", torch.bfloat16, False)
+    options = EngineOptions(**({"max_rows": args.max_rows} if args.max_rows else {}))
+    engine = Engine(model, decode_tokens=json.dumps, eos_token_ids=[eos], options=options)
+    params = SamplingParams(n=args.n, temperature=0.8, top_p=0.95, max_new_tokens=512, seed=0)
+    lengths = {(t, i): sample_length(0, t, i, 150.0, 512) for t in tasks for i in range(args.n)}
+    requests = [GenerationRequest(task_id=t, prompt="", sample_indices=tuple(range(args.n))) for t in tasks]
+    prompts = [prompt_tokens[t] for t in tasks]
+    first = [replace(requests[0], sample_indices=tuple(range(16)))]
+    list(engine.generate(first, replace(params, max_new_tokens=8), prompt_ids=prompts[:1]))
+
+    marks: list[float] = []
+    widths: list[int] = []
+    original = DecodeRunner.step
+
+    def step(self, batch):
+        marks.append(time.perf_counter())
+        widths.append(batch)
+        return original(self, batch)
+
+    DecodeRunner.step = step
+    try:
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        tokens = sum(c.num_tokens for c in engine.generate(requests, params, prompt_ids=prompts,
+                                                           forced_lengths=lambda t, i: lengths[(t, i)]))
+        torch.cuda.synchronize()
+        wall = time.perf_counter() - start
+    finally:
+        DecodeRunner.step = original
+    gaps = [b - a for a, b in zip(marks, marks[1:])] + [0.0]
+    stats = engine.stats.to_dict()
+    edges = [0, 64, 128, 256, 384, 448, 10**6]
+    table = ranges_of(widths, gaps, edges)
+    result = {"model": args.model, "device": torch.cuda.get_device_name(), "torch": torch.__version__,
+              "tokens": tokens, "wall_s": round(wall, 2), "tokens_per_s": round(tokens / wall, 1),
+              "steps": len(widths), "setup_s": stats.get("capture_s"), "prefill_s": stats.get("prefill_s"),
+              "by_bucket": [vars(r) | {"ms_per_step": round(1000 * r.seconds / r.steps, 2) if r.steps else None}
+                            for r in table],
+              "widths": widths, "gaps_ms": [round(1000 * g, 3) for g in gaps]}
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"step_timeline_{args.model}.json").write_text(json.dumps(result))
+    print(f"{tokens} tokens in {wall:.2f} s ({tokens / wall:,.0f} tok/s), {len(widths)} steps, "
+          f"set-up {stats.get('capture_s')} s, prefill {stats.get('prefill_s')} s")
+    print("| bucket rows | steps | s | ms/step | row-steps |")
+    for r in table:
+        ms = f"{1000 * r.seconds / r.steps:.2f}" if r.steps else "-"
+        print(f"| {r.low}-{r.high - 1} | {r.steps} | {r.seconds:.2f} | {ms} | {r.row_steps} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
