@@ -38,12 +38,9 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from evalsuite.engine import Engine, EngineOptions  # noqa: E402
+from step_floor import HBM_BYTES_PER_S, step_floor  # noqa: E402
 from evalsuite.records import GenerationRequest, SamplingParams  # noqa: E402
 
-HBM_BYTES_PER_S = 3.0e12  # device-to-device copy measured on the lent H100 (KINDS.md): bs-1 decode floor
-# dense matrix-product peaks of the H100 SXM (NVIDIA's datasheet, without sparsity): float32 without TF32 (what
-# the float32 fidelity runs use) on the CUDA cores, bf16/fp16 on the tensor cores
-PEAK_FLOPS = {torch.float32: 67e12, torch.bfloat16: 989e12, torch.float16: 989e12}
 TOKENS_FILE = Path(__file__).resolve().parents[1] / ".bench" / "humaneval_bpe_tokens.json"
 
 
@@ -350,25 +347,14 @@ def engine_throughput(engine, requests, prompt_ids, params, variant, lengths) ->
 
 
 def step_budget(engine, stats: dict) -> dict:
-    """The mean decode step against its floor: the weights read once plus the keys and values the step must read
-    (each busy row's generated ones, each of their prompts' once), at HBM_BYTES_PER_S (memory bound), or the
-    matrix products' arithmetic at PEAK_FLOPS of the dtype (compute bound), whichever is longer; and where the
-    host's time went (set-up, prefill, waiting on the device, the rest)."""
-    from evalsuite.engine.kv_cache import kv_bytes_per_token
-
-    model = engine.model
-    steps = max(1, stats["steps"])
-    weights = sum(p.numel() * p.element_size() for p in model.parameters())
-    parameters = sum(p.numel() for p in model.parameters())
-    per_token = kv_bytes_per_token(engine.adapter.spec, engine.adapter.num_layers, engine.dtype)
-    memory_ms = 1000 * (weights + per_token * stats["context_tokens"] / steps) / HBM_BYTES_PER_S
-    compute_ms = 1000 * 2 * parameters * stats["row_steps"] / steps / PEAK_FLOPS[engine.dtype]
+    """The mean decode step against its floor (step_floor.py: the weights read once plus the keys and values the
+    step must read, or the matrix products at the dtype's peak, whichever is longer); and where the host's time
+    went (set-up, prefill, waiting on the device, the rest)."""
+    floor = step_floor(engine.step_cost(), str(engine.dtype))
     decode_s = stats["loop_s"] - stats["prefill_s"]
-    achieved_ms = 1000 * decode_s / steps
-    floor_ms = max(memory_ms, compute_ms)
-    return {"mean_batch": stats["mean_batch"], "achieved_ms_per_step": round(achieved_ms, 3),
-            "floor_ms_per_step": round(floor_ms, 3), "floor_bound": "memory" if memory_ms >= compute_ms else "compute",
-            "of_floor": round(floor_ms / achieved_ms, 3) if achieved_ms else None,
+    return {"mean_batch": stats["mean_batch"], "achieved_ms_per_step": round(floor.achieved_ms, 3),
+            "floor_ms_per_step": round(floor.floor_ms, 3), "floor_bound": floor.bound,
+            "of_floor": round(floor.of_floor, 3) if floor.of_floor else None,
             "setup_s": round(stats["capture_s"], 3), "prefill_s": round(stats["prefill_s"], 3),
             "prefill_forwards": stats["prefill_forwards"], "waiting_on_device_s": round(stats["wait_s"], 3),
             "host_s": round(decode_s - stats["wait_s"], 3)}

@@ -15,6 +15,7 @@ import argparse
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 import torch
@@ -88,7 +89,9 @@ def main(argv=None) -> int:
         print(json.dumps(row), flush=True)
         return row
 
-    BA.time_graph(per_layer(in_line), caches, reps=100)  # clocks up
+    warm_until = time.perf_counter() + 2.0  # clocks up (bench_attention.py: 0.24 s of replays was not enough)
+    while time.perf_counter() < warm_until:
+        BA.time_graph(per_layer(in_line), caches, reps=30)
     rows = [timed("attention alone", attention), timed("mlp tail alone", mlp),
             timed("in line", in_line), timed("beside", beside)]
     for carve in (16, 32, 48, 64):

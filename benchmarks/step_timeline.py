@@ -58,7 +58,8 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=os.environ.get("OUT", "runs/step_timeline"))
     args = ap.parse_args(argv)
     prompt_tokens, eos, _ = load_prompt_tokens(SHAPES[args.model][1]["vocab_size"], False)
-    tasks = sorted(random.Random(0).sample(sorted(prompt_tokens), args.prompts), key=lambda t: int(t.split("/")[-1]))
+    by_number = sorted(prompt_tokens, key=lambda t: int(t.split("/")[-1]))  # bench_generate.py's subset of prompts
+    tasks = sorted(random.Random(0).sample(by_number, args.prompts), key=lambda t: int(t.split("/")[-1]))
     model = build_model(args.model, eos, "cuda", torch.bfloat16, False)
     options = EngineOptions(**({"max_rows": args.max_rows} if args.max_rows else {}))
     engine = Engine(model, decode_tokens=json.dumps, eos_token_ids=[eos], options=options)

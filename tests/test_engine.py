@@ -402,6 +402,37 @@ def test_the_step_floor_counts_each_prompts_keys_once_and_each_rows_own():
     assert (appended, context) == (2, 2 * 3 + 7)  # prompt 0 has no busy row left: its keys are not read
 
 
+def test_a_runs_record_carries_its_mean_steps_cost_and_its_floor_at_a_devices_rates():
+    """Engine.step_cost (in every record's ``model.engine.step_cost``): the mean decode step's weights, keys and
+    values, and arithmetic, from the run's own counts; its floor at a device's rates is memory-bound for a few
+    rows of a tiny model and compute-bound once the products dominate."""
+    from dataclasses import replace
+
+    from evalsuite.engine.kv_cache import kv_bytes_per_token
+    from evalsuite.engine.step_cost import StepCost
+
+    model = _tiny("gptj")
+    engine = _engine(model, rows=4)
+    assert engine.step_cost() is None  # no step yet
+    _run(engine, PROMPTS, SamplingParams(n=3, temperature=0.8, max_new_tokens=12, seed=3), samples=(0, 1, 2))
+    stats, cost = engine.stats, engine.step_cost()
+    parameters = sum(p.numel() for p in model.parameters())
+    assert cost.steps == stats.steps > 0
+    assert cost.weight_bytes == parameters * 4  # float32, each parameter once
+    per_token = kv_bytes_per_token(engine.adapter.spec, engine.adapter.num_layers, torch.float32)
+    assert cost.kv_bytes == pytest.approx(per_token * stats.context_tokens / stats.steps) and cost.kv_bytes > 0
+    assert cost.flops == pytest.approx(2 * parameters * stats.row_steps / stats.steps)
+    assert cost.decode_ms == pytest.approx(1000 * (stats.loop_s - stats.prefill_s) / stats.steps, abs=1e-3)
+    assert StepCost(**engine.describe()["step_cost"]) == cost  # what a record carries rebuilds the same cost
+
+    floor = cost.floor(bytes_per_s=3e12, flops_per_s=67e12)
+    assert floor.memory_ms == pytest.approx(1000 * (cost.weight_bytes + cost.kv_bytes) / 3e12)
+    assert floor.bound == "memory" and floor.floor_ms == floor.memory_ms  # a tiny model at a few rows
+    wide = replace(cost, flops=cost.flops * 1e6).floor(bytes_per_s=3e12, flops_per_s=989e12)
+    assert wide.bound == "compute" and wide.floor_ms == wide.compute_ms > wide.memory_ms
+    assert f"floor {floor.floor_ms:.3f}" in floor.note() and floor.of_floor == floor.floor_ms / cost.decode_ms
+
+
 def test_attention_programs_start_with_the_rows_that_read_the_most_keys():
     """The launch order of the decode attention (kernels.longest_rows_first): a permutation of the rows, most keys
     first, ties in row order; over a shared prompt a row's program reads only its own keys, else the prompt's too."""

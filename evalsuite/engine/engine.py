@@ -18,7 +18,7 @@ import contextlib
 import time
 from collections import deque
 from collections.abc import Callable, Generator, Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -40,6 +40,7 @@ from evalsuite.engine.models import GenericAdapter, layout_for
 from evalsuite.engine.runner import DecodeRunner
 from evalsuite.engine.sampling import choose_tokens, row_seeds
 from evalsuite.engine.scheduler import Decode, FinishRule, PromptJob, RowTable, SampleJob, TokenBook, waiting_queue
+from evalsuite.engine.step_cost import StepCost
 from evalsuite.errors import EvalsuiteError
 from evalsuite.records import Completion, GenerationRequest, SamplingParams
 
@@ -229,7 +230,21 @@ class Engine:
                 "setup_s": round(self.stats.capture_s, 3),
                 "steps": self.stats.steps, "prefill_s": round(self.stats.prefill_s, 3),
                 "wait_s": round(self.stats.wait_s, 3), "loop_s": round(self.stats.loop_s, 3),
+                **({"step_cost": asdict(cost)} if (cost := self.step_cost()) else {}),
                 **({"batch_invariant_rows": self.options.invariant_rows} if self.options.batch_invariant else {})}
+
+    def step_cost(self) -> StepCost | None:
+        """The last generate call's mean decode step (None before any step)."""
+        stats = self.stats
+        if not stats.steps or self.model is None:
+            return None
+        parameters = list(self.model.parameters())  # a tied weight once
+        count = sum(p.numel() for p in parameters)
+        per_token = kv_bytes_per_token(self.adapter.spec, self.adapter.num_layers, self.dtype)
+        return StepCost(steps=stats.steps, decode_ms=round(1000 * (stats.loop_s - stats.prefill_s) / stats.steps, 4),
+                        weight_bytes=sum(p.numel() * p.element_size() for p in parameters),
+                        kv_bytes=per_token * stats.context_tokens / stats.steps,
+                        flops=2.0 * count * stats.row_steps / stats.steps)
 
     # ------------------------------------------------------------------------------------------ setup
     def _jobs(self, requests, prompt_ids, params, forced_lengths) -> list[PromptJob]:
