@@ -192,6 +192,33 @@ def sample_length(seed: int, task_id: str, index: int, mean: float, cap: int) ->
     return max(1, min(cap, round(rng.gammavariate(2.0, mean / 2.0))))
 
 
+def _task_number(task_id: str) -> int:
+    return int(task_id.split("/")[-1])
+
+
+def prompt_subset(prompt_tokens: dict[str, list[int]], count: int, seed: int = 0) -> list[str]:
+    """The realistic workload's prompts: a seeded sample of HumanEval's, in task order."""
+    every = sorted(prompt_tokens, key=_task_number)
+    return sorted(random.Random(seed).sample(every, min(count, len(every))), key=_task_number)
+
+
+def realistic_samples(tasks: list[str], n: int, seed: int = 0, mean: float = 150.0, cap: int = 512):
+    """n samples of each task, each with its imposed length: (requests, {(task, index): length})."""
+    requests = [GenerationRequest(task_id=t, prompt="", sample_indices=tuple(range(n))) for t in tasks]
+    return requests, {(t, i): sample_length(seed, t, i, mean, cap) for t in tasks for i in range(n)}
+
+
+def one_shape_arguments(description: str, out: str) -> argparse.ArgumentParser:
+    """The arguments every script studying one shape's realistic workload takes (profile_decode.py,
+    step_timeline.py); each adds its own."""
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--model", default="gptj-6b")
+    ap.add_argument("--prompts", type=int, default=16)
+    ap.add_argument("--n", type=int, default=200)
+    ap.add_argument("--out", default=os.environ.get("OUT", out))
+    return ap
+
+
 class ForceEOSAt:
     """transformers LogitsProcessor: row i must emit EOS as its lengths[i]-th new token."""
 
@@ -403,9 +430,8 @@ def greedy_equivalence(model, engine_factory, prompts, eos, new_tokens) -> list[
 def run_model(name: str, args, device: str, dtype: torch.dtype, deadline: float) -> dict:
     vocab_hint = SHAPES[name][1]["vocab_size"]
     prompt_tokens, eos, tokenizer_note = load_prompt_tokens(vocab_hint, args.tiny)
-    all_tasks = sorted(prompt_tokens, key=lambda t: int(t.split("/")[-1]))
-    subset = sorted(random.Random(args.seed).sample(all_tasks, min(args.prompts, len(all_tasks))),
-                    key=lambda t: int(t.split("/")[-1]))
+    all_tasks = sorted(prompt_tokens, key=_task_number)
+    subset = prompt_subset(prompt_tokens, args.prompts, args.seed)
     result = {"model": name, "dtype": str(dtype).replace("torch.", ""), "tokenizer": tokenizer_note,
               "prompts": subset, "n": args.n, "phases": {}, "errors": {}}
     started = time.perf_counter()

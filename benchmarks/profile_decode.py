@@ -12,9 +12,7 @@ batch, so each fusion's gain can be predicted before it is written.
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
 import statistics
 import sys
 import time
@@ -25,7 +23,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench_generate import (SHAPES, build_model, load_prompt_tokens, sample_length)  # noqa: E402
+from bench_generate import (SHAPES, build_model, load_prompt_tokens, one_shape_arguments,  # noqa: E402
+                            prompt_subset, realistic_samples)
 from evalsuite.engine import Engine, EngineOptions  # noqa: E402
 from evalsuite.engine.runner import DecodeRunner  # noqa: E402
 from evalsuite.engine.sampling import choose_tokens, filter_logits, uniform_noise  # noqa: E402
@@ -264,10 +263,7 @@ def gelu_bench(inner: int, dtype, reps: int) -> dict:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--model", default="gptj-6b")
-    ap.add_argument("--prompts", type=int, default=16)
-    ap.add_argument("--n", type=int, default=200)
+    ap = one_shape_arguments(__doc__.split("\n")[0], "runs/profile")
     ap.add_argument("--at-step", type=int, default=500)
     ap.add_argument("--reps", type=int, default=30)
     ap.add_argument("--dtype", choices=["bfloat16", "float32"], default="bfloat16")
@@ -275,7 +271,6 @@ def main(argv=None) -> int:
     ap.add_argument("--greedy", action="store_true", help="the large batch: one greedy sample of each of --prompts "
                                                           "prompts (lengths as the realistic workload's)")
     ap.add_argument("--skip", default="", help="comma-separated: big,bs1,gemm")
-    ap.add_argument("--out", default=os.environ.get("OUT", "runs/profile"))
     args = ap.parse_args(argv)
     skip = set(args.skip.split(","))
     out = Path(args.out)
@@ -288,10 +283,7 @@ def main(argv=None) -> int:
 
     vocab_hint = SHAPES[args.model][1]["vocab_size"]
     prompt_tokens, eos, _ = load_prompt_tokens(vocab_hint, False)
-    import random
-
-    tasks = sorted(random.Random(0).sample(sorted(prompt_tokens), min(args.prompts, len(prompt_tokens))),
-                   key=lambda t: int(t.split("/")[-1]))
+    tasks = prompt_subset(prompt_tokens, args.prompts)  # bench_generate.py's (lexicographic order before 2026-11-28)
     t0 = time.perf_counter()
     model = build_model(args.model, eos, "cuda", dtype, False)
     result["build_s"] = round(time.perf_counter() - t0, 1)
@@ -302,8 +294,7 @@ def main(argv=None) -> int:
               else SamplingParams(n=args.n, temperature=0.8, top_p=0.95, max_new_tokens=512, seed=0))
     if "big" not in skip:
         try:
-            lengths = {(t, i): sample_length(0, t, i, 150.0, 512) for t in tasks for i in range(args.n)}
-            requests = [GenerationRequest(task_id=t, prompt="", sample_indices=tuple(range(args.n))) for t in tasks]
+            requests, lengths = realistic_samples(tasks, args.n)
             result["large_batch"] = run_until(engine, requests, [prompt_tokens[t] for t in tasks], params, lengths,
                                               args.at_step, args.min_batch, args.reps)
         except Exception:

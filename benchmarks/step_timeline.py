@@ -11,10 +11,7 @@ busy rows, and the same as JSON under --out.
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
-import random
 import sys
 import time
 from dataclasses import dataclass, replace
@@ -24,10 +21,11 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench_generate import SHAPES, build_model, load_prompt_tokens, sample_length  # noqa: E402
+from bench_generate import (SHAPES, build_model, load_prompt_tokens, one_shape_arguments,  # noqa: E402
+                            prompt_subset, realistic_samples)
 from evalsuite.engine import Engine, EngineOptions  # noqa: E402
 from evalsuite.engine.runner import DecodeRunner  # noqa: E402
-from evalsuite.records import GenerationRequest, SamplingParams  # noqa: E402
+from evalsuite.records import SamplingParams  # noqa: E402
 
 
 @dataclass
@@ -50,22 +48,16 @@ def ranges_of(widths: list[int], gaps: list[float], edges: list[int]) -> list[St
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--model", default="gptj-6b")
-    ap.add_argument("--prompts", type=int, default=16)
-    ap.add_argument("--n", type=int, default=200)
+    ap = one_shape_arguments(__doc__.split("\n")[0], "runs/step_timeline")
     ap.add_argument("--max-rows", type=int, default=0)
-    ap.add_argument("--out", default=os.environ.get("OUT", "runs/step_timeline"))
     args = ap.parse_args(argv)
     prompt_tokens, eos, _ = load_prompt_tokens(SHAPES[args.model][1]["vocab_size"], False)
-    by_number = sorted(prompt_tokens, key=lambda t: int(t.split("/")[-1]))  # bench_generate.py's subset of prompts
-    tasks = sorted(random.Random(0).sample(by_number, args.prompts), key=lambda t: int(t.split("/")[-1]))
+    tasks = prompt_subset(prompt_tokens, args.prompts)
     model = build_model(args.model, eos, "cuda", torch.bfloat16, False)
     options = EngineOptions(**({"max_rows": args.max_rows} if args.max_rows else {}))
     engine = Engine(model, decode_tokens=json.dumps, eos_token_ids=[eos], options=options)
     params = SamplingParams(n=args.n, temperature=0.8, top_p=0.95, max_new_tokens=512, seed=0)
-    lengths = {(t, i): sample_length(0, t, i, 150.0, 512) for t in tasks for i in range(args.n)}
-    requests = [GenerationRequest(task_id=t, prompt="", sample_indices=tuple(range(args.n))) for t in tasks]
+    requests, lengths = realistic_samples(tasks, args.n)
     prompts = [prompt_tokens[t] for t in tasks]
     first = [replace(requests[0], sample_indices=tuple(range(16)))]
     list(engine.generate(first, replace(params, max_new_tokens=8), prompt_ids=prompts[:1]))
