@@ -341,8 +341,9 @@ def engine_warm_up(engine, requests, prompt_ids, params) -> float:
     kernels on the first use on a machine (~3.6 s for GPT-J-6B on the reference GPU) and keeps them in its disk
     cache, so every later run, the user's too, starts warm. 16 rows, so that batches of 1, 2-8 and 16 reach
     each kind of integer argument Triton specializes on (1, a multiple of 16, other). That is not all of it: at
-    512 rows the timed run's eager warm-up still took 0.92-0.97 s in a fresh process, 0.10 s in a second one
-    (``warm_up_s``; cause not found). Returns this call's seconds (the first-use cost)."""
+    512 rows the timed run's eager warm-up still took 0.92-0.97 s in the first process on a fresh machine, ~0.1 s
+    in any later process there (``warm_up_s``; tenth and eleventh sessions): a first use per machine that these
+    16 rows do not reach. Returns this call's seconds (the first-use cost)."""
     first = replace(requests[0], sample_indices=requests[0].sample_indices[:16])
     sync()
     start = time.perf_counter()

@@ -1,10 +1,9 @@
 """How a realistic run's decode time splits by batch width: the full phase against the ramp and the drain.
 
-Runs bench_generate.py's realistic workload (GPT-J-6B shape by default) once untimed on a few rows, then once
-with every decode step's host time and bucket recorded (the loop reads tokens a step late, so the host's time
-between two step launches follows the device's step time; a step's width is its graph bucket, the
-busy rows rounded up). Prints steps, seconds and ms/step per range of
-busy rows, and the same as JSON under --out.
+Runs bench_generate.py's realistic workload (GPT-J-6B shape by default) after its untimed warm-up, with every
+decode step's host time and width recorded (the loop reads tokens a step late, so the host's time between two
+step launches follows the device's step time; a step's width is its graph bucket, the busy rows rounded up).
+Prints steps, seconds and ms/step per range of widths, and the same as JSON under --out.
 
     python benchmarks/step_timeline.py [--model gptj-6b] [--max-rows 512]      # GPU, ~1.5 minutes
 """
@@ -14,15 +13,15 @@ from __future__ import annotations
 import json
 import sys
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench_generate import (SHAPES, build_model, load_prompt_tokens, one_shape_arguments,  # noqa: E402
-                            prompt_subset, realistic_samples)
+from bench_generate import (SHAPES, build_model, engine_warm_up, load_prompt_tokens,  # noqa: E402
+                            one_shape_arguments, prompt_subset, realistic_samples)
 from evalsuite.engine import Engine, EngineOptions  # noqa: E402
 from evalsuite.engine.runner import DecodeRunner  # noqa: E402
 from evalsuite.records import SamplingParams  # noqa: E402
@@ -59,8 +58,7 @@ def main(argv=None) -> int:
     params = SamplingParams(n=args.n, temperature=0.8, top_p=0.95, max_new_tokens=512, seed=0)
     requests, lengths = realistic_samples(tasks, args.n)
     prompts = [prompt_tokens[t] for t in tasks]
-    first = [replace(requests[0], sample_indices=tuple(range(16)))]
-    list(engine.generate(first, replace(params, max_new_tokens=8), prompt_ids=prompts[:1]))
+    engine_warm_up(engine, requests, prompts, params)
 
     marks: list[float] = []
     widths: list[int] = []
@@ -82,12 +80,12 @@ def main(argv=None) -> int:
     finally:
         DecodeRunner.step = original
     gaps = [b - a for a, b in zip(marks, marks[1:])] + [0.0]
-    stats = engine.stats.to_dict()
+    stats = engine.stats
     edges = [0, 64, 128, 256, 384, 448, 10**6]
     table = ranges_of(widths, gaps, edges)
     result = {"model": args.model, "device": torch.cuda.get_device_name(), "torch": torch.__version__,
               "tokens": tokens, "wall_s": round(wall, 2), "tokens_per_s": round(tokens / wall, 1),
-              "steps": len(widths), "setup_s": stats.get("capture_s"), "prefill_s": stats.get("prefill_s"),
+              "steps": len(widths), "setup_s": stats.capture_s, "prefill_s": stats.prefill_s,
               "by_bucket": [vars(r) | {"ms_per_step": round(1000 * r.seconds / r.steps, 2) if r.steps else None}
                             for r in table],
               "widths": widths, "gaps_ms": [round(1000 * g, 3) for g in gaps]}
@@ -95,7 +93,7 @@ def main(argv=None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     (out / f"step_timeline_{args.model}.json").write_text(json.dumps(result))
     print(f"{tokens} tokens in {wall:.2f} s ({tokens / wall:,.0f} tok/s), {len(widths)} steps, "
-          f"set-up {stats.get('capture_s')} s, prefill {stats.get('prefill_s')} s")
+          f"set-up {stats.capture_s:.2f} s, prefill {stats.prefill_s:.2f} s")
     print("| bucket rows | steps | s | ms/step | row-steps |")
     for r in table:
         ms = f"{1000 * r.seconds / r.steps:.2f}" if r.steps else "-"

@@ -43,7 +43,7 @@ from typing import Any, Callable
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from step_floor import step_floor  # noqa: E402  (the benchmarks' one floor, as bench_generate.py computes it)
+from step_floor import PEAK_FLOPS, step_floor  # noqa: E402  (the benchmarks' one floor, as bench_generate.py computes it)
 
 OUT = Path(os.environ.get("OUT", "/tmp/evalsuite-gpu-out"))
 PY = os.environ.get("PY", sys.executable)
@@ -149,7 +149,7 @@ def _plan_note(model_info: dict, engine: Any) -> str:
         bits.append(f"{engine.get('rows')} rows, cache {engine.get('cache_gib')} GiB, fused "
                     f"{engine.get('fused_projections')}" + (f" ({engine['fuse_skipped']})" if engine.get("fuse_skipped")
                                                             else ""))
-        if engine.get("step_cost") and model_info.get("dtype") in ("float32", "bfloat16", "float16"):
+        if engine.get("step_cost") and model_info.get("dtype") in PEAK_FLOPS:
             bits.append(step_floor(engine["step_cost"], model_info["dtype"]).note())
     return "; ".join(bits)
 
