@@ -38,6 +38,8 @@ SUITES: dict[str, Suite] = {
                                                 "stream, with and without capping its multiprocessors (GPU)"),
     "engine-setup": Suite("setup_budget.py", "the engine's one-time work (warm-up, graph captures, prefill), run "
                                              "after run in one process"),
+    "prefill-packs": Suite("bench_prefill_packs.py", "prefill seconds for HumanEval's prompts by the most tokens "
+                                                     "one packed forward takes (GPU)"),
     "loading-strategies": Suite("bench_loading.py", "load time, peak memory and ms/token of each loading strategy "
                                                     "under a GPU cap (GPU)"),
     "cpu-run-under-load": Suite("cpu_run_under_load.py", "a CPU run on busy cores: progress, rate, interruption"),

@@ -15,7 +15,9 @@ float32), reported with transformers' top-2 logit margin where they diverge.
 
     python benchmarks/bench_generate.py --tiny                 # CPU, tiny models, checks the script
     python benchmarks/bench_generate.py --models gptj-6b       # GPU: prints the table, writes JSON
-    python benchmarks/bench_generate.py --suite families       # GPU: every covered family, <= 9 minutes
+    python benchmarks/bench_generate.py --suite families       # GPU: every covered family, ~12 minutes:
+    # past its 500 s budget it skips what is left (8.5 min for the first seven on an H100, 2026-11-28), so on a
+    # machine with a 10-minute limit per command finish with --only santacoder-1.1b,bloom-1b7,mistral-7b
 """
 
 from __future__ import annotations
@@ -630,7 +632,8 @@ def main(argv=None) -> int:
     ap.add_argument("--prefix-ab", default="", help="shapes also run with attention over prompts per row")
     ap.add_argument("--suite", choices=["families"],
                     help="families: every covered family at a 1-8B shape, realistic workload (4 prompts x 100 "
-                         "samples, one baseline batch of 128), <= 9 minutes on one H100")
+                         "samples, one baseline batch of 128), ~12 minutes on one H100; past 500 s it skips the rest "
+                         "(finish those with --only)")
     ap.add_argument("--only", default="", help="with --suite: run only these of its shapes (comma-separated)")
     args = ap.parse_args(argv)
     if args.suite == "families":

@@ -115,3 +115,31 @@ def test_an_arena_limit_holds_it_to_a_full_capacity_per_row():
     small = plan_cache(budget_bytes=1 << 62, bytes_per_token=1024, prompt_capacity=9, gen_capacity=24,
                        num_prompts=4, samples_per_prompt=8, max_rows=8, row_limit=24)
     assert small.rows == 8 and small.top_block == 32 and small.arena_tokens == 8 * 32  # a block a row at least
+
+
+def test_prompts_of_one_forward_land_in_their_own_slots_and_nowhere_else():
+    """store_prompts scatters a packed forward's keys and values (prompts one after another) into slots given
+    in any order; a lone prompt is copied. Every other position of the cache stays as it was."""
+    import torch
+
+    from evalsuite.engine.kernels import AttentionSpec
+    from evalsuite.engine.kv_cache import KVCache
+
+    spec = AttentionSpec(num_heads=4, num_kv_heads=2, head_dim=8, scale=8 ** -0.5)
+    plan = plan_cache(budget_bytes=1 << 30, bytes_per_token=2 * 2 * 2 * 8 * 4, prompt_capacity=6, gen_capacity=16,
+                      num_prompts=5, samples_per_prompt=1, max_rows=5)
+    cache = KVCache(plan, spec, 2, torch.float32, torch.device("cpu"))
+    expected = torch.zeros_like(cache.prompt)
+    generator = torch.Generator().manual_seed(0)
+    for slots, lengths in (([3, 0, 2], [2, 6, 1]), ([1], [5])):
+        tokens = sum(lengths)
+        layers = [(torch.randn(2, tokens, 8, generator=generator), torch.randn(2, tokens, 8, generator=generator))
+                  for _ in range(2)]
+        starts = [sum(lengths[:i]) for i in range(len(lengths))]
+        cache.store_prompts(slots, starts, lengths, layers)
+        for slot, start, length in zip(slots, starts, lengths):
+            for layer, (keys, values) in enumerate(layers):
+                expected[layer, 0, slot, :, :length] = keys[:, start:start + length]
+                expected[layer, 1, slot, :, :length] = values[:, start:start + length]
+    assert torch.equal(cache.prompt, expected)
+    assert expected[:, :, [0, 1, 2, 3]].abs().sum(dim=(0, 1, 3, 4, 5)).ne(0).all()

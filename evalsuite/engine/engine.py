@@ -25,7 +25,6 @@ import numpy as np
 import torch
 
 from evalsuite.devices import allocatable_bytes
-from evalsuite.engine.host_values import to_device
 from evalsuite.engine.kernels import triton_usable
 from evalsuite.engine.kv_cache import (
     FIRST_BLOCK,
@@ -398,11 +397,11 @@ class Engine:
         samples' first token."""
         started = time.perf_counter()
         for pack in self._packs(prompts):
-            ids = [to_device(prompt.ids, self.device) for prompt in pack]
-            for prompt, (logits, layers) in zip(pack, self.adapter.prefill_packed(ids)):
-                cache.store_prompt(prompt.slot, layers)
-                if self.vocab_limit is not None:
-                    logits[self.vocab_limit:] = float("-inf")
+            done = self.adapter.prefill([prompt.ids for prompt in pack])
+            cache.store_prompts([prompt.slot for prompt in pack], done.starts, done.lengths, done.layers)
+            if self.vocab_limit is not None:
+                done.logits[:, self.vocab_limit:] = float("-inf")
+            for prompt, logits in zip(pack, done.logits):
                 n, start = len(prompt.samples), prompt.first_sample
                 first_tokens[start:start + n] = choose_tokens(logits[None].expand(n, -1), seeds[start:start + n],
                                                               0, params)

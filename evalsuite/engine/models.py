@@ -27,7 +27,7 @@ the model's own forward (the prefill) runs unchanged; if the model's parameters 
 
 Where a model uses a feature the step does not implement, :meth:`GenericAdapter.unsupported_reason` says so
 in one line and evalsuite runs plain transformers ``generate`` instead (the reason goes into the run record).
-The prompt itself is run by the model's own forward (:meth:`GenericAdapter.prefill`), once per prompt.
+The prompts themselves are run by the model's own forward (:meth:`GenericAdapter.prefill`), several per forward.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 
 from evalsuite.engine.fused_ops import add3, add_then_norm, fused_activation, silu_mul
@@ -52,6 +53,17 @@ ByConfig = Callable[[Any], str]  # a layout choice that depends on the config (e
 
 _STATIC_ROPE_TYPES = {"default", "linear", "llama3", "yarn"}  # tables that do not change with sequence length
 
+
+
+@dataclass
+class Prefill:
+    """One forward over one or more prompts: their last positions' logits ([prompts, vocab]) and per layer
+    (keys, values) as [kv_heads, tokens, head_dim], exactly as transformers caches them, prompt i at
+    ``starts[i]`` for ``lengths[i]`` tokens."""
+    logits: torch.Tensor
+    layers: list[tuple[torch.Tensor, torch.Tensor]]
+    starts: list[int]
+    lengths: list[int]
 
 @dataclass(frozen=True)
 class Layout:
@@ -527,14 +539,38 @@ class GenericAdapter:
 
     # ------------------------------------------------------------------------------------- prefill
     @torch.inference_mode()
-    def prefill(self, prompt_ids: torch.Tensor) -> tuple[torch.Tensor, list[tuple[torch.Tensor, torch.Tensor]]]:
-        """Run the model's own forward on one prompt ([L] ids): last-position logits [vocab] and per layer
-        (keys, values) as [kv_heads, L, head_dim], exactly as transformers caches them."""
-        out = self.model(input_ids=prompt_ids[None, :], use_cache=True, logits_to_keep=1, **self._cache_kwargs())
-        return out.logits[0, -1], [(k[0], v[0]) for k, v in _cache_layers(out.past_key_values)]
+    def prefill(self, prompts: list[list[int]]) -> Prefill:
+        """Run the model's own forward on ``prompts`` (token ids on the host), several in one forward where
+        :meth:`packs_prompts` allows: the prompts one after another in one sequence, each with its own
+        positions, and a mask that lets a token see only its own prompt's earlier tokens. A small model spends
+        ~40 ms of host time on a forward of any length, so 164 HumanEval prompts one by one took 6.3 s of a
+        10.8 s greedy run (SmolLM2-135M, H100). Everything per token is built on the host and sent in one copy,
+        so a pack's set-up does not grow with its number of prompts."""
+        lengths = [len(p) for p in prompts]
+        starts = list(itertools.accumulate(lengths[:-1], initial=0))
+        if len(prompts) == 1:
+            ids = to_device(prompts[0], self.device)
+            out = self.model(input_ids=ids[None, :], use_cache=True, logits_to_keep=1, **self._cache_kwargs())
+            return Prefill(out.logits[0], [(k[0], v[0]) for k, v in _cache_layers(out.past_key_values)],
+                           starts, lengths)
+        owner = np.repeat(np.arange(len(prompts)), lengths)
+        positions = np.arange(len(owner)) - np.repeat(starts, lengths)
+        ends = [a + n - 1 for a, n in zip(starts, lengths)]
+        # one host-to-device copy: ids, positions, owners, then each prompt's last index
+        packed = to_device([*itertools.chain.from_iterable(prompts), *positions.tolist(), *owner.tolist(), *ends],
+                           self.device)
+        total = len(owner)
+        ids, positions_t, owner_t = packed[:total], packed[total:2 * total], packed[2 * total:3 * total]
+        visible = (owner_t[:, None] == owner_t[None, :]) & (positions_t[:, None] >= positions_t[None, :])
+        dtype = self.model.get_input_embeddings().weight.dtype
+        mask = torch.zeros(visible.shape, dtype=dtype, device=self.device).masked_fill_(~visible,
+                                                                                        torch.finfo(dtype).min)
+        out = self.model(input_ids=ids[None, :], attention_mask=mask[None, None], position_ids=positions_t[None, :],
+                         use_cache=True, logits_to_keep=packed[3 * total:], **self._cache_kwargs())
+        return Prefill(out.logits[0], [(k[0], v[0]) for k, v in _cache_layers(out.past_key_values)], starts, lengths)
 
     def packs_prompts(self, length: int) -> bool:
-        """Whether a prompt of ``length`` tokens may share a forward with others (:meth:`prefill_packed`): the
+        """Whether a prompt of ``length`` tokens may share a forward with others (:meth:`prefill`): the
         family reads positions from ``position_ids`` and takes a 4-D additive mask (ALiBi is built from a 2-D
         one) with eager or SDPA attention, and no sliding window is shorter than the prompt (within it the
         window then masks nothing)."""
@@ -543,30 +579,10 @@ class GenericAdapter:
         dense_mask = getattr(self.config, "_attn_implementation", None) in (None, "eager", "sdpa")
         return dense_mask and self.layout.positions != "alibi" and (not windows or length <= min(windows))
 
-    def prefill_packed(self, prompts: list[torch.Tensor]) -> list[tuple[torch.Tensor, list[tuple[torch.Tensor,
-                                                                                            torch.Tensor]]]]:
-        """:meth:`prefill` for several prompts in one forward of the model: the prompts one after another in
-        one sequence, each with its own positions, and a mask that lets a token see only its own prompt's
-        earlier tokens. A small model spends ~40 ms of host time on a forward of any length, so 164 HumanEval
-        prompts one by one took 6.3 s of a 10.8 s greedy run (SmolLM2-135M, H100)."""
-        if len(prompts) == 1:
-            return [self.prefill(prompts[0])]
-        device = prompts[0].device
-        lengths = [len(p) for p in prompts]
-        ids = torch.cat(prompts)[None, :]
-        positions = torch.cat([torch.arange(n, device=device) for n in lengths])
-        owner = torch.repeat_interleave(torch.arange(len(prompts), device=device), to_device(lengths, device),
-                                        output_size=sum(lengths))
-        visible = (owner[:, None] == owner[None, :]) & (positions[:, None] >= positions[None, :])
-        dtype = self.model.get_input_embeddings().weight.dtype
-        mask = torch.zeros(visible.shape, dtype=dtype, device=device).masked_fill_(~visible, torch.finfo(dtype).min)
-        starts = list(itertools.accumulate(lengths[:-1], initial=0))  # on the host: no read-back from the device
-        ends = to_device([a + n - 1 for a, n in zip(starts, lengths)], device)
-        out = self.model(input_ids=ids, attention_mask=mask[None, None], position_ids=positions[None, :],
-                         use_cache=True, logits_to_keep=ends, **self._cache_kwargs())
-        layers = _cache_layers(out.past_key_values)
-        return [(out.logits[0, i], [(k[0, :, a:a + n], v[0, :, a:a + n]) for k, v in layers])
-                for i, (a, n) in enumerate(zip(starts, lengths))]
+
+    @property
+    def device(self) -> torch.device:
+        return self.model.get_input_embeddings().weight.device
 
     def _cache_kwargs(self) -> dict[str, Any]:
         if any(self.windows):  # a plain cache keeps every key (a sliding-window cache drops old ones)

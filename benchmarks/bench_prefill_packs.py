@@ -1,0 +1,69 @@
+"""Prefill seconds for HumanEval's 164 prompts by the most tokens one packed forward may take.
+
+A small model's prefill is host-bound (~40 ms of Python per forward of any length), so fewer, longer packs win
+until the dense mask's quadratic cost takes over. Runs the engine on a random model of a bench_generate.py
+shape, greedy, 2 new tokens, 3 times per pack size, after one untimed call.
+
+    python benchmarks/bench_prefill_packs.py [--model smollm2-135m] [--dtype float32]    # GPU, ~1 minute
+    python benchmarks/bench_prefill_packs.py --tiny                                     # CPU: checks the script
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench_generate import SHAPES, build_model, load_prompt_tokens, sync  # noqa: E402
+
+import evalsuite.engine.engine as engine_module  # noqa: E402
+from evalsuite.engine import Engine  # noqa: E402
+from evalsuite.records import GenerationRequest, SamplingParams  # noqa: E402
+
+PACK_TOKENS = (8192, 4096, 2048, 1024, 512, 256)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--model", default="smollm2-135m")
+    ap.add_argument("--dtype", default="float32")
+    ap.add_argument("--out", default="runs/bench_prefill_packs")
+    ap.add_argument("--tiny", action="store_true", help="a 2-layer model of the shape and 16 prompts, on the CPU")
+    args = ap.parse_args(argv)
+    device = "cuda" if torch.cuda.is_available() and not args.tiny else "cpu"
+    prompt_tokens, eos, _ = load_prompt_tokens(SHAPES[args.model][1]["vocab_size"], args.tiny)
+    tasks = sorted(prompt_tokens, key=lambda t: int(t.split("/")[-1]))[:16 if args.tiny else None]
+    prompts = [prompt_tokens[t] for t in tasks]
+    engine = Engine(build_model(args.model, eos, device, getattr(torch, args.dtype), args.tiny),
+                    decode_tokens=json.dumps, eos_token_ids=[eos])
+    requests = [GenerationRequest(task_id=t, prompt="", sample_indices=(0,)) for t in tasks]
+    params = SamplingParams(n=1, temperature=0.0, max_new_tokens=2, seed=0)
+
+    def prefill_s() -> tuple[float, int]:
+        sync()
+        list(engine.generate(requests, params, prompt_ids=prompts, ignore_eos=True))
+        sync()
+        return engine.stats.prefill_s, engine.stats.prefill_forwards
+
+    prefill_s()  # untimed: kernels and allocator
+    rows = []
+    for pack in PACK_TOKENS:
+        engine_module.MAX_PACK_TOKENS = pack
+        runs = [prefill_s() for _ in range(3)]
+        rows.append({"max_pack_tokens": pack, "forwards": runs[0][1], "prefill_s": [round(s, 3) for s, _ in runs]})
+        print(f"pack {pack:5d}: {runs[0][1]:3d} forwards, prefill s {rows[-1]['prefill_s']}", flush=True)
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    (Path(args.out) / "bench_prefill_packs.json").write_text(json.dumps(
+        {"model": args.model, "dtype": args.dtype, "device": device, "prompts": len(prompts),
+         "tokens": sum(map(len, prompts)), "rows": rows}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
