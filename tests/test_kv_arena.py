@@ -136,7 +136,7 @@ def test_prompts_of_one_forward_land_in_their_own_slots_and_nowhere_else():
         layers = [(torch.randn(2, tokens, 8, generator=generator), torch.randn(2, tokens, 8, generator=generator))
                   for _ in range(2)]
         starts = [sum(lengths[:i]) for i in range(len(lengths))]
-        cache.store_prompts(slots, starts, lengths, layers)
+        cache.store_prompts(slots, lengths, layers)
         for slot, start, length in zip(slots, starts, lengths):
             for layer, (keys, values) in enumerate(layers):
                 expected[layer, 0, slot, :, :length] = keys[:, start:start + length]

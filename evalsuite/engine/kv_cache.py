@@ -133,26 +133,25 @@ class KVCache:
         (queued on the device's stream, so after the steps that wrote them and before the next)."""
         self.gen[:, :, :, target:target + tokens].copy_(self.gen[:, :, :, source:source + tokens])
 
-    def store_prompts(self, slots: list[int], starts: list[int], lengths: list[int],
+    def store_prompts(self, slots: list[int], lengths: list[int],
                       layers: list[tuple[torch.Tensor, torch.Tensor]]) -> None:
-        """Keys and values of prompts run in one forward (layers: per layer [kv_heads, tokens, head_dim]; prompt
-        i at ``starts[i]`` for ``lengths[i]`` tokens) into their slots: one scatter per layer's keys and one
-        per its values however many prompts the forward had (a copy per prompt and layer was 2.4 ms of host
-        time per prompt for SmolLM2's 30 layers)."""
+        """Keys and values of prompts run in one forward, one after another (layers: per layer [kv_heads, tokens,
+        head_dim]), into their slots: one scatter per layer's keys and one per its values however many prompts
+        the forward had (a copy per prompt and layer was 2.4 ms of host time per prompt for SmolLM2's 30
+        layers, under the profiler)."""
         if len(slots) == 1:
             for index, (keys, values) in enumerate(layers):
-                self.prompt[index, 0, slots[0], :, :lengths[0]].copy_(keys[:, starts[0]:starts[0] + lengths[0]])
-                self.prompt[index, 1, slots[0], :, :lengths[0]].copy_(values[:, starts[0]:starts[0] + lengths[0]])
+                self.prompt[index, 0, slots[0], :, :lengths[0]].copy_(keys)
+                self.prompt[index, 1, slots[0], :, :lengths[0]].copy_(values)
             return
         slot = np.repeat(slots, lengths)
-        position = np.arange(len(slot)) - np.repeat(np.asarray(starts) - starts[0], lengths)
-        first, total = starts[0], len(slot)
+        position = np.arange(len(slot)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
         where = to_device([*slot.tolist(), *position.tolist()], self.prompt.device)
-        slot_t, position_t = where[:total], where[total:]
+        slot_t, position_t = where[:len(slot)], where[len(slot):]
         for index, (keys, values) in enumerate(layers):
-            # [slot, :, position] indexes tokens first: [tokens, kv_heads, head_dim]
-            self.prompt[index, 0][slot_t, :, position_t] = keys[:, first:first + total].transpose(0, 1)
-            self.prompt[index, 1][slot_t, :, position_t] = values[:, first:first + total].transpose(0, 1)
+            # [slot, :, position] puts the indexed (token) dimension first: [tokens, kv_heads, head_dim]
+            self.prompt[index, 0][slot_t, :, position_t] = keys.transpose(0, 1)
+            self.prompt[index, 1][slot_t, :, position_t] = values.transpose(0, 1)
 
 class SlotPool:
     """Free-list of slot indices."""

@@ -57,12 +57,10 @@ _STATIC_ROPE_TYPES = {"default", "linear", "llama3", "yarn"}  # tables that do n
 
 @dataclass
 class Prefill:
-    """One forward over one or more prompts: their last positions' logits ([prompts, vocab]) and per layer
-    (keys, values) as [kv_heads, tokens, head_dim], exactly as transformers caches them, prompt i at
-    ``starts[i]`` for ``lengths[i]`` tokens."""
+    """One forward over one or more prompts, one after another: their last positions' logits ([prompts, vocab])
+    and per layer (keys, values) as [kv_heads, tokens, head_dim], exactly as transformers caches them."""
     logits: torch.Tensor
     layers: list[tuple[torch.Tensor, torch.Tensor]]
-    starts: list[int]
     lengths: list[int]
 
 @dataclass(frozen=True)
@@ -547,12 +545,11 @@ class GenericAdapter:
         10.8 s greedy run (SmolLM2-135M, H100). Everything per token is built on the host and sent in one copy,
         so a pack's set-up does not grow with its number of prompts."""
         lengths = [len(p) for p in prompts]
-        starts = list(itertools.accumulate(lengths[:-1], initial=0))
         if len(prompts) == 1:
             ids = to_device(prompts[0], self.device)
             out = self.model(input_ids=ids[None, :], use_cache=True, logits_to_keep=1, **self._cache_kwargs())
-            return Prefill(out.logits[0], [(k[0], v[0]) for k, v in _cache_layers(out.past_key_values)],
-                           starts, lengths)
+            return Prefill(out.logits[0], [(k[0], v[0]) for k, v in _cache_layers(out.past_key_values)], lengths)
+        starts = list(itertools.accumulate(lengths[:-1], initial=0))
         owner = np.repeat(np.arange(len(prompts)), lengths)
         positions = np.arange(len(owner)) - np.repeat(starts, lengths)
         ends = [a + n - 1 for a, n in zip(starts, lengths)]
@@ -567,7 +564,7 @@ class GenericAdapter:
                                                                                         torch.finfo(dtype).min)
         out = self.model(input_ids=ids[None, :], attention_mask=mask[None, None], position_ids=positions_t[None, :],
                          use_cache=True, logits_to_keep=packed[3 * total:], **self._cache_kwargs())
-        return Prefill(out.logits[0], [(k[0], v[0]) for k, v in _cache_layers(out.past_key_values)], starts, lengths)
+        return Prefill(out.logits[0], [(k[0], v[0]) for k, v in _cache_layers(out.past_key_values)], lengths)
 
     def packs_prompts(self, length: int) -> bool:
         """Whether a prompt of ``length`` tokens may share a forward with others (:meth:`prefill`): the
