@@ -118,8 +118,8 @@ def test_an_arena_limit_holds_it_to_a_full_capacity_per_row():
 
 
 def test_prompts_of_one_forward_land_in_their_own_slots_and_nowhere_else():
-    """store_prompts scatters a packed forward's keys and values (prompts one after another) into slots given
-    in any order; a lone prompt is copied. Every other position of the cache stays as it was."""
+    """store_prompts scatters a packed forward's keys and values (prompts one after another, each token's prompt
+    and position given) into slots in any order; a lone prompt is copied. Every other position of the cache stays as it was."""
     import torch
 
     from evalsuite.engine.kernels import AttentionSpec
@@ -136,7 +136,10 @@ def test_prompts_of_one_forward_land_in_their_own_slots_and_nowhere_else():
         layers = [(torch.randn(2, tokens, 8, generator=generator), torch.randn(2, tokens, 8, generator=generator))
                   for _ in range(2)]
         starts = [sum(lengths[:i]) for i in range(len(lengths))]
-        cache.store_prompts(slots, lengths, layers)
+        packed = len(slots) > 1
+        owners = torch.tensor([i for i, n in enumerate(lengths) for _ in range(n)]) if packed else None
+        positions = torch.tensor([p for n in lengths for p in range(n)]) if packed else None
+        cache.store_prompts(slots, layers, owners, positions)
         for slot, start, length in zip(slots, starts, lengths):
             for layer, (keys, values) in enumerate(layers):
                 expected[layer, 0, slot, :, :length] = keys[:, start:start + length]

@@ -398,7 +398,7 @@ class Engine:
         started = time.perf_counter()
         for pack in self._packs(prompts):
             done = self.adapter.prefill([prompt.ids for prompt in pack])
-            cache.store_prompts([prompt.slot for prompt in pack], done.lengths, done.layers)
+            cache.store_prompts([prompt.slot for prompt in pack], done.layers, done.owners, done.positions)
             if self.vocab_limit is not None:
                 done.logits[:, self.vocab_limit:] = float("-inf")
             for prompt, logits in zip(pack, done.logits):

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 
 from evalsuite.engine.host_values import to_device
@@ -133,25 +132,25 @@ class KVCache:
         (queued on the device's stream, so after the steps that wrote them and before the next)."""
         self.gen[:, :, :, target:target + tokens].copy_(self.gen[:, :, :, source:source + tokens])
 
-    def store_prompts(self, slots: list[int], lengths: list[int],
-                      layers: list[tuple[torch.Tensor, torch.Tensor]]) -> None:
-        """Keys and values of prompts run in one forward, one after another (layers: per layer [kv_heads, tokens,
-        head_dim]), into their slots: one scatter per layer's keys and one per its values however many prompts
-        the forward had (a copy per prompt and layer was 2.4 ms of host time per prompt for SmolLM2's 30
-        layers, under the profiler)."""
-        if len(slots) == 1:
+    def store_prompts(self, slots: list[int], layers: list[tuple[torch.Tensor, torch.Tensor]],
+                      owners: torch.Tensor | None, positions: torch.Tensor | None) -> None:
+        """Keys and values of the prompts one forward ran (layers: per layer [kv_heads, tokens, head_dim]) into
+        their slots. Packed prompts (token i at ``positions[i]`` of prompt ``owners[i]``, on the device) take one
+        scatter per layer's keys and one per its values however many prompts the forward had (a copy per
+        prompt and layer was 2.4 ms of host time per prompt for SmolLM2's 30 layers, under the profiler); one
+        prompt alone (``owners`` None) is copied to the front of its slot."""
+        if owners is None:
+            length = layers[0][0].shape[1]
             for index, (keys, values) in enumerate(layers):
-                self.prompt[index, 0, slots[0], :, :lengths[0]].copy_(keys)
-                self.prompt[index, 1, slots[0], :, :lengths[0]].copy_(values)
+                self.prompt[index, 0, slots[0], :, :length].copy_(keys)
+                self.prompt[index, 1, slots[0], :, :length].copy_(values)
             return
-        slot = np.repeat(slots, lengths)
-        position = np.arange(len(slot)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-        where = to_device([*slot.tolist(), *position.tolist()], self.prompt.device)
-        slot_t, position_t = where[:len(slot)], where[len(slot):]
+        slot = to_device(slots, self.prompt.device)[owners]
         for index, (keys, values) in enumerate(layers):
             # [slot, :, position] puts the indexed (token) dimension first: [tokens, kv_heads, head_dim]
-            self.prompt[index, 0][slot_t, :, position_t] = keys.transpose(0, 1)
-            self.prompt[index, 1][slot_t, :, position_t] = values.transpose(0, 1)
+            self.prompt[index, 0][slot, :, positions] = keys.transpose(0, 1)
+            self.prompt[index, 1][slot, :, positions] = values.transpose(0, 1)
+
 
 class SlotPool:
     """Free-list of slot indices."""
