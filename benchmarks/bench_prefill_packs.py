@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -20,7 +21,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench_generate import SHAPES, build_model, load_prompt_tokens, sync  # noqa: E402
+from bench_generate import SHAPES, build_model, load_prompt_tokens, prompt_subset, sync  # noqa: E402
 
 import evalsuite.engine.engine as engine_module  # noqa: E402
 from evalsuite.engine import Engine  # noqa: E402
@@ -33,12 +34,12 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", default="smollm2-135m")
     ap.add_argument("--dtype", default="float32")
-    ap.add_argument("--out", default="runs/bench_prefill_packs")
+    ap.add_argument("--out", default=os.environ.get("OUT", "runs/bench_prefill_packs"))
     ap.add_argument("--tiny", action="store_true", help="a 2-layer model of the shape and 16 prompts, on the CPU")
     args = ap.parse_args(argv)
     device = "cuda" if torch.cuda.is_available() and not args.tiny else "cpu"
     prompt_tokens, eos, _ = load_prompt_tokens(SHAPES[args.model][1]["vocab_size"], args.tiny)
-    tasks = sorted(prompt_tokens, key=lambda t: int(t.split("/")[-1]))[:16 if args.tiny else None]
+    tasks = prompt_subset(prompt_tokens, 16 if args.tiny else len(prompt_tokens))  # all of them, in task order
     prompts = [prompt_tokens[t] for t in tasks]
     engine = Engine(build_model(args.model, eos, device, getattr(torch, args.dtype), args.tiny),
                     decode_tokens=json.dumps, eos_token_ids=[eos])
