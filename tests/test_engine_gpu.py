@@ -145,6 +145,99 @@ def test_residual_add_and_rms_norm_in_one_kernel_round_like_transformers(dtype, 
     assert alone is x and (normed == norm(x)).float().mean().item() > (0.999 if dtype == torch.bfloat16 else 0.5)
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("n,k,bias", [(28672, 4096, True), (4096, 16384, True), (4096, 4096, False),
+                                      (50400, 4096, True), (577, 576, False), (1003, 960, True)])
+def test_one_row_product_is_as_accurate_as_cublas(dtype, n, k, bias):
+    """GPT-J's shapes at batch 1 and odd ones (rows not a multiple of a program's, SmolLM2's width): the kernel's
+    output against a float64 product is within what cuBLAS's own is (both round a float32 sum once)."""
+    from evalsuite.engine.matvec import applies, one_row_linear
+
+    g = torch.Generator().manual_seed(n + k)
+    w = (torch.randn(n, k, generator=g) * 0.05).to(dtype).cuda()
+    b = torch.randn(n, generator=g).to(dtype).cuda() if bias else None
+    x = torch.randn(1, k, generator=g).to(dtype).cuda()
+    assert applies(x, w, b) and not applies(x.float(), w.float(), None) and not applies(torch.cat([x, x]), w, b)
+    want = torch.nn.functional.linear(x.double(), w.double(), b.double() if bias else None)
+    ours = (one_row_linear(x, w, b).double() - want).abs().max().item()
+    cublas = (torch.nn.functional.linear(x, w, b).double() - want).abs().max().item()
+    assert ours <= cublas * 1.5 + 1e-6, (ours, cublas)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_one_row_product_with_gelu_new_rounds_like_the_product_then_the_gelu_kernel(dtype):
+    """GPT-J's fused product with gelu_new on its fc_in columns, in one launch: bit for bit the same product's
+    output with transformers' gelu_new applied to those columns (the q, k, v columns untouched)."""
+    from transformers.activations import NewGELUActivation
+
+    from evalsuite.engine.matvec import one_row_linear
+
+    g = torch.Generator().manual_seed(7)
+    w = (torch.randn(3 * 512 + 2048, 512, generator=g) * 0.1).to(dtype).cuda()
+    b = torch.randn(w.shape[0], generator=g).to(dtype).cuda()
+    x = torch.randn(1, 512, generator=g).to(dtype).cuda()
+    plain = one_row_linear(x, w, b)
+    got = one_row_linear(x, w, b, gelu_from=3 * 512)
+    assert torch.equal(got[:, :1536], plain[:, :1536])
+    assert torch.equal(got[:, 1536:], NewGELUActivation()(plain[:, 1536:]))
+
+
+@pytest.mark.parametrize("rows", [1, 255])
+def test_gptj_residual_sum_and_layer_norm_in_one_kernel(rows):
+    """(attn + mlp) + x rounded as add3 (bit for bit), and the LayerNorm of it as torch's to within one unit in the
+    last place (the mean and variance are summed in another order), nearly always the same value; float32 runs
+    torch's own LayerNorm."""
+    from evalsuite.engine.fused_ops import add3, add3_then_layer_norm
+
+    g = torch.Generator().manual_seed(rows)
+    a, b, x = ((torch.randn(rows, 4096, generator=g) * scale).to(torch.bfloat16).cuda() for scale in (1, 3, 10))
+    norm = torch.nn.LayerNorm(4096, eps=1e-5).to(torch.bfloat16).cuda()
+    norm.weight.data = (torch.randn(4096, generator=g) * 0.3 + 1).to(torch.bfloat16).cuda()
+    norm.bias.data = (torch.randn(4096, generator=g) * 0.1).to(torch.bfloat16).cuda()
+    total, got = add3_then_layer_norm(x, (a, b), norm)
+    assert torch.equal(total, add3(a, b, x))
+    want = norm(total)
+    # one unit in the last place of the larger of the terms y = centred * rstd * weight + bias (an output near zero
+    # comes from cancellation, so its own last place says nothing of the arithmetic's)
+    scale = torch.maximum(want.float().abs(), norm.bias.float().abs()) + 2 ** -20
+    units = ((got.float() - want.float()).abs() / (scale * 2 ** -7)).max().item()
+    same = (got == want).float().mean().item()
+    assert same > 0.99 and units <= 1.0, (same, units)
+    first, normed = add3_then_layer_norm(x, None, norm)
+    assert first is x and (normed == norm(x)).float().mean().item() > 0.99
+    total32, got32 = add3_then_layer_norm(x.float(), (a.float(), b.float()), norm.float())
+    assert torch.equal(got32, norm(total32))
+
+
+def test_gptj_at_one_row_in_bfloat16_picks_transformers_best_tokens(monkeypatch):
+    """The batch-1 step as it runs for GPT-J in bfloat16 (one-row products, gelu_new inside the fused product,
+    residual sums with the LayerNorm): each greedy token the engine picks is within rounding of the best of
+    transformers' own logits for the same sequence, and the one-row kernels did run."""
+    import evalsuite.engine.models as models
+    from evalsuite.engine import matvec
+
+    model = _tiny("gptj").to(device="cuda", dtype=torch.bfloat16)
+    calls = {"gelu": 0, "plain": 0}
+    real = matvec.one_row_linear
+
+    def counting(x, weight, bias=None, gelu_from=None):
+        calls["gelu" if gelu_from is not None else "plain"] += 1
+        return real(x, weight, bias, gelu_from)
+
+    monkeypatch.setattr(matvec, "one_row_linear", counting)
+    monkeypatch.setattr(models, "one_row_linear", counting)
+    prompt = PROMPTS[0]
+    got = _run(_engine(model, rows=1), [prompt], SamplingParams(max_new_tokens=16))
+    tokens = _ids(got[("t/0", 0)].text)
+    assert calls["gelu"] > 0 and calls["plain"] > 0, calls
+    with torch.no_grad():
+        logits = model(torch.tensor([prompt + tokens], device="cuda")).logits[0, len(prompt) - 1:-1].float()
+    best = logits.max(dim=-1).values
+    chosen = logits.gather(1, torch.tensor(tokens, device="cuda")[:, None])[:, 0]
+    spread = logits.std(dim=-1)
+    assert bool(((best - chosen) <= 0.05 * spread + 2 ** -6 * best.abs()).all()), (best - chosen).tolist()
+
+
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
 def test_silu_times_up_in_one_kernel_is_bit_identical_to_transformers(dtype):
     """Gate and up as the fused gate/up product hands them: strided views of one [rows, 2 x width] tensor."""

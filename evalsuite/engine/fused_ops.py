@@ -42,12 +42,8 @@ if triton is not None:
     from evalsuite.engine.kernels import _round
 
     @triton.jit
-    def _gelu_new_kernel(X, Y, cols, sx, sy, c_cube, c_sqrt, BLOCK: tl.constexpr, ROUND: tl.constexpr,
-                         RDT: tl.constexpr):
-        row = tl.program_id(0).to(tl.int64)
-        offs = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
-        mask = offs < cols
-        x = tl.load(X + row * sx + offs, mask=mask, other=0.0).to(tl.float32)
+    def _gelu_new_rounded(x, c_cube, c_sqrt, ROUND: tl.constexpr, RDT: tl.constexpr):
+        """NewGELUActivation of float32 values holding RDT ones, each operation rounded as torch rounds it."""
         cube = libdevice.mul_rn(x, x)
         if ROUND:
             cube = _round(cube, RDT)
@@ -72,7 +68,17 @@ if triton is not None:
         half = libdevice.mul_rn(x, 0.5)
         if ROUND:
             half = _round(half, RDT)
-        y = libdevice.mul_rn(half, t)
+        return libdevice.mul_rn(half, t)
+
+
+    @triton.jit
+    def _gelu_new_kernel(X, Y, cols, sx, sy, c_cube, c_sqrt, BLOCK: tl.constexpr, ROUND: tl.constexpr,
+                         RDT: tl.constexpr):
+        row = tl.program_id(0).to(tl.int64)
+        offs = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < cols
+        x = tl.load(X + row * sx + offs, mask=mask, other=0.0).to(tl.float32)
+        y = _gelu_new_rounded(x, c_cube, c_sqrt, ROUND, RDT)
         tl.store(Y + row * sy + offs, y.to(Y.dtype.element_ty), mask=mask)
 
 
@@ -108,6 +114,26 @@ if triton is not None:
         if ROUND:  # rounded here, so the store's cast is exact whatever its rounding mode
             y = _round(y, RDT)
         tl.store(Y + row * sy + offs, y.to(Y.dtype.element_ty), mask=mask)
+
+
+    @triton.jit
+    def _add3_layer_norm_kernel(A, B, X, W, BN, XO, Y, cols, eps, BLOCK: tl.constexpr, HAS_ADD: tl.constexpr,
+                                RDT: tl.constexpr):
+        row = tl.program_id(0).to(tl.int64)
+        offs = tl.arange(0, BLOCK)
+        mask = offs < cols
+        x = tl.load(X + row * cols + offs, mask=mask, other=0.0).to(tl.float32)
+        if HAS_ADD:  # (a + b) + x, each sum rounded, as add3
+            s = _round(tl.load(A + row * cols + offs, mask=mask, other=0.0).to(tl.float32)
+                       + tl.load(B + row * cols + offs, mask=mask, other=0.0).to(tl.float32), RDT)
+            x = _round(s + x, RDT)
+            tl.store(XO + row * cols + offs, x.to(XO.dtype.element_ty), mask=mask)
+        mean = tl.sum(x, axis=0) / cols
+        centred = tl.where(mask, x - mean, 0.0)
+        rstd = libdevice.rsqrt(tl.sum(centred * centred, axis=0) / cols + eps)
+        y = centred * rstd * tl.load(W + offs, mask=mask, other=0.0).to(tl.float32) \
+            + tl.load(BN + offs, mask=mask, other=0.0).to(tl.float32)
+        tl.store(Y + row * cols + offs, y.to(Y.dtype.element_ty), mask=mask)
 
 
     @triton.jit
@@ -196,6 +222,31 @@ def add_then_norm(x: torch.Tensor, added: torch.Tensor | None, norm) -> tuple[to
                                   BLOCK=block, HAS_ADD=added is not None, ROUND=x.dtype != torch.float32,
                                   RDT=getattr(tl, _TL_DTYPES[x.dtype]), num_warps=min(16, max(4, block // 1024)),
                                   enable_reflect_ftz=False)
+    return total, y
+
+
+def add3_then_layer_norm(x: torch.Tensor, added: tuple[torch.Tensor, torch.Tensor] | None,
+                         norm) -> tuple[torch.Tensor, torch.Tensor]:
+    """(total, norm(total)) with total = add3(*added, x) (or x where ``added`` is None), for [rows, hidden]
+    tensors: one launch where ``norm`` is a LayerNorm with weight and bias and the tensors are contiguous bfloat16
+    or float16 on CUDA (GPT-J's residual sum and the next block's ln_1). The mean and variance are float32 sums in
+    the kernel's order, so an output may differ from torch's in its last bit; float32 runs torch's (the float32
+    greedy path stays transformers' arithmetic). Elsewhere :func:`add3` and the module."""
+    tensors = (x, *(added or ()))
+    if not (type(norm) is torch.nn.LayerNorm and _fusable(*tensors) and x.dtype != torch.float32
+            and all(t.is_contiguous() and t.shape == x.shape for t in tensors) and norm.weight is not None
+            and norm.bias is not None and norm.weight.dtype == x.dtype and norm.bias.dtype == x.dtype
+            and norm.normalized_shape == (x.shape[-1],)):
+        total = x if added is None else add3(added[0], added[1], x)
+        return total, norm(total)
+    rows, cols = x.shape
+    block = triton.next_power_of_2(cols)
+    total = torch.empty_like(x) if added is not None else x
+    y = torch.empty_like(x)
+    a, b = added if added is not None else (x, x)
+    _add3_layer_norm_kernel[(rows,)](a, b, x, norm.weight, norm.bias, total, y, cols, float(norm.eps), BLOCK=block,
+                                     HAS_ADD=added is not None, RDT=getattr(tl, _TL_DTYPES[x.dtype]),
+                                     num_warps=min(16, max(4, block // 1024)))
     return total, y
 
 

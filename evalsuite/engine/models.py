@@ -24,6 +24,8 @@ tensor per layer and each module's weight (and bias) becomes a view into it, so 
 the model's own forward (the prefill) runs unchanged; if the model's parameters are replaced afterwards
 (``model.to(...)``), the next step fuses them again. Then the MLP runs from its own modules
 (``Layout.mlp_steps``), its activation in one kernel where :mod:`evalsuite.engine.fused_ops` has one.
+At one row (batch 1) every plain ``nn.Linear`` product runs as :mod:`evalsuite.engine.matvec`'s kernel, which reads
+weights faster than cuBLAS does at one row (GPT-J: it also applies gelu_new to the fused product's fc_in part).
 
 Where a model uses a feature the step does not implement, :meth:`GenericAdapter.unsupported_reason` says so
 in one line and evalsuite runs plain transformers ``generate`` instead (the reason goes into the run record).
@@ -42,9 +44,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from evalsuite.engine.fused_ops import add3, add_then_norm, fused_activation, silu_mul
+from evalsuite.engine.fused_ops import add3_then_layer_norm, add_then_norm, fused_activation, silu_mul
 from evalsuite.engine.host_values import to_device
 from evalsuite.engine.kernels import ROTARY_HALF, ROTARY_INTERLEAVED, ROTARY_NONE, AttentionSpec, PositionTables
+from evalsuite.engine.matvec import applies, linear, module_linear, one_row_linear
 from evalsuite.registry import Registry
 
 # attend(layer_index, q [B, Hq, D], k [B, Hkv, D], v [B, Hkv, D]) -> [B, Hq * D]
@@ -221,7 +224,14 @@ class FusedLinear:
         return True
 
     def __call__(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        return torch.nn.functional.linear(x, self.weight, self.bias).split(self.sizes, dim=-1)
+        return linear(x, self.weight, self.bias).split(self.sizes, dim=-1)
+
+    def with_gelu_new(self, x: torch.Tensor) -> tuple[torch.Tensor, ...] | None:
+        """The outputs with ``gelu_new`` already applied to the last module's, where the one-row kernel applies
+        (it does both in one launch); None elsewhere."""
+        if not applies(x, self.weight, self.bias):
+            return None
+        return one_row_linear(x, self.weight, self.bias, gelu_from=sum(self.sizes[:-1])).split(self.sizes, dim=-1)
 
 
 class GenericAdapter:
@@ -271,11 +281,20 @@ class GenericAdapter:
         self._fused: list[FusedLinear] = []  # per block, Layout.fused
         self._fused_mlp: list[FusedLinear] = []  # per block, Layout.fused_mlp
         self._activation = None
+        self._gelu_in_product = False
+        # for _side_by_side; made here, as no stream may be created while a CUDA graph is being captured
+        self._side_stream: torch.cuda.Stream | None = None
+        if self.device.type == "cuda":
+            self._side_stream = torch.cuda.Stream(device=self.device)
         self.cap_bytes = cap_bytes  # the model's --gpu-memory cap: fusing makes copies only within it
         if self.fuse:
             self._fuse_all()
         if self.fuse and lay.mlp_steps is not None:
-            self._activation = fused_activation(_get(_get(self.blocks[0], lay.mlp), lay.mlp_steps[1]))
+            act = _get(_get(self.blocks[0], lay.mlp), lay.mlp_steps[1])
+            self._activation = fused_activation(act)
+            # the one-row product can apply the activation itself where it is gelu_new on the last fused output
+            self._gelu_in_product = (type(act).__name__ == "NewGELUActivation"
+                                     and lay.fused[-1] == f"{lay.mlp}.{lay.mlp_steps[0]}")
 
     def _fuse_all(self) -> None:
         """Fuse block by block, handing each block's replaced weights back to the device before the next, so
@@ -419,6 +438,8 @@ class GenericAdapter:
         x = self.embed(tokens, positions)
         if self.wiring == "sequential":
             return self._decode_sequential(x, attend)
+        if self.wiring == "parallel_shared":
+            return self._decode_parallel_shared(x, attend)
         for index in range(self.num_layers):
             x = self.block(index, x, attend)
         return self.head(x)
@@ -436,6 +457,47 @@ class GenericAdapter:
         x, h = add_then_norm(x, pending, _get(self.backbone, lay.final_norm))
         return self._logits(h)
 
+    def _decode_parallel_shared(self, x: torch.Tensor, attend: Attend) -> torch.Tensor:
+        """GPT-J's blocks with each residual sum (attn + mlp + x) done with the norm that reads it: one kernel for
+        a LayerNorm on CUDA (:func:`add3_then_layer_norm`), the same operations in the same order."""
+        lay = self.layout
+        pending: tuple[torch.Tensor, torch.Tensor] | None = None  # the previous block's attention and MLP outputs
+        for index, block in enumerate(self.blocks):
+            x, h = add3_then_layer_norm(x, pending, _get(block, lay.norms[0]))
+            pending = self._parallel_branches(index, block, h, attend)
+        x, h = add3_then_layer_norm(x, pending, _get(self.backbone, lay.final_norm))
+        return self._logits(h)
+
+    def _parallel_branches(self, index: int, block, h: torch.Tensor,
+                           attend: Attend) -> tuple[torch.Tensor, torch.Tensor]:
+        """A parallel_shared block's attention and MLP outputs, both read from the normed input ``h``."""
+        mlp = _get(block, self.layout.mlp)
+        if self.fuse and self.layout.mlp_steps is not None:
+            outputs, activated = self._project(index, h, with_activation=self._gelu_in_product)
+            if activated:  # one row on CUDA: the MLP's output product beside the attention
+                return self._side_by_side(lambda: self._attention(index, block, h, attend, outputs),
+                                          lambda: self._mlp_from(mlp, outputs, activated=True))
+            return self._attention(index, block, h, attend, outputs), self._mlp_from(mlp, outputs, activated)
+        return self._attention(index, block, h, attend), mlp(h)
+
+    def _side_by_side(self, first: Callable[[], torch.Tensor],
+                      second: Callable[[], torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+        """``first()`` on the current CUDA stream while ``second()`` runs on a side stream; both results, once both
+        are done. At one row GPT-J's attention is a chain of short latency-bound kernels (rotary, attention, its
+        merge: ~12 us a layer on an H100) and out_proj a small read, while fc_out reads 134 MB: side by side the
+        read hides most of the chain (``benchmarks/profile_decode.py``). CUDA graphs capture both streams.
+        Tensors stay safe to reuse: the side stream starts after everything the current one has queued, and the
+        current one waits for it before anything after the block."""
+        main, side = torch.cuda.current_stream(self.device), self._side_stream
+        if side is None or side.device != main.device:  # the model moved after set-up: one after the other
+            return first(), second()
+        side.wait_stream(main)
+        with torch.cuda.stream(side):
+            second_out = second()
+        first_out = first()
+        main.wait_stream(side)
+        return first_out, second_out
+
     def embed(self, tokens: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         lay = self.layout
         x = _get(self.backbone, lay.embed)(tokens)
@@ -451,10 +513,10 @@ class GenericAdapter:
         spec, lay = self.spec, self.layout
         batch, d = h.shape[0], spec.head_dim
         if len(lay.qkv) == 3:
-            q, k, v = (_get(attn, name)(h) for name in lay.qkv)
+            q, k, v = (module_linear(_get(attn, name), h) for name in lay.qkv)
             return (q.view(batch, spec.num_heads, d), k.view(batch, spec.num_kv_heads, d),
                     v.view(batch, spec.num_kv_heads, d))
-        fused = _get(attn, lay.qkv[0])(h)
+        fused = module_linear(_get(attn, lay.qkv[0]), h)
         if self.qkv_layout == "per_head":
             fused = fused.view(batch, spec.num_heads, 3, d)
             return fused[:, :, 0], fused[:, :, 1], fused[:, :, 2]
@@ -468,7 +530,7 @@ class GenericAdapter:
         """``outputs``: the fused projections' results for this block, by module path (q, k, v among them)."""
         attn = _get(block, self.layout.attn)
         if outputs is None and self.fuse and self._fused:
-            outputs = self._project(index, h)
+            outputs, _ = self._project(index, h)
         if outputs is not None:
             spec, batch, prefix = self.spec, h.shape[0], self.layout.attn + "."
             q, k, v = (outputs[prefix + name] for name in self.layout.qkv)
@@ -479,18 +541,26 @@ class GenericAdapter:
         if self.layout.qk_norm is not None:
             q = _get(attn, self.layout.qk_norm[0])(q)
             k = _get(attn, self.layout.qk_norm[1])(k)
-        return _get(attn, self.layout.out_proj)(attend(index, q, k, v))
+        return module_linear(_get(attn, self.layout.out_proj), attend(index, q, k, v))
 
-    def _project(self, index: int, h: torch.Tensor) -> dict[str, torch.Tensor]:
-        return dict(zip(self.layout.fused, self._fused[index](h)))
+    def _project(self, index: int, h: torch.Tensor,
+                 with_activation: bool = False) -> tuple[dict[str, torch.Tensor], bool]:
+        """The fused projections' outputs by module path, and whether the MLP's activation is already applied to
+        its input projection's (``with_activation``: asked of the product, which does it at one row)."""
+        fused = self._fused[index]
+        outputs = fused.with_gelu_new(h) if with_activation else None
+        activated = outputs is not None
+        return dict(zip(self.layout.fused, outputs if outputs is not None else fused(h))), activated
 
-    def _mlp_from(self, mlp, outputs: dict[str, torch.Tensor]) -> torch.Tensor:
-        """The MLP after its input projection (done by the fused product): activation, output projection."""
+    def _mlp_from(self, mlp, outputs: dict[str, torch.Tensor], activated: bool = False) -> torch.Tensor:
+        """The MLP after its input projection (done by the fused product): activation (unless ``activated``),
+        output projection."""
         assert self.layout.mlp_steps is not None  # only layouts that fuse the MLP's input come here
         first, act, last = self.layout.mlp_steps
         hidden = outputs[f"{self.layout.mlp}.{first}"]
-        hidden = self._activation(hidden) if self._activation is not None else _get(mlp, act)(hidden)
-        return _get(mlp, last)(hidden)
+        if not activated:
+            hidden = self._activation(hidden) if self._activation is not None else _get(mlp, act)(hidden)
+        return module_linear(_get(mlp, last), hidden)
 
     def _mlp(self, index: int, mlp, h: torch.Tensor) -> torch.Tensor:
         """The block's MLP: a gated one with its gate and up projections as one product where they are fused."""
@@ -498,7 +568,7 @@ class GenericAdapter:
             return mlp(h)
         gate, up = self._fused_mlp[index](h)
         activation, down = self.layout.gated_mlp_tail
-        return _get(mlp, down)(silu_mul(_get(mlp, activation), gate, up))
+        return module_linear(_get(mlp, down), silu_mul(_get(mlp, activation), gate, up))
 
     def block(self, index: int, x: torch.Tensor, attend: Attend) -> torch.Tensor:
         block = self.blocks[index]
@@ -508,12 +578,6 @@ class GenericAdapter:
         if wiring == "sequential":
             x = x + self._attention(index, block, norms[0](x), attend)
             return x + self._mlp(index, mlp, norms[1](x))
-        if wiring == "parallel_shared":
-            h = norms[0](x)
-            if self.fuse and self.layout.mlp_steps is not None:
-                outputs = self._project(index, h)
-                return add3(self._attention(index, block, h, attend, outputs), self._mlp_from(mlp, outputs), x)
-            return self._attention(index, block, h, attend) + mlp(h) + x
         if wiring == "parallel":
             a = self._attention(index, block, norms[0](x), attend)
             return mlp(norms[1](x)) + a + x
@@ -533,7 +597,7 @@ class GenericAdapter:
         return self._logits(_get(self.backbone, self.layout.final_norm)(x))
 
     def _logits(self, normed: torch.Tensor) -> torch.Tensor:
-        logits = self.lm_head(normed)
+        logits = module_linear(self.lm_head, normed)
         if self.final_softcap:
             logits = torch.tanh(logits / self.final_softcap) * self.final_softcap
         return logits
