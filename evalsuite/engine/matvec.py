@@ -58,9 +58,10 @@ HALF_TYPES = {torch.bfloat16: "bfloat16", torch.float16: "float16"}
 
 def tile_for(n: int, k: int) -> tuple[int, int, int, int] | None:
     """(rows a program, columns a load, warps, pipeline stages) for an [n, k] weight, or None where the kernel
-    does not apply (k not a multiple of 64). The best of ``benchmarks/bench_gemv.py``'s sweep for each of GPT-J's
-    shapes on an H100 (2026-11-28): four rows a program (many programs in flight), loads as long as k allows;
-    stages only help the small out_proj."""
+    does not apply (k not a multiple of 64). From ``benchmarks/bench_gemv.py``'s sweep over GPT-J's shapes on an
+    H100 (2026-11-28), whose best tiles all took four rows a program (many programs in flight) and 2048-column
+    loads; three pipeline stages were best for out_proj (taken here for weights that small) and lm_head (not
+    taken: its one-stage rate was not recorded apart)."""
     block_k = next((b for b in (2048, 1024, 512, 256, 128, 64) if k % b == 0), None)
     if block_k is None:
         return None

@@ -24,8 +24,9 @@ tensor per layer and each module's weight (and bias) becomes a view into it, so 
 the model's own forward (the prefill) runs unchanged; if the model's parameters are replaced afterwards
 (``model.to(...)``), the next step fuses them again. Then the MLP runs from its own modules
 (``Layout.mlp_steps``), its activation in one kernel where :mod:`evalsuite.engine.fused_ops` has one.
-At one row (batch 1) every plain ``nn.Linear`` product runs as :mod:`evalsuite.engine.matvec`'s kernel, which reads
-weights faster than cuBLAS does at one row (GPT-J: it also applies gelu_new to the fused product's fc_in part).
+At one row (batch 1) of a bfloat16 or float16 model every plain ``nn.Linear`` product runs as
+:mod:`evalsuite.engine.matvec`'s kernel, which reads weights faster than cuBLAS does at one row (GPT-J: it also
+applies gelu_new to the fused product's fc_in part).
 
 Where a model uses a feature the step does not implement, :meth:`GenericAdapter.unsupported_reason` says so
 in one line and evalsuite runs plain transformers ``generate`` instead (the reason goes into the run record).
@@ -571,13 +572,13 @@ class GenericAdapter:
         return module_linear(_get(mlp, down), silu_mul(_get(mlp, activation), gate, up))
 
     def block(self, index: int, x: torch.Tensor, attend: Attend) -> torch.Tensor:
+        """One block of a wiring without a loop of its own (sequential and parallel_shared blocks run in
+        :meth:`_decode_sequential` and :meth:`_decode_parallel_shared`, which fuse each residual add with the
+        norm after it)."""
         block = self.blocks[index]
         norms = [_get(block, name) for name in self.layout.norms]
         mlp = _get(block, self.layout.mlp)
         wiring = self.wiring
-        if wiring == "sequential":
-            x = x + self._attention(index, block, norms[0](x), attend)
-            return x + self._mlp(index, mlp, norms[1](x))
         if wiring == "parallel":
             a = self._attention(index, block, norms[0](x), attend)
             return mlp(norms[1](x)) + a + x
