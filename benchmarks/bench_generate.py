@@ -29,6 +29,7 @@ import json
 import os
 import platform
 import random
+import statistics
 import sys
 import time
 from dataclasses import replace
@@ -322,35 +323,60 @@ def _baseline_throughput(model, rows, params, eos, variant, batch_size, batches,
             "tokens_per_s": round(tokens / wall, 1), "batch_size": batch_size, "peak_gib": peak_gib()}
 
 
+def decode_ms_per_token(generate, short=8, long=72, repeats=3) -> float:
+    """Decode-only ms per token at batch 1: ``generate(new_tokens)`` timed at two lengths, the difference over
+    the extra tokens (prefill and set-up cancel out). One untimed pair first (warm-up), then the median of
+    ``repeats`` pairs: a single pair moved by up to ~0.1 ms/token between calls (GPT-J engine, H100)."""
+    generate(short), generate(long)
+    figures = []
+    for _ in range(repeats):
+        times = {}
+        for new in (short, long):
+            sync()
+            start = time.perf_counter()
+            setup_s = generate(new) or 0.0
+            sync()
+            times[new] = time.perf_counter() - start - setup_s
+        figures.append(1000 * (times[long] - times[short]) / (long - short))
+    return statistics.median(figures)
+
+
 def baseline_bs1_ms(model, prompt, eos, short=8, long=72) -> float:
     device = next(model.parameters()).device
     ids = torch.tensor([prompt], device=device)
-    times = {}
-    for new in (short, long, short, long):
-        sync()
-        start = time.perf_counter()
+
+    def generate(new: int) -> None:
         with torch.inference_mode():
             model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), do_sample=False, max_new_tokens=new,
                            min_new_tokens=new, eos_token_id=eos, pad_token_id=eos)
-        sync()
-        times[new] = time.perf_counter() - start  # second run of each length counts (first warms up)
-    return 1000 * (times[long] - times[short]) / (long - short)
+
+    return decode_ms_per_token(generate, short, long)
 
 
 # --------------------------------------------------------------------------------------------- engine
 def engine_warm_up(engine, requests, prompt_ids, params) -> float:
-    """16 samples of the first prompt, 8 tokens each, untimed in the figures: Triton compiles the engine's
-    kernels on the first use on a machine (~3.6 s for GPT-J-6B on the reference GPU) and keeps them in its disk
-    cache, so every later run, the user's too, starts warm. 16 rows, so that batches of 1, 2-8 and 16 reach
-    each kind of integer argument Triton specializes on (1, a multiple of 16, other). That is not all of it: at
-    512 rows the timed run's eager warm-up still took 0.92-0.97 s in the first process on a fresh machine, ~0.1 s
-    in any later process there (``warm_up_s``; tenth and eleventh sessions): a first use per machine that these
-    16 rows do not reach. Returns this call's seconds (the first-use cost)."""
-    first = replace(requests[0], sample_indices=requests[0].sample_indices[:16])
+    """Untimed in the figures: Triton compiles the engine's kernels on their first use on a machine (~3.6 s for
+    GPT-J-6B on the reference GPU, then ~1.7 s more at 512 rows) and keeps them in its disk cache, so every later
+    run on that machine, the user's too, starts warm. Two calls of 8 tokens a sample: 16 samples of the first
+    prompt, so that batches of 1, 2-8 and 16 reach each kind of integer argument Triton specializes on; then as
+    many samples as the engine has rows, for what only the widest steps compile (measured in one process,
+    thirteenth session: the first 512-row run's eager warm-up took 1.67 s, the next one's 0.05 s). Returns both
+    calls' seconds (the first-use cost)."""
+    def run(chosen: list[GenerationRequest], ids) -> None:
+        for _ in engine.generate(chosen, replace(params, max_new_tokens=8), prompt_ids=ids):
+            pass
+
     sync()
     start = time.perf_counter()
-    for _ in engine.generate([first], replace(params, max_new_tokens=8), prompt_ids=prompt_ids[:1]):
-        pass
+    run([replace(requests[0], sample_indices=requests[0].sample_indices[:16])], prompt_ids[:1])
+    wide, ids, left = [], [], engine.options.max_rows
+    for request, prompt in zip(requests, prompt_ids):
+        if left <= 0:
+            break
+        wide.append(replace(request, sample_indices=request.sample_indices[:left]))
+        ids.append(prompt)
+        left -= len(wide[-1].sample_indices)
+    run(wide, ids)
     sync()
     return round(time.perf_counter() - start, 2)
 
@@ -392,14 +418,12 @@ def step_budget(engine, stats: dict) -> dict:
 
 def engine_bs1_ms(engine, prompt, short=8, long=72) -> float:
     request = [GenerationRequest(task_id="bs1", prompt="", sample_indices=(0,))]
-    times = {}
-    for new in (short, long, short, long):
-        sync()
-        start = time.perf_counter()
+
+    def generate(new: int) -> float:  # returns its CUDA-graph capture, taken off the time
         list(engine.generate(request, SamplingParams(max_new_tokens=new), prompt_ids=[prompt], ignore_eos=True))
-        sync()
-        times[new] = time.perf_counter() - start - engine.stats.capture_s
-    return 1000 * (times[long] - times[short]) / (long - short)
+        return engine.stats.capture_s
+
+    return decode_ms_per_token(generate, short, long)
 
 
 # ---------------------------------------------------------------------------------------- equivalence

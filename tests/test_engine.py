@@ -168,6 +168,24 @@ def test_prompts_packed_into_one_forward_give_the_tokens_of_one_prompt_at_a_time
     assert stats.prefill_forwards == min(expected_forwards, 5)
 
 
+def test_a_prefill_takes_the_next_waiting_prompts_into_its_forward_while_slots_are_free(tiny):
+    """Many samples a prompt and few rows: a prompt's first sample is admitted long after the run starts.
+    Its prefill joins an earlier one's forward, into a free prompt slot, instead of running alone when it is
+    needed (one forward per prompt held up the decode steps each time); the completions do not change."""
+    prompts = [[5, 6, 7], [20, 21], [30, 31, 32, 33], [40, 41], [50, 51, 52]]
+    params = SamplingParams(n=6, temperature=0.9, max_new_tokens=6, seed=3)
+    ahead = _engine(tiny, rows=4)
+    got = _run(ahead, prompts, params, samples=range(6))
+    alone = Engine(tiny, decode_tokens=_text, eos_token_ids=[], options=EngineOptions(max_rows=4,
+                                                                                      pack_prompts=False))
+    want = _run(alone, prompts, params, samples=range(6))
+    assert {k: c.text for k, c in got.items()} == {k: c.text for k, c in want.items()}
+    assert alone.stats.prefill_forwards == len(prompts) == ahead.stats.prefills
+    if ahead.adapter.packs_prompts(4):
+        # 4 rows, 6 samples a prompt: 4 prompt slots (kv_cache.plan_cache), so prompts 0-3 share the first
+        # forward and prompt 4 takes the slot prompt 0 frees
+        assert ahead.stats.prefill_forwards == 2
+
 def test_prompts_are_packed_only_under_attention_that_takes_a_dense_mask(tiny):
     adapter = _engine(tiny).adapter
     if adapter.layout.positions == "alibi":
