@@ -96,9 +96,10 @@ def run(argv: list[str], timeout: float, env: dict[str, str] | None = None) -> s
     try:
         done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=max(timeout, 1),
                               env={**os.environ, **(env or {})})
-    except subprocess.TimeoutExpired as exc:
-        text = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else (exc.stderr or "")
-        done = subprocess.CompletedProcess(argv, 124, "", f"{text[-4000:]}\ntimed out after {timeout:.0f} s")
+    except subprocess.TimeoutExpired as exc:  # keep what it printed: where a timed-out command had got to
+        out, err = (part.decode(errors="replace") if isinstance(part, bytes) else (part or "")
+                    for part in (exc.stdout, exc.stderr))
+        done = subprocess.CompletedProcess(argv, 124, out, f"{err[-4000:]}\ntimed out after {timeout:.0f} s")
     with open(OUT / "commands.log", "a") as handle:
         handle.write(f"\n$ {' '.join(argv)}\n[exit {done.returncode}]\n{done.stdout[-20000:]}\n{done.stderr[-20000:]}\n")
     if done.returncode != 0:
@@ -173,7 +174,8 @@ def gpu_tests() -> None:
         return
     tests = ["tests/test_engine_gpu.py", "tests/test_engine_kernels.py", "tests/test_planner_gpu.py",
              "tests/test_many_models.py"]
-    done = run([PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests],
+    # -v: a test per line, so a run cut by its time limit shows the one it was in (commands.log)
+    done = run([PY, "-m", "pytest", "-v", "--durations=12", "-p", "no:cacheprovider", *tests],
                min(float(os.environ.get("TEST_TIMEOUT", "170")), left() - 30))
     summary = next((line for line in reversed(done.stdout.splitlines()) if re.search(r"\d+ (passed|failed)", line)),
                    _last_line(done))
