@@ -176,7 +176,7 @@ def gpu_tests() -> None:
              "tests/test_many_models.py"]
     # -v: a test per line, so a run cut by its time limit shows the one it was in (commands.log)
     done = run([PY, "-m", "pytest", "-v", "--durations=12", "-p", "no:cacheprovider", *tests],
-               min(float(os.environ.get("TEST_TIMEOUT", "170")), left() - 30))
+               min(float(os.environ.get("TEST_TIMEOUT", "170")), left() - 30), env={"PYTHONUNBUFFERED": "1"})
     summary = next((line for line in reversed(done.stdout.splitlines()) if re.search(r"\d+ (passed|failed)", line)),
                    _last_line(done))
     ROWS.append(Row("gpu tests", " ".join(Path(t).stem for t in tests), "ok" if done.returncode == 0 else "failed",
