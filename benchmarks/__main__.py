@@ -38,6 +38,8 @@ SUITES: dict[str, Suite] = {
                                                 "stream, with and without capping its multiprocessors (GPU)"),
     "one-row-products": Suite("bench_gemv.py", "GPT-J's matrix products at batch 1: cuBLAS against the engine's "
                                                "one-row Triton kernel and a sweep of its tiles, in TB/s (GPU)"),
+    "prefill-ahead": Suite("prefill_ahead_ab.py", "GPT-J's realistic run with prefills taking the next waiting "
+                                                  "prompts along and without, alternating in one process (GPU)"),
     "engine-setup": Suite("setup_budget.py", "the engine's one-time work (warm-up, graph captures, prefill), run "
                                              "after run in one process"),
     "prefill-packs": Suite("bench_prefill_packs.py", "prefill seconds for HumanEval's prompts by the most tokens "
