@@ -373,6 +373,17 @@ def engine_warm_up(engine, requests, prompt_ids, params) -> float:
     return round(time.perf_counter() - start, 2)
 
 
+def timed_realistic_run(engine, requests, prompt_ids, params, lengths) -> tuple[int, float]:
+    """One generate call of a workload whose sample lengths are forced (``lengths[(task, i)]``): tokens and wall
+    seconds, the device synchronized at both ends."""
+    sync()
+    start = time.perf_counter()
+    tokens = sum(c.num_tokens for c in engine.generate(requests, params, prompt_ids=prompt_ids,
+                                                       forced_lengths=lambda t, i: lengths[(t, i)]))
+    sync()
+    return tokens, time.perf_counter() - start
+
+
 def engine_throughput(engine, requests, prompt_ids, params, variant, lengths) -> dict:
     first_use_s = engine_warm_up(engine, requests, prompt_ids, params)
     peak_reset()

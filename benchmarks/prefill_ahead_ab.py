@@ -11,7 +11,6 @@ import argparse
 import json
 import os
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -21,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import evalsuite.engine.engine as engine_module  # noqa: E402
 from bench_generate import (SHAPES, build_model, engine_bs1_ms, engine_warm_up, load_prompt_tokens,  # noqa: E402
-                            prompt_subset, realistic_samples)
+                            prompt_subset, realistic_samples, timed_realistic_run)
 from evalsuite.engine import Engine  # noqa: E402
 from evalsuite.records import SamplingParams  # noqa: E402
 
@@ -44,12 +43,7 @@ def main(argv=None) -> int:
     try:
         for variant in args.runs.split(","):
             engine_module._Loop._take_ahead = take_ahead if variant == "ahead" else (lambda self, prompts: None)
-            torch.cuda.synchronize()
-            start = time.perf_counter()
-            tokens = sum(c.num_tokens for c in engine.generate(requests, params, prompt_ids=prompts,
-                                                               forced_lengths=lambda t, i: lengths[(t, i)]))
-            torch.cuda.synchronize()
-            wall = time.perf_counter() - start
+            tokens, wall = timed_realistic_run(engine, requests, prompts, params, lengths)
             stats = engine.stats
             runs.append(dict(variant=variant, tokens_per_s=round(tokens / wall), wall_s=round(wall, 2),
                              setup_s=round(stats.capture_s, 3), eager_warm_up_s=stats.warm_up_s,

@@ -21,7 +21,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench_generate import (SHAPES, build_model, engine_warm_up, load_prompt_tokens,  # noqa: E402
-                            one_shape_arguments, prompt_subset, realistic_samples)
+                            one_shape_arguments, prompt_subset, realistic_samples, timed_realistic_run)
 from evalsuite.engine import Engine, EngineOptions  # noqa: E402
 from evalsuite.engine.runner import DecodeRunner  # noqa: E402
 from evalsuite.records import SamplingParams  # noqa: E402
@@ -71,12 +71,7 @@ def main(argv=None) -> int:
 
     DecodeRunner.step = step
     try:
-        torch.cuda.synchronize()
-        start = time.perf_counter()
-        tokens = sum(c.num_tokens for c in engine.generate(requests, params, prompt_ids=prompts,
-                                                           forced_lengths=lambda t, i: lengths[(t, i)]))
-        torch.cuda.synchronize()
-        wall = time.perf_counter() - start
+        tokens, wall = timed_realistic_run(engine, requests, prompts, params, lengths)
     finally:
         DecodeRunner.step = original
     gaps = [b - a for a, b in zip(marks, marks[1:])] + [0.0]
