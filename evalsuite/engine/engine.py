@@ -416,13 +416,17 @@ class Engine:
         packed with it (under data parallel, on which rank it ran)."""
         return self.options.pack_prompts and not self.options.batch_invariant
 
+    def packable(self, prompt: PromptJob) -> bool:
+        """Whether ``prompt`` may share a prefill forward with others."""
+        return self.packs and self.adapter.packs_prompts(len(prompt.ids))
+
     def _packs(self, prompts: list[PromptJob]) -> Iterator[list[PromptJob]]:
         """Consecutive prompts whose tokens add up to at most ``pack_tokens``; one by one where the family
         cannot share a forward between prompts."""
         pack: list[PromptJob] = []
         tokens = 0
         for prompt in prompts:
-            if not (self.packs and self.adapter.packs_prompts(len(prompt.ids))):
+            if not self.packable(prompt):
                 yield [prompt]
                 continue
             if pack and tokens + len(prompt.ids) > self.pack_tokens:
@@ -564,7 +568,7 @@ class _Loop:
             if prompt.slot >= 0 or prompt.unfinished == 0:  # prefilled already (or done)
                 self.not_prefilled.popleft()
                 continue
-            if tokens + len(prompt.ids) > engine.pack_tokens or not engine.adapter.packs_prompts(len(prompt.ids)):
+            if tokens + len(prompt.ids) > engine.pack_tokens or not engine.packable(prompt):
                 return
             self.not_prefilled.popleft()
             prompt.slot = self.prompt_slots.take()
