@@ -23,7 +23,10 @@ from pathlib import Path
 
 import torch
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from cuda_graphs import graph_of  # noqa: E402
 
 from evalsuite.engine import kernels as K  # noqa: E402
 
@@ -68,16 +71,7 @@ def make_layers(n: int, slots_p: int, pcap: int, slots_g: int, gcap: int):
 
 def time_graph(fn, layers, reps: int = 20) -> float:
     """Microseconds per call: one graph that calls fn once per layer, replayed; median over replays."""
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for layer in layers:
-            fn(*layer)
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for layer in layers:
-            fn(*layer)
+    graph = graph_of(lambda: [fn(*layer) for layer in layers], warmups=1)
     times = []
     for _ in range(reps):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)

@@ -23,7 +23,10 @@ import torch
 import triton
 import triton.language as tl
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from cuda_graphs import graph_of  # noqa: E402
 
 from evalsuite.engine import matvec as M  # noqa: E402
 
@@ -49,15 +52,7 @@ SHAPES = {  # name: (N, K, bias)
 
 def timed_graph(calls, replays: int = 20, repeats: int = 5) -> float:
     """Median seconds of one replay of a graph holding ``calls`` (after two eager warm-up runs)."""
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for _ in range(2):
-            calls()
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        calls()
+    graph = graph_of(calls)
     graph.replay()
     torch.cuda.synchronize()
     times = []

@@ -23,6 +23,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from cuda_graphs import graph_of  # noqa: E402
 from bench_generate import (SHAPES, build_model, load_prompt_tokens, one_shape_arguments,  # noqa: E402
                             prompt_subset, realistic_samples)
 from evalsuite.engine import Engine, EngineOptions  # noqa: E402
@@ -33,20 +34,6 @@ from evalsuite.records import GenerationRequest, SamplingParams  # noqa: E402
 
 class _Stop(Exception):
     pass
-
-
-def graph_of(fn, warmups: int = 2):
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for _ in range(warmups):
-            fn()
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        fn()
-    torch.cuda.synchronize()
-    return graph
 
 
 def time_replays(graph, reps: int, before=None) -> dict:
