@@ -7,8 +7,10 @@ real-size shapes.
 from __future__ import annotations
 
 import gc
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -373,3 +375,70 @@ print("hashed")
 """
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0 and "hashed" in done.stdout, done.stderr[-2000:]
+
+
+def test_a_fresh_triton_cache_compiles_the_step_kernels_ahead_with_the_same_completions(tmp_path):
+    """On an empty Triton cache (a fresh machine), the decode step's kernels compile side by side in a dry pass
+    before the warm-up (compile_ahead.py), so none compiles at its own launch while the graphs are set up; the
+    next process on that cache takes them from the dry pass's listing instead. Neither changes a completion: the
+    dry pass's skipped kernels leave their outputs unwritten, and the row state is put back. A second engine run
+    in the same process, with compile-ahead switched off by another hook, gives the same samples."""
+    script = f"""
+import hashlib, sys
+sys.path.insert(0, {str(Path(__file__).parent)!r})
+from triton import knobs
+from evalsuite.engine import runner as runner_module
+from evalsuite.records import SamplingParams
+from test_engine import PROMPTS, _engine, _run, _tiny
+
+phase, late = {{"capture": False}}, []
+original = runner_module.DecodeRunner._capture_all
+def capture_all(self):
+    phase["capture"] = True
+    try:
+        original(self)
+    finally:
+        phase["capture"] = False
+runner_module.DecodeRunner._capture_all = capture_all
+def compiled(*, fn, is_manual_warmup, **_):
+    if phase["capture"] and not is_manual_warmup:
+        late.append(fn.name)
+knobs.runtime.jit_post_compile_hook = compiled
+
+params = SamplingParams(n=3, temperature=0.8, top_p=0.95, max_new_tokens=12, seed=5)
+engine = _engine(_tiny("llama").to("cuda"), rows=8)
+first = _run(engine, PROMPTS, params, samples=range(3))
+ahead = engine.stats.compile_ahead
+assert ahead is not None and ahead.kernels >= 3 and ahead.workers >= 1, ahead
+assert late == [], late
+knobs.runtime.jit_cache_hook = lambda **_: None  # someone else's hook: nothing compiled ahead
+second = _run(engine, PROMPTS, params, samples=range(3))
+assert engine.stats.compile_ahead is None
+texts = sorted((k, c.text) for k, c in first.items())
+assert texts == sorted((k, c.text) for k, c in second.items())
+print("ahead", ahead.listed, ahead.kernels, hashlib.sha256(repr(texts).encode()).hexdigest())
+"""
+    env = {**os.environ, "TRITON_CACHE_DIR": str(tmp_path / "triton")}
+    runs = []
+    for _ in range(2):
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600, env=env)
+        assert done.returncode == 0 and "ahead" in done.stdout, done.stderr[-3000:]
+        runs.append(done.stdout.split("ahead ")[1].split())
+    (listed_first, kernels_first, texts_first), (listed_then, kernels_then, texts_then) = runs
+    assert (listed_first, listed_then) == ("False", "True")
+    assert kernels_first == kernels_then and texts_first == texts_then
+    assert len(list((tmp_path / "triton" / "evalsuite-ahead").glob("*.json"))) == 1
+
+
+def test_compiling_ahead_leaves_a_hook_someone_else_set_and_runs_nothing():
+    from triton import knobs
+
+    from evalsuite.engine.compile_ahead import compile_kernels_ahead
+
+    ran: list[int] = []
+    knobs.runtime.jit_cache_hook = lambda **_: None
+    try:
+        assert compile_kernels_ahead(lambda: ran.append(1), "signature") is None
+    finally:
+        knobs.runtime.jit_cache_hook = None
+    assert ran == []

@@ -25,6 +25,7 @@ import numpy as np
 import torch
 
 from evalsuite.devices import allocatable_bytes
+from evalsuite.engine.compile_ahead import CompileAhead
 from evalsuite.engine.kernels import triton_usable
 from evalsuite.engine.kv_cache import (
     FIRST_BLOCK,
@@ -99,6 +100,7 @@ class EngineStats:
     capture_s: float = 0.0
     capture_s_by_bucket: dict[int, float] = field(default_factory=dict)  # each CUDA graph's capture
     warm_up_s: float = 0.0  # of capture_s: the eager steps before the graphs (kernels compiled or loaded)
+    compile_ahead: CompileAhead | None = None  # of warm_up_s: the step's new kernels, compiled side by side
     cache_gib: float = 0.0
     shared_prefix: bool = False
     # where the host's time went (the per-step budget of benchmarks/bench_generate.py): prompts through the
@@ -119,7 +121,7 @@ class EngineStats:
     evicted_tokens: int = 0
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        return asdict(self)
 
 
 class Engine:
@@ -227,6 +229,7 @@ class Engine:
                 # one-time work of the last generate call (kernel warm-up, graph capture): its first call in a
                 # process also pays the process's lazy CUDA set-up, which a later model's does not
                 "setup_s": round(self.stats.capture_s, 3),
+                **({"compile_ahead": asdict(ahead)} if (ahead := self.stats.compile_ahead) else {}),
                 "steps": self.stats.steps, "prefill_s": round(self.stats.prefill_s, 3),
                 "wait_s": round(self.stats.wait_s, 3), "loop_s": round(self.stats.loop_s, 3),
                 **({"step_cost": asdict(cost)} if (cost := self.step_cost()) else {}),
@@ -380,6 +383,7 @@ class Engine:
                               fixed_width=self.options.batch_invariant)
         self.stats = EngineStats(rows=plan.rows, capture_s=time.perf_counter() - started,
                                  capture_s_by_bucket=runner.capture_s_by_bucket, warm_up_s=runner.warm_up_s,
+                                 compile_ahead=runner.compile_ahead,
                                  cache_gib=plan.total_bytes / GiB, shared_prefix=bool(shared))
         rule = FinishRule(eos_ids=self.eos_ids, ignore_eos=ignore_eos, decode=self.decode,
                           decode_tokens=self.decode_tokens, check_every=self.options.stop_check_every)

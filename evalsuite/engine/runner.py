@@ -9,12 +9,14 @@ memory, asynchronously, and edits rows when samples start or finish.
 
 from __future__ import annotations
 
+import hashlib
 import time
 from dataclasses import dataclass, field, fields
 from functools import partial
 
 import torch
 
+from evalsuite.engine.compile_ahead import CompileAhead, code_version, compile_kernels_ahead
 from evalsuite.engine.host_values import to_device
 from evalsuite.engine.kernels import (
     PositionTables,
@@ -36,6 +38,18 @@ _COLUMNS = 6  # row, prompt slot, prompt length, block start, block size, sample
 
 def buckets_up_to(rows: int) -> list[int]:
     return sorted({b for b in BUCKETS if b < rows} | {rows})
+
+
+def one_bucket_per_specialization(buckets: list[int]) -> list[int]:
+    """The buckets whose steps reach every kernel specialization the others do, as far as a kernel's integer
+    arguments are the batch times a constant: Triton specializes an integer on being 1 and on being a multiple
+    of 16, and 16 divides ``batch * c`` exactly when it does for any other batch with as many factors of two
+    (counted up to four). So: batch 1, and the first bucket of each count of twos (0-4)."""
+    chosen: dict[object, int] = {}
+    for batch in sorted(buckets):
+        twos = min((batch & -batch).bit_length() - 1, 4)
+        chosen.setdefault("one" if batch == 1 else twos, batch)
+    return sorted(chosen.values())
 
 
 @dataclass
@@ -98,6 +112,7 @@ class DecodeRunner:
         self._graphs: dict[int, torch.cuda.CUDAGraph] = {}
         self.capture_s_by_bucket: dict[int, float] = {}
         self.warm_up_s = 0.0  # the eager steps before capture (kernel compilation or loading, library handles)
+        self.compile_ahead: CompileAhead | None = None  # of warm_up_s: the step's kernels compiled side by side
         pin = self.device.type == "cuda"
         # a buffer is reused once the edit it carried reached the device; up to three edits a step (finished rows
         # reset, samples started, blocks moved), so eight keep the host from waiting on a step still running
@@ -159,6 +174,8 @@ class DecodeRunner:
         side = torch.cuda.Stream(self.device)
         side.wait_stream(torch.cuda.current_stream(self.device))
         with torch.cuda.stream(side):  # warm-up outside capture: kernel compilation, library handles
+            if self.use_triton:
+                self.compile_ahead = self._compile_kernels_ahead()
             for batch in (max(self.buckets), min(self.buckets)):
                 self._step(batch)
         torch.cuda.current_stream(self.device).wait_stream(side)
@@ -173,6 +190,32 @@ class DecodeRunner:
             self.capture_s_by_bucket[batch] = round(time.perf_counter() - started, 4)
         self.reset_rows(range(self.rows))
         torch.cuda.synchronize(self.device)
+
+    def _compile_kernels_ahead(self) -> CompileAhead | None:
+        """A step of each kind of bucket once, dry (compile_ahead.py): its kernels not yet compiled are compiled side by
+        side instead of one after another at their first launches. A dry step writes the rows' next tokens and
+        lengths from outputs its skipped kernels never wrote (the sampler's: any int64 at all), so the row state is
+        put back after each one, before the next step looks its tokens up."""
+        saved = [column.clone() for column in self.state.columns()]
+
+        def dry_steps() -> None:
+            for batch in one_bucket_per_specialization(self.buckets):
+                self._step(batch)
+                for column, before in zip(self.state.columns(), saved):
+                    column.copy_(before)
+
+        return compile_kernels_ahead(dry_steps, self._kernel_signature())
+
+    def _kernel_signature(self) -> str:
+        """What decides the kernel specializations this runner's steps launch (compile_ahead.py's listing key):
+        the model's shape and dtypes, the rows, how tokens are chosen, the attention's options, and the code."""
+        weight = next(self.adapter.model.parameters())
+        params = self.params
+        facts = [self.adapter.config.to_json_string(), str(weight.dtype), str(self.cache.gen.dtype), self.rows,
+                 self.buckets, params.greedy, params.top_k, params.top_p < 1.0, self.vocab_limit, self.windows,
+                 repr(self.spec), self.shared_prefix, self.fixed_width, self.adapter.fuse, code_version(),
+                 torch.__version__, torch.cuda.get_device_capability(self.device)]
+        return hashlib.sha256(repr(facts).encode()).hexdigest()[:32]
 
     def step(self, batch: int) -> None:
         graph = self._graphs.get(batch)
