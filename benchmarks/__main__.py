@@ -40,6 +40,8 @@ SUITES: dict[str, Suite] = {
                                                "one-row Triton kernel and a sweep of its tiles, in TB/s (GPU)"),
     "prefill-ahead": Suite("prefill_ahead_ab.py", "GPT-J's realistic run with prefills taking the next waiting "
                                                   "prompts along and without, alternating in one process (GPU)"),
+    "first-run": Suite("first_run.py", "a machine's first run (empty Triton cache) and a later one, with the "
+                                       "step's kernels compiled ahead and without, each a fresh process (GPU)"),
     "engine-setup": Suite("setup_budget.py", "the engine's one-time work (warm-up, graph captures, prefill), run "
                                              "after run in one process"),
     "prefill-packs": Suite("bench_prefill_packs.py", "prefill seconds for HumanEval's prompts by the most tokens "
