@@ -195,7 +195,9 @@ class DecodeRunner:
         """A step of each kind of bucket once, dry (compile_ahead.py): its kernels not yet compiled are compiled side by
         side instead of one after another at their first launches. A dry step writes the rows' next tokens and
         lengths from outputs its skipped kernels never wrote (the sampler's: any int64 at all), so the row state is
-        put back after each one, before the next step looks its tokens up."""
+        put back after each one, before the next step looks its tokens up. The only cache entry a dry step can
+        write is the scratch slot's first key (every row starts there, with no prompt), which the eager steps
+        after it write again from real values."""
         saved = [column.clone() for column in self.state.columns()]
 
         def dry_steps() -> None:
