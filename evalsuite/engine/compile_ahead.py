@@ -36,6 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evalsuite.devices import usable_cores
+
 
 @dataclass(frozen=True)
 class CompileAhead:
@@ -63,14 +65,6 @@ class _CompileThenBuildLauncher(ThreadPoolExecutor):
             return kernel
 
         return super().submit(compile_and_build)
-
-
-def compile_threads() -> int:
-    """The CPUs this process may run on (a data-parallel rank pinned to its own share gets that share)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not Linux
-        return max(1, os.cpu_count() or 1)
 
 
 @functools.cache
@@ -107,6 +101,10 @@ def compile_kernels_ahead(dry_steps: Callable[[], None], signature: str,
         return None
     if signature in _DONE_IN_PROCESS:
         return CompileAhead()
+    # a dry run sees only the kernels this process has not compiled yet: after an earlier compile-ahead here (the
+    # first model of a several-model run), kernels the steps share with it go unseen, so only the process's first
+    # dry run is complete enough to become a listing (a later process running this model alone writes it)
+    first_in_process = not _DONE_IN_PROCESS
     listing = Path(knobs.cache.dir) / "evalsuite-ahead" / f"{signature}.json"
     started = time.perf_counter()
     found = _read_listing(listing)
@@ -114,7 +112,7 @@ def compile_kernels_ahead(dry_steps: Callable[[], None], signature: str,
     if found is None:
         found = _dry_run(dry_steps, knobs)
     dry_s = time.perf_counter() - started
-    workers = min(len(found), max_workers or compile_threads())
+    workers = min(len(found), max_workers or usable_cores())  # a data-parallel rank: its own share
     started = time.perf_counter()
     if found:
         with _CompileThenBuildLauncher(workers, thread_name_prefix="evalsuite-triton-compile") as pool:
@@ -124,7 +122,7 @@ def compile_kernels_ahead(dry_steps: Callable[[], None], signature: str,
                         jit_function.preload(data)
                     except Exception:  # noqa: BLE001 - compiled at its first launch instead, which reports errors
                         pass
-    if not listed:
+    if not listed and first_in_process:
         _write_listing(listing, found)
     _DONE_IN_PROCESS.add(signature)
     return CompileAhead(kernels=len(found), listed=listed, dry_s=round(dry_s, 4),
