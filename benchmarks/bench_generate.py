@@ -373,13 +373,17 @@ def engine_warm_up(engine, requests, prompt_ids, params) -> float:
     return round(time.perf_counter() - start, 2)
 
 
-def timed_realistic_run(engine, requests, prompt_ids, params, lengths) -> tuple[int, float]:
+def timed_realistic_run(engine, requests, prompt_ids, params, lengths, keep: list | None = None) -> tuple[int, float]:
     """One generate call of a workload whose sample lengths are forced (``lengths[(task, i)]``): tokens and wall
-    seconds, the device synchronized at both ends."""
+    seconds, the device synchronized at both ends; the completions appended to ``keep`` where given."""
     sync()
     start = time.perf_counter()
-    tokens = sum(c.num_tokens for c in engine.generate(requests, params, prompt_ids=prompt_ids,
-                                                       forced_lengths=lambda t, i: lengths[(t, i)]))
+    tokens = 0
+    for completion in engine.generate(requests, params, prompt_ids=prompt_ids,
+                                      forced_lengths=lambda t, i: lengths[(t, i)]):
+        tokens += completion.num_tokens
+        if keep is not None:
+            keep.append(completion)
     sync()
     return tokens, time.perf_counter() - start
 

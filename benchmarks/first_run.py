@@ -35,7 +35,7 @@ from pathlib import Path
 def child() -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import torch
-    from bench_generate import build_model, load_prompt_tokens, prompt_subset, realistic_samples
+    from bench_generate import build_model, load_prompt_tokens, prompt_subset, realistic_samples, timed_realistic_run
 
     from evalsuite.engine import Engine
     from evalsuite.engine.kernels import hash_triton_in_background
@@ -57,13 +57,8 @@ def child() -> None:
             hashing.join()
         engine = Engine(model, decode_tokens=json.dumps, eos_token_ids=[eos])
         requests, lengths = realistic_samples(tasks, n)
-        torch.cuda.synchronize()
-        started = time.perf_counter()
-        done = list(engine.generate(requests, params, prompt_ids=[prompt_tokens[t] for t in tasks],
-                                    forced_lengths=lambda t, i, lengths=lengths: lengths[(t, i)]))
-        torch.cuda.synchronize()
-        wall = time.perf_counter() - started
-        tokens = sum(c.num_tokens for c in done)
+        done: list = []
+        tokens, wall = timed_realistic_run(engine, requests, [prompt_tokens[t] for t in tasks], params, lengths, done)
         texts = sorted(f"{c.task_id}#{c.sample_index}:{c.text}" for c in done)
         stats = engine.stats
         ahead = getattr(stats, "compile_ahead", None)
