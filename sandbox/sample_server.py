@@ -21,7 +21,8 @@ The sample itself
    ``/tmp`` (a new one whenever the last sample left any trace in it, detached whole, never deleted file by file),
    so no process, PID count or file outlives a sample (SysV IPC and POSIX message queues, the one other place
    for state, are refused by the seccomp filter);
-2. points fds 0-2 at ``/dev/null`` and closes every other fd but the channel;
+2. points fds 0-2 at a ``/dev/null`` opened for it alone (an open file shared with earlier samples would carry
+   its status flags from one to the next) and closes every other fd but the channel;
 3. is the out-of-memory killer's first choice (``oom_score_adj`` 1000, set by the zygote around the fork), sets
    its rlimits and drops to an unprivileged uid without capabilities (``no_new_privs`` and the seccomp filter of
    :mod:`sandbox.seccomp`, installed once before the zygote is forked, are inherited);
@@ -344,7 +345,7 @@ def zygote_loop(sock: socket.socket, requests: socket.socket, config: dict[str, 
 def settle_zygote(config: dict[str, Any]) -> None:
     """What every sample's set-up shares, done once in the zygote (each write a sample makes to memory it shares
     with the zygote costs it a copied page, ~3 us here): fds 0-2 on ``/dev/null`` (the zygote reports nothing on
-    them once started) and the limits that are the same for every sample (its CPU limit follows its own time
+    them once started; each sample opens its own: :func:`enter_jail`) and the limits that are the same for every sample (its CPU limit follows its own time
     limit: :func:`enter_jail`). The zygote is real root in the jail or holds CAP_SYS_ADMIN, which RLIMIT_NPROC
     does not bind, and stays far below RLIMIT_AS."""
     null = os.open(os.devnull, os.O_RDWR)
@@ -367,6 +368,12 @@ def enter_jail(config: dict[str, Any], libc: Libc, channel_fd: int, timeout_s: f
         os.mkdir(workdir, 0o700)
     os.closerange(3, channel_fd)  # the zygote's socket and files among them
     os.closerange(channel_fd + 1, 1 << 16)
+    # fds 0-2 anew: the zygote's /dev/null is one open file that every sample would share, and its status flags
+    # (O_APPEND, O_NONBLOCK: fcntl F_SETFL, ioctl FIONBIO) would carry bits from one sample to the next
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.close(null)
     cpu = int(math.ceil(timeout_s)) + 1
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
     uid = config.get("child_uid")
