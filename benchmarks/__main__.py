@@ -38,6 +38,8 @@ SUITES: dict[str, Suite] = {
                                                 "stream, with and without capping its multiprocessors (GPU)"),
     "one-row-products": Suite("bench_gemv.py", "GPT-J's matrix products at batch 1: cuBLAS against the engine's "
                                                "one-row Triton kernel and a sweep of its tiles, in TB/s (GPU)"),
+    "fp32-products": Suite("bench_fp32_products.py", "a small model's float32 matrix products at decode widths: "
+                                                     "cuBLAS against two Triton kernels (GPU)"),
     "prefill-ahead": Suite("prefill_ahead_ab.py", "GPT-J's realistic run with prefills taking the next waiting "
                                                   "prompts along and without, alternating in one process (GPU)"),
     "first-run": Suite("first_run.py", "a machine's first run (empty Triton cache) and a later one, with the "
