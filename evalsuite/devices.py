@@ -146,7 +146,10 @@ def use_expandable_segments() -> None:
 
 def usable_cores() -> int:
     """The CPUs this process may run on (its affinity mask, which containers and pinning narrow)."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # no affinity on this platform
+        return os.cpu_count() or 1
 
 
 def load_average() -> float:

@@ -345,9 +345,9 @@ def zygote_loop(sock: socket.socket, requests: socket.socket, config: dict[str, 
 def settle_zygote(config: dict[str, Any]) -> None:
     """What every sample's set-up shares, done once in the zygote (each write a sample makes to memory it shares
     with the zygote costs it a copied page, ~3 us here): fds 0-2 on ``/dev/null`` (the zygote reports nothing on
-    them once started; each sample opens its own: :func:`enter_jail`) and the limits that are the same for every sample (its CPU limit follows its own time
-    limit: :func:`enter_jail`). The zygote is real root in the jail or holds CAP_SYS_ADMIN, which RLIMIT_NPROC
-    does not bind, and stays far below RLIMIT_AS."""
+    them once started; each sample opens its own: :func:`enter_jail`) and the limits that are the same for every
+    sample (its CPU limit follows its own time limit: :func:`enter_jail`). The zygote is real root in the jail or
+    holds CAP_SYS_ADMIN, which RLIMIT_NPROC does not bind, and stays far below RLIMIT_AS."""
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(null, fd)

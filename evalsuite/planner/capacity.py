@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from evalsuite.devices import usable_cores
 from evalsuite.errors import EvalsuiteError
 from evalsuite.sizes import GiB, format_bytes, parse_size  # noqa: F401 - the planner's names for them
 
@@ -137,10 +138,7 @@ def detect_capacity(gpu_memory: str | int | None = None, cpu_memory: str | int |
 
 def cpu_cores() -> int:
     """Cores this process may run on, capped by ``OMP_NUM_THREADS`` when set (torch's thread count)."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cores = os.cpu_count() or 1
+    cores = usable_cores()
     threads = os.environ.get("OMP_NUM_THREADS", "")
     return min(cores, int(threads)) if threads.isdigit() and int(threads) > 0 else cores
 
