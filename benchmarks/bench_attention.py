@@ -26,7 +26,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from cuda_graphs import graph_of  # noqa: E402
+from cuda_graphs import graph_of, replay_times_ms  # noqa: E402
 
 from evalsuite.engine import kernels as K  # noqa: E402
 
@@ -72,14 +72,7 @@ def make_layers(n: int, slots_p: int, pcap: int, slots_g: int, gcap: int):
 def time_graph(fn, layers, reps: int = 20) -> float:
     """Microseconds per call: one graph that calls fn once per layer, replayed; median over replays."""
     graph = graph_of(lambda: [fn(*layer) for layer in layers], warmups=1)
-    times = []
-    for _ in range(reps):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        graph.replay()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1000 / len(layers))
+    times = [ms * 1000 / len(layers) for ms in replay_times_ms(graph, reps)]
     del graph
     return sorted(times)[len(times) // 2]
 

@@ -109,23 +109,14 @@ def check() -> None:
 
 
 def bench(kinds: list[str]) -> dict:
-    from cuda_graphs import graph_of
+    from cuda_graphs import graph_of, replay_times_ms
 
     torch.manual_seed(0)
     weights = {name: [torch.randn(n, k, device="cuda") * 0.02 for _ in range(LAYERS)]
                for name, (k, n) in SHAPES.items()}
 
     def per_product_us(fn, reps: int) -> float:
-        graph = graph_of(fn)
-        times = []
-        for _ in range(reps):
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            graph.replay()
-            end.record()
-            end.synchronize()
-            times.append(start.elapsed_time(end))
-        return statistics.median(times) * 1000 / LAYERS
+        return statistics.median(replay_times_ms(graph_of(fn), reps)) * 1000 / LAYERS
 
     rows = {}
     for m in WIDTHS:

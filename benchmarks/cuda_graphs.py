@@ -1,4 +1,4 @@
-"""One helper the GPU micro-benchmarks share: a CUDA graph of a function, after eager warm-up runs."""
+"""What the GPU micro-benchmarks share: a CUDA graph of a function (after eager warm-up runs), its replays timed."""
 
 from __future__ import annotations
 
@@ -19,3 +19,19 @@ def graph_of(fn, warmups: int = 2) -> torch.cuda.CUDAGraph:
         fn()
     torch.cuda.synchronize()
     return graph
+
+
+def replay_times_ms(graph: torch.cuda.CUDAGraph, reps: int, before=None) -> list[float]:
+    """Milliseconds of each of ``reps`` replays of ``graph``, timed with CUDA events (``before()`` runs ahead of
+    each replay, untimed)."""
+    times = []
+    for _ in range(reps):
+        if before is not None:
+            before()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        graph.replay()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    return times

@@ -23,7 +23,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from cuda_graphs import graph_of  # noqa: E402
+from cuda_graphs import graph_of, replay_times_ms  # noqa: E402
 from bench_generate import (SHAPES, build_model, load_prompt_tokens, one_shape_arguments,  # noqa: E402
                             prompt_subset, realistic_samples)
 from evalsuite.engine import Engine, EngineOptions  # noqa: E402
@@ -37,16 +37,7 @@ class _Stop(Exception):
 
 
 def time_replays(graph, reps: int, before=None) -> dict:
-    times = []
-    for _ in range(reps):
-        if before is not None:
-            before()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        graph.replay()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
+    times = replay_times_ms(graph, reps, before)
     return {"median_ms": round(statistics.median(times), 4), "min_ms": round(min(times), 4),
             "max_ms": round(max(times), 4), "reps": reps}
 
