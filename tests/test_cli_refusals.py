@@ -59,6 +59,10 @@ def assert_one_line_refusal(capsys, argv: list[str], message: str, folder: Path)
      "--concurrency must be at least 1"),
     (["run", "--backend", "hf", "--base-url", "http://127.0.0.1:9/v1"], "--base-url is for --backend openai"),
     (["run", "--models", "no-such.gguf"], "no such GGUF file"),
+    (["run", "--models", "reference,,reference"], "--models 'reference,,reference': name 2 is empty"),
+    (["run", "--models", "reference,"], "name 2 is empty"),
+    (["run", "--models", "reference,reference"], "--models: reference given twice"),
+    (["run", "--models", "reference", "--tasks", "humaneval,humaneval"], "--tasks: humaneval given twice"),
 ])
 def test_run_refuses_what_it_would_ignore(no_model_loads, capsys, argv, message):
     assert_one_line_refusal(capsys, [*argv, "--quiet"], message, no_model_loads)
@@ -226,3 +230,57 @@ def test_a_corrupt_gguf_header_is_not_called_a_truncated_download(tmp_path, clai
         check_gguf_file(path)
     message = str(refused.value)
     assert "corrupt header" in message and "truncated" not in message and "\n" not in message, message
+
+
+def test_two_models_under_one_name_are_refused_before_any_loads(no_model_loads, tiny_model_dir, capsys):
+    """Results, run folders and the leaderboard are keyed by a model's name: two folders both called ``gpt2``, one
+    folder given as ``./m`` and as its absolute path, or ``--name a,a`` ran both and kept one leaderboard entry."""
+    import shutil
+
+    model = tiny_model_dir("gpt2")
+    other = shutil.copytree(model, no_model_loads / "other" / "gpt2")
+    assert_one_line_refusal(capsys, ["run", "--quiet", "--models", f"{model},{other}"],
+                            "would both be named 'gpt2'", no_model_loads)
+    shutil.copytree(model, no_model_loads / "m")
+    assert_one_line_refusal(capsys, ["run", "--quiet", "--models", f"./m,{no_model_loads / 'm'}"],
+                            "are one model, given twice", no_model_loads)
+    assert_one_line_refusal(capsys, ["run", "--quiet", "--models", f"{model},{other}", "--name", "a,a"],
+                            "would both be named 'a'", no_model_loads)
+
+
+def test_a_hub_name_that_cannot_be_had_is_refused_before_the_first_model_loads(no_model_loads, monkeypatch, capsys):
+    """A typo in the second of two models was found only after the first had loaded, run and been scored."""
+    huggingface_hub = pytest.importorskip("huggingface_hub")
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(huggingface_hub, "try_to_load_from_cache", lambda *args, **kwargs: None)
+    assert_one_line_refusal(capsys, ["run", "--quiet", "--models", "reference,someone/gpt-jj-6b"],
+                            "'someone/gpt-jj-6b' is not an alias", no_model_loads)
+
+
+def test_a_task_whose_data_is_empty_is_refused_before_any_folder_is_made(no_model_loads, capsys):
+    (no_model_loads / "empty.jsonl").write_text("")
+    assert_one_line_refusal(capsys, ["run", "--quiet", "--models", "reference", "--task-data",
+                                     "humaneval=empty.jsonl"], "task 'humaneval' has no problems", no_model_loads)
+
+
+def test_a_hub_tasks_file_datasets_cannot_read_is_one_line_with_the_cause(no_model_loads, capsys):
+    """datasets logged its own error line, then evalsuite's said only "An error occurred while generating the
+    dataset": now one line, with what is wrong with the file."""
+    pytest.importorskip("datasets")
+    (no_model_loads / "bad.jsonl").write_text('{"task_id": 1, bad json\n')
+    assert_one_line_refusal(capsys, ["run", "--quiet", "--models", "reference", "--tasks", "mbpp", "--task-data",
+                                     "mbpp=bad.jsonl", "--limit", "2"],
+                            "bad.jsonl: cannot load with datasets: DatasetGenerationError", no_model_loads)
+    capsys.readouterr()
+    main(["run", "--quiet", "--models", "reference", "--tasks", "mbpp", "--task-data", "mbpp=bad.jsonl"])
+    assert "generating the dataset (" in capsys.readouterr().err  # then the innermost error: what is wrong
+
+
+def test_reading_a_leaderboard_folder_that_does_not_exist_is_refused(tmp_path, capsys, monkeypatch):
+    """A typo in --leaderboard-dir made the folder, wrote an empty page there and exited 0."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["leaderboard", "--leaderboard-dir", "nosuchdir"]) == 2
+    assert "no leaderboard folder nosuchdir" in capsys.readouterr().err
+    assert not (tmp_path / "nosuchdir").exists()

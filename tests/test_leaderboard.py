@@ -418,3 +418,12 @@ def test_terminal_table_shows_whole_names_so_partial_and_full_never_look_alike(t
     capped = format_table(entries, max_name=24).splitlines()[2:]
     assert any(row.startswith("acme-re… (partial 5/164)  ") for row in capped)
     assert all("…" in row for row in capped)
+
+
+def test_the_readme_names_the_schema_version_files_are_written_with():
+    from pathlib import Path
+
+    from evalsuite.reporting.schema import SCHEMA_VERSION
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    assert f"leaderboard.schema.json`, schema {SCHEMA_VERSION};" in readme

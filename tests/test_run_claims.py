@@ -36,7 +36,8 @@ def test_a_claim_is_held_until_released_and_names_its_holder(tmp_path):
 @pytest.mark.slow
 def test_the_same_run_started_twice_runs_once(tiny_model_dir, tmp_path):
     """Seen before the claims: both processes generated every sample into one run folder, and both then
-    failed reading it ("duplicate completion"), as did every later rerun."""
+    failed reading it ("duplicate completion"), as did every later rerun. Seen again while the claims lived in
+    the temporary folder: a second job with its own TMPDIR did not meet the first's claim."""
     output = tmp_path / "runs"
     args = run_args(tiny_model_dir("gpt2"), output) + ["--batch-size", "2"]
     command = [sys.executable, "-m", "evalsuite", *args]
@@ -46,7 +47,10 @@ def test_the_same_run_started_twice_runs_once(tiny_model_dir, tmp_path):
     os.kill(first.pid, signal.SIGSTOP)  # mid-run, its claim held
     try:
         loud = [arg for arg in command if arg != "--quiet"]  # so that a load would show its plan line
-        second = subprocess.run(loud, env=env, capture_output=True, text=True, timeout=180)
+        own_tmp = tmp_path / "second-job-tmp"  # a job of its own (per-job TMPDIR) meets the first's claim
+        own_tmp.mkdir()
+        second = subprocess.run(loud, env=dict(env, TMPDIR=str(own_tmp)), capture_output=True, text=True,
+                                timeout=180)
     finally:
         os.kill(first.pid, signal.SIGCONT)
     assert second.returncode == 2, second.stderr

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from evalsuite.cli.json_output import add_json_argument, print_json, stdout_to_stderr
 from evalsuite.cli.options import add_fail_under_argument
+from evalsuite.errors import EvalsuiteError
 from evalsuite.reporting.gate import check_fail_under, raise_shortfalls
 from evalsuite.reporting.labels import display_labels, estimate_text
 from evalsuite.reporting.model import LeaderboardEntry
@@ -83,6 +84,9 @@ def format_table(entries: Sequence[LeaderboardEntry], max_name: int | None = Non
 def main(args: argparse.Namespace) -> int:
     json_out = getattr(args, "json", False)
     path = args.dir / LEADERBOARD_FILE
+    if not args.dir.is_dir():  # a typo: say so, rather than make the folder and show an empty board
+        raise EvalsuiteError(f"no leaderboard folder {args.dir} (`evalsuite run` makes it; --leaderboard-dir "
+                             "names the one to read)")
     with stdout_to_stderr(json_out):
         entries = load_leaderboard(path)
         shown = [e for e in entries

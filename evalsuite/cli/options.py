@@ -124,8 +124,16 @@ def parse_ks(text: str) -> list[int]:
     return ks
 
 
-def split_names(text: str) -> list[str]:
-    names = [part.strip() for part in text.split(",") if part.strip()]
-    if not names:
-        raise EvalsuiteError("expected at least one name")
+def split_names(text: str, flag: str = "--models") -> list[str]:
+    """A comma-separated list of names, each given once: an empty item ("a,,b", a trailing comma) or a name given
+    twice is refused in one line, not dropped or run twice."""
+    names = [part.strip() for part in text.split(",")]
+    if not any(names):
+        raise EvalsuiteError(f"{flag}: expected at least one name")
+    if not all(names):
+        raise EvalsuiteError(f"{flag} {text!r}: name {names.index('') + 1} is empty; give the names comma-separated, "
+                             "without empty items")
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise EvalsuiteError(f"{flag}: {', '.join(twice)} given twice; give each once")
     return names

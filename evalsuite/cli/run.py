@@ -32,6 +32,7 @@ from evalsuite.errors import EvalsuiteError, ThresholdNotMet
 from evalsuite.generation.options import GenerationOptions, HFOptions, OpenAIOptions
 from evalsuite.models.options import LoadingOptions
 from evalsuite.records import SamplingParams
+from evalsuite.runs.identity import check_has_problems
 
 # The sampling flags a preset may fill (a given flag wins); their defaults are SamplingParams's.
 PRESET_SAMPLING = ("n", "temperature", "top_p", "top_k", "max_new_tokens", "max_length")
@@ -177,7 +178,7 @@ def execute(args: argparse.Namespace, argv: list[str] | None = None):
     rank). The table goes to stdout (stderr with ``--json``, nothing with ``--json --quiet``); the
     ``--fail-under`` gate is checked, not enforced. :func:`evalsuite.run` calls this too."""
     from evalsuite.runs.config import RunConfig
-    from evalsuite.runs.pipeline import print_results_table, run_evaluation
+    from evalsuite.runs.pipeline import print_results_table, resolve_models, run_evaluation
     from evalsuite.runs.results import FailUnder, RunResult, score_from_outcome
 
     thresholds = args.fail_under
@@ -185,7 +186,7 @@ def execute(args: argparse.Namespace, argv: list[str] | None = None):
     if args.quiet:
         quiet_libraries()
     registry = load_registry(args)
-    tasks = [registry.get(name) for name in split_names(args.tasks)]
+    tasks = [registry.get(name) for name in split_names(args.tasks, "--tasks")]
     if args.preset:
         from evalsuite.protocol.presets import load_preset
         from evalsuite.tasks.evalplus_tasks import for_evaluation
@@ -193,7 +194,7 @@ def execute(args: argparse.Namespace, argv: list[str] | None = None):
         scored_as = load_preset(args.preset).evaluation
         tasks = [for_evaluation(task, scored_as) for task in tasks]
     for task in tasks:
-        task.problems()  # a task's data that cannot be read fails now, before any folder is made (cached)
+        check_has_problems(task)  # a task's data that cannot be read, or is empty, fails now, before any folder
     sampling, ks = sampling_from_args(args)
     protocol = protocol_from_args(args)
     warn_partial(tasks, args.limit)
@@ -212,6 +213,7 @@ def execute(args: argparse.Namespace, argv: list[str] | None = None):
         raise EvalsuiteError("--fail-under needs the leaderboard; drop --no-leaderboard")
     check_gpu_only_options(generation.loading)
     preflight.check_sandbox(execution.allow_unsandboxed, execution.isolation)
+    resolve_models(models, generation, names)  # each named apart and found (a typo'd hub id: no network)
     preflight.check_writable_dir(args.output, "--output")  # the last checks: they make the folders
     if not args.no_leaderboard:
         preflight.check_writable_dir(args.leaderboard_dir, "--leaderboard-dir")

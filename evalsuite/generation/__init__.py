@@ -23,4 +23,15 @@ def load_generator(model: ModelSpec | str, options: GenerationOptions) -> Genera
     return BACKENDS.get(backend_for(name, options))(model, options)
 
 
-__all__ = ["load_generator", "GenerationOptions", "Generator", "BACKENDS"]
+def check_available(model: ModelSpec, options: GenerationOptions) -> None:
+    """Fail in one line where ``model`` cannot be had at all: with the hf backend, a hub id or alias that is neither
+    in the Hugging Face cache nor reachable (a typo lands here). A command checks every model with this before it
+    loads the first, so a bad third name does not wait for two models to run."""
+    if backend_for(model.name, options) != "hf":
+        return
+    from evalsuite.generation.hf.loading import check_hub_reachable
+
+    check_hub_reachable(model)
+
+
+__all__ = ["load_generator", "check_available", "GenerationOptions", "Generator", "BACKENDS"]

@@ -3,11 +3,14 @@
 Two `evalsuite run` commands with the same model, task, problems and sampling into one ``--output`` (a command
 started twice, two CI jobs, a torchrun job beside a single process) would both generate every sample into the
 same run folder; the duplicate rows then fail every later read of it. The second process is refused in one line
-instead, before it loads anything. A claim is an advisory ``flock`` on a file of this host's temporary folder, named
-after the output folder's real path and the run (the output folder itself holds run folders only): the kernel
-drops it when its process ends, however it ends, so a crash leaves nothing to clean up (the empty file stays:
-removing it would let two processes lock two files of one name). A torchrun rank claims its own shard
-(``.rank<R>``); a single process claims shard 0, so it and a job's rank 0 collide.
+instead, before it loads anything. A claim is an advisory ``flock`` on a file of evalsuite's cache folder
+(``~/.cache/evalsuite/claims``; ``$EVALSUITE_CACHE_DIR`` or ``$XDG_CACHE_HOME`` move it), named after the output
+folder's real path and the run (the output folder itself holds run folders only). Not the temporary folder: two
+jobs of one user often have different ones (a per-job ``TMPDIR``, systemd's ``PrivateTmp``, SLURM's private
+``/tmp``) and would not meet each other's claims. The kernel drops a claim when its process ends, however it ends,
+so a crash leaves nothing to clean up (the empty file stays: removing it would let two processes lock two files of
+one name). A torchrun rank claims its own shard (``.rank<R>``); a single process claims shard 0, so it and a job's
+rank 0 collide.
 """
 
 from __future__ import annotations
@@ -16,13 +19,13 @@ import fcntl
 import hashlib
 import json
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 from evalsuite.errors import EvalsuiteError
 from evalsuite.runs.rundir import slug
+from sandbox import cache_root
 
 
 def claim_name(model: str, task: str, settings: dict[str, Any]) -> str:
@@ -44,13 +47,12 @@ class RunClaim:
         """Claim shard ``shard`` of run ``name``, or raise one line naming the process that holds it.
         ``what``: the run as the user knows it (``model/task``)."""
         output = os.path.realpath(output_dir)
-        folder = Path(tempfile.gettempdir()) / f"evalsuite-claims-{os.getuid()}" / \
-            hashlib.sha256(output.encode()).hexdigest()[:16]
+        folder = cache_root() / "claims" / hashlib.sha256(output.encode()).hexdigest()[:16]
         try:
             folder.mkdir(parents=True, exist_ok=True, mode=0o700)
             path = folder / f"{name}.rank{shard}"
             handle = open(path, "a+", encoding="utf-8")  # noqa: SIM115 - held open while the claim lives
-        except OSError:  # no temporary folder to lock in: the run goes on unguarded
+        except OSError:  # no cache folder to lock in (a read-only home): the run goes on unguarded
             return cls(None)
         try:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)

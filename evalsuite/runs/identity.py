@@ -12,6 +12,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from evalsuite.errors import EvalsuiteError
 from evalsuite.protocol.prompting import INSTRUCTION_PREFIX, RESPONSE_PREFIX, PromptDecision, PromptProtocol
 from evalsuite.records import SamplingParams
 from evalsuite.tasks.task import Problem, Task
@@ -20,6 +21,14 @@ from evalsuite.tasks.task import Problem, Task
 def select_problems(task: Task, limit: int | None) -> list[Problem]:
     problems = task.problems()
     return problems[:limit] if limit else problems
+
+
+def check_has_problems(task: Task) -> None:
+    """A task whose data holds no problem (an empty file) is refused before any model loads: it would give a run
+    with nothing scored, an ``n/a`` row and exit status 0."""
+    if not task.problems():
+        where = f" ({task.source})" if task.source else ""
+        raise EvalsuiteError(f"task {task.name!r} has no problems{where}: its data is empty")
 
 
 def problem_set(task: Task, problems: Sequence[Problem]) -> dict[str, Any] | None:

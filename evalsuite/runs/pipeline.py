@@ -34,7 +34,7 @@ from evalsuite.runs.config import RunConfig, validate_config
 from evalsuite.runs.distributed import DistContext, context_from_env, shutdown
 from evalsuite.runs.finish import RunFacts, ScoredRun, add_to_leaderboard, finish
 from evalsuite.runs.generate import generate_missing, load_completions
-from evalsuite.runs.identity import problem_set, prompt_settings, run_identity, select_problems
+from evalsuite.runs.identity import check_has_problems, problem_set, prompt_settings, run_identity, select_problems
 from evalsuite.runs.invocations import Invocation, earlier_invocations, made_by
 from evalsuite.runs.invocations import totals as invocation_totals
 from evalsuite.runs.plan_line import Workload, announce_plan
@@ -48,6 +48,7 @@ from evalsuite.tasks.task import Task
 from evalsuite.version import __version__
 
 if TYPE_CHECKING:
+    from evalsuite.generation.options import GenerationOptions
     from evalsuite.models.registry import ModelSpec
 
 
@@ -242,16 +243,13 @@ def run_evaluation(config: RunConfig) -> Evaluation | None:
     accelerate launch each rank takes a shard; rank 0 returns the evaluation, others None.
     """
     from evalsuite.generation import load_generator
-    from evalsuite.models.registry import resolve_model
 
     validate_config(config)
     if config.spread not in ("problems", "models"):
         raise EvalsuiteError(f"--spread must be 'problems' or 'models', got {config.spread!r}")
-    # --revision is refused here, in one line, for a local folder, GGUF file or the reference model
-    specs = [resolve_model(name, backend=config.generation.backend, revision=config.generation.loading.revision)
-             for name in config.models]
+    specs = resolve_models(config.models, config.generation, config.names)
     for task in config.tasks:
-        select_problems(task, config.limit)  # load and validate every dataset before loading any model
+        check_has_problems(task)  # load and validate every dataset before loading any model
     ctx = context_from_env()
     generation = config.generation
     if ctx.enabled and generation.loading.device is None and generation.backend != "openai":
@@ -344,6 +342,37 @@ def _finished_runs(config: RunConfig, display: str, keys: Mapping[str, str | Non
         if record is not None:
             found[task.name] = record
     return found
+
+
+def resolve_models(models: Sequence[str], generation: GenerationOptions, names: Mapping[str, str]) -> list[ModelSpec]:
+    """Every model of a command resolved, named and found before any of them loads (the CLI asks this before it
+    makes a folder, :func:`run_evaluation` again): ``--revision`` on a local folder, GGUF file or the reference
+    model, two models under one name, or a hub id neither cached nor reachable fail here in one line."""
+    from evalsuite.generation import check_available
+    from evalsuite.models.registry import resolve_model
+
+    specs = [resolve_model(name, backend=generation.backend, revision=generation.loading.revision)
+             for name in models]
+    check_display_names(models, specs, names)
+    for spec in specs:
+        check_available(spec, generation)
+    return specs
+
+
+def check_display_names(models: Sequence[str], specs: Sequence[Any], names: Mapping[str, str]) -> None:
+    """Every model of a command under its own name: results, run folders and the leaderboard are keyed by it, so
+    two models under one name (one checkpoint given twice as ``./ckpt`` and ``/abs/ckpt``, two folders both called
+    ``gpt2``, ``--name a,a``) are refused before any loads; the second would replace the first's entry."""
+    seen: dict[str, tuple[str, Any]] = {}
+    for name, spec in zip(models, specs):
+        display = display_name(name, spec, names)
+        if display in seen:
+            first, first_spec = seen[display]
+            if getattr(first_spec, "location", first) == getattr(spec, "location", name) and not names:
+                raise EvalsuiteError(f"{first} and {name} are one model, given twice in --models; give it once")
+            raise EvalsuiteError(f"{first} and {name} would both be named {display!r} in the results and on the "
+                                 "leaderboard (the second replacing the first): give each its own with --name")
+        seen[display] = (name, spec)
 
 
 def display_name(name: str, spec: Any, names: Mapping[str, str]) -> str:

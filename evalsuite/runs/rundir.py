@@ -83,7 +83,8 @@ class RunDir:
                                          f"this run; delete {self.path} to start over")
                 key = (task_id, completion_id)
                 if key in done:
-                    raise EvalsuiteError(f"{path}:{line}: duplicate completion {key}")
+                    raise EvalsuiteError(f"{path}:{line}: duplicate completion {key}: two processes wrote this run at "
+                                         f"once; delete {self.path} to start over")
                 done[key] = row
         return done
 

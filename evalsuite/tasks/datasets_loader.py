@@ -93,16 +93,37 @@ def offline_mode() -> Iterator[None]:
 
 @contextlib.contextmanager
 def quiet_progress() -> Iterator[None]:
-    """No "Generating test split" bars from datasets while evalsuite loads a task (its own output stays clean)."""
+    """No "Generating test split" bars and no log lines from datasets while evalsuite loads a task: its own output
+    stays clean, and a file datasets cannot read is one line of evalsuite's (:func:`load_task_dataset`), not a
+    logged error and then that line."""
     from datasets.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
+    from datasets.utils import logging as datasets_logging
 
     was_disabled = are_progress_bars_disabled()
+    verbosity = datasets_logging.get_verbosity()
     disable_progress_bars()
+    datasets_logging.set_verbosity(datasets_logging.CRITICAL)
     try:
         yield
     finally:
+        datasets_logging.set_verbosity(verbosity)
         if not was_disabled:
             enable_progress_bars()
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
+
+
+def _why(exc: BaseException) -> str:
+    """datasets' error and, where it wraps another (its DatasetGenerationError says only "An error occurred while
+    generating the dataset"), the innermost one, which says what is wrong with the file."""
+    inner, seen = exc, {id(exc)}
+    while (following := inner.__cause__ or inner.__context__) is not None and id(following) not in seen:
+        inner = following
+        seen.add(id(inner))
+    return _first_line(exc) if inner is exc else f"{_first_line(exc)} ({_first_line(inner)})"
 
 
 def is_offline() -> bool:
@@ -181,8 +202,7 @@ def load_task_dataset(task_name: str, source: HubSource | None, data_path: str |
         except EvalsuiteError:
             raise
         except Exception as exc:  # datasets' own errors (bad JSON, mixed types): name the file, one line
-            message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-            raise EvalsuiteError(f"{path}: cannot load with datasets: {type(exc).__name__}: {message}") from None
+            raise EvalsuiteError(f"{path}: cannot load with datasets: {_why(exc)}") from None
         files = [{"path": str(p), "sha256": sha256_file(p)} for p in _local_files(path)]
         provenance = {"loader": "datasets", "datasets_version": datasets.__version__, "local": str(path),
                       "files": files, "split": split}
