@@ -412,9 +412,7 @@ def guard_the_zygote() -> None:
             pending[module_name] = functools.partial(_disable, names=names)
         else:
             _disable(module, names)
-    # tempfile's module code binds ``os.unlink`` as a default argument (its files' ``close``): the peers import it
-    # before their guard, so a NamedTemporaryFile closes there; bound after the guard it would call None
-    sys.meta_path.insert(0, _OnFirstImport(pending, unguarded={"tempfile": ("unlink",)}))
+    sys.meta_path.insert(0, _OnFirstImport(pending))
 
 
 @contextlib.contextmanager
@@ -435,14 +433,39 @@ def _disable(module: Any, names: tuple[str, ...]) -> None:
         setattr(module, name, None)  # also where the peers' Python lacks it (lchmod...): None either way
 
 
+class _OsBeforeTheGuard:
+    """``os`` as tempfile saw it in the peers, which import it before their guard: the guarded functions the
+    sandbox keeps (:data:`UNGUARDED_OS`) as they were, everything else the shared module's. Only tempfile's own
+    code gets it, for a moment: the shared ``os`` stays guarded throughout, so no hook of the candidate's (an
+    audit hook, a meta-path finder, a thread) can see a guarded function restored."""
+
+    def __getattr__(self, name: str) -> Any:
+        return UNGUARDED_OS[name] if name in UNGUARDED_OS else getattr(os, name)
+
+
 def _find_tempdir(tempfile: Any) -> None:
-    """``tempfile.gettempdir()`` with the functions it uses as they were before the guard: its result is cached,
-    so a later ``mkdtemp()`` works, as in the peers (a first call after the guard raises TypeError)."""
+    """What the peers' tempfile has, being imported before their guard. Its default directory, found as
+    ``gettempdir()`` finds it with the functions it uses as they were before the guard (a first call after the guard
+    raises TypeError); the result is cached, so a later ``mkdtemp()`` works. And the guarded functions its module
+    code bound as default arguments (``os.unlink`` for its files' ``close`` or ``cleanup``): bound after the guard
+    they are None, and a ``NamedTemporaryFile`` raised TypeError when closed."""
+    for owner in [tempfile, *(value for value in vars(tempfile).values() if isinstance(value, type))]:
+        for function in vars(owner).values():
+            defaults = getattr(function, "__defaults__", None)
+            if not defaults:
+                continue
+            code = function.__code__
+            names = code.co_varnames[code.co_argcount - len(defaults):code.co_argcount]
+            if any(default is None and name in UNGUARDED_OS for name, default in zip(names, defaults)):
+                function.__defaults__ = tuple(UNGUARDED_OS[name] if default is None and name in UNGUARDED_OS
+                                              else default for name, default in zip(names, defaults))
+    tempfile._os = _OsBeforeTheGuard()
     try:
-        with unguarded_os("getcwd", "unlink"):
-            tempfile.gettempdir()
+        tempfile.gettempdir()
     except Exception:
         pass
+    finally:
+        tempfile._os = os
 
 
 class _OnFirstImport:
@@ -450,9 +473,8 @@ class _OnFirstImport:
     use it (the module is in ``sys.modules`` only while it runs its own code). The first import only: a reload
     runs the module's code again and undoes the action, as in the peers."""
 
-    def __init__(self, pending: dict[str, Callable[[Any], None]], unguarded: dict[str, tuple[str, ...]]):
+    def __init__(self, pending: dict[str, Callable[[Any], None]]):
         self.pending = pending
-        self.unguarded = unguarded  # os functions as they were before the guard while the module's code runs
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
         import sys
@@ -464,21 +486,20 @@ class _OnFirstImport:
             find_spec = getattr(finder, "find_spec", None) if finder is not self else None
             spec = find_spec(fullname, path, target) if find_spec is not None else None
             if spec is not None and spec.loader is not None:
-                spec.loader = _ActingLoader(spec.loader, action, self.unguarded.get(fullname, ()))
+                spec.loader = _ActingLoader(spec.loader, action)
                 return spec
         return None
 
 
 class _ActingLoader:
-    def __init__(self, loader: Any, action: Callable[[Any], None], unguarded: tuple[str, ...]):
-        self.loader, self.action, self.unguarded = loader, action, unguarded
+    def __init__(self, loader: Any, action: Callable[[Any], None]):
+        self.loader, self.action = loader, action
 
     def create_module(self, spec: Any) -> Any:
         return self.loader.create_module(spec)
 
     def exec_module(self, module: Any) -> None:
-        with unguarded_os(*self.unguarded):
-            self.loader.exec_module(module)
+        self.loader.exec_module(module)
         self.action(module)
 
 
