@@ -284,3 +284,24 @@ def test_reading_a_leaderboard_folder_that_does_not_exist_is_refused(tmp_path, c
     assert main(["leaderboard", "--leaderboard-dir", "nosuchdir"]) == 2
     assert "no leaderboard folder nosuchdir" in capsys.readouterr().err
     assert not (tmp_path / "nosuchdir").exists()
+
+
+def test_a_checkpoint_whose_weights_are_corrupt_is_one_line_and_exit_2(tiny_model_dir, tmp_path, capsys, monkeypatch):
+    """A cut model.safetensors ended a one-model run in a traceback (SafetensorError) with exit 1, and the Python
+    API raised SafetensorError; the README says a checkpoint evalsuite cannot read is one line and exit 2."""
+    import shutil
+
+    import evalsuite
+
+    broken = shutil.copytree(tiny_model_dir("gpt2"), tmp_path / "broken")
+    weights = broken / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:1000])
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()  # the tiny model's own build output
+    assert main(["run", "--models", str(broken), "--limit", "1", "--max-new-tokens", "4", "--no-leaderboard",
+                 "--quiet", "--device", "cpu"]) == 2
+    err = capsys.readouterr().err
+    errors = [line for line in err.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and "cannot load the weights of model" in errors[0] and "Traceback" not in err, err
+    with pytest.raises(EvalsuiteError, match="cannot load the weights"):
+        evalsuite.run(models=[str(broken)], limit=1, max_new_tokens=4, leaderboard_dir=None, device="cpu")

@@ -145,3 +145,15 @@ def test_rerun_replaces_outputs_atomically(tmp_path):
     assert evaluate(str(samples), "--task", "example", "--k", "1", "--output", str(out)) == 0
     assert (out / "results.jsonl").read_text().count("\n") == 1
     assert sorted(p.name for p in out.iterdir()) == ["report.html", "results.jsonl", "summary.json"]
+
+
+def test_an_instruct_runs_completions_file_runs_each_program_alone(tmp_path):
+    """An instruct run's completions.jsonl holds whole programs (marked prompt_style instruct); evaluate ran them
+    after the prompt, so one starting with a __future__ import failed there (SyntaxError) and passed in the run."""
+    rows = [r for r in humaneval_rows() if r["task_id"] in ("HumanEval/0", "HumanEval/53")]
+    programs = [{"task_id": r["task_id"], "prompt_style": "instruct", "raw_completion": "```python ...```",
+                 "completion": "from __future__ import annotations\n" + r["prompt"] + r["canonical_solution"]}
+                for r in rows]
+    path = write_jsonl(tmp_path / "completions.jsonl", programs)
+    assert evaluate(str(path), "--task", "humaneval", "--k", "1", "--output", str(tmp_path / "out")) == 0
+    assert json.loads((tmp_path / "out" / "summary.json").read_text())["pass@1"] == 1.0

