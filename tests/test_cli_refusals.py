@@ -144,6 +144,19 @@ def test_evaluate_asks_for_the_temperature_before_running_any_sample(tmp_path, c
     assert not (tmp_path / "out").exists() and not (tmp_path / "board").exists()
 
 
+def test_evaluate_refuses_a_leaderboard_entry_over_unequal_samples_per_problem(tmp_path, capsys, monkeypatch):
+    """3 samples of one problem and 1 of another went on the board as greedy n=1, without a word."""
+    import json
+
+    monkeypatch.chdir(tmp_path)
+    samples = tmp_path / "mixed.jsonl"
+    samples.write_text("".join(json.dumps({"task_id": task, "completion": "    pass\n"}) + "\n"
+                               for task in ["HumanEval/0"] * 3 + ["HumanEval/1"]))
+    assert_one_line_refusal(capsys, ["evaluate", str(samples), "-o", "out", "--leaderboard-dir", "board",
+                                     "--temperature", "0.8"], "has 1 to 3 samples per problem", tmp_path)
+
+
+
 def test_a_task_spec_without_its_data_is_refused_before_any_folder_is_made(no_model_loads, capsys):
     import shutil
 

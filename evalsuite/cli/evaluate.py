@@ -209,7 +209,14 @@ def _samples_per_problem(samples: list[dict]) -> int:
 def _check_leaderboard_settings(samples: list[dict], args: argparse.Namespace) -> None:
     """A leaderboard entry of sampled completions needs the temperature they were made at; evaluate cannot see
     it, so it is asked for before any sample runs."""
-    n = _samples_per_problem(samples)
+    from collections import Counter
+
+    counts = Counter(sample["task_id"] for sample in samples).values()
+    if min(counts) != max(counts):  # the entry's n would be the smallest, and its pass@k not one setting's
+        raise EvalsuiteError(f"{args.samples} has {min(counts)} to {max(counts)} samples per problem: a leaderboard "
+                             "entry needs the same number for every problem (drop --leaderboard-dir to score it "
+                             "as it is); nothing was run")
+    n = min(counts)
     if n > 1 and args.temperature is None:
-        raise EvalsuiteError(f"{args.samples} has {n}+ samples per problem: pass --temperature (the one they were "
+        raise EvalsuiteError(f"{args.samples} has {n} samples per problem: pass --temperature (the one they were "
                              "sampled at) for the leaderboard entry; nothing was run")
