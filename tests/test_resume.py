@@ -215,3 +215,21 @@ def test_spread_models_puts_each_model_on_its_own_rank(tiny_model_dir, tmp_path,
     (run_dir,) = [p for p in (tmp_path / "spread").iterdir() if "gpt2" in p.name]
     run_dir.rename(gpt2_run / run_dir.name)
     assert records(gpt2_run) == clean_records
+
+
+def test_an_unreadable_record_says_how_to_keep_the_completions(tmp_path, monkeypatch, capsys):
+    """It said to delete the run folder, completions and all; deleting the record alone resumes from them."""
+    from evalsuite.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    argv = ["run", "--models", "reference", "--limit", "2", "--output", "out", "--no-leaderboard", "--quiet"]
+    assert main(argv) == 0
+    (run_dir,) = [p for p in (tmp_path / "out").iterdir() if p.is_dir()]
+    (run_dir / "record.json").write_text("garbage")
+    capsys.readouterr()
+    assert main(argv) == 2
+    assert "delete it to resume from the completions kept beside it" in capsys.readouterr().err
+    (run_dir / "record.json").unlink()
+    assert main(argv) == 0
+    record = json.loads((run_dir / "record.json").read_text())
+    assert record["generation_stats"]["completions_resumed"] == 2

@@ -97,8 +97,8 @@ class RunDir:
             data = json.loads(self.record.read_text(encoding="utf-8"))
             record = RunRecord.from_json(data)
         except (OSError, ValueError, TypeError, AttributeError) as exc:
-            raise EvalsuiteError(f"{self.record}: unreadable run record ({exc}); delete {self.path} to start "
-                                 "over") from None
+            raise EvalsuiteError(f"{self.record}: unreadable run record ({exc}); delete it to resume from the "
+                                 f"completions kept beside it, or delete {self.path} to start over") from None
         recorded = data.get("identity")
         if recorded is not None and recorded != identity:
             raise EvalsuiteError(f"{self.path} holds a run with other settings; delete it or choose another --output")
