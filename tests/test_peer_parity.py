@@ -21,12 +21,10 @@ import importlib.util
 import pytest
 
 from evalsuite.generation import GenerationOptions, load_generator
-
-from evalsuite.models.options import LoadingOptions
-
 from evalsuite.generation.options import HFOptions
-from evalsuite.tasks.discovery import TaskRegistry
+from evalsuite.models.options import LoadingOptions
 from evalsuite.records import GenerationRequest, SamplingParams
+from evalsuite.tasks.discovery import TaskRegistry
 from evalsuite.tasks.task import DEFAULT_STOP_SEQUENCES
 
 pytestmark = pytest.mark.slow
@@ -61,7 +59,6 @@ def test_lm_eval_task_yaml_is_evalsuites_protocol():
     """lm-eval 0.4.13's humaneval task: the prompt is the problem's prompt as is, and ``until`` is the
     Codex stop set evalsuite's HumanEval uses."""
     import yaml
-
     from real_models import Unavailable, fetch_wheel
 
     try:
@@ -82,8 +79,8 @@ def test_lm_eval_task_yaml_is_evalsuites_protocol():
 
 def test_bigcode_preset_is_bigcodes_protocol():
     """bigcode_eval/tasks/humaneval.py: ``doc["prompt"].strip()`` and its stop words."""
-    from evalsuite.protocol.prompting import base_prompt, completion_for_original
     from evalsuite.protocol.presets import load_preset
+    from evalsuite.protocol.prompting import base_prompt, completion_for_original
 
     preset = load_preset("bigcode")
     assert preset.prompt["stop_sequences"]["humaneval"] == ["\nclass", "\ndef", "\n#", "\n@", "\nprint", "\nif",
@@ -151,3 +148,49 @@ def test_evalplus_codegen_and_sanitizer_give_evalsuites_program(smollm2_float32,
     assert impl.startswith(completion.text) or completion.text.startswith(impl)
     assert extract_program(completion.text, problem.entry_point, opened_fence=True) == \
         sanitize(impl, problem.entry_point)
+
+
+def test_evalplus_direct_completion_gives_evalsuites_program(gemma_float32, humaneval,
+                                                             evalplus_module_path_or_installed):
+    """A base model under --preset evalplus: EvalPlus completes task["prompt"].strip() + "\\n", stops at its
+    direct-completion set and sanitizes prompt + completion (evalplus/codegen.py). Its own decoder (forced to direct
+    completion) and sanitizer against evalsuite's asking, on gemma-3-270m base, greedy, float32, on the CPU."""
+    for module in ("evalplus", "stop_sequencer", "tree_sitter", "tree_sitter_python", "accelerate"):
+        if importlib.util.find_spec(module) is None:
+            pytest.skip(f"{module} is not installed (EvalPlus's codegen needs it)")
+    try:
+        from evalplus.provider.hf import HuggingFaceDecoder
+        from evalplus.sanitize import sanitize
+    except ImportError as exc:
+        pytest.skip(f"EvalPlus's codegen cannot be imported here: {exc}")
+
+    import argparse
+
+    from evalsuite.cli.run import protocol_from_args
+    from evalsuite.protocol.asking import decide_asking
+    from evalsuite.protocol.prompting import PromptDecision
+
+    protocol = protocol_from_args(argparse.Namespace(preset="evalplus", prompt_style="base", strip_prompt=None))
+    problems = [humaneval.problems()[i] for i in (0, 2)]
+    decoder = HuggingFaceDecoder(name=str(gemma_float32), dataset="humaneval", batch_size=1, temperature=0.0,
+                                 dtype="float32", force_base_prompt=True)
+    decoder.max_new_tokens = 48
+    theirs = [sanitize(p.prompt.strip() + "\n" + decoder.codegen(p.prompt.strip() + "\n", do_sample=False,
+                                                                  num_samples=1)[0], p.entry_point)
+              for p in problems]
+    del decoder
+    decision = PromptDecision(requested="base", style="base", reason="test")
+    asking, stops = decide_asking(decision, False, humaneval, (), protocol.for_task("humaneval"))
+    assert asking.direct_completion and "\nimport " in stops and "\n#" not in stops  # not the task's Codex set
+    generator = load_generator(str(gemma_float32), GenerationOptions(loading=LoadingOptions(device="cpu")))
+    try:
+        requests = [GenerationRequest(p.task_id, asking.prompt_for(humaneval, p), (0,), stop_sequences=stops,
+                                      prompt_style="base") for p in problems]
+        completions = {c.task_id: c for c in generator.generate(requests, SamplingParams(max_new_tokens=48))}
+    finally:
+        generator.close()
+    ours = [asking.completion_row(humaneval, p, completions[p.task_id].text, completions[p.task_id].raw_text)
+            for p in problems]
+    assert [row["completion"] for row in ours] == theirs
+    assert all(row["whole_program"] for row in ours)
+    assert all(f"def {p.entry_point}(" in program for p, program in zip(problems, theirs))

@@ -130,13 +130,15 @@ def protocol_from_args(args: argparse.Namespace):
         values["task_stops"] = tuple((str(task), tuple(str(s) for s in stops))
                                      for task, stops in (preset.get("stop_sequences") or {}).items())
         values["instruct_stops"] = tuple(str(s) for s in preset.get("instruct_stop_sequences") or ())
+        direct = preset.get("direct_completion_stop_sequences") or {}
+        values["direct_stops"] = tuple((str(task), tuple(str(s) for s in stops)) for task, stops in direct.items())
     if getattr(args, "prompt_style", None) is not None:
         values["style"] = args.prompt_style
     if getattr(args, "strip_prompt", None) is not None:  # the flag: every task
         values["strip_prompt"], values["strip_tasks"] = args.strip_prompt, ()
     return PromptProtocol(style=values["style"], strip_prompt=values["strip_prompt"],
                           strip_tasks=values.get("strip_tasks", ()), task_stops=values.get("task_stops", ()),
-                          instruct_stops=values.get("instruct_stops", ()))
+                          instruct_stops=values.get("instruct_stops", ()), direct_stops=values.get("direct_stops", ()))
 
 
 def warn_partial(tasks, limit: int | None, stream=None) -> None:

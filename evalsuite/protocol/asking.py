@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from evalsuite.protocol.extraction import extract_program
+from evalsuite.protocol.extraction import extract_program, sanitize
 from evalsuite.protocol.prompting import (
     INSTRUCT_STOP_SEQUENCES,
     PromptDecision,
@@ -62,10 +62,15 @@ class Asking:
     style: str = "base"
     strip_prompt: bool = False
     opened_fence: bool = False
+    direct_completion: bool = False  # base style as EvalPlus completes a model without a chat template
 
     def prompt_for(self, task: Task, problem: Problem) -> str:
         text = task.format_prompt(problem)
-        return text if self.style == "instruct" else base_prompt(text, self.strip_prompt)
+        if self.style == "instruct":
+            return text
+        if self.direct_completion:  # evalplus/codegen.py: task["prompt"].strip() + "\n"
+            return text.strip() + "\n"
+        return base_prompt(text, self.strip_prompt)
 
     def completion_row(self, task: Task, problem: Problem, text: str, raw: str) -> dict[str, Any]:
         """``completion`` is what the sandbox runs after the task's prompt (base) or alone (instruct: the
@@ -73,6 +78,9 @@ class Asking:
         if self.style == "instruct":
             return {"completion": extract_program(raw, problem.entry_point, self.opened_fence),
                     "raw_completion": raw, "prompt_style": "instruct"}
+        if self.direct_completion:  # evalplus/codegen.py: sanitize(prompt + impl, entrypoint), run alone
+            return {"completion": sanitize(self.prompt_for(task, problem) + text, problem.entry_point),
+                    "raw_completion": raw, "whole_program": True}
         formatted = task.format_prompt(problem)
         seen = base_prompt(formatted, self.strip_prompt)
         return {"completion": task.postprocess(problem, completion_for_original(formatted, seen, text)),
@@ -80,7 +88,7 @@ class Asking:
 
     def executed(self, task: Task) -> Any:
         """The task as the sandbox runs this run's completions (whole programs under instruct)."""
-        return SolutionTask(task) if self.style == "instruct" else task
+        return SolutionTask(task) if self.style == "instruct" or self.direct_completion else task
 
 
 def decide_asking(decision: PromptDecision, opens_code_fence: bool, task: Task, model_stops: Sequence[str],
@@ -92,5 +100,8 @@ def decide_asking(decision: PromptDecision, opens_code_fence: bool, task: Task, 
         asking = Asking("instruct", opened_fence=opens_code_fence)
         fence = INSTRUCT_STOP_SEQUENCES if asking.opened_fence else ()
         return asking, merge_stops(protocol.instruct_stops or fence, model_stops)
+    direct = protocol.direct_stops_for(task.name)
+    if direct is not None:  # EvalPlus's stop set in place of the task's (evalplus/provider/utility.py)
+        return Asking("base", direct_completion=True), merge_stops(direct, model_stops)
     asking = Asking("base", strip_prompt=protocol.strip_prompt)
     return asking, merge_stops(stop_sequences_for(task, model_stops), protocol.stops_for(task.name))

@@ -16,7 +16,8 @@ from evalsuite.errors import EvalsuiteError
 
 SAMPLING_KEYS = {"n", "temperature", "top_p", "top_k", "max_new_tokens", "max_length", "k"}
 # stop_sequences: {task: [stops]} added to a base-style task's own; instruct_stop_sequences: [stops] of instruct runs
-PROMPT_KEYS = {"prompt_style", "strip_prompt", "stop_sequences", "instruct_stop_sequences"}
+PROMPT_KEYS = {"prompt_style", "strip_prompt", "stop_sequences", "instruct_stop_sequences",
+               "direct_completion_stop_sequences"}
 # evaluation: how the tasks that offer several ways are checked ("evalplus": EvalPlus's base and plus inputs)
 PRESET_KEYS = SAMPLING_KEYS | PROMPT_KEYS | {"description", "source", "evaluation"}
 

@@ -51,9 +51,17 @@ class PromptProtocol:
     # instruct style: a preset's stop strings in place of INSTRUCT_STOP_SEQUENCES (the evalplus preset: EvalPlus's
     # own set, so that its answers end where EvalPlus's do)
     instruct_stops: tuple[str, ...] = ()
+    # base style, the evalplus preset: EvalPlus's direct completion (evalplus/provider/hf.py and codegen.py), per
+    # task name its stop set, which replaces the task's own; the prompt is stripped and ends in one newline, and
+    # prompt + completion, sanitized, is the program that runs
+    direct_stops: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     def stops_for(self, task_name: str) -> tuple[str, ...]:
         return next((stops for name, stops in self.task_stops if name == task_name), ())
+
+    def direct_stops_for(self, task_name: str) -> tuple[str, ...] | None:
+        """EvalPlus's direct-completion stop set for this task, or None where the task is completed as usual."""
+        return next((stops for name, stops in self.direct_stops if name == task_name), None)
 
     def for_task(self, task_name: str) -> PromptProtocol:
         """The protocol as one task's run applies it: ``strip_prompt`` resolved for that task (so a run's

@@ -112,6 +112,9 @@ def run_one(generator: Generator, spec: ModelSpec, task: Task, config: RunConfig
     opened_fence = decision.style == "instruct" and generator.opens_code_fence()
     asking, stops = decide_asking(decision, opened_fence, task, model_stops, protocol)
     prompt = prompt_settings(decision, protocol, stops)
+    if asking.direct_completion:
+        prompt["direct_completion"] = ("EvalPlus 0.3.1 (evalplus/codegen.py): prompt.strip() + newline, its stop set, "
+                                       "prompt + completion sanitized and run as the program")
     identity = run_identity(model_id, task, problems, stops, config.sampling, generator.weights_identity(),
                             prompt=prompt, model=generator.identity(), revision=revision)
     run_dir = RunDir.for_run(config.output_dir, model_name, task.name, run_key(identity))

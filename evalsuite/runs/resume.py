@@ -75,6 +75,9 @@ def prompt_key(protocol: Any, task_name: str) -> dict[str, Any]:
     stops = protocol.stops_for(task_name) if hasattr(protocol, "stops_for") else ()
     if stops:
         key["stops"] = list(stops)
+    direct = protocol.direct_stops_for(task_name) if hasattr(protocol, "direct_stops_for") else None
+    if direct is not None:
+        key["direct_completion"] = list(direct)
     return key
 
 
