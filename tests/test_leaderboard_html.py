@@ -104,3 +104,19 @@ def test_page_renders_in_headless_chromium(tmp_path: Path):
     assert len(re.findall(r'<figure class="card" data-task=', dom)) == 2
     assert len(re.findall(r'<div class="fill"', dom)) == 5  # 4 entries' pass@1 + deepseek's pass@10
     assert dom.count("<script") == 1 and "<img" not in dom  # the hostile name stayed text
+
+
+def test_the_same_board_renders_the_same_page(monkeypatch):
+    """The page said "updated <render time>", so every `evalsuite leaderboard` changed index.html: a CI that commits
+    it saw churn. It now says the newest entry's date."""
+    import itertools
+
+    from evalsuite.reporting.views import leaderboard_page
+
+    clock = (f"2030-01-01T00:00:{second:02d}Z" for second in itertools.count())
+    monkeypatch.setattr(leaderboard_page, "utc_now_iso", lambda: next(clock))
+    entries = _entries()
+    first, again = render_html(entries), render_html(entries)
+    assert first == again
+    newest = max(e.date for e in entries)
+    assert newest.replace("T", " ").replace("Z", " UTC") in first
