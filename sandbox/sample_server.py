@@ -342,16 +342,21 @@ def zygote_loop(sock: socket.socket, requests: socket.socket, config: dict[str, 
             exits.wait_and_forward(pid, sock)
 
 
+def fds_0_to_2_on_devnull() -> None:
+    """Point fds 0-2 at one ``/dev/null`` opened here, an open file of this process's (and its children's) own."""
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.close(null)
+
+
 def settle_zygote(config: dict[str, Any]) -> None:
     """What every sample's set-up shares, done once in the zygote (each write a sample makes to memory it shares
     with the zygote costs it a copied page, ~3 us here): fds 0-2 on ``/dev/null`` (the zygote reports nothing on
     them once started; each sample opens its own: :func:`enter_jail`) and the limits that are the same for every
     sample (its CPU limit follows its own time limit: :func:`enter_jail`). The zygote is real root in the jail or
     holds CAP_SYS_ADMIN, which RLIMIT_NPROC does not bind, and stays far below RLIMIT_AS."""
-    null = os.open(os.devnull, os.O_RDWR)
-    for fd in (0, 1, 2):
-        os.dup2(null, fd)
-    os.close(null)
+    fds_0_to_2_on_devnull()
     resource.setrlimit(resource.RLIMIT_AS, (config["memory_mb"] << 20,) * 2)
     if config.get("child_uid") is not None:  # else it counts the sample uid's processes anew for every sample
         resource.setrlimit(resource.RLIMIT_NPROC, (config["nproc"],) * 2)
@@ -370,10 +375,7 @@ def enter_jail(config: dict[str, Any], libc: Libc, channel_fd: int, timeout_s: f
     os.closerange(channel_fd + 1, 1 << 16)
     # fds 0-2 anew: the zygote's /dev/null is one open file that every sample would share, and its status flags
     # (O_APPEND, O_NONBLOCK: fcntl F_SETFL, ioctl FIONBIO) would carry bits from one sample to the next
-    null = os.open(os.devnull, os.O_RDWR)
-    for fd in (0, 1, 2):
-        os.dup2(null, fd)
-    os.close(null)
+    fds_0_to_2_on_devnull()
     cpu = int(math.ceil(timeout_s)) + 1
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
     uid = config.get("child_uid")

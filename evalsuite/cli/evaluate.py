@@ -201,17 +201,19 @@ def _facts(args: argparse.Namespace, name: str, task, covered: list, kind: str, 
 
 
 def _samples_per_problem(samples: list[dict]) -> int:
+    return min(_counts_per_problem(samples))
+
+
+def _counts_per_problem(samples: list[dict]) -> list[int]:
     from collections import Counter
 
-    return min(Counter(sample["task_id"] for sample in samples).values())
+    return list(Counter(sample["task_id"] for sample in samples).values())
 
 
 def _check_leaderboard_settings(samples: list[dict], args: argparse.Namespace) -> None:
     """A leaderboard entry of sampled completions needs the temperature they were made at; evaluate cannot see
     it, so it is asked for before any sample runs."""
-    from collections import Counter
-
-    counts = Counter(sample["task_id"] for sample in samples).values()
+    counts = _counts_per_problem(samples)
     if min(counts) != max(counts):  # the entry's n would be the smallest, and its pass@k not one setting's
         raise EvalsuiteError(f"{args.samples} has {min(counts)} to {max(counts)} samples per problem: a leaderboard "
                              "entry needs the same number for every problem (drop --leaderboard-dir to score it "

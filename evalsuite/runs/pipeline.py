@@ -362,16 +362,16 @@ def resolve_models(models: Sequence[str], generation: GenerationOptions, names: 
     return specs
 
 
-def check_display_names(models: Sequence[str], specs: Sequence[Any], names: Mapping[str, str]) -> None:
+def check_display_names(models: Sequence[str], specs: Sequence[ModelSpec], names: Mapping[str, str]) -> None:
     """Every model of a command under its own name: results, run folders and the leaderboard are keyed by it, so
     two models under one name (one checkpoint given twice as ``./ckpt`` and ``/abs/ckpt``, two folders both called
     ``gpt2``, ``--name a,a``) are refused before any loads; the second would replace the first's entry."""
-    seen: dict[str, tuple[str, Any]] = {}
+    seen: dict[str, tuple[str, ModelSpec]] = {}
     for name, spec in zip(models, specs):
         display = display_name(name, spec, names)
         if display in seen:
             first, first_spec = seen[display]
-            if getattr(first_spec, "location", first) == getattr(spec, "location", name) and not names:
+            if first_spec.location == spec.location and not names:
                 raise EvalsuiteError(f"{first} and {name} are one model, given twice in --models; give it once")
             raise EvalsuiteError(f"{first} and {name} would both be named {display!r} in the results and on the "
                                  "leaderboard (the second replacing the first): give each its own with --name")

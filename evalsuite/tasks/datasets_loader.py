@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evalsuite.errors import EvalsuiteError
+from evalsuite.errors import EvalsuiteError, one_line
 from evalsuite.hub import hub_reachable
 from evalsuite.jsonl import sha256_file
 
@@ -111,11 +111,6 @@ def quiet_progress() -> Iterator[None]:
             enable_progress_bars()
 
 
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
-
-
 def _why(exc: BaseException) -> str:
     """datasets' error and, where it wraps another (its DatasetGenerationError says only "An error occurred while
     generating the dataset"), the innermost one, which says what is wrong with the file."""
@@ -123,7 +118,7 @@ def _why(exc: BaseException) -> str:
     while (following := inner.__cause__ or inner.__context__) is not None and id(following) not in seen:
         inner = following
         seen.add(id(inner))
-    return _first_line(exc) if inner is exc else f"{_first_line(exc)} ({_first_line(inner)})"
+    return one_line(exc) if inner is exc else f"{one_line(exc)} ({one_line(inner)})"
 
 
 def is_offline() -> bool:
