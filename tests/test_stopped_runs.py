@@ -158,3 +158,97 @@ def test_the_resuming_line_goes_to_stderr_never_into_the_table_on_stdout(tmp_pat
     saved.write_text(saved.read_text().splitlines(keepends=True)[0])
     assert main([*command, "--quiet"]) == 0
     assert "resuming" not in "".join(capsys.readouterr())  # --quiet: the table, and warnings only
+
+
+@pytest.mark.skipif(__import__("sandbox").detect_isolation() == "none",
+                    reason="needs namespace isolation (bubblewrap) to execute the samples")
+def test_a_stopped_multi_model_command_still_reports_the_finished_models_in_json(tiny_model_dir, tmp_path):
+    """CI reads ``--json``: stopped while the second of three models generates, the first's score (final, on the
+    leaderboard) is still printed, with what was running and what had not started; the exit status names the
+    signal."""
+    from evalsuite.runs.results import validate_output
+
+    gpt2, llama = tiny_model_dir("gpt2"), tiny_model_dir("llama")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+    command = [sys.executable, "-m", "evalsuite", "run", "--models", f"reference,{gpt2},{llama}", "--limit",
+               str(LIMIT), "--n", str(N), "--temperature", "0.8", "--max-new-tokens", "400", "--device", "cpu",
+               "--batch-size", str(TOTAL), "--threads", "1", "--json", "--quiet"]
+    process = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
+    deadline = time.monotonic() + 120
+    while not list(tmp_path.glob(f"runs/{gpt2.name}__*/completions.jsonl")) and time.monotonic() < deadline \
+            and process.poll() is None:
+        time.sleep(0.05)
+    assert process.poll() is None, "the run ended before it could be stopped"
+    process.send_signal(signal.SIGTERM)
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 128 + signal.SIGTERM, err[-2000:]
+    assert "interrupted by SIGTERM" in err and "Traceback" not in err
+    document = json.loads(out)
+    validate_output(document)
+    assert [score["model"] for score in document["results"]] == ["reference"]
+    assert document["results"][0]["pass_at"]["pass@1"]["value"] == 1.0
+    assert document["interrupted"] == {"signal": "SIGTERM", "model": gpt2.name, "not_started": [llama.name]}
+    board = json.loads((tmp_path / "leaderboard" / "leaderboard.json").read_text())
+    assert [entry["model"] for entry in board["entries"]] == ["reference"]
+    assert document["leaderboard"] == str(Path("leaderboard") / "leaderboard.json")
+
+
+def test_a_second_ctrl_c_explains_and_a_third_quits_at_once():
+    """The first Ctrl-C stops the command cleanly; one pressed while that clean-up runs no longer breaks into it
+    with a traceback but says what is happening; the next quits at once (status 130)."""
+    script = (
+        "import os, signal, time\n"
+        "from evalsuite.cli import stops_as_interrupts\n"
+        "with stops_as_interrupts():\n"
+        "    try:\n"
+        "        os.kill(os.getpid(), signal.SIGINT); time.sleep(5)\n"
+        "    except KeyboardInterrupt:\n"
+        "        print('stopped', flush=True)\n"
+        "    os.kill(os.getpid(), signal.SIGINT); time.sleep(0.2)\n"
+        "    print('cleaned up', flush=True)\n"
+        "    os.kill(os.getpid(), signal.SIGINT); time.sleep(5)\n"
+        "    print('never', flush=True)\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, env=env,
+                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    assert done.returncode == 128 + signal.SIGINT, done.stderr
+    assert done.stdout.split() == ["stopped", "cleaned", "up"]
+    assert "press Ctrl-C again to quit at once" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_signal_the_job_was_started_ignoring_stays_ignored():
+    """`nohup evalsuite run ...`: the terminal closing (SIGHUP) must not stop the job."""
+    script = (
+        "import os, signal, time\n"
+        "from evalsuite.cli import stops_as_interrupts\n"
+        "with stops_as_interrupts():\n"
+        "    os.kill(os.getpid(), signal.SIGHUP); time.sleep(0.2)\n"
+        "    print('still running', flush=True)\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, env=env,
+                          preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
+    assert done.returncode == 0 and done.stdout.strip() == "still running", done.stderr
+
+
+def test_ctrl_c_twice_during_a_run_leaves_no_traceback_and_the_rerun_resumes(tiny_model_dir, tmp_path):
+    model = tiny_model_dir("gpt2")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+    process = subprocess.Popen(run_command(model), cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.monotonic() + 120
+    while len(completions(tmp_path)) < 4 and time.monotonic() < deadline and process.poll() is None:
+        time.sleep(0.05)
+    assert process.poll() is None, "the run ended before it could be stopped"
+    process.send_signal(signal.SIGINT)
+    time.sleep(0.02)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 128 + signal.SIGINT, err[-2000:]
+    assert "Traceback" not in err and "Exception ignored" not in err, err[-2000:]
+    kept = completions(tmp_path)
+    rerun = subprocess.run(run_command(model), cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert rerun.returncode == 0, rerun.stderr[-2000:]
+    record = json.loads(next(tmp_path.glob("runs/*/record.json")).read_text())
+    assert record["generation_stats"]["completions_generated_now"] == TOTAL - len(kept)

@@ -49,24 +49,36 @@ class Stopped(KeyboardInterrupt):
 
 @contextlib.contextmanager
 def stops_as_interrupts():
-    """While a command runs in the main thread, SIGTERM and SIGHUP raise :class:`Stopped` there, once: a second
-    signal while the first is being handled is ignored, so the finished rows are written whole."""
+    """While a command runs in the main thread, the first stop signal raises there (Ctrl-C's KeyboardInterrupt,
+    :class:`Stopped` for SIGTERM and SIGHUP), once: the finished rows are then written whole and the record
+    closed. Later SIGTERMs and SIGHUPs are ignored; a second Ctrl-C says what is going on (before, it broke
+    into that clean-up with a traceback) and a third quits at once."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     stopping: list[int] = []
 
     def stop(signum: int, frame: object) -> None:
-        if not stopping:
-            stopping.append(signum)
-            raise Stopped(signum)
+        stopping.append(signum)
+        if len(stopping) == 1:
+            raise KeyboardInterrupt if signum == signal.SIGINT else Stopped(signum)
+        if signum != signal.SIGINT:
+            return
+        if stopping[1:].count(signal.SIGINT) == 1:
+            sys.stderr.write("stopping: saving the finished completions and the run record; press Ctrl-C again "
+                             "to quit at once\n")
+        else:
+            os._exit(128 + signal.SIGINT)  # the user insists: what is on disk stays, nothing more is written
 
-    previous = {signum: signal.signal(signum, stop) for signum in (signal.SIGTERM, signal.SIGHUP)}
+    # A signal the process was started ignoring stays ignored: `nohup` (SIGHUP), a shell's `&` (SIGINT).
+    previous = {signum: signal.signal(signum, stop) for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+                if signal.getsignal(signum) is not signal.SIG_IGN}
     try:
         yield
     finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
+        if not stopping:  # once stopped, the process is on its way out: a late Ctrl-C still meets `stop`
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
 
 
 def main(argv: list[str] | None = None) -> int:

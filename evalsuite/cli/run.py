@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -156,9 +157,16 @@ def warn_partial(tasks, limit: int | None, stream=None) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    from evalsuite.runs.pipeline import EvaluationInterrupted
+
     json_out = getattr(args, "json", False)
-    with stdout_to_stderr(json_out):
-        result = execute(args)
+    try:
+        with stdout_to_stderr(json_out):
+            result = execute(args)
+    except EvaluationInterrupted as stop:  # the finished models stand: --json still says what they scored
+        if json_out and stop.result is not None:
+            print_json(stop.result.to_json())
+        raise
     if result is None:  # a data-parallel worker rank (rank 0 reports), or a rank given no model
         return 0
     if json_out:
@@ -180,8 +188,8 @@ def execute(args: argparse.Namespace, argv: list[str] | None = None):
     rank). The table goes to stdout (stderr with ``--json``, nothing with ``--json --quiet``); the
     ``--fail-under`` gate is checked, not enforced. :func:`evalsuite.run` calls this too."""
     from evalsuite.runs.config import RunConfig
-    from evalsuite.runs.pipeline import print_results_table, resolve_models, run_evaluation
-    from evalsuite.runs.results import FailUnder, RunResult, score_from_outcome
+    from evalsuite.runs.pipeline import EvaluationInterrupted, print_results_table, resolve_models, run_evaluation
+    from evalsuite.runs.results import FailUnder, Interruption, RunResult, score_from_outcome
 
     thresholds = args.fail_under
     json_out = getattr(args, "json", False)
@@ -225,7 +233,20 @@ def execute(args: argparse.Namespace, argv: list[str] | None = None):
                        argv=sys.argv if argv is None else argv,
                        spread=args.spread, prompt=protocol, names=names,
                        leaderboard_dir=None if args.no_leaderboard else Path(args.leaderboard_dir))
-    evaluation = run_evaluation(config)
+    try:
+        evaluation = run_evaluation(config)
+    except EvaluationInterrupted as stop:
+        # What the finished models scored is final (their entries are on the leaderboard): shown, and returned
+        # with the stop for --json; the stop itself goes on (the exit status names the signal).
+        done = stop.evaluation
+        if (done.outcomes or done.failures) and not (json_out and args.quiet):
+            print_results_table(done.outcomes, ks, failures=done.failures)
+        stop.result = RunResult(
+            scores=[score_from_outcome(outcome) for outcome in done.outcomes], ks=list(ks),
+            failures=list(done.failures),
+            leaderboard=Path(args.leaderboard_dir) / "leaderboard.json" if done.entries else None,
+            interrupted=Interruption(signal.Signals(stop.signum).name, stop.model, stop.not_started))
+        raise
     if evaluation is None or not (evaluation.outcomes or evaluation.failures):
         return None  # a data-parallel worker rank (rank 0 reports), or a rank given no model
     outcomes = evaluation.outcomes

@@ -9,6 +9,7 @@ generation and resume (:mod:`evalsuite.runs.generate`), execution, and the finis
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import sys
 import time
@@ -237,6 +238,19 @@ class Evaluation:
     failures: list[ModelFailure]
 
 
+class EvaluationInterrupted(KeyboardInterrupt):
+    """A command stopped part-way (Ctrl-C, SIGTERM, SIGHUP): the models it had finished stand (scored, on the
+    leaderboard) and are in ``evaluation``; ``model`` is the one that was running, ``not_started`` those after it.
+    It is a KeyboardInterrupt with the stop's ``signum``, so whoever handles a stop handles this one alike;
+    ``result`` is what ``run`` reports of it (set by :func:`evalsuite.cli.run.execute` for ``--json``)."""
+
+    def __init__(self, stop: KeyboardInterrupt, evaluation: Evaluation, model: str, not_started: list[str]):
+        super().__init__(*stop.args)
+        self.signum = int(getattr(stop, "signum", None) or signal.SIGINT)
+        self.evaluation, self.model, self.not_started = evaluation, model, not_started
+        self.result: Any = None
+
+
 def run_evaluation(config: RunConfig) -> Evaluation | None:
     """Run every model on every task. Models are resolved before any work, so a typo fails in a second.
 
@@ -267,9 +281,11 @@ def run_evaluation(config: RunConfig) -> Evaluation | None:
     outcomes: list[RunOutcome] = []
     entries: list[Any] = []
     failures: list[ModelFailure] = []
+    displays = [display_name(name, spec, config.names) for name, spec in assignments]
+    position = 0
     try:
-        for name, spec in assignments:
-            display = display_name(name, spec, config.names)
+        for position, (_, spec) in enumerate(assignments):
+            display = displays[position]
             generator = None
             claims: list[RunClaim] = []
             try:
@@ -311,6 +327,11 @@ def run_evaluation(config: RunConfig) -> Evaluation | None:
                     generator.close()
                 else:
                     release_device_memory()  # what a failed load left (its traceback is gone by now)
+    except KeyboardInterrupt as stop:
+        if not run_ctx.is_main:
+            raise
+        raise EvaluationInterrupted(stop, Evaluation(outcomes, entries, failures), displays[position],
+                                    displays[position + 1:]) from stop
     finally:
         shutdown(ctx)
     return Evaluation(outcomes, entries, failures) if run_ctx.is_main else None

@@ -17,7 +17,7 @@ from typing import Any
 from evalsuite.scoring.passk import PassAtK  # one type for pass@k everywhere: scores, API results, --json
 from evalsuite.scoring.score import Score
 
-OUTPUT_SCHEMA_VERSION = "1.2"
+OUTPUT_SCHEMA_VERSION = "1.3"
 OUTPUT_SCHEMA_PATH = Path(__file__).parent.parent / "reporting" / "cli_output.schema.json"
 
 
@@ -102,6 +102,19 @@ class ModelFailure:
 
 
 @dataclass(frozen=True)
+class Interruption:
+    """A command stopped part-way by a signal: the model that was running (its completions so far are kept; rerun
+    the command to resume it) and the models it had not started. ``results`` holds the models it had finished."""
+
+    signal: str  # SIGINT, SIGTERM, SIGHUP
+    model: str
+    not_started: list[str]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"signal": self.signal, "model": self.model, "not_started": list(self.not_started)}
+
+
+@dataclass(frozen=True)
 class RunResult:
     """What ``evalsuite run`` (or :func:`evalsuite.run`) produced: one :class:`TaskScore` per (model, task)."""
 
@@ -111,6 +124,7 @@ class RunResult:
     fail_under: FailUnder | None = None
     command: str = "run"
     failures: list[ModelFailure] = field(default_factory=list)
+    interrupted: Interruption | None = None
 
     def score(self, model: str, task: str) -> TaskScore:
         """The score of ``model`` (as given, or its display name) on ``task``."""
@@ -124,7 +138,8 @@ class RunResult:
                 "results": [item.to_json() for item in self.scores],
                 "leaderboard": None if self.leaderboard is None else str(self.leaderboard),
                 "fail_under": None if self.fail_under is None else self.fail_under.to_json(),
-                **({"failures": [failure.to_json() for failure in self.failures]} if self.failures else {})}
+                **({"failures": [failure.to_json() for failure in self.failures]} if self.failures else {}),
+                **({"interrupted": self.interrupted.to_json()} if self.interrupted else {})}
 
 
 # ``evaluate`` returns the same shape, with command "evaluate" and one score.
@@ -196,5 +211,5 @@ def validate_output(document: Any) -> None:
         raise error
 
 
-__all__ = ["PassAtK", "TaskScore", "FailUnder", "RunResult", "EvaluateResult", "validate_output",
+__all__ = ["PassAtK", "TaskScore", "FailUnder", "Interruption", "RunResult", "EvaluateResult", "validate_output",
            "OUTPUT_SCHEMA_PATH"]
