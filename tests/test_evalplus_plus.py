@@ -203,3 +203,41 @@ def test_base_and_plus_pass_at_k_are_scored_apart_and_reach_the_leaderboard():
     plain_page = render_run_page(RunHeader(model="m", task="humaneval", run_id="r"), score(plain, [1]).summary(),
                                  [], {})
     assert "base " not in plain_page
+
+
+@pytest.mark.parametrize("dataset", ["humaneval", "mbpp"])
+def test_evaluate_with_the_evalplus_preset_gives_evalplus_verdicts_on_a_samples_file(evalplus, dataset, tmp_path):
+    """``evalsuite evaluate SAMPLES --tasks humaneval-plus --preset evalplus``: an EvalPlus user's samples file
+    (``solution`` rows, or ``completion`` rows that EvalPlus runs after the prompt) gets each sample's base and
+    plus verdicts from EvalPlus's own code, and pass@k both ways."""
+    import tempfile
+
+    import parity_evalplus_plus as parity
+
+    import evalsuite
+
+    rows = parity.real_rows(dataset, limit=4)
+    programs = parity.real_programs(rows)
+    kinds = [("solution", [{"task_id": t, "solution": p} for t, _, p in programs], programs)]
+    if dataset == "humaneval":
+        completions = [(r["task_id"], text) for r in rows for text in (r["canonical_solution"], "    return None\n")]
+        by_id = {r["task_id"]: r for r in rows}
+        kinds.append(("completion", [{"task_id": t, "completion": c} for t, c in completions],
+                      [(t, "completion", by_id[t]["prompt"] + c) for t, c in completions]))
+    for kind, samples, peer_programs in kinds:
+        path = tmp_path / f"{kind}.jsonl"
+        path.write_text("".join(json.dumps(sample) + "\n" for sample in samples))
+        result = evalsuite.evaluate(str(path), output=str(tmp_path / kind), task=f"{dataset}-plus", preset="evalplus",
+                                    quiet=True)
+        with tempfile.TemporaryDirectory() as folder:
+            data = Path(folder) / f"{dataset}.jsonl.gz"
+            parity.write_jsonl_gz(data, rows)
+            theirs = parity.run_evalplus_api(dataset, data, peer_programs)
+        ours = [json.loads(line) for line in (tmp_path / kind / "results.jsonl").read_text().splitlines()]
+        assert [(r["sets"]["base"]["status"], r["sets"]["plus"]["status"]) for r in ours] == \
+            [(t["base_status"], t["plus_status"]) for t in theirs], kind
+        plus = sum(t["base_status"] == t["plus_status"] == "pass" for t in theirs) / len(theirs)
+        base = sum(t["base_status"] == "pass" for t in theirs) / len(theirs)
+        score = result.scores[0]
+        assert result.ks == [1] and score.n == len(samples) // len(rows)  # the preset's k; every problem's samples
+        assert score["pass@1"] == pytest.approx(plus) and score.base_pass_at[1].value == pytest.approx(base)

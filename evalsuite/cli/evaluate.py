@@ -47,7 +47,11 @@ def add_parser(subparsers) -> None:
                              '{"task_id": ..., "solution": ...} (EvalPlus: a whole program); .gz accepted')
     parser.add_argument("--tasks", "--task", dest="task", default="humaneval", metavar="TASK",
                         help="the task the samples belong to (default: humaneval; --task is the old name)")
-    parser.add_argument("--k", default="1,10,100", help="pass@k values (default: 1,10,100; larger than the "
+    parser.add_argument("--preset", help="check the samples as a named protocol does (evalsuite/configs/presets): "
+                                         "evalplus checks humaneval-plus and mbpp-plus on the base and plus inputs, "
+                                         "as evalplus.evaluate does, and reports both; a preset's sampling settings "
+                                         "are what the leaderboard entry says the samples were made with")
+    parser.add_argument("--k", help="pass@k values (default: the preset's, else 1,10,100; larger than the "
                         "smallest per-problem sample count are reported as not computable)")
     add_execution_args(parser)
     parser.add_argument("--output", "-o", required=True, metavar="DIR",
@@ -61,7 +65,8 @@ def add_parser(subparsers) -> None:
     board.add_argument("--name", help="display name of the model (default: the samples file's name)")
     add_temperature(board, "the temperature the samples were made with, for the leaderboard entry (evaluate cannot "
                            "see it; needed when there are several samples per problem)")
-    add_max_new_tokens(board, "the token budget the samples were made with, for the leaderboard entry")
+    add_max_new_tokens(board, "the token budget the samples were made with, for the leaderboard entry",
+                       preset_may_set=True)
     add_task_source_args(parser)
     parser.set_defaults(handler=main)
 
@@ -76,15 +81,19 @@ def print_summary(summary: ScoreSummary, ks: list[int], execution: Mapping[str, 
     problems = str(summary.n_problems) + (f" of {n_problems_in_task} (PARTIAL: {missing} missing)" if missing else "")
     rows = [("samples", str(summary.n_samples)), ("problems", problems),
             ("verdicts", f"{summary.n_passed} passed, {summary.n_failed} failed, {summary.n_timed_out} timed out")]
-    for k in ks:
-        key = f"pass@{k}"
-        if k in summary.pass_at:
-            figure = summary.pass_at[k]
-            method = figure.ci_method or "bootstrap"
-            rows.append((key, f"{figure.value:.4f}  (95% CI {figure.ci_low:.4f}-{figure.ci_high:.4f}, "
-                              f"{method.capitalize()})"))
-        else:
-            rows.append((key, f"not computable: {summary.not_computable[k]}"))
+    base = summary.sets.get("base")  # EvalPlus-style (--preset evalplus): pass@k is the plus figure, base beside it
+    for label, pass_at in (("", summary.pass_at), ("base ", base.pass_at if base else None)):
+        if pass_at is None:
+            continue
+        for k in ks:
+            key = f"{label}pass@{k}"
+            if k in pass_at:
+                figure = pass_at[k]
+                method = figure.ci_method or "bootstrap"
+                rows.append((key, f"{figure.value:.4f}  (95% CI {figure.ci_low:.4f}-{figure.ci_high:.4f}, "
+                                  f"{method.capitalize()})"))
+            else:
+                rows.append((key, f"not computable: {summary.not_computable[k]}"))
     sandbox = execution["mode"] + (f", memory and processes capped by {execution['limits']}"
                                    if execution.get("limits") else "")
     rows.append(("sandbox", sandbox))
@@ -125,9 +134,11 @@ def execute(args: argparse.Namespace):
 
     options = execution_options(args)
     policy = timeout_policy(args)
-    ks = parse_ks(args.k)
     preflight.check_sandbox(options.allow_unsandboxed, options.isolation)
     task = load_registry(args).get(args.task)
+    if args.preset:
+        task = _as_the_preset_scores(task, args)
+    ks = parse_ks(args.k or "1,10,100")
     problems = task.problems()
     samples = read_samples(args.samples, {p.task_id for p in problems}, task.name)
     if args.leaderboard:
@@ -180,6 +191,22 @@ def execute(args: argparse.Namespace):
                      leaderboard=leaderboard / "leaderboard.json" if leaderboard is not None else None)
 
 
+def _as_the_preset_scores(task, args: argparse.Namespace):
+    """The task as ``--preset`` checks it (evalplus: humaneval-plus and mbpp-plus on base and plus inputs); the
+    preset's temperature and token budget stand for the samples' where the flags do not say them."""
+    from evalsuite.protocol.presets import load_preset
+    from evalsuite.tasks.evalplus_tasks import for_evaluation
+
+    preset = load_preset(args.preset)
+    if args.temperature is None and "temperature" in preset.values:
+        args.temperature = float(preset.values["temperature"])
+    if args.max_new_tokens is None and "max_new_tokens" in preset.values:
+        args.max_new_tokens = int(preset.values["max_new_tokens"])
+    if args.k is None and preset.values.get("k"):
+        args.k = ",".join(str(k) for k in preset.values["k"])
+    return for_evaluation(task, preset.evaluation)
+
+
 def _facts(args: argparse.Namespace, name: str, task, covered: list, kind: str, samples: list[dict],
            samples_sha256: str, sandbox_mode: str) -> RunFacts:
     """What the page and the leaderboard say about a samples file: evaluate cannot see how the samples were
@@ -188,7 +215,9 @@ def _facts(args: argparse.Namespace, name: str, task, covered: list, kind: str, 
     badges = [partial_badge(subset)] if subset else []
     if kind == "solution":
         badges.append("solution rows")
-    given = SamplingParams(n=_samples_per_problem(samples), max_new_tokens=args.max_new_tokens,
+    given = SamplingParams(n=_samples_per_problem(samples),
+                           max_new_tokens=SamplingParams().max_new_tokens if args.max_new_tokens is None
+                           else args.max_new_tokens,
                            **({} if args.temperature is None else {"temperature": args.temperature}))
     samples_file = storable(str(args.samples))
     return RunFacts(run_id=storable(Path(args.output).resolve().name), model=name, model_id=samples_file,
