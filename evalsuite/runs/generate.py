@@ -70,7 +70,7 @@ def generate_missing(generator: Generator, task: Task, problems: Sequence[Proble
             if invocation_id is not None:
                 row["invocation_id"] = invocation_id
             with stops_held():  # the row saved and counted together
-                out.write(row)
+                out.write(run_dir.sealed(row))
                 generated += 1
                 tokens += completion.num_tokens
                 progress.on_completion(completion.num_tokens)

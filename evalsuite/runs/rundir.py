@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,10 +24,24 @@ from evalsuite.errors import EvalsuiteError
 from evalsuite.jsonl import read_jsonl
 from evalsuite.runs.record import RECORD_FILE, RunRecord
 from evalsuite.scoring.summary import SUMMARY_FILE
+from evalsuite.untrusted import dumps
 
 
 def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text)[-80:].strip("_.") or "model"  # never a hidden folder
+
+
+SEAL_FIELD = "seal"
+
+
+def row_seal(run_id: str, row: Mapping[str, Any]) -> str:
+    """The seal of one completion row in run ``run_id``: a digest of the row (all but its seal) and the run.
+
+    Why: a resume trusts the rows on disk. A row edited by hand, or copied from another run (other settings,
+    another model), would be scored as this model's output; its seal no longer matches, and it is refused. It
+    guards against mistakes, not against someone who recomputes it."""
+    body = json.dumps({k: v for k, v in row.items() if k != SEAL_FIELD}, sort_keys=True, ensure_ascii=True)
+    return hashlib.sha256(f"{run_id}\n{body}".encode()).hexdigest()[:32]
 
 
 def run_key(identity: dict[str, Any]) -> str:
@@ -67,14 +82,22 @@ class RunDir:
     def summary(self) -> Path:
         return self.path / SUMMARY_FILE
 
+    def sealed(self, row: dict[str, Any]) -> dict[str, Any]:
+        """``row`` with its seal (:func:`row_seal`), computed on the row as it will be read back from the file."""
+        as_read = json.loads(dumps(row))
+        return {**row, SEAL_FIELD: row_seal(self.run_id, as_read)}
+
     def existing_completions(self, valid_task_ids: set[str], n: int) -> dict[tuple[str, int], dict[str, Any]]:
         """Completions saved by an earlier, interrupted attempt, keyed by (task_id, completion_id).
 
         A torn last line (crash mid-write) is ignored and regenerated; anything else malformed is an error,
-        since silently dropping or duplicating samples would change the score.
+        since silently dropping or duplicating samples would change the score. So is a row whose seal does not
+        match (edited by hand, or copied from another run). Rows before a file's first sealed one were written by
+        an evalsuite that did not seal them, and are kept as they are.
         """
         done: dict[tuple[str, int], dict[str, Any]] = {}
         for path in self.completion_files():
+            sealing = False
             for line, row in read_jsonl(path, tolerate_torn_tail=True):
                 task_id, completion_id = row.get("task_id"), row.get("completion_id")
                 if (not isinstance(task_id, str) or task_id not in valid_task_ids
@@ -82,6 +105,12 @@ class RunDir:
                     raise EvalsuiteError(f"{path}:{line}: completion {(task_id, completion_id)} does not belong to "
                                          f"this run; delete {self.path} to start over")
                 key = (task_id, completion_id)
+                seal = row.get(SEAL_FIELD)
+                sealing = sealing or seal is not None
+                if sealing and seal != row_seal(self.run_id, row):
+                    raise EvalsuiteError(f"{path}:{line}: completion {key} is not what this run wrote (edited, or "
+                                         "copied from another run: its seal does not match); delete that line to "
+                                         f"generate it again, or delete {self.path} to start over")
                 if key in done:
                     raise EvalsuiteError(f"{path}:{line}: duplicate completion {key}: two processes wrote this run at "
                                          f"once; delete {self.path} to start over")
