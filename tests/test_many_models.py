@@ -291,6 +291,25 @@ def test_a_cpu_model_line_says_what_is_known(tiny_model_dir):
     assert plan_line("reference", {"placement": {}}, Workload(4, 8)) is None
 
 
+def test_the_cpu_estimate_counts_the_rows_decoded_together(tiny_model_dir):
+    """A CPU step makes a token of every row of the batch: the plan line's rate for 16 samples is the batch's,
+    not one row's (it was 8x low for a tiny model, 5x for SmolLM2-135M at batch 16); the floor the slow-run
+    warning uses stays one row's."""
+    from evalsuite.generation import load_generator
+    from evalsuite.generation.options import GenerationOptions, HFOptions
+    from evalsuite.models.options import LoadingOptions
+    from evalsuite.models.registry import resolve_model
+
+    options = GenerationOptions(loading=LoadingOptions(device="cpu"), hf=HFOptions(batch_size=8))
+    generator = load_generator(resolve_model(str(tiny_model_dir("gpt2"))), options)
+    try:
+        one, eight, many = (generator.expected_tokens_per_s(rows=rows) for rows in (1, 8, 500))
+        assert one == generator.expected_tokens_per_s()
+        assert eight > 4 * one and many == eight  # rows past the batch size wait for the next batch
+    finally:
+        generator.close()
+
+
 @pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs a CUDA GPU")
 def test_closing_a_generator_gives_its_gpu_memory_and_its_cap_back(tiny_model_dir):
     """Through the engine (fused weights, KV cache, CUDA graphs): after close() the allocator holds what it held

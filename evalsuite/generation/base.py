@@ -26,9 +26,11 @@ class Generator(ABC):
     # they are decoded leave it alone.
     token_listener: Callable[[int], None] | None = None
 
-    def expected_tokens_per_s(self) -> float | None:
-        """A rough floor on the decoding rate here (batch 1, the planner's speed model), for the warning when
-        a run is far slower than it should be; None where the backend cannot say (a server, the reference)."""
+    def expected_tokens_per_s(self, rows: int = 1) -> float | None:
+        """The decoding rate the planner's speed model expects here with ``rows`` samples to make (batched as the
+        backend batches them): with the default 1, a rough floor, for the warning when a run is far slower than
+        it should be; with the command's samples, the plan line's estimate. None where the backend cannot say
+        (a server, the reference)."""
         return None
 
     @abstractmethod

@@ -303,8 +303,9 @@ def run_evaluation(config: RunConfig) -> Evaluation | None:
                 generator = None if len(recorded) == len(config.tasks) else load_generator(spec, generation)
                 load_seconds = time.perf_counter() - started
                 if generator is not None and run_ctx.is_main:
-                    announce_plan(display, generator.describe(), workload(config), config.show_progress,
-                                  generator.expected_tokens_per_s())
+                    work = workload(config)
+                    announce_plan(display, generator.describe(), work, config.show_progress,
+                                  generator.expected_tokens_per_s(rows=work.samples))
                 for task in config.tasks:
                     acting = generator or RecordedModel(recorded[task.name])
                     outcome = run_one(acting, spec, task, config, load_seconds, run_ctx, placement,

@@ -24,7 +24,7 @@ from evalsuite.devices import free_accelerator_memory, release_device_memory
 from evalsuite.engine.sampling import SeededSampler, row_seeds
 from evalsuite.errors import EvalsuiteError
 from evalsuite.generation.base import GenerationOptions, Generator
-from evalsuite.generation.hf.batching import Row, auto_batch_size, make_rows
+from evalsuite.generation.hf.batching import CPU_BATCH_SIZE, Row, auto_batch_size, make_rows
 from evalsuite.generation.hf.engine_bridge import EngineStatus, HFEngineBridge, engine_for
 from evalsuite.generation.hf.loading import (
     LoadedModel,
@@ -131,16 +131,17 @@ class HFGenerator(Generator):
             "ignored_generation_config": self.ignored_generation_config,
         }
 
-    def expected_tokens_per_s(self) -> float | None:
+    def expected_tokens_per_s(self, rows: int = 1) -> float | None:
         if self.loaded.device.type != "cpu":
             return None
         from evalsuite.planner.memory import shape_from_model
         from evalsuite.planner.speed import SPEED
 
         shape = shape_from_model(self.model, self.model.config)  # what the planner reads, text config included
-        step = SPEED.cpu_step(shape.weight_bytes(self.loaded.dtype), shape.num_params, shape.num_layers, 1,
+        batch = max(1, min(rows, self.batch_size or CPU_BATCH_SIZE))  # a step makes one token of each row
+        step = SPEED.cpu_step(shape.weight_bytes(self.loaded.dtype), shape.num_params, shape.num_layers, batch,
                               torch.get_num_threads())
-        return 1.0 / step
+        return batch / step
 
     def weights_identity(self) -> str | None:
         return self.loaded.dtype
