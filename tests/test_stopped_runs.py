@@ -14,6 +14,7 @@ import re
 import signal
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -194,24 +195,27 @@ def test_a_stopped_multi_model_command_still_reports_the_finished_models_in_json
     assert document["leaderboard"] == str(Path("leaderboard") / "leaderboard.json")
 
 
+def under_stops(body: str, signum: int, handler) -> subprocess.CompletedProcess:
+    """``body`` run inside the CLI's ``stops_as_interrupts`` in a fresh Python started with ``signum`` set to
+    ``handler`` (as a shell or ``nohup`` would hand it over)."""
+    script = ("import os, signal, time\nfrom evalsuite.cli import stops_as_interrupts\n"
+              "with stops_as_interrupts():\n" + textwrap.indent(body, "    "))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, env=env,
+                          preexec_fn=lambda: signal.signal(signum, handler))
+
+
 def test_a_second_ctrl_c_explains_and_a_third_quits_at_once():
     """The first Ctrl-C stops the command cleanly; one pressed while that clean-up runs no longer breaks into it
     with a traceback but says what is happening; the next quits at once (status 130)."""
-    script = (
-        "import os, signal, time\n"
-        "from evalsuite.cli import stops_as_interrupts\n"
-        "with stops_as_interrupts():\n"
-        "    try:\n"
-        "        os.kill(os.getpid(), signal.SIGINT); time.sleep(5)\n"
-        "    except KeyboardInterrupt:\n"
-        "        print('stopped', flush=True)\n"
-        "    os.kill(os.getpid(), signal.SIGINT); time.sleep(0.2)\n"
-        "    print('cleaned up', flush=True)\n"
-        "    os.kill(os.getpid(), signal.SIGINT); time.sleep(5)\n"
-        "    print('never', flush=True)\n")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, env=env,
-                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    done = under_stops("try:\n"
+                       "    os.kill(os.getpid(), signal.SIGINT); time.sleep(5)\n"
+                       "except KeyboardInterrupt:\n"
+                       "    print('stopped', flush=True)\n"
+                       "os.kill(os.getpid(), signal.SIGINT); time.sleep(0.2)\n"
+                       "print('cleaned up', flush=True)\n"
+                       "os.kill(os.getpid(), signal.SIGINT); time.sleep(5)\n"
+                       "print('never', flush=True)\n", signal.SIGINT, signal.SIG_DFL)
     assert done.returncode == 128 + signal.SIGINT, done.stderr
     assert done.stdout.split() == ["stopped", "cleaned", "up"]
     assert "press Ctrl-C again to quit at once" in done.stderr and "Traceback" not in done.stderr
@@ -219,15 +223,8 @@ def test_a_second_ctrl_c_explains_and_a_third_quits_at_once():
 
 def test_a_signal_the_job_was_started_ignoring_stays_ignored():
     """`nohup evalsuite run ...`: the terminal closing (SIGHUP) must not stop the job."""
-    script = (
-        "import os, signal, time\n"
-        "from evalsuite.cli import stops_as_interrupts\n"
-        "with stops_as_interrupts():\n"
-        "    os.kill(os.getpid(), signal.SIGHUP); time.sleep(0.2)\n"
-        "    print('still running', flush=True)\n")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, env=env,
-                          preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
+    done = under_stops("os.kill(os.getpid(), signal.SIGHUP); time.sleep(0.2)\nprint('still running', flush=True)\n",
+                       signal.SIGHUP, signal.SIG_IGN)
     assert done.returncode == 0 and done.stdout.strip() == "still running", done.stderr
 
 
