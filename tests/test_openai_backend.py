@@ -119,8 +119,9 @@ class ScriptedServer:
     (then 200s), records every request and how many were in flight at once."""
 
     def __init__(self, script=(), delay_s: float = 0.0, retry_after: str | None = None,
-                 text: str = "    return {i}\ndef more():", choice=None, usage=None):
+                 text: str = "    return {i}\ndef more():", choice=None, usage=None, delays=()):
         self.script = list(script)
+        self.delays = list(delays)  # per request, in arrival order (then delay_s)
         self.text = text
         self.choice = choice  # index -> the choice to send (default: text, finish_reason stop)
         self.usage = {"completion_tokens": 5} if usage is None else usage
@@ -155,10 +156,11 @@ class ScriptedServer:
                     server.requests.append((dict(self.headers), body))
                     server.paths.append(self.path)
                     status = server.script.pop(0) if server.script else 200
+                    delay = server.delays.pop(0) if server.delays else server.delay_s
                     server.in_flight += 1
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
                 try:
-                    time.sleep(server.delay_s)
+                    time.sleep(delay)
                     if status != 200:
                         headers = [("Retry-After", server.retry_after)] if server.retry_after and status == 429 else []
                         self._send(status, {"error": {"message": f"scripted {status}"}}, headers)
@@ -311,3 +313,36 @@ def test_another_server_is_another_run():
     assert first != OpenAIGenerator("served", "http://127.0.0.1:9402/v1").identity()
     assert first == OpenAIGenerator("served", "http://127.0.0.1:9401/v1/").identity()  # one server, spelled otherwise
     assert "hunter2" not in json.dumps(OpenAIGenerator("served", "http://u:hunter2@127.0.0.1:9401/v1").identity())
+
+
+def test_a_stop_hands_over_the_answers_that_arrived_and_does_not_wait_for_the_rest():
+    """Stopped, the backend waited for every request in flight (up to --request-timeout) and then discarded what
+    they brought; now the answers that arrived are handed over and the stop goes on at once."""
+    from evalsuite.runs.generate import finished_before
+
+    requests = [GenerationRequest(f"t/{i}", f"def f{i}():\n", (0,), stop_sequences=()) for i in range(4)]
+    with ScriptedServer(delays=[0, 0, 60, 60]) as server:
+        stream = OpenAIGenerator("scripted", server.base_url, concurrency=4).generate(requests, SamplingParams())
+        first = next(stream)
+        deadline = time.monotonic() + 10
+        while len(server.requests) < 4 and time.monotonic() < deadline:  # all four in flight
+            time.sleep(0.05)
+        time.sleep(0.5)  # the second quick answer arrives while the caller is busy
+        started = time.monotonic()
+        kept = list(finished_before(stream, KeyboardInterrupt()))
+        assert time.monotonic() - started < 5
+    assert len([first, *kept]) == 2 and {c.task_id for c in [first, *kept]} <= {"t/0", "t/1", "t/2", "t/3"}
+
+
+def test_ctrl_c_while_waiting_for_answers_stops_at_once():
+    import signal
+
+    requests = [GenerationRequest(f"t/{i}", f"def f{i}():\n", (0,), stop_sequences=()) for i in range(2)]
+    with ScriptedServer(delay_s=60) as server:
+        stream = OpenAIGenerator("scripted", server.base_url, concurrency=2).generate(requests, SamplingParams())
+        timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))
+        started = time.monotonic()
+        timer.start()
+        with pytest.raises(KeyboardInterrupt):
+            list(stream)
+        assert time.monotonic() - started < 6

@@ -64,3 +64,29 @@ def test_the_same_run_started_twice_runs_once(tiny_model_dir, tmp_path):
     assert again.returncode == 0, again.stderr
     (record_path,) = output.glob("*/record.json")
     assert json.loads(record_path.read_text())["generation_stats"]["completions_resumed"] == 6 * 4
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("variant", [["--dtype", "float32"], ["--prompt-style", "base"]])
+def test_flags_that_come_to_the_same_run_meet_at_its_folder(tiny_model_dir, tmp_path, variant):
+    """`--dtype float32` on a CPU and `--prompt-style base` for a model without a chat template change nothing,
+    so the run folder is the same; the claim taken before loading names the flags as given and let both in, and
+    both then wrote one folder, which every later read refused ("duplicate completion"). The folder's own claim
+    refuses the second now."""
+    output = tmp_path / "runs"
+    args = run_args(tiny_model_dir("gpt2"), output) + ["--batch-size", "2"]
+    command = [sys.executable, "-m", "evalsuite", *args]
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    first = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_for_lines("*/completions.jsonl", output, files=1, minimum=1, proc=first)
+    os.kill(first.pid, signal.SIGSTOP)
+    try:
+        second = subprocess.run(command + variant, env=env, capture_output=True, text=True, timeout=180)
+    finally:
+        os.kill(first.pid, signal.SIGCONT)
+    assert second.returncode == 2, second.stderr
+    assert f"another evalsuite process (pid {first.pid}) is running this same run" in second.stderr
+    _, err = first.communicate(timeout=240)
+    assert first.returncode == 0, err
+    completions, verdicts = records(output)  # one folder, whole
+    assert len(completions) == len(verdicts) == 6 * 4

@@ -14,13 +14,15 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import random
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
+from collections import deque
 from collections.abc import Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -266,16 +268,56 @@ class OpenAIGenerator(Generator):
         return completions
 
     def generate(self, requests: Sequence[GenerationRequest], params: SamplingParams) -> Iterator[Completion]:
+        """Up to ``concurrency`` requests in flight, each answer handed over as it arrives.
+
+        Stopped (Ctrl-C, SIGTERM), the answers that have arrived are handed over first, and the requests still in
+        flight are left to daemon threads: a stop no longer waits for them (up to ``--request-timeout``, after
+        which a scheduler's SIGKILL came first) only to discard what they brought."""
         jobs = self.jobs(requests, params)
-        pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="evalsuite-openai")
+        todo: queue.SimpleQueue[Job] = queue.SimpleQueue()
+        for job in jobs:
+            todo.put(job)
+        answers: queue.SimpleQueue[tuple[list[Completion], BaseException | None]] = queue.SimpleQueue()
+        stopping = threading.Event()
+
+        def work() -> None:
+            while not stopping.is_set():
+                try:
+                    job = todo.get_nowait()
+                except queue.Empty:
+                    return
+                try:
+                    answers.put((self.complete(job, params), None))
+                except BaseException as exc:  # noqa: BLE001 - raised where the answers are read
+                    answers.put(([], exc))
+
+        for index in range(min(self.concurrency, len(jobs))):
+            threading.Thread(target=work, name=f"evalsuite-openai-{index}", daemon=True).start()
+        arrived: deque[Completion] = deque()
+        waiting = len(jobs)
         try:
-            pending: set[Future] = {pool.submit(self.complete, job, params) for job in jobs}
-            while pending:
-                done, pending = wait(pending, return_when=FIRST_COMPLETED)
-                for future in done:
-                    yield from future.result()
+            while waiting or arrived:
+                if arrived:
+                    yield arrived.popleft()
+                    continue
+                completions, error = answers.get()
+                waiting -= 1
+                if error is not None:
+                    raise error
+                arrived.extend(completions)
+        except KeyboardInterrupt:
+            stopping.set()
+            while True:  # what has arrived is kept; what is in flight is not waited for
+                try:
+                    completions, error = answers.get_nowait()
+                except queue.Empty:
+                    break
+                arrived.extend(completions if error is None else [])
+            while arrived:
+                yield arrived.popleft()
+            raise
         finally:
-            pool.shutdown(wait=True, cancel_futures=True)
+            stopping.set()
         if self.withheld:
             print(f"warning: {self.withheld} answer(s) from {redact_url(self.base_url)} came back empty with a finish "
                   "reason other than stop or length (content_filter...): they are scored as failed samples; "

@@ -97,8 +97,13 @@ def _now() -> str:
 
 def run_one(generator: Generator, spec: ModelSpec, task: Task, config: RunConfig, load_seconds: float,
             ctx: DistContext = DistContext(), placement: dict[str, Any] | None = None, display_name: str | None = None,
-            request_key: str | None = None) -> RunOutcome | None:
+            request_key: str | None = None, claims: list[RunClaim] | None = None) -> RunOutcome | None:
     """One (model, task) run. Under data parallelism every rank calls this; rank 0 returns the outcome.
+
+    The run folder is claimed before anything is written in it (its claim is added to ``claims``, which the
+    caller releases): the claim taken before loading names the flags as given, and two commands whose different
+    flags come to the same settings (``--dtype float32`` on a CPU, ``--prompt-style base`` for a model without a
+    chat template) meet here, not in the folder's rows.
 
     ``spec`` is the model as resolved once by :func:`run_evaluation` (its name as the user gave it, where it
     loads from, its stop sequences and revision); ``display_name`` what the views call it (default: the name
@@ -119,6 +124,9 @@ def run_one(generator: Generator, spec: ModelSpec, task: Task, config: RunConfig
     identity = run_identity(model_id, task, problems, stops, config.sampling, generator.weights_identity(),
                             prompt=prompt, model=generator.identity(), revision=revision)
     run_dir = RunDir.for_run(config.output_dir, model_name, task.name, run_key(identity))
+    claim = RunClaim.take(config.output_dir, f"folder__{run_dir.run_id}", ctx.rank, f"{model_name}/{task.name}")
+    if claims is not None:
+        claims.append(claim)
     previous = run_dir.check_identity(identity)
     run_dir.path.mkdir(parents=True, exist_ok=True)
     invocation_id = ctx.agree(uuid.uuid4().hex)  # every rank's rows name the invocation the record lists
@@ -309,7 +317,7 @@ def run_evaluation(config: RunConfig) -> Evaluation | None:
                 for task in config.tasks:
                     acting = generator or RecordedModel(recorded[task.name])
                     outcome = run_one(acting, spec, task, config, load_seconds, run_ctx, placement,
-                                      display_name=display, request_key=keys[task.name])
+                                      display_name=display, request_key=keys[task.name], claims=claims)
                     if outcome is not None:
                         outcomes.append(outcome)
                         if config.leaderboard_dir is not None:  # final now, whatever happens to the next model
@@ -344,7 +352,8 @@ def claim_settings(spec: Any, task: Task, config: RunConfig, generation: Any, pr
     local folder by its real path: ./ckpt and /abs/ckpt are one run), the problems, sampling, prompt and dtype.
     Never the rank's device: a torchrun rank and a single process on one run must collide."""
     location = os.path.realpath(spec.location) if spec.source == "local" else spec.location
-    return {"model": location, "revision": spec.revision, "backend": generation.backend,
+    server = generation.openai.base_url if generation.backend == "openai" else None  # two servers: two runs
+    return {"model": location, "revision": spec.revision, "backend": generation.backend, "server": server,
             "dtype": generation.loading.dtype, "problems": problem_ids,
             "sampling": config.sampling.to_dict(), "prompt": prompt_key(config.prompt, task.name)}
 
