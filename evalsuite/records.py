@@ -5,6 +5,7 @@ Every stage reads and writes these, so a newcomer can follow one sample from pro
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -38,8 +39,9 @@ class SamplingParams:
                 raise EvalsuiteError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}")
         if self.top_k < 0:
             raise EvalsuiteError(f"--top-k must be >= 0 (0: no top-k), got {self.top_k}")
-        if not 0 < self.top_p <= 1 or self.temperature < 0:
-            raise EvalsuiteError("--temperature must be >= 0 and --top-p in (0, 1]")
+        if not 0 < self.top_p <= 1 or not 0 <= self.temperature < math.inf:  # NaN fails both comparisons
+            raise EvalsuiteError(f"--temperature must be a finite number >= 0 (got {self.temperature:g}) and --top-p "
+                                 f"in (0, 1] (got {self.top_p:g})")
         if self.max_length is not None and self.max_length < 2:
             raise EvalsuiteError("--max-length must be >= 2 (prompt plus completion tokens)")
 

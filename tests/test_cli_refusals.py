@@ -63,6 +63,10 @@ def assert_one_line_refusal(capsys, argv: list[str], message: str, folder: Path)
     (["run", "--models", "reference,"], "name 2 is empty"),
     (["run", "--models", "reference,reference"], "--models: reference given twice"),
     (["run", "--models", "reference", "--tasks", "humaneval,humaneval"], "--tasks: humaneval given twice"),
+    (["run", "--temperature", "nan"], "--temperature must be a finite number >= 0 (got nan)"),
+    (["run", "--temperature", "inf"], "--temperature must be a finite number >= 0 (got inf)"),
+    (["run", "--base-url", "http://127.0.0.1:9/v1", "--models", "served", "--revision", "main"],
+     "served is a model served over --backend openai, which has no hub revisions"),
 ])
 def test_run_refuses_what_it_would_ignore(no_model_loads, capsys, argv, message):
     assert_one_line_refusal(capsys, [*argv, "--quiet"], message, no_model_loads)
@@ -318,3 +322,65 @@ def test_a_checkpoint_whose_weights_are_corrupt_is_one_line_and_exit_2(tiny_mode
     assert len(errors) == 1 and "cannot load the weights of model" in errors[0] and "Traceback" not in err, err
     with pytest.raises(EvalsuiteError, match="cannot load the weights"):
         evalsuite.run(models=[str(broken)], limit=1, max_new_tokens=4, leaderboard_dir=None, device="cpu")
+
+
+def test_a_broken_leaderboard_is_refused_before_any_model_runs(no_model_loads, capsys):
+    """Found after the work, it was charged to every model of the command as its failure (each listed both as
+    scored and as FAILED)."""
+    board = no_model_loads / "board"
+    board.mkdir()
+    (board / "leaderboard.json").write_text('{"schema_version": "1.4", "entries": [')
+    assert main(["run", "--quiet", "--models", "reference", "--limit", "1", "--leaderboard-dir", "board"]) == 2
+    err = capsys.readouterr().err
+    assert "board/leaderboard.json:1: malformed JSON" in err and "nothing was run" in err
+    assert not (no_model_loads / "runs").exists()
+    (no_model_loads / "s.jsonl").write_text('{"task_id": "HumanEval/0", "completion": "    return 1\\n"}\n')
+    assert main(["evaluate", "s.jsonl", "-o", "out", "--leaderboard-dir", "board", "--quiet"]) == 2
+    assert "malformed JSON" in capsys.readouterr().err and not (no_model_loads / "out").exists()
+
+
+def test_evaluate_refuses_a_temperature_that_is_no_number_before_running(no_model_loads, capsys):
+    (no_model_loads / "s.jsonl").write_text('{"task_id": "HumanEval/0", "completion": "    return 1\\n"}\n')
+    assert main(["evaluate", "s.jsonl", "-o", "out", "--temperature", "nan", "--quiet"]) == 2
+    assert "--temperature must be a finite number" in capsys.readouterr().err and not (no_model_loads / "out").exists()
+
+
+def test_task_data_given_twice_or_for_a_task_not_run_is_refused(no_model_loads, capsys):
+    (no_model_loads / "a.jsonl").write_text("{}\n")
+    assert_one_line_refusal(capsys, ["run", "--quiet", "--tasks", "humaneval", "--task-data", "humaneval=a.jsonl",
+                                     "--task-data", "humaneval=a.jsonl"], "gives task 'humaneval' two data files",
+                            no_model_loads)
+    assert_one_line_refusal(capsys, ["run", "--quiet", "--tasks", "humaneval", "--task-data", "mbpp=a.jsonl"],
+                            "task 'mbpp' is not among the tasks this command runs (humaneval)", no_model_loads)
+
+
+def _wordbench(folder: Path, edit) -> Path:
+    """tests/data/declarative's task, copied into ``folder`` with ``edit(spec_text, rows) -> (spec_text, rows)``."""
+    import json
+
+    source = Path(__file__).parent / "data" / "declarative"
+    spec, rows = edit((source / "task_wordbench.yaml").read_text(),
+                      [json.loads(line) for line in (source / "wordbench.jsonl").read_text().splitlines()])
+    folder.mkdir()
+    (folder / "task_wordbench.yaml").write_text(spec)
+    (folder / "wordbench.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return folder
+
+
+def test_a_task_row_missing_a_field_the_others_have_is_one_line(no_model_loads, capsys):
+    """datasets gives the missing field as None: a TypeError traceback, exit 1, in run, evaluate and tasks."""
+    def drop_tests(spec, rows):
+        rows[1] = {k: v for k, v in rows[1].items() if k not in ("checks", "solution")}
+        return spec, rows
+
+    _wordbench(no_model_loads / "wb", drop_tests)
+    assert_one_line_refusal(capsys, ["run", "--quiet", "--tasks", "wordbench", "--task-dir", "wb"],
+                            "task 'wordbench', row 1: missing field(s) checks, solution", no_model_loads)
+
+
+def test_the_reference_model_on_a_task_without_solutions_is_refused_before_any_folder(no_model_loads, capsys):
+    _wordbench(no_model_loads / "wb", lambda spec, rows: (
+        "\n".join(line for line in spec.splitlines() if not line.startswith("solution_field")), rows))
+    assert_one_line_refusal(capsys, ["run", "--quiet", "--tasks", "wordbench", "--task-dir", "wb"],
+                            "the reference model answers with canonical solutions, and task 'wordbench' has none",
+                            no_model_loads)

@@ -87,3 +87,26 @@ def test_seeded_samples_equal_transformers_on_real_checkpoints(real):
     engine = Engine(model, decode_tokens=_text, eos_token_ids=[])
     got = _run(engine, [prompt], params, samples=range(3))
     assert [_ids(got[("t/0", s)].text) for s in range(3)] == expected
+
+
+def test_quiet_turns_off_transformers_gguf_bar_too(capsys):
+    """transformers draws "Converting and de-quantizing GGUF tensors" with tqdm itself, past its own progress-bar
+    switch, so --quiet still printed it; within the load it now follows that switch."""
+    pytest.importorskip("gguf")
+    from transformers import modeling_gguf_pytorch_utils as converting
+    from transformers.utils import logging as transformers_logging
+
+    from evalsuite.generation.hf.gguf_files import gguf_bar_as_transformers_says
+
+    was_enabled = transformers_logging.is_progress_bar_enabled()
+    try:
+        transformers_logging.disable_progress_bar()
+        with gguf_bar_as_transformers_says():
+            list(converting.tqdm(range(3), desc="Converting"))
+        assert "Converting" not in capsys.readouterr().err
+        transformers_logging.enable_progress_bar()
+        with gguf_bar_as_transformers_says():
+            list(converting.tqdm(range(3), desc="Converting"))
+        assert "Converting" in capsys.readouterr().err  # not quiet: shown as before
+    finally:
+        (transformers_logging.enable_progress_bar if was_enabled else transformers_logging.disable_progress_bar)()

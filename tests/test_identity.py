@@ -16,7 +16,7 @@ from evalsuite.jsonl import read_jsonl
 
 @pytest.fixture(autouse=True)
 def private_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("EVALSUITE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("EVALSUITE_CACHE_DIR", str(tmp_path / "cache"))
 
 
 def run_dirs(output: Path) -> list[Path]:

@@ -427,3 +427,27 @@ def test_the_readme_names_the_schema_version_files_are_written_with():
 
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
     assert f"leaderboard.schema.json`, schema {SCHEMA_VERSION};" in readme
+
+
+def test_the_pages_are_drawn_while_the_leaderboard_is_still_locked(tmp_path, monkeypatch):
+    """Drawn after the lock was let go, a run that saved first and drew last left index.html without the other
+    run's entry (leaderboard.json itself was right)."""
+    import fcntl
+    import os
+
+    from evalsuite.reporting import publish
+
+    seen = []
+
+    def draw(directory, entries):
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            with pytest.raises(BlockingIOError):  # another process could not take the lock now
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        finally:
+            os.close(fd)
+        seen.append(len(entries))
+
+    monkeypatch.setattr(publish, "write_leaderboard_pages", draw)
+    publish.update_leaderboard(tmp_path / "board", [make_entry()])
+    assert seen == [1]

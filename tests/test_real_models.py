@@ -103,7 +103,7 @@ def test_models_command_prints_what_the_run_applies(smollm2_path, capsys):
 def test_gemma_base_run_equals_an_independent_transformers_loop(gemma_path, gemma_float32, humaneval, tmp_path,
                                                                  two_threads):
     max_new = 40
-    env = {**os.environ, "OMP_NUM_THREADS": "2", "EVALSUITE_CACHE": str(tmp_path / "cache")}
+    env = {**os.environ, "OMP_NUM_THREADS": "2", "EVALSUITE_CACHE_DIR": str(tmp_path / "cache")}
     command = [sys.executable, "-m", "evalsuite", "run", "--models", str(gemma_path), "--prompt-style", "base",
                "--limit", str(PROBLEMS), "--max-new-tokens", str(max_new), "--device", "cpu", "--quiet",
                "--no-leaderboard", "--output", str(tmp_path / "runs")]

@@ -22,6 +22,7 @@ from evalsuite.cli.options import (
     add_quiet,
     add_task_source_args,
     add_temperature,
+    check_task_data_used,
     execution_options,
     load_registry,
     parse_ks,
@@ -135,15 +136,19 @@ def execute(args: argparse.Namespace):
     options = execution_options(args)
     policy = timeout_policy(args)
     preflight.check_sandbox(options.allow_unsandboxed, options.isolation)
+    check_task_data_used(args, [args.task])
     task = load_registry(args).get(args.task)
     if args.preset:
         task = _as_the_preset_scores(task, args)
     ks = parse_ks(args.k or "1,10,100")
+    _given_sampling(args, n=1)  # --temperature nan, --max-new-tokens 0: refused now, not after the samples ran
     problems = task.problems()
     samples = read_samples(args.samples, {p.task_id for p in problems}, task.name)
     if args.leaderboard:
         _check_leaderboard_settings(samples, args)  # before the samples run, not after
     # after the input is known good (a bad file writes nothing), before the samples run
+    if args.leaderboard:
+        preflight.check_leaderboard(args.leaderboard)
     preflight.check_writable_dir(args.output, "--output")
     if args.leaderboard:
         preflight.check_writable_dir(args.leaderboard, "--leaderboard-dir")
@@ -215,10 +220,7 @@ def _facts(args: argparse.Namespace, name: str, task, covered: list, kind: str, 
     badges = [partial_badge(subset)] if subset else []
     if kind == "solution":
         badges.append("solution rows")
-    given = SamplingParams(n=_samples_per_problem(samples),
-                           max_new_tokens=SamplingParams().max_new_tokens if args.max_new_tokens is None
-                           else args.max_new_tokens,
-                           **({} if args.temperature is None else {"temperature": args.temperature}))
+    given = _given_sampling(args, n=_samples_per_problem(samples))
     samples_file = storable(str(args.samples))
     return RunFacts(run_id=storable(Path(args.output).resolve().name), model=name, model_id=samples_file,
                     task=task.name, dataset_sha256=task.dataset_sha256, prompt_template=task.prompt_template,
@@ -227,6 +229,12 @@ def _facts(args: argparse.Namespace, name: str, task, covered: list, kind: str, 
                     details={"samples file": samples_file, "samples sha256": samples_sha256,
                              "sandbox": str(sandbox_mode)},
                     board_model_id=storable(str(Path(args.samples).resolve())))
+
+
+def _given_sampling(args: argparse.Namespace, n: int) -> SamplingParams:
+    """The sampling the samples were made with, as far as the flags say it (evaluate cannot see it)."""
+    return SamplingParams(n=n, **({} if args.max_new_tokens is None else {"max_new_tokens": args.max_new_tokens}),
+                          **({} if args.temperature is None else {"temperature": args.temperature}))
 
 
 def _samples_per_problem(samples: list[dict]) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 
 from evalsuite.cli.option_groups import add_options, options_from_args
 from evalsuite.errors import EvalsuiteError
@@ -60,10 +61,14 @@ def add_task_source_args(parser: argparse.ArgumentParser) -> None:
 
 def load_registry(args: argparse.Namespace) -> TaskRegistry:
     registry = TaskRegistry.discover(args.task_dir)
+    given: set[str] = set()
     for item in args.task_data:
         name, sep, path = item.partition("=")
         if not sep or not path:
             raise EvalsuiteError(f"--task-data expects TASK=PATH, got {item!r}")
+        if name in given:
+            raise EvalsuiteError(f"--task-data gives task {name!r} two data files; give one")
+        given.add(name)
         task = registry.get(name)
         if not hasattr(task, "data_path"):
             raise EvalsuiteError(f"task {name!r} takes no data file")
@@ -73,6 +78,16 @@ def load_registry(args: argparse.Namespace) -> TaskRegistry:
             raise EvalsuiteError(f"--task-data {name}={path}: no such file")
         task.data_path = Path(path)
     return registry
+
+
+def check_task_data_used(args: argparse.Namespace, tasks: Sequence[str]) -> None:
+    """A ``--task-data`` for a task the command does not run is a mistake (a typo in ``--tasks``, a flag left from
+    another command): said, not silently ignored."""
+    for item in args.task_data:
+        name = item.partition("=")[0]
+        if name not in tasks:
+            raise EvalsuiteError(f"--task-data {item}: task {name!r} is not among the tasks this command runs "
+                                 f"({', '.join(tasks)})")
 
 
 def add_execution_args(parser) -> None:

@@ -49,6 +49,32 @@ def check_writable_dir(path: str | Path, flag: str) -> None:
         raise EvalsuiteError(f"{flag} {path}: cannot create or write there ({reason})") from None
 
 
+def check_leaderboard(directory: str | Path) -> None:
+    """The leaderboard the runs will add to is readable: found broken after the work, it was charged to every
+    model of the command as its failure."""
+    from evalsuite.reporting.store import LEADERBOARD_FILE, load_leaderboard
+
+    try:
+        load_leaderboard(Path(directory) / LEADERBOARD_FILE)
+    except EvalsuiteError as exc:
+        raise EvalsuiteError(f"{exc}; the results are added to it: fix or move it, or choose another "
+                             "--leaderboard-dir; nothing was run") from None
+
+
+def check_reference_has_solutions(specs: Sequence[Any], tasks: Sequence[Any], limit: int | None) -> None:
+    """The built-in ``reference`` model answers with canonical solutions: a task without them is refused now,
+    before the models ahead of it run and any folder is made."""
+    if not any(spec.source == "builtin" for spec in specs):
+        return
+    from evalsuite.runs.identity import select_problems
+
+    for task in tasks:
+        lacking = [p.task_id for p in select_problems(task, limit) if p.canonical_solution is None]
+        if lacking:
+            raise EvalsuiteError(f"the reference model answers with canonical solutions, and task {task.name!r} has "
+                                 f"none for {len(lacking)} problem(s) ({lacking[0]}...); drop reference or the task")
+
+
 def check_fail_under(thresholds: Mapping[str, float] | None, ks: Sequence[int]) -> None:
     """Every ``--fail-under`` metric must be a pass@k this run computes."""
     if not thresholds:

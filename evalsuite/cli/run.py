@@ -22,6 +22,7 @@ from evalsuite.cli.options import (
     add_prompt_style,
     add_quiet,
     add_task_source_args,
+    check_task_data_used,
     execution_options,
     load_registry,
     parse_ks,
@@ -196,7 +197,9 @@ def execute(args: argparse.Namespace, argv: list[str] | None = None):
     if args.quiet:
         quiet_libraries()
     registry = load_registry(args)
-    tasks = [registry.get(name) for name in split_names(args.tasks, "--tasks")]
+    task_names = split_names(args.tasks, "--tasks")
+    check_task_data_used(args, task_names)
+    tasks = [registry.get(name) for name in task_names]
     if args.preset:
         from evalsuite.protocol.presets import load_preset
         from evalsuite.tasks.evalplus_tasks import for_evaluation
@@ -223,7 +226,10 @@ def execute(args: argparse.Namespace, argv: list[str] | None = None):
         raise EvalsuiteError("--fail-under needs the leaderboard; drop --no-leaderboard")
     check_gpu_only_options(generation.loading)
     preflight.check_sandbox(execution.allow_unsandboxed, execution.isolation)
-    resolve_models(models, generation, names)  # each named apart and found (a typo'd hub id: no network)
+    specs = resolve_models(models, generation, names)  # each named apart and found (a typo'd hub id: no network)
+    preflight.check_reference_has_solutions(specs, tasks, args.limit)
+    if not args.no_leaderboard:
+        preflight.check_leaderboard(args.leaderboard_dir)  # a broken leaderboard.json: refused before any folder
     preflight.check_writable_dir(args.output, "--output")  # the last checks: they make the folders
     if not args.no_leaderboard:
         preflight.check_writable_dir(args.leaderboard_dir, "--leaderboard-dir")

@@ -4,7 +4,7 @@ A local folder's weights can change in place (a training run's ``ckpt/latest``, 
 and so can its tokenizer files (an edited ``tokenizer_config.json`` changes the BOS). The run identity
 therefore holds a sha256 over the contents of every weight, tokenizer and config file, not their names and
 sizes. Hashing gigabytes on every rerun would be slow, so each file's digest is cached by (absolute path,
-size, mtime in ns) in ``$EVALSUITE_CACHE/fingerprints.json`` (default ``~/.cache/evalsuite``): a file
+size, mtime in ns) in ``$EVALSUITE_CACHE_DIR/fingerprints.json`` (default ``~/.cache/evalsuite``): a file
 rewritten in place gets a new mtime and is hashed again.
 """
 
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 
 from evalsuite.jsonl import atomic_write_json
@@ -25,8 +24,10 @@ _CHUNK = 1 << 22
 
 
 def cache_path() -> Path:
-    root = os.environ.get("EVALSUITE_CACHE") or Path.home() / ".cache" / "evalsuite"
-    return Path(root) / "fingerprints.json"
+    """In evalsuite's one cache folder (``$EVALSUITE_CACHE_DIR``, see :func:`sandbox.cache_root`)."""
+    from sandbox import cache_root
+
+    return cache_root() / "fingerprints.json"
 
 
 def _load_cache(path: Path) -> dict[str, str]:

@@ -15,10 +15,8 @@ from evalsuite.reporting.views import write_leaderboard_views
 def update_leaderboard(directory: str | Path, new_entries: Sequence[LeaderboardEntry],
                        render_html: bool = True) -> list[LeaderboardEntry]:
     """Load, merge the new entries, save and (by default) redraw the leaderboard's pages; returns all entries."""
-    entries = store_entries(directory, new_entries)
-    if render_html:
-        write_leaderboard_pages(directory, entries)
-    return entries
+    return store_entries(directory, new_entries,
+                         then=(lambda entries: write_leaderboard_pages(directory, entries)) if render_html else None)
 
 
 def write_leaderboard_pages(directory: str | Path, entries: Sequence[LeaderboardEntry]) -> Path:

@@ -14,7 +14,7 @@ import json
 import math
 import os
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -105,8 +105,11 @@ def _locked(directory: Path) -> Iterator[None]:
         os.close(fd)  # closing releases the lock
 
 
-def store_entries(directory: str | Path, new_entries: Sequence[LeaderboardEntry]) -> list[LeaderboardEntry]:
-    """Load, merge the new entries and save, under the folder's lock; returns all entries."""
+def store_entries(directory: str | Path, new_entries: Sequence[LeaderboardEntry],
+                  then: Callable[[list[LeaderboardEntry]], Any] | None = None) -> list[LeaderboardEntry]:
+    """Load, merge the new entries and save, under the folder's lock; returns all entries. ``then`` (the pages
+    drawn from them) runs under the lock too: drawn after it, a run that saved first and drew last left pages
+    without the other's entry."""
     directory = Path(directory)
     path = directory / LEADERBOARD_FILE
     new_entries = [_relative_page(entry, directory) for entry in new_entries]
@@ -115,6 +118,8 @@ def store_entries(directory: str | Path, new_entries: Sequence[LeaderboardEntry]
         _warn_other_checkpoint(old, new_entries)
         entries = merge(old, new_entries)
         save_leaderboard(path, entries)
+        if then is not None:
+            then(entries)
     return entries
 
 

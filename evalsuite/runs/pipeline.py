@@ -383,9 +383,11 @@ def resolve_models(models: Sequence[str], generation: GenerationOptions, names: 
     makes a folder, :func:`run_evaluation` again): ``--revision`` on a local folder, GGUF file or the reference
     model, two models under one name, or a hub id neither cached nor reachable fail here in one line."""
     from evalsuite.generation import check_available
+    from evalsuite.generation.backends import backend_for
     from evalsuite.models.registry import resolve_model
 
-    specs = [resolve_model(name, backend=generation.backend, revision=generation.loading.revision)
+    # the backend each model runs on (--base-url alone means a server): --revision on a served model is refused
+    specs = [resolve_model(name, backend=backend_for(name, generation), revision=generation.loading.revision)
              for name in models]
     check_display_names(models, specs, names)
     for spec in specs:

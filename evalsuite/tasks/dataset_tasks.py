@@ -186,14 +186,16 @@ class DatasetTask(Task):
         spec = self.spec
         where = f"task {spec.name!r}, row {index}"
         needed = [spec.id_field, spec.test_field] + [f for f in (spec.entry_point_field, spec.solution_field) if f]
-        missing = [name for name in needed if name not in row]
+        # `datasets` gives a row without a field the others have that field as None: missing too
+        missing = [name for name in needed if row.get(name) is None]
         if missing:
-            raise EvalsuiteError(f"{where}: missing field(s) {', '.join(missing)}; it has {', '.join(sorted(row))}")
+            present = sorted(name for name, value in row.items() if value is not None)
+            raise EvalsuiteError(f"{where}: missing field(s) {', '.join(missing)}; it has {', '.join(present)}")
         task_id = f"{spec.id_prefix}{row[spec.id_field]}"
         where = f"task {spec.name!r}, {task_id}"
         try:
             prompt = spec.prompt_template.format_map(row)
-        except (KeyError, IndexError, AttributeError, ValueError) as exc:
+        except (KeyError, IndexError, AttributeError, ValueError, TypeError) as exc:
             raise EvalsuiteError(f"{where}: prompt template {spec.prompt_template!r} does not fit the row "
                                  f"({type(exc).__name__}: {exc}); fields: {', '.join(sorted(row))}") from None
         solution = _as_text(row.get(spec.solution_field)) if spec.solution_field else None

@@ -191,6 +191,9 @@ def load_task_dataset(task_name: str, source: HubSource | None, data_path: str |
     split = split or (source.split if source else "test")
     if data_path is not None:
         path = Path(data_path)
+        found = _local_files(path) if path.exists() else []
+        if found and all(p.stat().st_size == 0 for p in found):  # datasets says only "StopIteration"
+            raise EvalsuiteError(f"{path}: the data file is empty (no rows)")
         try:
             with quiet_progress():
                 data = _load_local(path, source, split)

@@ -180,3 +180,24 @@ def gguf_parsed_once() -> Iterator[None]:
         yield
     finally:
         gguf.GGUFReader, gguf.get_tensor_name_map = original_reader, original_name_map  # type: ignore[misc]
+
+
+@contextmanager
+def gguf_bar_as_transformers_says() -> Iterator[None]:
+    """Within the block, transformers' "Converting and de-quantizing GGUF tensors" bar follows its own progress-bar
+    switch (``--quiet`` turns it off): that bar is drawn with tqdm itself, which ignores the switch."""
+    try:
+        from transformers import modeling_gguf_pytorch_utils as converting
+        from transformers.utils import logging as transformers_logging
+    except ImportError:
+        yield
+        return
+    original = converting.tqdm
+    if transformers_logging.is_progress_bar_enabled():
+        yield
+        return
+    converting.tqdm = functools.partial(original, disable=True)  # patched for the with-block only
+    try:
+        yield
+    finally:
+        converting.tqdm = original

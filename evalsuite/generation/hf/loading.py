@@ -6,7 +6,6 @@ This is the single place that decides placement, so the memory planner can repla
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -205,9 +204,11 @@ def check_hub_reachable(spec: ModelSpec) -> None:
 
 def load_model(spec: ModelSpec, options: GenerationOptions) -> LoadedModel:
     """Load tokenizer and weights onto one device, with ``trust_remote_code`` only when opted in."""
-    from evalsuite.generation.hf.gguf_files import gguf_parsed_once
+    from evalsuite.generation.hf.gguf_files import gguf_bar_as_transformers_says, gguf_parsed_once
 
-    with gguf_parsed_once() if spec.gguf_file else contextlib.nullcontext():
+    if not spec.gguf_file:
+        return _load_model(spec, options)
+    with gguf_parsed_once(), gguf_bar_as_transformers_says():
         return _load_model(spec, options)
 
 
