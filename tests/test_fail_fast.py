@@ -98,7 +98,7 @@ def test_a_size_is_parsed_once_and_keeps_the_users_text():
 @pytest.mark.parametrize("values,message", [
     ({"n": 0}, "--n must be at least 1, got 0"), ({"max_new_tokens": 0}, "--max-new-tokens must be at least 1"),
     ({"top_k": -1}, "--top-k must be >= 0"), ({"top_p": 0.0}, "--top-p in (0, 1]"),
-    ({"temperature": -0.1}, "--temperature must be >= 0"), ({"max_length": 1}, "--max-length must be >= 2")])
+    ({"temperature": -0.1}, "--temperature must be a finite number >= 0 (got -0.1)"), ({"max_length": 1}, "--max-length must be >= 2")])
 def test_sampling_params_refuse_what_cannot_be_sampled_whoever_builds_them(values, message):
     """One check, in SamplingParams itself: the flags, a preset and the Python API all meet it."""
     from evalsuite.errors import EvalsuiteError
