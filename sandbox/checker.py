@@ -319,8 +319,7 @@ class Checker:
         duration = time.monotonic() - started
         # The sample is killed before its channel closes, and the failure detail is made after: it never sees
         # when the test ended, nor how long the checker spent on a failure.
-        exit_info = self.end_sample(job["id"])
-        ours.close()
+        exit_info = self.end_sample(job["id"], ours)
         outcome.update(self.verdict(report, exit_info))
         if outcome["status"] == "failed" and report["first_failure"] is not None:
             outcome["detail"] = failure_detail(problem, *report["first_failure"])
@@ -373,8 +372,7 @@ class Checker:
         except BaseException:
             ours.close()
             raise
-        exit_info = self.end_sample(job["id"])  # killed before its channel closes, as for a test
-        ours.close()
+        exit_info = self.end_sample(job["id"], ours)  # killed before its channel closes, as for a test
         if exit_info is None:
             if report.status == differential.PASS:
                 report.status, report.reason = differential.FAIL, "sandbox worker was killed"
@@ -403,16 +401,29 @@ class Checker:
         unknown to the samples (the harness draws the run's part, ``config["seed"]``)."""
         return hashlib.sha256(f"{self.config.get('seed', '')}:{problem.digest}".encode()).digest()
 
-    def end_sample(self, job_id: int) -> dict[str, Any] | None:
-        """Tell the sample server to kill the sample's processes; its answer says how the sample ended (None where
-        the server is gone, late or answers about another job: the worker is restarted)."""
+    def end_sample(self, job_id: int, ours: _socket.socket) -> dict[str, Any] | None:
+        """Tell the sample server to kill the sample's processes, close our end of its channel (``ours``), then let
+        the server ready the jail for the next sample; returns how the sample ended (None where the server is
+        gone, late or answers about another job: the worker is restarted).
+
+        Closed between the two, never after: whatever the sample left unread in our end (an fd sent past the
+        last read holds its tmpfs) is gone before the next sample's /tmp is made."""
         try:
             self.control.sendall(framing.SAMPLE_END.pack(job_id))
             reply = framing.recv_exact(self.control, framing.SAMPLE_ENDED.size, CONTROL_TIMEOUT_S)
         except (OSError, framing.ChannelClosed):
             return None
+        finally:
+            ours.close()
         answered, code, sig = framing.SAMPLE_ENDED.unpack(reply)
         if answered != job_id:
+            return None
+        try:
+            self.control.sendall(framing.SAMPLE_RELEASED.pack(job_id))
+            ready = framing.recv_exact(self.control, framing.NEXT_READY.size, CONTROL_TIMEOUT_S)
+        except (OSError, framing.ChannelClosed):
+            return None
+        if framing.NEXT_READY.unpack(ready)[0] != job_id:
             return None
         return {"code": None if code < 0 else code, "signal": None if sig < 0 else sig}
 

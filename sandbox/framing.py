@@ -4,8 +4,9 @@ checker, its sample server and its zygote (stdlib only).
 Frames are JSON by default. ``binary=True`` frames are ``marshal`` (the interpreter's C encoder); they are used
 only where the reader trusts the writer: between the harness and its checkers. A frame read from a less trusted
 process (the sample server's hello) is JSON. What passes for every sample (:data:`SAMPLE_REQUEST`,
-:data:`SAMPLE_END`, :data:`SAMPLE_ENDED`) is a fixed ``struct``: nothing to build, or to parse beyond its size,
-in the sample server and the zygote, where every page written costs a copy-on-write fault after each fork."""
+:data:`SAMPLE_END`, :data:`SAMPLE_ENDED`, :data:`SAMPLE_RELEASED`, :data:`NEXT_READY`) is a fixed ``struct``:
+nothing to build, or to parse beyond its size, in the sample server and the zygote, where every page written
+costs a copy-on-write fault after each fork."""
 
 from __future__ import annotations
 
@@ -22,11 +23,14 @@ from typing import Any
 HEADER = struct.Struct(">I")
 # Per sample, fixed-size messages (no frame to build or parse): the checker's request to its zygote for a fresh
 # sample (its time limit, with its channel's fd as SCM_RIGHTS); the checker's word to its sample server that the
-# sample of a job is over (the job's id); and the server's answer (the id, the sample's exit code and the signal
-# that ended it, -1 for none).
+# sample of a job is over (the job's id); the server's answer (the id, the sample's exit code and the signal
+# that ended it, -1 for none); the checker's word that it has closed its end of the sample's channel (the id),
+# and the server's answer once the jail is ready for the next sample (the id).
 SAMPLE_REQUEST = struct.Struct("<d")
 SAMPLE_END = struct.Struct("<q")
 SAMPLE_ENDED = struct.Struct("<qii")
+SAMPLE_RELEASED = struct.Struct("<q")
+NEXT_READY = struct.Struct("<q")
 MAX_FRAME = 256 * 1024 * 1024
 READ_SIZE = 16 * 1024  # a read allocates this much first: frames are small, and larger ones take a few reads
 

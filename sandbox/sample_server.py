@@ -486,11 +486,6 @@ class SampleServer:
 
     # -- after each sample -----------------------------------------------------------------------------
     def end_sample(self) -> dict[str, Any]:
-        ended = self._end_sample()
-        self.ready_next()
-        return ended
-
-    def _end_sample(self) -> dict[str, Any]:
         self.sample_pid = _PID.unpack(self._from_zygote(_PID.size))[0]  # sent when the zygote forked it
         if self.sample_pid <= 0:  # the zygote could not fork: nothing ran
             return {"code": None, "signal": None}
@@ -580,14 +575,27 @@ class SampleServer:
         self.ready_next()
         framing.send_frame(self.control, {"ready": True, "pid": self.pid, "uid": os.getuid(),
                                           "python": sys.version.split()[0], "namespaced": self.namespaced})
-        while True:  # the checker's word that a sample is over (framing.SAMPLE_END), answered with how it ended
+        # Per sample: the checker's word that it is over (framing.SAMPLE_END), answered with how it ended once its
+        # processes are gone; then its word that it has closed its end of the sample's channel
+        # (framing.SAMPLE_RELEASED), answered once the jail is ready for the next one (framing.NEXT_READY). In
+        # that order: a file a sample left in flight on its channel (an fd sent where the checker never reads)
+        # keeps the sample's tmpfs alive, and with it that tmpfs's device number, until the checker's end closes;
+        # readied before, the next /tmp got another device number, one bit that a sample could set and later
+        # samples read.
+        while True:
             try:
                 (job_id,) = framing.SAMPLE_END.unpack(framing.recv_exact(self.control, framing.SAMPLE_END.size))
+                ended = self.end_sample()
+                self.control.sendall(framing.SAMPLE_ENDED.pack(job_id, *(-1 if ended[key] is None else ended[key]
+                                                                          for key in ("code", "signal"))))
+                (released,) = framing.SAMPLE_RELEASED.unpack(
+                    framing.recv_exact(self.control, framing.SAMPLE_RELEASED.size))
             except framing.ChannelClosed:
                 return
-            ended = self.end_sample()
-            self.control.sendall(framing.SAMPLE_ENDED.pack(job_id, *(-1 if ended[key] is None else ended[key]
-                                                                      for key in ("code", "signal"))))
+            if released != job_id:
+                raise SystemExit("sample server: the checker released another sample than the one that ended")
+            self.ready_next()
+            self.control.sendall(framing.NEXT_READY.pack(job_id))
 
 
 def remove_tree(root: str, keep_root: bool = False) -> None:

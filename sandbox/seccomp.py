@@ -71,7 +71,8 @@ ARCHITECTURES: dict[str, tuple[int, dict[str, int]]] = {
         "ioprio_set": 251, "pidfd_open": 434, "migrate_pages": 256, "move_pages": 279, "pipe": 22, "pipe2": 293,
         "memfd_create": 319, "memfd_secret": 447, "io_setup": 206, "sysinfo": 99, "statx": 332,
         "statmount": 457, "listmount": 458, "statfs": 137, "fstatfs": 138, "flock": 73, "inotify_init": 253,
-        "inotify_init1": 294, "inotify_add_watch": 254, "inotify_rm_watch": 255, "fanotify_mark": 301}),
+        "inotify_init1": 294, "inotify_add_watch": 254, "inotify_rm_watch": 255, "fanotify_mark": 301,
+        "getsockopt": 55, "setsockopt": 54, "prctl": 157}),
     "aarch64": (0xC00000B7, {
         "clone": 220, "clone3": 435, "unshare": 97, "setns": 268, "mount": 40, "umount2": 39, "pivot_root": 41,
         "chroot": 51, "ptrace": 117, "add_key": 217, "request_key": 218, "keyctl": 219, "bpf": 280,
@@ -92,7 +93,8 @@ ARCHITECTURES: dict[str, tuple[int, dict[str, int]]] = {
         "setpriority": 140, "ioprio_set": 30, "pidfd_open": 434, "migrate_pages": 238, "move_pages": 239,
         "pipe2": 59, "memfd_create": 279, "memfd_secret": 447, "io_setup": 0, "sysinfo": 179, "statx": 291,
         "statmount": 457, "listmount": 458, "statfs": 43, "fstatfs": 44, "flock": 32, "inotify_init1": 26,
-        "inotify_add_watch": 27, "inotify_rm_watch": 28, "fanotify_mark": 263}),
+        "inotify_add_watch": 27, "inotify_rm_watch": 28, "fanotify_mark": 263,
+        "getsockopt": 209, "setsockopt": 208, "prctl": 167}),
 }
 # clone() flags that make a namespace (linux/sched.h).
 CLONE_NEWIPC, CLONE_NEWPID = 0x08000000, 0x20000000
@@ -124,6 +126,21 @@ MADVISE_ALLOWED = (0, 1, 2, 4, 8, 10, 11, 14, 15, 16, 17, 18, 19)  # NORMAL RAND
 # worker: record locks (F_GETLK/F_SETLK/F_SETLKW and the OFD ones), leases, directory notification (F_NOTIFY),
 # write-life hints, F_SETPIPE_SZ (a pipe up to 1 MiB)... A new command is refused until it is known.
 FCNTL_ALLOWED = (0, 1, 2, 3, 4, 1030)  # F_DUPFD F_GETFD F_SETFD F_GETFL F_SETFL F_DUPFD_CLOEXEC
+# Socket options (level SOL_SOCKET, the same numbers on both tables) that read host-wide counters or the peer's
+# identity, refused: SO_COOKIE (57) and SO_NETNS_COOKIE (71) number sockets and namespaces from host-wide counters,
+# so a sample could move one and a later sample read it (as the inode numbers once could); SO_PEERPIDFD (77) hands
+# out the checker's pidfd past the pidfd refusal (its inode number counts the host's processes); SO_PEERCRED (17),
+# SO_PEERSEC (31) and SO_PEERGROUPS (59) the checker's credentials. Set: SO_PASSCRED (16) and SO_PASSPIDFD (76),
+# the same through messages. A sample's own channel needs none of them.
+SOL_SOCKET = 1
+GETSOCKOPT_REFUSED = (17, 31, 57, 59, 71, 77)
+SETSOCKOPT_REFUSED = (16, 76)
+# prctl options refused: PR_SET_MEMORY_MERGE (67), KSM for the whole process, what madvise's MERGEABLE is refused for.
+PRCTL_REFUSED = (67,)
+# The calls allowed but for some options: (the level they must have for the refusal to apply, or None, the options)
+OPTION_CALLS: dict[str, tuple[int | None, tuple[int, ...]]] = {
+    "getsockopt": (SOL_SOCKET, GETSOCKOPT_REFUSED), "setsockopt": (SOL_SOCKET, SETSOCKOPT_REFUSED),
+    "prctl": (None, PRCTL_REFUSED)}
 # Calls allowed only when one argument is zero (argument index, errno): reads and writes that ask not to wait
 # for the page cache (RWF_NOWAIT) tell which pages of a file are cached.
 ZERO_ARGUMENT = {"preadv2": 5, "pwritev2": 5}
@@ -153,7 +170,8 @@ def build_program(machine: str | None = None) -> list[tuple[int, int, int, int]]
     if arch is None:
         return None
     audit_arch, numbers = arch
-    special = {"clone", *NOT_IMPLEMENTED, *SERVER_CALLS, *OPEN_FLAGS_ARGUMENT, *ZERO_ARGUMENT, "madvise", "fcntl"}
+    special = {"clone", *NOT_IMPLEMENTED, *SERVER_CALLS, *OPEN_FLAGS_ARGUMENT, *ZERO_ARGUMENT, *OPTION_CALLS,
+               "madvise", "fcntl"}
     refused = sorted(number for name, number in numbers.items() if name not in special)
     exact_argument: list[tuple] = []  # one block per server call: allowed only with its exact argument
     for name, (index, value) in SERVER_CALLS.items():
@@ -186,6 +204,15 @@ def build_program(machine: str | None = None) -> list[tuple[int, int, int, int]]
     checked += [("fcntl", _LD_W_ABS, _OFFSET_ARG0 + _ARG_SIZE * 1)]
     checked += [(None, _JEQ_K, command, "allow", "next") for command in FCNTL_ALLOWED]
     checked += [(None, _RET_K, _RET_ERRNO | _EPERM)]
+    for name, (level, refused_options) in OPTION_CALLS.items():  # level None: the option alone (prctl's arg 0)
+        option_at = _OFFSET_ARG0 + _ARG_SIZE * (0 if level is None else 2)
+        if level is not None:
+            checked += [(name, _LD_W_ABS, _OFFSET_ARG0 + _ARG_SIZE), (None, _JEQ_K, level, "next", "allow"),
+                        (None, _LD_W_ABS, option_at)]
+        else:
+            checked += [(name, _LD_W_ABS, option_at)]
+        checked += [(None, _JEQ_K, option, "deny", "next") for option in refused_options]
+        checked += [(None, _RET_K, _RET_ALLOW)]
     source: list[tuple] = [
         (None, _LD_W_ABS, _OFFSET_ARCH),
         (None, _JEQ_K, audit_arch, "next", "kill"),  # another ABI's numbers mean other calls: refuse
@@ -195,7 +222,7 @@ def build_program(machine: str | None = None) -> list[tuple[int, int, int, int]]
         (None, _JEQ_K, numbers["clone"], "clone", "next"),
         *[(None, _JEQ_K, numbers[name], name, "next") for name in SERVER_CALLS],
         *[(None, _JEQ_K, numbers[name], name, "next") for name in OPEN_FLAGS_ARGUMENT if name in numbers],
-        *[(None, _JEQ_K, numbers[name], name, "next") for name in (*ZERO_ARGUMENT, "madvise", "fcntl")],
+        *[(None, _JEQ_K, numbers[name], name, "next") for name in (*ZERO_ARGUMENT, *OPTION_CALLS, "madvise", "fcntl")],
         *[(None, _JEQ_K, number, "deny", "next") for number in refused],
         (None, _RET_K, _RET_ALLOW),
         ("clone", _LD_W_ABS, _OFFSET_ARG0),
@@ -231,13 +258,14 @@ class SeccompFilter:
         program = build_program(machine)
         self.available = program is not None
         names = ARCHITECTURES[machine or platform.machine()][1] if self.available else {}
-        limited = {*SERVER_CALLS, *OPEN_FLAGS_ARGUMENT, *ZERO_ARGUMENT, "clone", "madvise", "fcntl"}
+        limited = {*SERVER_CALLS, *OPEN_FLAGS_ARGUMENT, *ZERO_ARGUMENT, *OPTION_CALLS, "clone", "madvise", "fcntl"}
         refused = len([n for n in names if n not in limited])
         self.description = (f"seccomp filter: {refused} system calls refused, {len(SERVER_CALLS)} more allowed "
                             "only with the sample server's own arguments, clone without namespaces or pidfd, open "
                             "without O_TMPFILE, madvise with advice about own memory only, fcntl on the "
                             "caller's own descriptors only (no locks, leases or notifications), preadv2/pwritev2 "
-                            "without flags" if self.available else
+                            "without flags, no socket options that read host-wide counters or the peer's identity, no "
+                            "process-wide KSM" if self.available else
                             f"no seccomp filter ({machine or platform.machine()} has no syscall table here)")
         if program is None:
             return

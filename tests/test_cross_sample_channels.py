@@ -32,6 +32,20 @@ pytestmark = pytest.mark.skipif(detect_isolation() == "none", reason="needs name
 ADD_PRELUDE, ADD_TEST, ADD_CHECK, _ = kit.PROBLEMS["add"]
 REPO = Path(__file__).resolve().parent.parent
 
+# The sample's own end of its call channel (a sample cannot make sockets of its own).
+CHANNEL = """
+    import os, socket, stat
+
+    def channel():
+        fd = next(fd for fd in range(64) if _is_socket(fd))
+        return socket.socket(fileno=os.dup(fd))
+
+    def _is_socket(fd):
+        try:
+            return stat.S_ISSOCK(os.fstat(fd).st_mode)
+        except OSError:
+            return False
+"""
 # Each attack raises what it managed: "allowed <name>" for every call that worked.
 LOCK_ATTACKS = {
     "flock on the stdlib": """
@@ -89,6 +103,29 @@ LOCK_ATTACKS = {
         if libc.fanotify_init(0, 0) < 0:
             raise OSError(ctypes.get_errno(), "fanotify_init")
     """,
+    # Found by the seventeenth session's red-team round: socket options that read host-wide counters (a socket's
+    # cookie moved 4, 5, 6... across samples and runs) or hand out the checker's pidfd, and process-wide KSM.
+    "SO_COOKIE": textwrap.dedent(CHANNEL) + textwrap.dedent("""
+        channel().getsockopt(socket.SOL_SOCKET, 57, 8)
+    """),
+    "SO_NETNS_COOKIE": textwrap.dedent(CHANNEL) + textwrap.dedent("""
+        channel().getsockopt(socket.SOL_SOCKET, 71, 8)
+    """),
+    "SO_PEERPIDFD": textwrap.dedent(CHANNEL) + textwrap.dedent("""
+        channel().getsockopt(socket.SOL_SOCKET, 77)
+    """),
+    "SO_PEERCRED": textwrap.dedent(CHANNEL) + textwrap.dedent("""
+        channel().getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
+    """),
+    "SO_PASSCRED": textwrap.dedent(CHANNEL) + textwrap.dedent("""
+        channel().setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+    """),
+    "PR_SET_MEMORY_MERGE": """
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(67, 1, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl")
+    """,
 }
 
 
@@ -108,14 +145,19 @@ def test_locks_and_notifications_on_shared_files_are_refused():
 
 
 def test_an_honest_fcntl_still_works():
-    """What programs do use: descriptor flags, duplication, blocking mode."""
-    code = ADD_PRELUDE + "    import fcntl, os\n" + textwrap.indent(textwrap.dedent("""
+    """What programs do use: descriptor flags, duplication, blocking mode, ordinary socket options, prctl's
+    process name."""
+    code = ADD_PRELUDE + textwrap.indent(textwrap.dedent(CHANNEL), "    ") + \
+        "    import fcntl, ctypes\n" + textwrap.indent(textwrap.dedent("""
         fd = os.open("/dev/null", os.O_RDONLY)
         flags = fcntl.fcntl(fd, fcntl.F_GETFL)
         fcntl.fcntl(fd, fcntl.F_SETFL, flags | os.O_NONBLOCK)
         os.set_inheritable(fd, True)
         other = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10)
         os.close(other)
+        fd = next(fd for fd in range(64) if _is_socket(fd))  # the call channel: a sample makes no sockets
+        assert socket.socket(fileno=os.dup(fd)).getsockopt(socket.SOL_SOCKET, socket.SO_TYPE) == socket.SOCK_STREAM
+        assert ctypes.CDLL(None).prctl(15, b"worker", 0, 0, 0) == 0  # PR_SET_NAME
         return a + b
     """), "    ")
     with Executor(workers=1, timeout_s=5) as executor:

@@ -241,3 +241,27 @@ def test_evaluate_with_the_evalplus_preset_gives_evalplus_verdicts_on_a_samples_
         score = result.scores[0]
         assert result.ks == [1] and score.n == len(samples) // len(rows)  # the preset's k; every problem's samples
         assert score["pass@1"] == pytest.approx(plus) and score.base_pass_at[1].value == pytest.approx(base)
+
+
+@pytest.mark.parametrize("out, exp", [
+    ([[]], [0.5]), ([[0.5], [0.5]], [0.5]), ([0.5, 0.5], [0.5]), ([], [0.5]), (0.5, [0.5, 0.50000001]),
+    ([0.5], 0.5), ([[1.0, 2.0]], [[1.0], [2.0]]), ([1.0, 2.0, 3.0], [1.0, 2.0]), ([[1.0], [2.0, 3.0]], [1.0]),
+    (float("nan"), float("nan")), (float("inf"), float("inf")), (float("-inf"), float("inf")), (1 + 2j, 1 + 2j),
+    ([True, 2], [1, 2.0000001]), ((1.0, 2.0), [1.0, 2.0]), ([[[]]], []), ([0.1 + 0.2], [0.3]), ("a", "a"),
+])
+def test_the_numpy_free_allclose_gives_numpys_answer(out, exp):
+    """The checker's rule where NumPy is missing follows numpy.allclose, broadcasting included (EvalPlus's
+    verdict: ``[[]]`` against ``[0.5]`` compares nothing and passes), so a verdict does not depend on NumPy."""
+    numpy = pytest.importorskip("numpy")
+
+    from sandbox.differential import _allclose
+
+    def verdict(function):
+        try:
+            return bool(function(out, exp, rtol=1e-07, atol=1e-6))
+        except (TypeError, ValueError) as exc:
+            return "TypeError" if isinstance(exc, TypeError) else "ValueError"  # NumPy: DTypePromotionError...
+
+    theirs = verdict(lambda a, b, rtol, atol: numpy.allclose(a, b, rtol=rtol, atol=atol))
+    ours = verdict(lambda a, b, rtol, atol: _allclose(a, b, rtol, atol))
+    assert ours == theirs

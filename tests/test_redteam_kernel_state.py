@@ -10,11 +10,14 @@ learns just its verdict). A facility is closed when the reader's observation doe
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import pytest
 
+import redteam_kit as kit
 from redteam_kit import bits_carried
-from redteam_state_kit import INODE_BURN, LIBC, MEMORY_MB, NEEDS_ISOLATION, TARGET, TIMEOUT_S, bit_job, fn, observe_job
+from redteam_state_kit import (INODE_BURN, LIBC, MEMORY_MB, NEEDS_ISOLATION, TARGET, TIMEOUT_S, Job, bit_job, fn,
+                               observe_job)
 from sandbox import Executor
 
 pytestmark = NEEDS_ISOLATION
@@ -403,3 +406,21 @@ def test_the_shared_inode_counter_carries_no_bit(pairs):
     right = sum(d == b for (d, _), b in zip(decoded, bits))
     assert right <= 0.8 * len(bits), (right, len(bits))
 
+
+
+def test_a_file_left_in_flight_on_the_channel_does_not_carry_to_the_next_sample():
+    """A sample sent a file of its /tmp past the checker's last read (a 64 KiB reply, then one byte with the fd):
+    it stayed in the checker's end of the channel, which closed after the sample server had made the next /tmp,
+    so the old tmpfs still held its device number and the next /tmp got another (st_dev 49 <-> 50): a bit a sample
+    could set and every later one read. The checker's end now closes before the next /tmp is made (found by the
+    seventeenth session's red-team round)."""
+    folder = Path(__file__).parent / "data" / "channel_in_flight"  # not in the corpus: this test runs them
+    writer = (folder / "tmp_device_in_flight_writer.py").read_text()
+    reader = (folder / "tmp_device_reader.py").read_text()
+    prelude, test, check, _ = kit.PROBLEMS["secret"]
+    order = [reader, writer, reader, writer, reader, writer, reader]
+    jobs = [Job(i, "redteam/secret", code, test, check, prelude=prelude) for i, code in enumerate(order)]
+    with Executor(workers=1, timeout_s=1.5, memory_mb=MEMORY_MB, nproc=16) as executor:
+        outcomes = sorted(executor.run(jobs), key=lambda o: o.job_id)
+    seen = [o.detail.get("returned") for o, code in zip(outcomes, order) if code is reader]
+    assert None not in seen and len(set(seen)) == 1, seen
