@@ -33,18 +33,24 @@ def test_a_claim_is_held_until_released_and_names_its_holder(tmp_path):
     assert list(tmp_path.iterdir()) == []  # the output folder holds run folders only: claims live elsewhere
 
 
+def paused_mid_run(model, output) -> tuple[list[str], dict, subprocess.Popen]:
+    """A run of ``model`` into ``output``, stopped (SIGSTOP) once its first completion is saved: its claims held.
+    Returns its command, environment and process (send SIGCONT to let it finish)."""
+    command = [sys.executable, "-m", "evalsuite", *run_args(model, output), "--batch-size", "2"]
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    first = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_for_lines("*/completions.jsonl", output, files=1, minimum=1, proc=first)
+    os.kill(first.pid, signal.SIGSTOP)
+    return command, env, first
+
+
 @pytest.mark.slow
 def test_the_same_run_started_twice_runs_once(tiny_model_dir, tmp_path):
     """Seen before the claims: both processes generated every sample into one run folder, and both then
     failed reading it ("duplicate completion"), as did every later rerun. Seen again while the claims lived in
     the temporary folder: a second job with its own TMPDIR did not meet the first's claim."""
     output = tmp_path / "runs"
-    args = run_args(tiny_model_dir("gpt2"), output) + ["--batch-size", "2"]
-    command = [sys.executable, "-m", "evalsuite", *args]
-    env = dict(os.environ, OMP_NUM_THREADS="1")
-    first = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    wait_for_lines("*/completions.jsonl", output, files=1, minimum=1, proc=first)
-    os.kill(first.pid, signal.SIGSTOP)  # mid-run, its claim held
+    command, env, first = paused_mid_run(tiny_model_dir("gpt2"), output)
     try:
         loud = [arg for arg in command if arg != "--quiet"]  # so that a load would show its plan line
         own_tmp = tmp_path / "second-job-tmp"  # a job of its own (per-job TMPDIR) meets the first's claim
@@ -74,12 +80,7 @@ def test_flags_that_come_to_the_same_run_meet_at_its_folder(tiny_model_dir, tmp_
     both then wrote one folder, which every later read refused ("duplicate completion"). The folder's own claim
     refuses the second now."""
     output = tmp_path / "runs"
-    args = run_args(tiny_model_dir("gpt2"), output) + ["--batch-size", "2"]
-    command = [sys.executable, "-m", "evalsuite", *args]
-    env = dict(os.environ, OMP_NUM_THREADS="1")
-    first = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    wait_for_lines("*/completions.jsonl", output, files=1, minimum=1, proc=first)
-    os.kill(first.pid, signal.SIGSTOP)
+    command, env, first = paused_mid_run(tiny_model_dir("gpt2"), output)
     try:
         second = subprocess.run(command + variant, env=env, capture_output=True, text=True, timeout=180)
     finally:
