@@ -217,6 +217,26 @@ def test_spread_models_puts_each_model_on_its_own_rank(tiny_model_dir, tmp_path,
     assert records(gpt2_run) == clean_records
 
 
+def test_spread_models_reports_every_rank_once_and_a_failed_model_stops_no_other(tiny_model_dir, tmp_path):
+    """A model that failed on rank 1 made it exit first, and torchrun then stopped rank 0 mid-model; each rank also
+    printed its own JSON document (two on stdout). Rank 0 now reports every rank's models once all have run."""
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    for item in tiny_model_dir("gpt2").iterdir():
+        (broken / item.name).write_bytes(b"cut" if item.suffix == ".safetensors" else item.read_bytes())
+    models = f"{tiny_model_dir('gpt2')},{broken},{tiny_model_dir('llama')}"
+    args = run_args(tiny_model_dir("gpt2"), tmp_path / "spread", n=1, limit=2, max_new_tokens=8)
+    args[args.index("--models") + 1] = models
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    done = subprocess.run([TORCHRUN, "--standalone", "--nproc-per-node", "2", "-m", "evalsuite", "--", *args,
+                           "--spread", "models", "--json", "--temperature", "0"], env=env, capture_output=True,
+                          text=True, timeout=300)
+    document = json.loads(done.stdout)  # one document
+    assert [score["model"] for score in document["results"]] == ["gpt2", "llama"]
+    assert [failure["model"] for failure in document["failures"]] == ["broken"]
+    assert sorted(p.name.split("__")[0] for p in (tmp_path / "spread").iterdir()) == ["gpt2", "llama"]
+
+
 def test_an_unreadable_record_says_how_to_keep_the_completions(tmp_path, monkeypatch, capsys):
     """It said to delete the run folder, completions and all; deleting the record alone resumes from them."""
     from evalsuite.cli import main

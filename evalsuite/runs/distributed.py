@@ -57,18 +57,28 @@ class DistContext:
     def completions_name(self) -> str:
         return f"completions.rank{self.rank}.jsonl" if self.enabled else "completions.jsonl"
 
-    def gather(self, obj: Any) -> list[Any] | None:
-        """Every rank's ``obj`` on rank 0 (in rank order); None elsewhere."""
+    def gather(self, obj: Any, group: Any = None) -> list[Any] | None:
+        """Every rank's ``obj`` on rank 0 (in rank order); None elsewhere. ``group``: a :meth:`patient_group`."""
         if not self.enabled:
             return [obj]
         import torch.distributed as dist
 
         out: list[Any] | None = [None] * self.world_size if self.is_main else None
         try:
-            dist.gather_object(obj, out, dst=0)
+            dist.gather_object(obj, out, dst=0, group=group)
         except RuntimeError as exc:  # DistBackendError: a peer's connection closed, or the collective timed out
             raise RankLost(self.rank, "before the ranks gathered their results", exc) from None
         return out
+
+    def patient_group(self) -> Any:
+        """A gloo group of every rank whose collectives wait as long as the slowest rank takes (a week): under
+        ``--spread models`` a rank that has run its models waits there for the others' (hours), where the default
+        group gives up after minutes. Every rank must call this at the same point (it is a collective)."""
+        from datetime import timedelta
+
+        import torch.distributed as dist
+
+        return dist.new_group(backend="gloo", timeout=timedelta(days=7))
 
     def agree(self, obj: T) -> T:
         """Rank 0's ``obj`` on every rank: one invocation id for the rows of all ranks, so a later resume can

@@ -280,10 +280,11 @@ def run_evaluation(config: RunConfig) -> Evaluation | None:
     if ctx.enabled and generation.loading.device is None and generation.backend != "openai":
         generation = replace(generation, loading=replace(generation.loading, device=ctx.device))
     assignments = list(zip(config.models, specs))
-    run_ctx = ctx
+    every_display = [display_name(name, spec, config.names) for name, spec in assignments]
+    run_ctx, waiting = ctx, None
     if ctx.enabled and config.spread == "models":
         assignments = assignments[ctx.rank::ctx.world_size]  # whole models per rank; each runs alone
-        run_ctx = DistContext()
+        run_ctx, waiting = DistContext(), ctx.patient_group()
     placement = {"world_size": ctx.world_size, "rank": ctx.rank, "spread": config.spread if ctx.enabled else None,
                  "host": socket.gethostname(), "device": generation.loading.device}
     outcomes: list[RunOutcome] = []
@@ -323,7 +324,7 @@ def run_evaluation(config: RunConfig) -> Evaluation | None:
                         if config.leaderboard_dir is not None:  # final now, whatever happens to the next model
                             entries += add_to_leaderboard(config.leaderboard_dir, [outcome.leaderboard_summary()])
             except Exception as exc:  # noqa: BLE001 - one model's failure, reported; the others still run
-                if len(assignments) == 1 or ctx.enabled and config.spread != "models":
+                if len(config.models) == 1 or ctx.enabled and config.spread != "models":
                     raise  # a command of one model stops with its error; ranks sharing a model's work stop together
                 why = one_line(exc, limit=400)
                 failures.append(ModelFailure(display, why, getattr(exc, "exit_code", 1)))
@@ -336,8 +337,18 @@ def run_evaluation(config: RunConfig) -> Evaluation | None:
                     generator.close()
                 else:
                     release_device_memory()  # what a failed load left (its traceback is gone by now)
+        if waiting is not None:
+            # --spread models: rank 0 reports every rank's models (one table, one JSON document, one gate), once
+            # all have run; a rank whose model failed no longer exits first, which made torchrun stop the others.
+            shares = ctx.gather((outcomes, entries, failures), group=waiting)
+            if shares is None:
+                return None
+            position_of = {display: index for index, display in enumerate(every_display)}
+            outcomes = sorted((o for share in shares for o in share[0]), key=lambda o: position_of[o.model])
+            entries = [entry for share in shares for entry in share[1]]
+            failures = sorted((f for share in shares for f in share[2]), key=lambda f: position_of[f.model])
     except KeyboardInterrupt as stop:
-        if not run_ctx.is_main:
+        if not run_ctx.is_main or waiting is not None:
             raise
         raise EvaluationInterrupted(stop, Evaluation(outcomes, entries, failures), displays[position],
                                     displays[position + 1:]) from stop
