@@ -265,3 +265,18 @@ def test_the_numpy_free_allclose_gives_numpys_answer(out, exp):
     theirs = verdict(lambda a, b, rtol, atol: numpy.allclose(a, b, rtol=rtol, atol=atol))
     ours = verdict(lambda a, b, rtol, atol: _allclose(a, b, rtol, atol))
     assert ours == theirs
+
+
+def test_a_traceback_printed_under_evalplus_guard_is_no_failure(tmp_path):
+    """EvalPlus's guard removes open after tokenize was imported (numpy imports it), so printing a traceback
+    works there; here tokenize was first imported after it, bound None, and the sample failed (TypeError)."""
+    import parity_evalplus_plus as parity
+
+    rows = parity.real_rows("humaneval", limit=24)[23:24]  # HumanEval/23, strlen
+    body = ("    import json, traceback, inspect\n    try:\n        json.loads('{bad')\n    except ValueError:\n"
+            "        traceback.print_exc()\n    inspect.stack()\n    return len(string)\n")
+    program = rows[0]["prompt"] + body
+    data = tmp_path / "humaneval.jsonl.gz"
+    parity.write_jsonl_gz(data, rows)
+    [result] = parity.run_evalsuite("humaneval", data, [(rows[0]["task_id"], "traceback", program)], workers=1)
+    assert (result["base"]["status"], result["plus"]["status"]) == ("pass", "pass"), result
