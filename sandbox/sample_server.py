@@ -360,6 +360,19 @@ def settle_zygote(config: dict[str, Any]) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (config["memory_mb"] << 20,) * 2)
     if config.get("child_uid") is not None:  # else it counts the sample uid's processes anew for every sample
         resource.setrlimit(resource.RLIMIT_NPROC, (config["nproc"],) * 2)
+    for signum in ENDS_THE_PEERS_PROCESS:
+        signal.signal(signum, _end_as_the_peers_process_would)
+
+
+# Signals whose default action ends a process. A sample is the init of its own PID namespace, and the kernel drops
+# such a signal that the namespace's init sends itself (os.kill(os.getpid(), SIGTERM), an alarm() left at its
+# default): the program carried on, and could pass, where the peers' process dies (a verdict they do not give).
+ENDS_THE_PEERS_PROCESS = (signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2, signal.SIGALRM,
+                          signal.SIGTERM, signal.SIGVTALRM, signal.SIGPROF, signal.SIGIO, signal.SIGPWR)
+
+
+def _end_as_the_peers_process_would(signum: int, frame: Any) -> None:
+    os._exit(128 + signum)
 
 
 def enter_jail(config: dict[str, Any], libc: Libc, channel_fd: int, timeout_s: float) -> None:

