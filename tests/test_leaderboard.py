@@ -273,7 +273,8 @@ def board_dir(tmp_path: Path) -> Path:
 def test_cli_fail_under_exit_codes(board_dir: Path, capsys):
     assert cli_main(["leaderboard", "--dir", str(board_dir), "--fail-under", "pass@1=0.30"]) == 3
     err = capsys.readouterr().err
-    assert err.strip() == "error: --fail-under not met: gpt-j-6b on humaneval: pass@1 = 0.125 < 0.300 (short by 0.175)"
+    assert err.strip().splitlines()[-1] == \
+        "error: --fail-under not met: gpt-j-6b on humaneval: pass@1 = 0.125 < 0.300 (short by 0.175)"
 
     assert cli_main(["leaderboard", "--dir", str(board_dir), "--fail-under", "pass@1=0.10"]) == 0
     assert cli_main(["leaderboard", "--dir", str(board_dir), "--model", "codellama-7b",
@@ -283,11 +284,13 @@ def test_cli_fail_under_exit_codes(board_dir: Path, capsys):
 
 def test_cli_prints_table_and_writes_page(board_dir: Path, capsys):
     assert cli_main(["leaderboard", "--dir", str(board_dir)]) == 0
-    out = capsys.readouterr().out.splitlines()
+    captured = capsys.readouterr()
+    out = captured.out.splitlines()
     assert out[0].split()[:3] == ["model", "task", "pass@1"]
     assert out[2].split()[:3] == ["codellama-7b", "humaneval", "0.750"]  # best first
     assert out[3].split()[:3] == ["gpt-j-6b", "humaneval", "0.125"]
-    assert out[-1] == f"wrote {board_dir / 'index.html'}"
+    assert len(out) == 4  # stdout: the table alone
+    assert captured.err.splitlines()[-1] == f"wrote {board_dir / 'index.html'}"
     assert (board_dir / "index.html").stat().st_size > 0
 
 
@@ -451,3 +454,28 @@ def test_the_pages_are_drawn_while_the_leaderboard_is_still_locked(tmp_path, mon
     monkeypatch.setattr(publish, "write_leaderboard_pages", draw)
     publish.update_leaderboard(tmp_path / "board", [make_entry()])
     assert seen == [1]
+
+
+def test_a_read_only_leaderboard_folder_still_prints_and_gates(board_dir: Path, capsys, monkeypatch):
+    """Its page could not be written: a traceback, exit 1, no table, no gate. Now a warning, and the rest stands."""
+    from evalsuite.reporting import publish
+
+    def read_only(directory, entries):
+        raise OSError(30, "Read-only file system")
+
+    monkeypatch.setattr(publish, "write_leaderboard_pages", read_only)
+    assert cli_main(["leaderboard", "--dir", str(board_dir), "--fail-under", "pass@1=0.99"]) == 3
+    captured = capsys.readouterr()
+    assert "cannot write the leaderboard's page" in captured.err and "Traceback" not in captured.err
+    assert captured.out.splitlines()[0].split()[:3] == ["model", "task", "pass@1"]
+
+
+def test_fail_under_repeated_adds_its_thresholds_and_a_metric_twice_is_refused(board_dir: Path, capsys):
+    """The last --fail-under replaced the others, so `--fail-under pass@1=0.9 --fail-under pass@1=0` passed."""
+    with pytest.raises(SystemExit) as refused:
+        cli_main(["leaderboard", "--dir", str(board_dir), "--fail-under", "pass@1=0.9", "--fail-under", "pass@1=0"])
+    assert refused.value.code == 2 and "pass@1 given twice" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        cli_main(["leaderboard", "--dir", str(board_dir), "--fail-under", "pass@1=0.9,pass@1=0"])
+    assert cli_main(["leaderboard", "--dir", str(board_dir), "--no-html", "--fail-under", "pass@1=0.99",
+                     "--fail-under", "pass@10=0"]) == 3  # both thresholds apply

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -104,9 +105,14 @@ def main(args: argparse.Namespace) -> int:
         if not args.no_html:
             from evalsuite.reporting.publish import write_leaderboard_pages
 
-            written = write_leaderboard_pages(args.dir, entries)  # the pages always show everything
-            if not json_out:
-                print(f"wrote {written}")
+            try:
+                written = write_leaderboard_pages(args.dir, entries)  # the pages always show everything
+            except OSError as exc:  # a read-only folder: the table, the JSON and the gate still stand
+                print(f"warning: cannot write the leaderboard's page in {args.dir} ({exc.strerror or exc}); "
+                      "--no-html skips it", file=sys.stderr)
+            else:
+                if not json_out:
+                    print(f"wrote {written}", file=sys.stderr)  # stdout holds the table alone
     shortfalls = check_fail_under(shown, args.fail_under, models=args.model) if args.fail_under else []
     if json_out:
         from evalsuite.runs.results import FailUnder, leaderboard_json

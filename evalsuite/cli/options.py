@@ -124,9 +124,22 @@ def _fail_under_type(text: str) -> dict[str, float]:
 
 def add_fail_under_argument(parser) -> None:
     """``--fail-under`` of ``run`` and ``leaderboard``: parsed to a dict like ``{"pass@1": 0.3}`` or None."""
-    parser.add_argument("--fail-under", type=_fail_under_type, metavar="METRIC=VALUE[,...]",
+    parser.add_argument("--fail-under", type=_fail_under_type, action=_MergedThresholds, metavar="METRIC=VALUE[,...]",
                         help="exit with status 3 when a model scores below a threshold, "
-                             "e.g. pass@1=0.30 or pass@1=0.3,pass@10=0.5")
+                             "e.g. pass@1=0.30 or pass@1=0.3,pass@10=0.5 (may be repeated, each metric once)")
+
+
+class _MergedThresholds(argparse.Action):
+    """A repeated ``--fail-under`` adds its thresholds (the last one silently replaced the others); a metric given
+    twice is refused."""
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        merged = dict(getattr(namespace, self.dest) or {})
+        again = sorted(set(merged) & set(values))
+        if again:
+            raise argparse.ArgumentError(self, f"{', '.join(again)} given twice; give each metric once")
+        merged.update(values)
+        setattr(namespace, self.dest, merged)
 
 
 def parse_ks(text: str) -> list[int]:

@@ -267,7 +267,7 @@ def execute(args: argparse.Namespace, argv: list[str] | None = None):
     new_entries = evaluation.entries  # each added as soon as its run was scored
     if not args.quiet:
         print(f"leaderboard: {Path(args.leaderboard_dir) / 'leaderboard.json'} (page: index.html; each run's page: "
-              "report.html in its folder)")
+              "report.html in its folder)", file=sys.stderr)  # stdout holds the table alone
     # Gate on this run's own entries: an old, better entry must not hide today's regression.
     gate = FailUnder(dict(thresholds), check_fail_under(new_entries, thresholds)) if thresholds else None
     return RunResult(scores=result.scores, ks=result.ks, leaderboard=Path(args.leaderboard_dir) / "leaderboard.json",

@@ -24,6 +24,8 @@ def parse_fail_under(text: str) -> dict[str, float]:
             raise EvalsuiteError(f"--fail-under {name}: {raw!r} is not a number") from None
         if not 0.0 <= value <= 1.0:
             raise EvalsuiteError(f"--fail-under {name}: {raw!r} is outside [0, 1]")
+        if name in thresholds:
+            raise EvalsuiteError(f"--fail-under gives {name} twice; give each metric once")
         thresholds[name] = value
     if not thresholds:
         raise EvalsuiteError("--fail-under expects METRIC=VALUE like pass@1=0.30, got nothing")
