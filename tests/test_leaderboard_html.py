@@ -120,3 +120,18 @@ def test_the_same_board_renders_the_same_page(monkeypatch):
     assert first == again
     newest = max(e.date for e in entries)
     assert newest.replace("T", " ").replace("Z", " UTC") in first
+
+
+def test_a_run_page_link_is_percent_encoded():
+    """A folder named `runs #1?x` made the link `../runs #1?x/...`, which a browser reads as `../runs ` with a
+    fragment: the link led nowhere."""
+    from urllib.parse import unquote, urlsplit
+
+    from evalsuite.reporting.views.style import safe_href
+
+    href = safe_href("../runs #1?x 100%/reference__humaneval__abc/report.html")
+    assert href == "../runs%20%231%3Fx%20100%25/reference__humaneval__abc/report.html"
+    parts = urlsplit(href)
+    assert not parts.fragment and not parts.query
+    assert unquote(parts.path) == "../runs #1?x 100%/reference__humaneval__abc/report.html"
+    assert safe_href("javascript:alert(1)") is None and safe_href("//evil/x") is None

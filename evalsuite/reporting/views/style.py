@@ -14,6 +14,7 @@ from __future__ import annotations
 import html
 import unicodedata
 from typing import Any
+from urllib.parse import quote
 
 from evalsuite.untrusted import MULTILINE, dumps, visible, visible_data, visible_parts
 from evalsuite.version import __version__
@@ -36,10 +37,12 @@ def _name(char: str) -> str:
 
 
 def safe_href(path: str | None) -> str | None:
-    """A relative link as written, or None: no ``javascript:`` (or any other scheme) from a hand-edited file."""
+    """A relative link, percent-encoded, or None: no ``javascript:`` (or any other scheme) from a hand-edited file.
+    Encoded because a folder name may hold ``#``, ``?`` or ``%``, which a browser read as a fragment, a query or an
+    escape: the link to ``../runs #1/...`` led to ``../runs ``."""
     if not path or ":" in path.split("/", 1)[0] or path.startswith("//"):
         return None
-    return path
+    return quote(path, safe="/")
 
 
 def pct(value: float) -> str:
