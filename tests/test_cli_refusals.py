@@ -384,3 +384,17 @@ def test_the_reference_model_on_a_task_without_solutions_is_refused_before_any_f
     assert_one_line_refusal(capsys, ["run", "--quiet", "--tasks", "wordbench", "--task-dir", "wb"],
                             "the reference model answers with canonical solutions, and task 'wordbench' has none",
                             no_model_loads)
+
+
+def test_models_names_the_reference_and_refuses_what_run_refuses(no_model_loads, monkeypatch, capsys):
+    """`models reference` asked the hub for a config named "reference" (26 s of retries offline, then an error);
+    `models someone/nosuch` printed a row and exited 0 where `run` refuses the name."""
+    huggingface_hub = pytest.importorskip("huggingface_hub")
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(huggingface_hub, "try_to_load_from_cache", lambda *args, **kwargs: None)
+    assert main(["models", "reference"]) == 0
+    assert "the built-in model" in capsys.readouterr().out
+    assert main(["models", "someone/nosuch-xyz"]) == 2
+    assert "'someone/nosuch-xyz' is not an alias" in capsys.readouterr().err

@@ -91,6 +91,17 @@ def main(args: argparse.Namespace) -> int:
 
     preflight.check_model_files([args.name])
     spec = resolve_model(args.name, revision=loading.revision)
+    if spec.source == "builtin":  # no checkpoint to read: it asked the hub for a config named "reference"
+        if args.json:
+            print(json.dumps(spec.to_dict(), indent=2))
+        else:
+            print("reference: the built-in model; it answers every problem with its canonical solution (no weights, "
+                  "no tokenizer)")
+        return 0
+    if spec.source == "hub":  # a hub id that is no alias: refused in one line where `run` would refuse it
+        from evalsuite.generation.hf.loading import check_hub_reachable
+
+        check_hub_reachable(spec)
     if spec.source in ("alias", "hub") and not _cached(spec.location, spec.revision):
         code = _list([spec], args.json)
         if not args.json:
