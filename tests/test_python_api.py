@@ -106,3 +106,19 @@ def test_the_readmes_links_into_the_docs_name_files_and_headings_that_exist():
             headings = {slug(line.lstrip("#")) for line in target.read_text(encoding="utf-8").splitlines()
                         if line.startswith("#")}
             assert anchor in headings, f"{path}#{anchor}"
+
+
+def test_keywords_are_the_flags_as_a_user_writes_them(tmp_path: Path, monkeypatch):
+    """`evaluate(tasks=...)` and `leaderboard_dir=` (the flags' own names) were TypeErrors, and a generator of model
+    names became one name, "<generator object ...>"."""
+    from evalsuite.cli.api import command_argv
+
+    argv = command_argv("evaluate", ["s.jsonl"], output="out", tasks="mbpp", leaderboard_dir="board")
+    assert "--tasks=mbpp" in argv and "--leaderboard-dir=board" in argv
+    with pytest.raises(TypeError, match="one setting"):
+        command_argv("evaluate", ["s.jsonl"], output="out", task="humaneval", tasks="mbpp")
+    assert "--models=reference,other" in command_argv("run", models=(m for m in ["reference", "other"]))
+    assert "--models=a,b" in command_argv("run", models={"a": 1, "b": 2}.keys())
+    monkeypatch.chdir(tmp_path)
+    done = evalsuite.run(models=(m for m in ["reference"]), limit=2, no_leaderboard=True, quiet=True)
+    assert [score.model for score in done.scores] == ["reference"]

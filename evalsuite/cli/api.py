@@ -31,23 +31,41 @@ def _command_parser(command: str) -> argparse.ArgumentParser:
 
 
 def _flag_value(value: Any) -> str:
-    if isinstance(value, (list, tuple, set)):
-        return ",".join(str(v) for v in value)
     if isinstance(value, dict):  # fail_under={"pass@1": 0.3}
         return ",".join(f"{k}={v}" for k, v in value.items())
+    if isinstance(value, Iterable) and not isinstance(value, (str, bytes, os.PathLike)):  # a list, a generator...
+        return ",".join(os.fspath(v) if isinstance(v, os.PathLike) else str(v) for v in value)
     return os.fspath(value) if isinstance(value, os.PathLike) else str(value)
+
+
+def _keywords(parser: argparse.ArgumentParser) -> dict[str, argparse.Action]:
+    """Each flag by its destination and by each of its long names (``--leaderboard-dir``: ``leaderboard_dir``;
+    ``--tasks``/``--task``: ``tasks`` and ``task``), as a user who knows the flags would write them."""
+    found: dict[str, argparse.Action] = {}
+    for action in parser._actions:
+        if action.option_strings:
+            found.setdefault(action.dest, action)
+            for option in action.option_strings:
+                if option.startswith("--"):
+                    found.setdefault(option[2:].replace("-", "_"), action)
+    return found
 
 
 def command_argv(command: str, positional: Iterable[Any] = (), **options: Any) -> list[str]:
     """``evalsuite COMMAND`` arguments for keyword ``options`` (unknown keywords: TypeError)."""
     parser = _command_parser(command)
-    flags = {action.dest: action for action in parser._actions if action.option_strings}
+    flags = _keywords(parser)
     argv = [command, *(_flag_value(p) for p in positional)]
+    given: dict[str, str] = {}
     for name, value in options.items():
         action = flags.get(name)
         if action is None or name == "help":
             known = ", ".join(sorted(d for d in flags if d != "help"))
             raise TypeError(f"evalsuite.{command}() got an unexpected keyword argument {name!r} (known: {known})")
+        if action.dest in given and value is not None:
+            raise TypeError(f"evalsuite.{command}() got {given[action.dest]!r} and {name!r}, one setting; give one")
+        if value is not None:
+            given[action.dest] = name
         flag = next(o for o in action.option_strings if o.startswith("--"))
         if value is None or value is False:
             if isinstance(action, argparse.BooleanOptionalAction) and value is False:
@@ -99,9 +117,9 @@ def run(models: str | Iterable[str] = "reference", tasks: str | Iterable[str] = 
     return result
 
 
-def evaluate(samples: str | os.PathLike, *, output: str | os.PathLike, task: str = "humaneval", **options: Any):
-    """Execute and score a samples file exactly as ``evalsuite evaluate`` does; returns a
-    :class:`~evalsuite.runs.results.RunResult` with ``command == "evaluate"`` and one score."""
+def evaluate(samples: str | os.PathLike, *, output: str | os.PathLike, task: str | None = None, **options: Any):
+    """Execute and score a samples file exactly as ``evalsuite evaluate`` does (``task`` or ``tasks``: default
+    humaneval); returns a :class:`~evalsuite.runs.results.RunResult` with ``command == "evaluate"`` and one score."""
     from evalsuite.cli import evaluate as evaluate_command
 
     argv = command_argv("evaluate", [samples], output=output, task=task, **options)
