@@ -281,16 +281,17 @@ def run_evaluation(config: RunConfig) -> Evaluation | None:
         generation = replace(generation, loading=replace(generation.loading, device=ctx.device))
     assignments = list(zip(config.models, specs))
     every_display = [display_name(name, spec, config.names) for name, spec in assignments]
+    displays = every_display  # this rank's models' names, in the order it runs them
     run_ctx, waiting = ctx, None
     if ctx.enabled and config.spread == "models":
         assignments = assignments[ctx.rank::ctx.world_size]  # whole models per rank; each runs alone
+        displays = every_display[ctx.rank::ctx.world_size]
         run_ctx, waiting = DistContext(), ctx.patient_group()
     placement = {"world_size": ctx.world_size, "rank": ctx.rank, "spread": config.spread if ctx.enabled else None,
                  "host": socket.gethostname(), "device": generation.loading.device}
     outcomes: list[RunOutcome] = []
     entries: list[Any] = []
     failures: list[ModelFailure] = []
-    displays = [display_name(name, spec, config.names) for name, spec in assignments]
     position = 0
     try:
         for position, (_, spec) in enumerate(assignments):
