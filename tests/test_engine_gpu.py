@@ -6,6 +6,7 @@ real-size shapes.
 
 from __future__ import annotations
 
+import copy
 import gc
 import os
 import subprocess
@@ -342,9 +343,17 @@ def test_samples_moved_or_evicted_in_the_arena_keep_their_tokens_on_cuda_graphs(
 def test_engine_runs_a_model_on_another_gpu_than_the_current_one():
     """The planner may place a model on another GPU than the process's current one (the freest, or
     --device cuda:N). Seen on four H200s before the engine set its own device: CUDA graphs captured empty ("on
-    the wrong device"), Triton refused the pointers, and the engine fell back to plain generate."""
+    the wrong device"), Triton refused the pointers, and the engine fell back to plain generate. A model on
+    GPU 0 first, as the first model of a two-model command: torch.cuda.graph's default capture stream, made once
+    per process, was then GPU 0's, and the second model's graphs on GPU 1 were captured empty again."""
     model = _tiny("llama")
     expected = _hf_generate(model, PROMPTS, 12)
+    first = _engine(copy.deepcopy(model).to("cuda:0"), rows=8)
+    got = _run(first, PROMPTS, SamplingParams(max_new_tokens=12))
+    assert [_ids(got[(f"t/{i}", 0)].text) for i in range(len(PROMPTS))] == expected
+    del first, got
+    gc.collect()
+    torch.cuda.empty_cache()
     assert torch.cuda.current_device() == 0
     engine = _engine(model.to("cuda:1"), rows=8)
     got = _run(engine, PROMPTS, SamplingParams(max_new_tokens=12))

@@ -80,6 +80,8 @@ class Row:
 
 
 ROWS: list[Row] = []
+SAVING = threading.Lock()  # sections append rows and save from several lanes at once
+LANE = threading.local()  # .gpus: the CUDA_VISIBLE_DEVICES of this lane's commands (GPU lanes, see main)
 
 
 def left() -> float:
@@ -92,10 +94,12 @@ def log(line: str) -> None:
 
 def run(argv: list[str], timeout: float, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """Run a command; its whole output goes to $OUT/commands.log, a failure's tail to the console."""
-    log("$ " + " ".join(argv))
+    gpus = getattr(LANE, "gpus", None)
+    lane = {"CUDA_VISIBLE_DEVICES": gpus} if gpus is not None else {}
+    log(f"$ {'[gpu ' + gpus + '] ' if gpus else ''}" + " ".join(argv))
     try:
         done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=max(timeout, 1),
-                              env={**os.environ, **(env or {})})
+                              env={**os.environ, **lane, **(env or {})})
     except subprocess.TimeoutExpired as exc:  # keep what it printed: where a timed-out command had got to
         out, err = (part.decode(errors="replace") if isinstance(part, bytes) else (part or "")
                     for part in (exc.stdout, exc.stderr))
@@ -183,14 +187,14 @@ def gpu_tests() -> None:
                     note=summary.strip("= ")))
 
 
-def build_seed_checkpoint(on_gpu: bool = False) -> threading.Thread:
+def build_seed_checkpoint(on_gpu: bool = False, gpu: str | None = None) -> threading.Thread:
     """The 24 GB float32 GPT-J-6B-shaped checkpoint, built in the background: on the CPU while the GPU tests run,
-    on the GPU (faster) when they don't. Kept on the machine: a later call finds it."""
+    on the GPU (faster) when they don't (on ``gpu`` where named). Kept on the machine: a later call finds it."""
     def build() -> None:
         if (CKPT / "gpt-j-6b" / "config.json").exists():
             return
         run([PY, "benchmarks/bench_loading.py", "make", "--dir", str(CKPT), "--models", "gpt-j-6b"], 400,
-            env=None if on_gpu else {"CUDA_VISIBLE_DEVICES": ""})
+            env={"CUDA_VISIBLE_DEVICES": gpu} if on_gpu and gpu else None if on_gpu else {"CUDA_VISIBLE_DEVICES": ""})
 
     thread = threading.Thread(target=build, daemon=True)
     thread.start()
@@ -518,6 +522,11 @@ def load_earlier(sections: set[str]) -> None:
 
 
 def save() -> None:
+    with SAVING:
+        _save()
+
+
+def _save() -> None:
     rows = [asdict(r) for r in [*EARLIER, *ROWS]]
     document = json.dumps({"rows": rows, "elapsed_s": round(time.monotonic() - STARTED, 1)}, indent=1)
     (OUT / "acceptance.json").write_text(document)
@@ -534,10 +543,36 @@ def guarded(name: str, section: Callable[[], None]) -> None:
     save()
 
 
+def gpu_count() -> int:
+    try:
+        done = subprocess.run(["nvidia-smi", "--query-gpu=index", "--format=csv,noheader"], capture_output=True,
+                              text=True)
+    except OSError:  # no nvidia-smi: no GPU
+        return 0
+    return len(done.stdout.split()) if done.returncode == 0 else 0
+
+
+def in_lane(gpus: str, *sections: tuple[str, Callable[[], None]]) -> threading.Thread:
+    """A thread running ``sections`` one after another, every command it starts on ``gpus`` alone."""
+    def lane() -> None:
+        LANE.gpus = gpus
+        for name, section in sections:
+            guarded(name, section)
+
+    thread = threading.Thread(target=lane)
+    thread.start()
+    return thread
+
+
 def main() -> int:
     """Two lanes first (the GPU tests then the seed case; the small SmolLM2 runs beside them: the card has room
     for both, and their figures are not the throughput claims), then the loading rungs, the two-model command
-    and the throughput benchmark alone on the card."""
+    and the throughput benchmark alone on the card.
+
+    On a machine of four GPUs or more (``GPU_LANES=0`` turns it off) each section has a GPU of its own, so the
+    whole set fits one call: GPU 0 the tests (with GPU 1 for their two-GPU cases), GPU 1 the checkpoint's build
+    and the seed case, GPU 2 the rungs and then the two-model command, GPU 3 SmolLM2 and then the throughput
+    benchmark. Each run sees its own GPU alone, as on a machine of one; the host's CPUs are shared."""
     OUT.mkdir(parents=True, exist_ok=True)
     only = set(filter(None, os.environ.get("SECTIONS", "").replace("loading", "rungs").split(",")))
     unknown = only - set(SECTIONS)
@@ -546,8 +581,19 @@ def main() -> int:
         return 2
     wanted = lambda name: not only or name in only  # noqa: E731
     load_earlier({SECTIONS[name] for name in SECTIONS if wanted(name)})
-    builder = (build_seed_checkpoint(on_gpu=not wanted("tests"))
-               if wanted("seed") or wanted("rungs") or wanted("models") or wanted("throughput") else None)
+    needs_checkpoint = wanted("seed") or wanted("rungs") or wanted("models")  # throughput builds its own model
+    if os.environ.get("GPU_LANES", "1") != "0" and gpu_count() >= 4:
+        log("GPU lanes: one GPU per section")
+        builder = build_seed_checkpoint(on_gpu=True, gpu="1") if needs_checkpoint else None
+        pick = lambda *names: [(SECTIONS[n], s) for n, s in names if wanted(n)]  # noqa: E731
+        lanes = [in_lane("0,1", *pick(("tests", gpu_tests))),
+                 in_lane("1", *pick(("seed", lambda: seed_case(builder)))),
+                 in_lane("2", *pick(("rungs", lambda: rungs(builder)), ("models", lambda: two_models(builder)))),
+                 in_lane("3", *pick(("smollm2", smollm2), ("throughput", engine_throughput)))]
+        for lane in lanes:
+            lane.join()
+        return finish()
+    builder = build_seed_checkpoint(on_gpu=not wanted("tests")) if needs_checkpoint else None
 
     def lane_a() -> None:
         if wanted("tests"):
@@ -568,6 +614,11 @@ def main() -> int:
         guarded("models", lambda: two_models(builder))
     if wanted("throughput"):
         guarded("throughput", engine_throughput)
+    return finish()
+
+
+def finish() -> int:
+    """Rows in section order, saved, and the table of every row so far; the exit status."""
     order = lambda row: ORDER.index(row.section) if row.section in ORDER else len(ORDER)  # noqa: E731
     ROWS.sort(key=order)
     EARLIER.sort(key=order)

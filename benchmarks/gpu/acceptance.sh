@@ -36,6 +36,9 @@
 #   The two-model rows (SECTIONS=models): a third call with no carry, or appended to call 1 or 2's SECTIONS
 #   where its budget has room. If a reply says the machine was not warm, call 2 landed on a fresh machine:
 #   its wheels, checkpoint, GGUF part and call-1 rows are gone; redo call 1, then call 2.
+# On four GPUs (nvidia-h200-x4) acceptance.py gives each section a GPU of its own (GPU_LANES, see its main): call 1
+#   only stages (`bash benchmarks/gpu/acceptance.sh stage`, or with other work of that machine), call 2 carrying
+#   `.bench .gpu-stage/smollm2.part01` runs every section in ~5 minutes.
 #   `bash benchmarks/gpu/acceptance.sh stage` only stages (installs what is carried, copies GGUF parts).
 # A missing bitsandbytes or deepspeed makes its rungs `failed`, never skipped; a missing GGUF part skips SmolLM2.
 cd "$(dirname "$0")/../.." || exit 1

@@ -181,10 +181,14 @@ class DecodeRunner:
         torch.cuda.current_stream(self.device).wait_stream(side)
         torch.cuda.synchronize(self.device)
         self.warm_up_s = round(time.perf_counter() - started, 4)
+        # a capture stream of the model's own GPU: torch.cuda.graph's default one is made once per process, on the
+        # GPU current then, and capturing on it switches to that GPU (a second model of one command, placed on
+        # another GPU, captured empty graphs and fell back to plain generate)
+        capture = torch.cuda.Stream(self.device)
         for batch in sorted(self.buckets, reverse=True):  # largest first, so smaller ones reuse its memory
             started = time.perf_counter()
             graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph, pool=pool):
+            with torch.cuda.graph(graph, pool=pool, stream=capture):
                 self._step(batch)
             self._graphs[batch] = graph
             self.capture_s_by_bucket[batch] = round(time.perf_counter() - started, 4)
