@@ -253,3 +253,37 @@ def test_an_unreadable_record_says_how_to_keep_the_completions(tmp_path, monkeyp
     assert main(argv) == 0
     record = json.loads((run_dir / "record.json").read_text())
     assert record["generation_stats"]["completions_resumed"] == 2
+
+
+def test_ranks_sharing_models_go_on_past_one_that_fails_to_load_and_a_finished_rerun_loads_nothing(tiny_model_dir,
+                                                                                                 tmp_path):
+    """Under the default ``--spread problems`` a model no rank could load stopped the whole command, so the
+    models after it never ran (one process reports it and goes on). And a rerun with nothing left to generate
+    loaded every model again on every rank, where one process loads none."""
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    for item in tiny_model_dir("gpt2").iterdir():
+        (broken / item.name).write_bytes(b"cut" if item.suffix == ".safetensors" else item.read_bytes())
+    args = run_args(tiny_model_dir("gpt2"), tmp_path / "runs", n=2, limit=2, max_new_tokens=8)
+    args[args.index("--models") + 1] = f"{broken},{tiny_model_dir('gpt2')}"
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    command = [TORCHRUN, "--standalone", "--nproc-per-node", "2", "-m", "evalsuite", "--", *args, "--json"]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    document = json.loads(done.stdout)
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert [score["model"] for score in document["results"]] == ["gpt2"]
+    (failure,) = document["failures"]
+    assert failure["model"] == "broken" and "ranks 0, 1 of the ranks sharing broken" in failure["error"]
+    assert done.stderr.count("error: broken:") == 1  # said once, by rank 0
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    first = json.loads((run_dir / "record.json").read_text())
+    assert first["model_loaded"] is True and first["generation_stats"]["completions_generated_now"] == 4
+
+    args[args.index("--models") + 1] = str(tiny_model_dir("gpt2"))
+    again = subprocess.run([*command[:command.index("--")], "--", *args, "--json"], env=env, capture_output=True,
+                           text=True, timeout=300)
+    assert again.returncode == 0, again.stderr[-2000:]
+    record = json.loads((run_dir / "record.json").read_text())
+    assert record["model_loaded"] is False  # the recorded model stood in on both ranks
+    assert record["generation_stats"]["completions_resumed"] == 4
+    assert json.loads(again.stdout)["results"][0]["pass_at"] == document["results"][0]["pass_at"]

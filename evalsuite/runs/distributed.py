@@ -80,6 +80,19 @@ class DistContext:
 
         return dist.new_group(backend="gloo", timeout=timedelta(days=7))
 
+    def everyone(self, obj: T) -> list[T]:
+        """Every rank's ``obj`` on every rank (in rank order): what each rank found, for a choice all make alike."""
+        if not self.enabled:
+            return [obj]
+        import torch.distributed as dist
+
+        out: list[Any] = [None] * self.world_size
+        try:
+            dist.all_gather_object(out, obj)
+        except RuntimeError as exc:
+            raise RankLost(self.rank, "while the ranks compared their models", exc) from None
+        return out
+
     def agree(self, obj: T) -> T:
         """Rank 0's ``obj`` on every rank: one invocation id for the rows of all ranks, so a later resume can
         count what this invocation made."""

@@ -267,7 +267,6 @@ def run_evaluation(config: RunConfig) -> Evaluation | None:
     load error, out of memory, a bad checkpoint) is reported and the others still run. Under torchrun /
     accelerate launch each rank takes a shard; rank 0 returns the evaluation, others None.
     """
-    from evalsuite.generation import load_generator
 
     validate_config(config)
     if config.spread not in ("problems", "models"):
@@ -307,10 +306,12 @@ def run_evaluation(config: RunConfig) -> Evaluation | None:
                                                 run_ctx.rank, f"{display}/{task.name}"))
                 keys = {task.name: make_request_key(spec, task, problem_ids[task.name],
                                                     replace(config, generation=generation)) for task in config.tasks}
-                recorded = {} if ctx.enabled else _finished_runs(config, display, keys)
+                # rank 0's view of the folder on every rank: ranks that share a model's work decide alike
+                recorded = run_ctx.agree(_finished_runs(config, display, keys) if run_ctx.is_main else {})
                 started = time.perf_counter()
                 # Nothing left to generate for any task: the recorded model stands in, no weights are loaded.
-                generator = None if len(recorded) == len(config.tasks) else load_generator(spec, generation)
+                generator = None if len(recorded) == len(config.tasks) else _load_on_every_rank(
+                    spec, generation, run_ctx, display)
                 load_seconds = time.perf_counter() - started
                 if generator is not None and run_ctx.is_main:
                     work = workload(config)
@@ -325,12 +326,13 @@ def run_evaluation(config: RunConfig) -> Evaluation | None:
                         if config.leaderboard_dir is not None:  # final now, whatever happens to the next model
                             entries += add_to_leaderboard(config.leaderboard_dir, [outcome.leaderboard_summary()])
             except Exception as exc:  # noqa: BLE001 - one model's failure, reported; the others still run
-                if len(config.models) == 1 or ctx.enabled and config.spread != "models":
+                if len(config.models) == 1 or run_ctx.enabled and not isinstance(exc, NotLoadedOnEveryRank):
                     raise  # a command of one model stops with its error; ranks sharing a model's work stop together
                 why = one_line(exc, limit=400)
                 failures.append(ModelFailure(display, why, getattr(exc, "exit_code", 1)))
-                print(f"error: {display}: {why} (the other models still run; the exit status will say this one "
-                      "failed)", file=sys.stderr)
+                if run_ctx.is_main:
+                    print(f"error: {display}: {why} (the other models still run; the exit status will say this one "
+                          "failed)", file=sys.stderr)
             finally:
                 for claim in claims:
                     claim.release()
@@ -356,6 +358,39 @@ def run_evaluation(config: RunConfig) -> Evaluation | None:
     finally:
         shutdown(ctx)
     return Evaluation(outcomes, entries, failures) if run_ctx.is_main else None
+
+
+class NotLoadedOnEveryRank(EvalsuiteError):
+    """A model that some rank could not load (a bad checkpoint, no room on its GPU), known to every rank sharing
+    its work: all of them go on to the next model together, as one process would."""
+
+    def __init__(self, display: str, failed: list[tuple[int, str]], exit_code: int):
+        self.exit_code = exit_code
+        ranks = ", ".join(str(rank) for rank, _ in failed)
+        super().__init__(f"{failed[0][1]} (rank{'s' if len(failed) > 1 else ''} {ranks} of the ranks sharing "
+                         f"{display} could not load it)")
+
+
+def _load_on_every_rank(spec: Any, generation: Any, ctx: DistContext, display: str) -> Any:
+    """The model loaded on this rank, once every rank sharing its work has said whether it loaded it. Alone: the
+    load as it is. Under data parallelism a rank whose load failed used to stop alone, leaving the others
+    waiting for it in the run's first collective until torchrun stopped them all; now, where any rank failed,
+    each closes what it loaded and raises :class:`NotLoadedOnEveryRank`, and all go on to the next model."""
+    from evalsuite.generation import load_generator
+
+    if not ctx.enabled:
+        return load_generator(spec, generation)
+    generator, failure = None, None
+    try:
+        generator = load_generator(spec, generation)
+    except Exception as exc:  # noqa: BLE001 - told to every rank below, then raised alike on each
+        failure = (one_line(exc, limit=400), getattr(exc, "exit_code", 1))
+    failed = [(rank, said) for rank, said in enumerate(ctx.everyone(failure)) if said is not None]
+    if not failed:
+        return generator
+    if generator is not None:
+        generator.close()
+    raise NotLoadedOnEveryRank(display, [(rank, why) for rank, (why, _) in failed], failed[0][1][1])
 
 
 def claim_settings(spec: Any, task: Task, config: RunConfig, generation: Any, problem_ids: list[str]
