@@ -7,6 +7,8 @@ import json
 import re
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -122,3 +124,35 @@ def test_keywords_are_the_flags_as_a_user_writes_them(tmp_path: Path, monkeypatc
     monkeypatch.chdir(tmp_path)
     done = evalsuite.run(models=(m for m in ["reference"]), limit=2, no_leaderboard=True, quiet=True)
     assert [score.model for score in done.scores] == ["reference"]
+
+
+@needs_sandbox
+def test_calls_on_two_threads_print_nothing_on_stdout_and_give_it_back(tmp_path: Path, capsys):
+    """``contextlib.redirect_stdout`` swapped stdout for the whole process: two calls on two threads could leave
+    ``sys.stdout`` on stderr for good (the second saved the first's redirect and restored it last), and a thread
+    outside any call printed to stderr meanwhile."""
+    before = sys.stdout
+    start = threading.Barrier(3)
+    results: dict[str, RunResult] = {}
+
+    def call(name: str) -> None:
+        start.wait()  # not quiet: each prints its plan and table, which must reach stderr
+        results[name] = evalsuite.run(models="reference", limit=2, output=tmp_path / name, no_leaderboard=True)
+
+    def bystander() -> None:
+        start.wait()
+        for line in range(40):
+            print(f"bystander {line}")
+            time.sleep(0.02)
+
+    threads = [threading.Thread(target=call, args=(name,)) for name in ("a", "b")]
+    threads.append(threading.Thread(target=bystander))
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert sys.stdout is before
+    out, err = capsys.readouterr()
+    assert out.splitlines() == [f"bystander {line}" for line in range(40)]
+    assert err.count("reference") >= 2 and sorted(results) == ["a", "b"]
+    assert all(result.scores[0].pass_at[1].value == 1.0 for result in results.values())

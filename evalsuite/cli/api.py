@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import io
 import os
 import sys
-from collections.abc import Iterable
-from typing import Any
+import threading
+from collections.abc import Iterable, Iterator
+from typing import Any, NoReturn
 
 from evalsuite.errors import EvalsuiteError
 
@@ -80,20 +80,74 @@ def command_argv(command: str, positional: Iterable[Any] = (), **options: Any) -
     return argv
 
 
+def _raising(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """``parser`` (and its subcommands' parsers) raising the line the CLI would print last, instead of printing
+    usage on stderr and exiting: nothing of the process's (sys.stderr is not swapped, other threads write on)."""
+    def error(message: str) -> NoReturn:
+        raise EvalsuiteError(f"{parser.prog}: error: {message}")
+
+    parser.error = error  # type: ignore[method-assign]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                _raising(sub)
+    return parser
+
+
 def _parse(argv: list[str]) -> argparse.Namespace:
     """The command's own parser; as with ``--json``, the tables a person reads go to stderr (none with
     ``quiet=True``), and nothing is printed on stdout."""
     from evalsuite.cli import build_parser
 
-    errors = io.StringIO()
-    try:
-        with contextlib.redirect_stderr(errors):
-            args = build_parser().parse_args(argv)
-    except SystemExit:
-        message = errors.getvalue().strip().splitlines()
-        raise EvalsuiteError(message[-1] if message else f"invalid arguments: {argv}") from None
+    args = _raising(build_parser()).parse_args(argv)
     args.json = True
     return args
+
+
+class _StdoutByThread:
+    """``sys.stdout`` while API calls run: a thread inside a call writes to stderr, every other thread to the
+    stdout that was there. ``contextlib.redirect_stdout`` swaps stdout for the whole process: two calls on two
+    threads left it on stderr for good (the second saved the first's redirect and restored it last), and a
+    thread outside any call printed to stderr meanwhile."""
+
+    def __init__(self, original: Any):
+        self.original = original
+        self.callers: dict[int, int] = {}  # thread id -> calls it is inside
+
+    def _target(self) -> Any:
+        return sys.stderr if threading.get_ident() in self.callers else self.original
+
+    def write(self, text: str) -> int:
+        return self._target().write(text)
+
+    def flush(self) -> None:
+        self._target().flush()
+
+    def __getattr__(self, name: str) -> Any:  # encoding, isatty, fileno...: the real stdout's
+        return getattr(self.original, name)
+
+
+_STDOUT_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def _stdout_to_stderr_in_this_thread() -> Iterator[None]:
+    """This thread's prints on stderr for the duration; the stdout that was there is back once the last call
+    on any thread ends (unless someone else replaced it meanwhile)."""
+    me = threading.get_ident()
+    with _STDOUT_LOCK:
+        proxy = sys.stdout if isinstance(sys.stdout, _StdoutByThread) else _StdoutByThread(sys.stdout)
+        sys.stdout = proxy
+        proxy.callers[me] = proxy.callers.get(me, 0) + 1
+    try:
+        yield
+    finally:
+        with _STDOUT_LOCK:
+            proxy.callers[me] -= 1
+            if not proxy.callers[me]:
+                del proxy.callers[me]
+            if not proxy.callers and sys.stdout is proxy:
+                sys.stdout = proxy.original
 
 
 def run(models: str | Iterable[str] = "reference", tasks: str | Iterable[str] = "humaneval", **options: Any):
@@ -108,7 +162,7 @@ def run(models: str | Iterable[str] = "reference", tasks: str | Iterable[str] = 
 
     argv = command_argv("run", models=models, tasks=tasks, **options)
     args = _parse(argv)
-    with contextlib.redirect_stdout(sys.stderr):
+    with _stdout_to_stderr_in_this_thread():
         result = run_command.execute(args, argv=["evalsuite", *argv])
     if result is None:  # a worker rank under torchrun: rank 0 has the result
         from evalsuite.runs.results import RunResult
@@ -124,7 +178,7 @@ def evaluate(samples: str | os.PathLike, *, output: str | os.PathLike, task: str
 
     argv = command_argv("evaluate", [samples], output=output, task=task, **options)
     args = _parse(argv)
-    with contextlib.redirect_stdout(sys.stderr):
+    with _stdout_to_stderr_in_this_thread():
         return evaluate_command.execute(args)
 
 
