@@ -479,3 +479,21 @@ def test_fail_under_repeated_adds_its_thresholds_and_a_metric_twice_is_refused(b
         cli_main(["leaderboard", "--dir", str(board_dir), "--fail-under", "pass@1=0.9,pass@1=0"])
     assert cli_main(["leaderboard", "--dir", str(board_dir), "--no-html", "--fail-under", "pass@1=0.99",
                      "--fail-under", "pass@10=0"]) == 3  # both thresholds apply
+
+
+def test_rows_that_differ_only_in_their_problem_subset_or_max_length_are_labelled_apart(tmp_path: Path):
+    """Two --limit runs over different problems of the same count, or two --max-length caps, were two rows
+    under one label ("gpt-j-6b (partial 5/164)" twice), in the tables, the page and the gate's messages."""
+    first = {"n_problems": 5, "of": 164, "ids_sha256": "a" * 64}
+    second = {"n_problems": 5, "of": 164, "ids_sha256": "b" * 64}
+    entries = [make_entry(run_id="a", problem_set=first), make_entry(run_id="b", problem_set=second),
+               make_entry(run_id="capped", max_length=512), make_entry(run_id="uncapped")]
+    kept = update_leaderboard(tmp_path, entries, render_html=False)
+    labels = display_labels(kept)
+    by_run = {entry.run_id: labels[entry.key] for entry in kept}
+    assert len(set(by_run.values())) == 4, by_run
+    assert by_run["a"] == "gpt-j-6b (partial 5/164, problems #aaaaaaaa)"
+    assert by_run["b"] == "gpt-j-6b (partial 5/164, problems #bbbbbbbb)"
+    assert by_run["capped"] == "gpt-j-6b (max_length=512)" and by_run["uncapped"] == "gpt-j-6b (no max_length)"
+    alone = make_entry(run_id="alone", problem_set=first)
+    assert display_labels([alone])[alone.key] == "gpt-j-6b (partial 5/164)"  # nothing to tell apart

@@ -11,7 +11,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from evalsuite.reporting.model import KEY_FIELDS, EntrySettings, LeaderboardEntry
+from evalsuite.reporting.model import KEY_FIELDS, OPTIONAL_KEY_FIELDS, EntrySettings, LeaderboardEntry
 
 
 def interval_label(low: float, high: float, method: str | None) -> str:
@@ -42,6 +42,10 @@ def _setting_text(name: str, value: Any) -> str:
         return f"template #{hashlib.sha256(str(value).encode('utf-8')).hexdigest()[:8]}"
     if name == "dataset_sha256":
         return f"data {str(value)[:8] or 'unhashed'}"
+    if name == "problem_set":
+        return "all problems" if value is None else f"problems #{value.ids_sha256[:8]}"
+    if name == "max_length":
+        return "no max_length" if value is None else f"max_length={value}"
     return f"{name}={value:g}" if isinstance(value, float) else f"{name}={value}"
 
 
@@ -64,17 +68,29 @@ def is_partial(entry: LeaderboardEntry) -> bool:
 
 def display_labels(entries: Sequence[LeaderboardEntry]) -> dict[tuple[str, str, str], str]:
     """Entry key -> model name, plus the settings that tell it apart when a model has several rows
-    in one task, e.g. ``gpt-j-6b (n=20, T=0.8)`` next to ``gpt-j-6b (n=1, T=0)``."""
+    in one task, e.g. ``gpt-j-6b (n=20, T=0.8)`` next to ``gpt-j-6b (n=1, T=0)``; where those still read alike
+    (two subsets of 8 problems, two ``--max-length`` caps), the stored settings that differ too."""
     siblings: dict[tuple[str, str], list[LeaderboardEntry]] = {}
     for entry in entries:
         siblings.setdefault((entry.model, entry.task), []).append(entry)
-    labels = {}
-    for entry in entries:
-        group = siblings[(entry.model, entry.task)]
-        differing = [name for name in KEY_FIELDS
-                     if len({json.dumps(getattr(e.settings, name)) for e in group}) > 1]
-        parts = always_shown(entry.settings)
-        parts += [_setting_text(name, getattr(entry.settings, name)) for name in differing]
-        labels[entry.key] = f"{entry.model} ({', '.join(parts)})" if parts else entry.model
-    return labels
+    parts: dict[tuple[str, str, str], list[str]] = {}
+    for group in siblings.values():
+        differing = _differing(group, KEY_FIELDS)
+        for entry in group:
+            parts[entry.key] = always_shown(entry.settings) + [
+                _setting_text(name, getattr(entry.settings, name)) for name in differing]
+        alike: dict[tuple[str, ...], list[LeaderboardEntry]] = {}
+        for entry in group:
+            alike.setdefault(tuple(parts[entry.key]), []).append(entry)
+        for same in alike.values():
+            for name in _differing(same, OPTIONAL_KEY_FIELDS) if len(same) > 1 else ():
+                for entry in same:
+                    parts[entry.key].append(_setting_text(name, getattr(entry.settings, name)))
+    return {key: f"{entry.model} ({', '.join(parts[key])})" if parts[key] else entry.model
+            for entry in entries for key in [entry.key]}
 
+
+def _differing(group: Sequence[LeaderboardEntry], names: Sequence[str]) -> list[str]:
+    """The settings among ``names`` whose stored values are not the same over ``group``."""
+    stored = [entry.settings.to_json() for entry in group]
+    return [name for name in names if len({json.dumps(s.get(name), sort_keys=True) for s in stored}) > 1]
