@@ -33,7 +33,6 @@ malformed message, a non-canonical encoding, an unknown kind, an over-long messa
 from __future__ import annotations
 
 import builtins
-import collections
 import contextlib
 import functools
 import io
@@ -358,7 +357,6 @@ def warm_up(writer: int, reader: int, rounds: int = 30) -> None:
         call = marshal.dumps(("call", seq, "f", (seq, "x"), {}))
         os.write(writer, _U32.pack(len(call)) + call)
         _, _, _, args, _, *extra = marshal.loads(_next_message(reader, buffer) or b"")
-        _as_plain(dict(args=args))
         try:
             raise ValueError(seq)
         except ValueError as exc:
@@ -588,7 +586,6 @@ def serve_calls(fd: int, namespace: dict[str, Any]) -> None:
         if extra:
             _answer_for_oracle(fd, seq, extra[0], value)
             continue
-        value = _as_plain(value)
         _write_all(fd, ("return", seq, value))
 
 
@@ -651,7 +648,6 @@ def _answer_for_oracle(fd: int, seq: int, mode: str, value: Any) -> None:
             value = None
         elif mode == "not_none":
             value = value if type(value) is bool else value is not None
-        value = _as_plain(value)
         if mode == "set":
             try:
                 wire.encode(value)
@@ -666,18 +662,3 @@ def _answer_for_oracle(fd: int, seq: int, mode: str, value: Any) -> None:
         _write_all(fd, ("raise", seq, name_, exact, _message_of(exc)))
         return
     _write_all(fd, ("return", seq, value))
-
-
-# The standard library's dict subclasses a correct solution may return (see _as_plain).
-_DICT_LIKE = (collections.Counter, collections.OrderedDict, collections.defaultdict)
-
-
-def _as_plain(value: Any) -> Any:
-    """The standard library's dict subclasses (Counter, OrderedDict, defaultdict) travel as plain dicts.
-
-    Their contents are read through ``dict.items``, the C implementation, so a patched class changes
-    nothing; user-defined subclasses are still refused by the encoder.
-    """
-    if type(value) in _DICT_LIKE:
-        return dict(dict.items(value))
-    return value

