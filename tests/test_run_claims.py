@@ -73,6 +73,27 @@ def test_the_same_run_started_twice_runs_once(tiny_model_dir, tmp_path):
 
 
 @pytest.mark.slow
+def test_jobs_with_their_own_cache_folders_meet_at_the_run_folder(tiny_model_dir, tmp_path):
+    """Claims lived in the cache folder alone: two jobs with their own (another user, another EVALSUITE_CACHE_DIR,
+    two nodes writing one shared --output) both generated every sample into one run folder, and every later
+    read refused it ("duplicate completion"): the work was lost. The run folder's own claim stops the second."""
+    output = tmp_path / "runs"
+    command, env, first = paused_mid_run(tiny_model_dir("gpt2"), output)
+    try:
+        second = subprocess.run(command, env=dict(env, EVALSUITE_CACHE_DIR=str(tmp_path / "other-cache")),
+                                capture_output=True, text=True, timeout=180)
+    finally:
+        os.kill(first.pid, signal.SIGCONT)
+    assert second.returncode == 2, second.stderr
+    assert f"another evalsuite process (pid {first.pid}, perhaps on another machine) is writing" in second.stderr
+    assert "Traceback" not in second.stderr
+    _, err = first.communicate(timeout=240)
+    assert first.returncode == 0, err
+    completions, verdicts = records(output)  # reading refuses duplicates
+    assert len(completions) == len(verdicts) == 6 * 4
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("variant", [["--dtype", "float32"], ["--prompt-style", "base"]])
 def test_flags_that_come_to_the_same_run_meet_at_its_folder(tiny_model_dir, tmp_path, variant):
     """`--dtype float32` on a CPU and `--prompt-style base` for a model without a chat template change nothing,

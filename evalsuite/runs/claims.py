@@ -11,6 +11,11 @@ jobs of one user often have different ones (a per-job ``TMPDIR``, systemd's ``Pr
 so a crash leaves nothing to clean up (the empty file stays: removing it would let two processes lock two files of
 one name). A torchrun rank claims its own shard (``.rank<R>``); a single process claims shard 0, so it and a job's
 rank 0 collide.
+
+The cache's claim is the early one (before any weights load) and sees the processes that share a cache folder.
+Jobs that do not (another user, another ``EVALSUITE_CACHE_DIR``, nodes writing one shared ``--output``, as the
+README's SLURM recipe does) meet at the run folder's own claim (:meth:`RunClaim.take_in`), a hidden file in the
+run folder, taken before a row is written: both used to generate every sample into it and break it for good.
 """
 
 from __future__ import annotations
@@ -48,11 +53,23 @@ class RunClaim:
         ``what``: the run as the user knows it (``model/task``)."""
         output = os.path.realpath(output_dir)
         folder = cache_root() / "claims" / hashlib.sha256(output.encode()).hexdigest()[:16]
+        return cls._lock(folder, f"{name}.rank{shard}", f"{what}: another evalsuite process (pid {{holder}}) is "
+                         f"running this same run into {output_dir}")
+
+    @classmethod
+    def take_in(cls, run_folder: Path, shard: int, what: str) -> RunClaim:
+        """Claim shard ``shard`` of the run whose folder is ``run_folder`` (made if missing), in that folder: seen by
+        every process that writes it, whatever its cache folder or host (where the filesystem has locks)."""
+        return cls._lock(run_folder, f".claim.rank{shard}", f"{what}: another evalsuite process (pid {{holder}}, "
+                         f"perhaps on another machine) is writing this run's folder {run_folder}")
+
+    @classmethod
+    def _lock(cls, folder: Path, name: str, held: str) -> RunClaim:
+        """An exclusive flock on ``folder/name``; ``held``, with ``{holder}`` the holder's pid, says who has it."""
         try:
             folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-            path = folder / f"{name}.rank{shard}"
-            handle = open(path, "a+", encoding="utf-8")  # noqa: SIM115 - held open while the claim lives
-        except OSError:  # no cache folder to lock in (a read-only home): the run goes on unguarded
+            handle = open(folder / name, "a+", encoding="utf-8")  # noqa: SIM115 - held open while the claim lives
+        except OSError:  # nowhere to lock (a read-only home): the run goes on unguarded
             return cls(None)
         try:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -60,9 +77,8 @@ class RunClaim:
             handle.seek(0)
             holder = handle.read().strip() or "unknown"
             handle.close()
-            raise EvalsuiteError(f"{what}: another evalsuite process (pid {holder}) is running this same run into "
-                                 f"{output_dir}; wait for it to end and run again to reuse its work, or choose "
-                                 "another --output") from None
+            raise EvalsuiteError(held.format(holder=holder) + "; wait for it to end and run again to reuse its work, "
+                                 "or choose another --output") from None
         except OSError:  # a filesystem without locks (some network mounts): the run goes on unguarded
             handle.close()
             return cls(None)

@@ -127,6 +127,9 @@ def run_one(generator: Generator, spec: ModelSpec, task: Task, config: RunConfig
     claim = RunClaim.take(config.output_dir, f"folder__{run_dir.run_id}", ctx.rank, f"{model_name}/{task.name}")
     if claims is not None:
         claims.append(claim)
+    claim = RunClaim.take_in(run_dir.path, ctx.rank, f"{model_name}/{task.name}")  # jobs of other caches or hosts
+    if claims is not None:
+        claims.append(claim)
     previous = run_dir.check_identity(identity)
     run_dir.path.mkdir(parents=True, exist_ok=True)
     invocation_id = ctx.agree(uuid.uuid4().hex)  # every rank's rows name the invocation the record lists
