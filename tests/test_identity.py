@@ -170,3 +170,19 @@ def test_the_pre_load_key_tells_two_tasks_apart_even_on_the_same_data():
     keys = {request_key(spec, SimpleNamespace(name=name, dataset_sha256="same", prompt_template="same"), ["t/0"],
                         config) for name in ("humaneval", "humaneval-variant")}
     assert len(keys) == 2 and None not in keys
+
+
+def test_fingerprint_covers_the_folders_model_code(tmp_path):
+    """`--trust-remote-code` runs the folder's own modeling_*.py: edited in place it makes other completions from
+    the same weights, and a rerun reported the old code's completions as the new code's."""
+    folder = tmp_path / "remote"
+    folder.mkdir()
+    (folder / "config.json").write_text('{"auto_map": {"AutoModelForCausalLM": "modeling_custom.CustomLM"}}')
+    (folder / "model.safetensors").write_bytes(b"weights")
+    (folder / "modeling_custom.py").write_text("BIAS = 0\n")
+    (folder / "notes.txt").write_text("not read by any loader")
+    first = local_fingerprint(folder)
+    (folder / "notes.txt").write_text("edited")
+    assert local_fingerprint(folder) == first
+    (folder / "modeling_custom.py").write_text("BIAS = 1\n")
+    assert local_fingerprint(folder) != first

@@ -1,11 +1,11 @@
 """What identifies a checkpoint's bytes: the hub commit, or a content hash of a local checkpoint's files.
 
 A local folder's weights can change in place (a training run's ``ckpt/latest``, a re-downloaded model),
-and so can its tokenizer files (an edited ``tokenizer_config.json`` changes the BOS). The run identity
-therefore holds a sha256 over the contents of every weight, tokenizer and config file, not their names and
-sizes. Hashing gigabytes on every rerun would be slow, so each file's digest is cached by (absolute path,
-size, mtime in ns) in ``$EVALSUITE_CACHE_DIR/fingerprints.json`` (default ``~/.cache/evalsuite``): a file
-rewritten in place gets a new mtime and is hashed again.
+and so can its tokenizer files (an edited ``tokenizer_config.json`` changes the BOS) and its remote code. The
+run identity therefore holds a sha256 over the contents of every weight, tokenizer, config and code file, not
+their names and sizes. Hashing gigabytes on every rerun would be slow, so each file's digest is cached by
+(absolute path, size, mtime in ns) in ``$EVALSUITE_CACHE_DIR/fingerprints.json`` (default
+``~/.cache/evalsuite``): a file rewritten in place gets a new mtime and is hashed again.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf")
 CHECKPOINT_FILES = ("config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
                     "tokenizer.model", "special_tokens_map.json", "added_tokens.json", "vocab.json", "merges.txt",
                     "vocab.txt", "chat_template.jinja", "chat_template.json")
+CODE_SUFFIXES = (".py", ".tiktoken")  # remote model and tokenizer code, tiktoken vocabularies (Qwen)
 _CHUNK = 1 << 22
 
 
@@ -52,11 +53,14 @@ def file_sha256(path: Path, cache: dict[str, str]) -> str:
 
 def checkpoint_files(location: Path) -> list[Path]:
     """The files whose bytes decide a local checkpoint's completions: a GGUF file alone (weights, tokenizer
-    and config in one), or a folder's weight, tokenizer and config files."""
+    and config in one), or a folder's weight, tokenizer and config files, and its Python files: the model code
+    that ``--trust-remote-code`` runs (``config.json``'s ``auto_map``). Edited in place, that code makes other
+    completions from the same weights, which a resume must not report as the new code's."""
     if location.is_file():
         return [location]
     return sorted(p for p in location.iterdir()
-                  if p.is_file() and (p.name.endswith(WEIGHT_SUFFIXES) or p.name in CHECKPOINT_FILES))
+                  if p.is_file() and (p.name.endswith(WEIGHT_SUFFIXES) or p.name in CHECKPOINT_FILES
+                                      or p.suffix in CODE_SUFFIXES))
 
 
 def local_fingerprint(location: str | Path) -> str:
