@@ -102,8 +102,11 @@ def release_device_memory() -> None:
     cycles included), cuBLAS's per-stream workspaces (allocator blocks no ``empty_cache`` frees) and the
     allocator's cached blocks. A no-op where torch was never imported (the reference model, a server)."""
     gc.collect()
-    torch = sys.modules.get("torch")
-    if torch is None or not torch.cuda.is_available() or not torch.cuda.is_initialized():
+    if "torch" not in sys.modules:
+        return
+    import torch  # waits for another thread's import to finish (see environment.gpu_names)
+
+    if not torch.cuda.is_available() or not torch.cuda.is_initialized():
         return
     try:
         torch.cuda.synchronize()

@@ -36,9 +36,15 @@ def _cpu_model() -> str:
 
 
 def gpu_names() -> list[str]:
-    """GPU names, without importing torch unless it is already imported (keeps CPU-only runs light)."""
-    torch = sys.modules.get("torch")
-    if torch is None or not torch.cuda.is_available():
+    """GPU names, without importing torch unless it is already imported (keeps CPU-only runs light). Imported,
+    not read from ``sys.modules``: there it may be half-initialized by another thread's import (two API calls
+    on two threads: "partially initialized module 'torch' has no attribute 'cuda'"); the import statement waits
+    for it to finish."""
+    if "torch" not in sys.modules:
+        return []
+    import torch
+
+    if not torch.cuda.is_available():
         return []
     return [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
 

@@ -156,3 +156,28 @@ def test_calls_on_two_threads_print_nothing_on_stdout_and_give_it_back(tmp_path:
     assert out.splitlines() == [f"bystander {line}" for line in range(40)]
     assert err.count("reference") >= 2 and sorted(results) == ["a", "b"]
     assert all(result.scores[0].pass_at[1].value == 1.0 for result in results.values())
+
+
+@needs_sandbox
+def test_calls_on_two_threads_one_importing_torch_both_finish(tiny_model_dir, tmp_path: Path):
+    """In a fresh process a call that loads a model imports torch while a `reference` call on another thread
+    asked which GPUs there are: it read a half-initialized torch from sys.modules ("partially initialized module
+    'torch' has no attribute 'cuda'") and died with a traceback (3 of 3 tries)."""
+    script = f"""
+import threading, evalsuite
+errors = []
+def call(**options):
+    try:
+        evalsuite.run(limit=1, quiet=True, no_leaderboard=True, **options)
+    except BaseException as exc:
+        errors.append(repr(exc))
+calls = [dict(models="reference", output={str(tmp_path / 'a')!r}),
+         dict(models={str(tiny_model_dir('gpt2'))!r}, max_new_tokens=4, device="cpu", output={str(tmp_path / 'b')!r})]
+threads = [threading.Thread(target=call, kwargs=kw) for kw in calls]
+[t.start() for t in threads]
+[t.join() for t in threads]
+assert not errors, errors
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert len(list((tmp_path / "a").glob("*/record.json"))) == len(list((tmp_path / "b").glob("*/record.json"))) == 1
