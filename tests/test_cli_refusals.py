@@ -72,6 +72,28 @@ def test_run_refuses_what_it_would_ignore(no_model_loads, capsys, argv, message)
     assert_one_line_refusal(capsys, [*argv, "--quiet"], message, no_model_loads)
 
 
+@pytest.mark.parametrize("argv, message", [
+    (["run", "--timeout", "inf"], "--timeout must be positive and at most 86400 (a day), got inf"),
+    (["run", "--timeout", "1e10"], "--timeout must be positive and at most 86400"),
+    (["run", "--timeout-floor", "inf"], "--timeout-floor must be positive and at most 86400"),
+    (["run", "--timeout-factor", "nan"], "--timeout-factor must be positive and at most 1000, got nan"),
+    (["evaluate", "s.jsonl", "--output", "x", "--timeout", "inf"], "--timeout must be positive and at most 86400"),
+    (["run", "--output", ""], "--output is empty"),
+    (["run", "--leaderboard-dir", " "], "--leaderboard-dir is empty"),
+    (["run", "--name", ""], "--name gives 1 name(s) for 1 model(s)"),
+    (["run", "--limit", "2", "--workers", "0"], "--workers"),
+])
+def test_a_refused_value_is_the_only_line(no_model_loads, capsys, argv, message):
+    """A timeout of `inf` or 1e10 passed the checks and, after the model had generated, overflowed the sandbox's
+    clock (a traceback, the run `failed`); an empty --output or --leaderboard-dir (an unset shell variable) wrote
+    into the current folder, an empty --name was ignored. And a refused value came after the --limit warning,
+    two lines where one says it."""
+    assert main([*argv, "--quiet"]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], lines
+    assert not (no_model_loads / "runs").exists() and not (no_model_loads / "leaderboard").exists()
+
+
 def test_plan_refuses_a_gpu_cap_without_a_gpu(no_model_loads, capsys):
     torch = pytest.importorskip("torch")
     if torch.cuda.is_available():
@@ -398,3 +420,19 @@ def test_models_names_the_reference_and_refuses_what_run_refuses(no_model_loads,
     assert "the built-in model" in capsys.readouterr().out
     assert main(["models", "someone/nosuch-xyz"]) == 2
     assert "'someone/nosuch-xyz' is not an alias" in capsys.readouterr().err
+
+
+def test_weights_of_another_model_than_the_config_are_one_line(tiny_model_dir, tmp_path, capsys):
+    """A folder with one model's config.json and another's weights: alone in --models it ended in transformers'
+    RuntimeError ("ignore_mismatched_sizes") and a 47-line traceback; in a list of models it was one line."""
+    mixed = tmp_path / "mixed"
+    mixed.mkdir()
+    for item in tiny_model_dir("gpt2").iterdir():
+        if item.suffix != ".safetensors":
+            (mixed / item.name).write_bytes(item.read_bytes())
+    (mixed / "model.safetensors").write_bytes((tiny_model_dir("llama") / "model.safetensors").read_bytes())
+    code = main(["run", "--models", str(mixed), "--limit", "1", "--max-new-tokens", "4", "--device", "cpu",
+                 "--output", str(tmp_path / "runs"), "--no-leaderboard", "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err
+    assert "their shapes are not the ones its config.json gives" in err.strip().splitlines()[-1]

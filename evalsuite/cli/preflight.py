@@ -36,8 +36,16 @@ def check_sandbox(allow_unsandboxed: bool, isolation: str = "auto") -> None:
                              "or allow user namespaces, or pass --allow-unsandboxed (UNSAFE, see docs/sandbox.md)")
 
 
+def check_not_empty(path: str | Path, flag: str) -> None:
+    """An empty folder flag (an unset shell variable: ``--output "$OUT"``) is refused: it meant the current
+    folder, where the run folders and the leaderboard then landed."""
+    if not str(path).strip():
+        raise EvalsuiteError(f"{flag} is empty; give a folder (\".\" for this one)")
+
+
 def check_writable_dir(path: str | Path, flag: str) -> None:
     """Create ``path`` if needed and write a file in it, as the run will."""
+    check_not_empty(path, flag)
     path = Path(path)
     try:
         path.mkdir(parents=True, exist_ok=True)

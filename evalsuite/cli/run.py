@@ -210,7 +210,6 @@ def execute(args: argparse.Namespace, argv: list[str] | None = None):
         check_has_problems(task)  # a task's data that cannot be read, or is empty, fails now, before any folder
     sampling, ks = sampling_from_args(args)
     protocol = protocol_from_args(args)
-    warn_partial(tasks, args.limit)
     generation = options_from_args(GenerationOptions, args, only=("backend",),
                                    loading=options_from_args(LoadingOptions, args),
                                    hf=options_from_args(HFOptions, args), openai=options_from_args(OpenAIOptions, args),
@@ -218,6 +217,7 @@ def execute(args: argparse.Namespace, argv: list[str] | None = None):
     models = split_names(args.models)
     names = display_names(models, args.name)
     execution = execution_options(args)
+    timeouts = timeout_policy(args)
     # Everything that can fail without the model fails here, before any model loads (see evalsuite.cli.preflight).
     preflight.check_generation_options(generation, sampling)
     preflight.check_model_files(models)
@@ -230,12 +230,16 @@ def execute(args: argparse.Namespace, argv: list[str] | None = None):
     preflight.check_reference_has_solutions(specs, tasks, args.limit)
     if not args.no_leaderboard:
         preflight.check_leaderboard(args.leaderboard_dir)  # a broken leaderboard.json: refused before any folder
+    preflight.check_not_empty(args.output, "--output")
+    if not args.no_leaderboard:
+        preflight.check_not_empty(args.leaderboard_dir, "--leaderboard-dir")
     preflight.check_writable_dir(args.output, "--output")  # the last checks: they make the folders
     if not args.no_leaderboard:
         preflight.check_writable_dir(args.leaderboard_dir, "--leaderboard-dir")
+    warn_partial(tasks, args.limit)  # after every refusal: a refused command says one line
     config = RunConfig(models=models, tasks=tasks, sampling=sampling, ks=ks, limit=args.limit,
                        output_dir=Path(args.output), generation=generation, execution=execution,
-                       timeouts=timeout_policy(args), show_progress=not args.quiet,
+                       timeouts=timeouts, show_progress=not args.quiet,
                        argv=sys.argv if argv is None else argv,
                        spread=args.spread, prompt=protocol, names=names,
                        leaderboard_dir=None if args.no_leaderboard else Path(args.leaderboard_dir))
@@ -286,9 +290,9 @@ def quiet_libraries() -> None:
 
 def display_names(models: list[str], names: str | None) -> dict[str, str]:
     """``--name`` as {model: display name}: one name per model, in order."""
-    if not names:
+    if names is None:
         return {}
-    given = [part.strip() for part in names.split(",")]
+    given = [part.strip() for part in names.split(",")]  # --name "" (an unset variable) is refused, not ignored
     if len(given) != len(models) or not all(given):
         raise EvalsuiteError(f"--name gives {len(given)} name(s) for {len(models)} model(s); give one per model, "
                              "comma-separated, in the order of --models")

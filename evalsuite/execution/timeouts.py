@@ -55,8 +55,16 @@ CALIBRATION_LIMIT_S = 60.0
 CACHE_SCHEMA = "evalsuite.timeout-calibration/1"
 
 
-def _positive(value: float) -> bool:
-    return value > 0
+MAX_LIMIT_S = 86_400.0  # a day: a sample's limit past it is a typo (`inf`, `1e10` overflowed the sandbox's clock)
+MAX_FACTOR = 1_000.0
+
+
+def _seconds(value: float) -> bool:
+    return 0 < value <= MAX_LIMIT_S  # NaN fails both
+
+
+def _factor(value: float) -> bool:
+    return 0 < value <= MAX_FACTOR
 
 
 @dataclass(frozen=True)
@@ -67,14 +75,14 @@ class TimeoutPolicy:
 
     fixed_s: float | None = flag(
         None, "one fixed wall-clock limit for every sample", name="--timeout", metavar="SECONDS",
-        check=_positive, must="be positive",
+        check=_seconds, must=f"be positive and at most {MAX_LIMIT_S:g} (a day)",
         default_text=f"calibrated per problem on this machine, max(--timeout-floor, --timeout-factor x the canonical "
                      f"solution's time), as EvalPlus does; {DEFAULT_TIMEOUT_S:g} s for problems without a canonical "
                      "solution")
     floor_s: float = flag(DEFAULT_FLOOR_S, "calibrated limits: the smallest limit (EvalPlus's)", name="--timeout-floor",
-                          metavar="SECONDS", check=_positive, must="be positive")
+                          metavar="SECONDS", check=_seconds, must=f"be positive and at most {MAX_LIMIT_S:g} (a day)")
     factor: float = flag(DEFAULT_FACTOR, "calibrated limits: multiple of the canonical solution's time (EvalPlus's)",
-                         name="--timeout-factor", check=_positive, must="be positive")
+                         name="--timeout-factor", check=_factor, must=f"be positive and at most {MAX_FACTOR:g}")
     recalibrate: bool = flag(False, "time the canonical solutions again instead of using this machine's cached times")
 
     @property
@@ -87,7 +95,7 @@ class TimeoutPolicy:
         return self.fixed_s if self.fixed_s is not None else DEFAULT_TIMEOUT_S
 
     def limit_for(self, canonical_s: float) -> float:
-        return max(self.floor_s, self.factor * canonical_s)
+        return min(max(self.floor_s, self.factor * canonical_s), MAX_LIMIT_S)
 
 
 # -- the cache -------------------------------------------------------------------------------------------

@@ -161,6 +161,24 @@ def _load_error(spec: ModelSpec, what: str, exc: Exception) -> EvalsuiteError:
                           f"{first_line}")
 
 
+def _weights_errors() -> tuple[type[Exception], ...]:
+    """What loading weights may raise that :func:`_weights_error` looks at."""
+    return (*unreadable_checkpoint_errors(), RuntimeError)
+
+
+def _weights_error(spec: ModelSpec, exc: Exception) -> Exception:
+    """The one line for weights that cannot be read, or whose shapes are not the ones ``config.json`` gives (a
+    config and weights of two models: transformers' RuntimeError, a user's error); any other RuntimeError is a
+    crash and goes on as it is."""
+    if not isinstance(exc, RuntimeError) or isinstance(exc, unreadable_checkpoint_errors()):
+        return _load_error(spec, "weights", exc)
+    text = str(exc)
+    if "size mismatch" not in text and "ignore_mismatched_sizes" not in text:
+        return exc
+    return EvalsuiteError(f"cannot load the weights of model {spec.name!r} from {spec.location}: their shapes are not "
+                          "the ones its config.json gives (weights and config of two different models?)")
+
+
 def unreadable_checkpoint_errors() -> tuple[type[Exception], ...]:
     """What reading a checkpoint's weights raises when the files themselves are bad (a cut download, a corrupt
     header, a pickle that is not one): a user's error, one line and exit 2, not a crash with a traceback."""
@@ -242,8 +260,8 @@ def _load_model(spec: ModelSpec, options: GenerationOptions) -> LoadedModel:
         try:
             model, plan = load_planned(spec.location, spec, loading, batch_size=options.hf.batch_size,
                                          max_new_tokens=options.max_new_tokens)  # spec.revision
-        except unreadable_checkpoint_errors() as exc:
-            raise _load_error(spec, "weights", exc) from exc
+        except _weights_errors() as exc:
+            raise _weights_error(spec, exc) from exc
         on_gpu = strategy_named(plan.strategy).needs_gpu
         device = torch.device("cuda", plan.main_gpu) if on_gpu else torch.device("cpu")
         return LoadedModel(model=model, tokenizer=tokenizer, spec=spec, device=device, dtype=plan.dtype,
@@ -254,8 +272,8 @@ def _load_model(spec: ModelSpec, options: GenerationOptions) -> LoadedModel:
     try:
         model = AutoModelForCausalLM.from_pretrained(location, config=config, dtype=getattr(torch, dtype),
                                                      trust_remote_code=trust, **extra)
-    except unreadable_checkpoint_errors() as exc:
-        raise _load_error(spec, "weights", exc) from exc
+    except _weights_errors() as exc:
+        raise _weights_error(spec, exc) from exc
     model.to(device).eval()
     placement = {"strategy": "single-device", "device": str(device)}
     if spec.gguf_file:
