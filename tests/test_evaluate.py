@@ -127,7 +127,9 @@ def test_bad_input_names_the_line_and_writes_nothing(tmp_path, capsys, content, 
 
 @pytest.mark.parametrize("argv,message", [
     (["--k", "0"], "--k values must be positive"),
-    (["--workers", "0"], "--workers must be at least 1"),
+    (["--workers", "0"], "--workers must be between 1 and"),
+    (["--workers", "100000"], "--workers must be between 1 and"),
+    (["--memory-mb", "99999999999"], "--memory-mb must be between 64 and"),
     (["--timeout", "0"], "--timeout must be positive"),
     (["--task", "nope"], "unknown task 'nope'"),
 ])

