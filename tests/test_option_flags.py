@@ -37,7 +37,7 @@ def test_timeout_flags_fill_one_policy_and_keep_their_checks():
     policy = options_from_args(TimeoutPolicy, parse("run", "--timeout", "5"))
     assert policy.fixed_s == 5 and policy.fallback_s == 5 and not policy.calibrated
     assert TimeoutPolicy().fallback_s == 3.0
-    with pytest.raises(EvalsuiteError, match="--timeout-floor must be positive, got -1"):
+    with pytest.raises(EvalsuiteError, match=r"--timeout-floor must be positive and at most 86400 \(a day\), got -1"):
         options_from_args(TimeoutPolicy, parse("run", "--timeout-floor", "-1"))
 
 
