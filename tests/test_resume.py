@@ -19,6 +19,7 @@ import pytest
 
 from evalsuite.jsonl import read_jsonl
 from evalsuite.runs.distributed import rank_cpus
+from evalsuite.runs.results import validate_output
 
 pytest.importorskip("torch.distributed")
 TORCHRUN = shutil.which("torchrun", path=str(Path(sys.executable).parent)) or shutil.which("torchrun")
@@ -287,3 +288,28 @@ def test_ranks_sharing_models_go_on_past_one_that_fails_to_load_and_a_finished_r
     assert record["model_loaded"] is False  # the recorded model stood in on both ranks
     assert record["generation_stats"]["completions_resumed"] == 4
     assert json.loads(again.stdout)["results"][0]["pass_at"] == document["results"][0]["pass_at"]
+
+
+def test_spread_models_stopped_by_sigterm_still_reports_rank_0s_models(tiny_model_dir, tmp_path):
+    """Under --spread models a SIGTERM (torchrun's agent forwards it to every rank) printed no JSON document at
+    all, though rank 0's model had finished and was on the leaderboard. Rank 0 now reports what it ran and names
+    the other ranks' models, whose outcome it never received."""
+    args = run_args(tiny_model_dir("gpt2"), tmp_path / "runs", n=40, limit=6, max_new_tokens=48)
+    args[args.index("--models") + 1] = f"reference,{tiny_model_dir('gpt2')}"
+    args.remove("--no-leaderboard")
+    board = tmp_path / "board"
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    launcher = subprocess.Popen([TORCHRUN, "--standalone", "--nproc-per-node", "2", "-m", "evalsuite", "--", *args,
+                                 "--spread", "models", "--json", "--leaderboard-dir", str(board)], env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_for_lines("gpt2*/completions*.jsonl", tmp_path / "runs", files=1, minimum=1, proc=launcher)
+    deadline = time.monotonic() + 120  # rank 0's reference entry written: it is waiting for rank 1
+    while not (board / "leaderboard.json").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    launcher.send_signal(signal.SIGTERM)
+    out, err = launcher.communicate(timeout=120)
+    assert launcher.returncode != 0
+    document = json.loads(out)
+    assert [score["model"] for score in document["results"]] == ["reference"], err[-2000:]
+    assert document["interrupted"] == {"signal": "SIGTERM", "model": "", "not_started": [], "elsewhere": ["gpt2"]}
+    validate_output(document)

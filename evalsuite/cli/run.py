@@ -255,7 +255,7 @@ def execute(args: argparse.Namespace, argv: list[str] | None = None):
             scores=[score_from_outcome(outcome) for outcome in done.outcomes], ks=list(ks),
             failures=list(done.failures),
             leaderboard=Path(args.leaderboard_dir) / "leaderboard.json" if done.entries else None,
-            interrupted=Interruption(signal.Signals(stop.signum).name, stop.model, stop.not_started))
+            interrupted=Interruption(signal.Signals(stop.signum).name, stop.model, stop.not_started, stop.elsewhere))
         raise
     if evaluation is None or not (evaluation.outcomes or evaluation.failures):
         return None  # a data-parallel worker rank (rank 0 reports), or a rank given no model

@@ -255,10 +255,12 @@ class EvaluationInterrupted(KeyboardInterrupt):
     It is a KeyboardInterrupt with the stop's ``signum``, so whoever handles a stop handles this one alike;
     ``result`` is what ``run`` reports of it (set by :func:`evalsuite.cli.run.execute` for ``--json``)."""
 
-    def __init__(self, stop: KeyboardInterrupt, evaluation: Evaluation, model: str, not_started: list[str]):
+    def __init__(self, stop: KeyboardInterrupt, evaluation: Evaluation, model: str, not_started: list[str],
+                 elsewhere: list[str] | None = None):
         super().__init__(*stop.args)
         self.signum = int(getattr(stop, "signum", None) or signal.SIGINT)
         self.evaluation, self.model, self.not_started = evaluation, model, not_started
+        self.elsewhere = elsewhere or []  # --spread models: the other ranks' models, whose outcome rank 0 never got
         self.result: Any = None
 
 
@@ -294,10 +296,11 @@ def run_evaluation(config: RunConfig) -> Evaluation | None:
     outcomes: list[RunOutcome] = []
     entries: list[Any] = []
     failures: list[ModelFailure] = []
-    position = 0
+    begun, running = 0, ""  # how many of this rank's models have begun; the one running ("" between models)
     try:
         for position, (_, spec) in enumerate(assignments):
             display = displays[position]
+            begun, running = position + 1, display
             generator = None
             claims: list[RunClaim] = []
             try:
@@ -343,6 +346,7 @@ def run_evaluation(config: RunConfig) -> Evaluation | None:
                     generator.close()
                 else:
                     release_device_memory()  # what a failed load left (its traceback is gone by now)
+            running = ""
         if waiting is not None:
             # --spread models: rank 0 reports every rank's models (one table, one JSON document, one gate), once
             # all have run; a rank whose model failed no longer exits first, which made torchrun stop the others.
@@ -354,10 +358,11 @@ def run_evaluation(config: RunConfig) -> Evaluation | None:
             entries = [entry for share in shares for entry in share[1]]
             failures = sorted((f for share in shares for f in share[2]), key=lambda f: position_of[f.model])
     except KeyboardInterrupt as stop:
-        if not run_ctx.is_main or waiting is not None:
-            raise
-        raise EvaluationInterrupted(stop, Evaluation(outcomes, entries, failures), displays[position],
-                                    displays[position + 1:]) from stop
+        if not ctx.is_main:
+            raise  # rank 0 reports (under --spread models: its own models, and names the others')
+        elsewhere = [name for name in every_display if name not in displays] if waiting is not None else []
+        raise EvaluationInterrupted(stop, Evaluation(outcomes, entries, failures), running, displays[begun:],
+                                    elsewhere) from stop
     finally:
         shutdown(ctx)
     return Evaluation(outcomes, entries, failures) if run_ctx.is_main else None

@@ -17,7 +17,7 @@ from typing import Any
 from evalsuite.scoring.passk import PassAtK  # one type for pass@k everywhere: scores, API results, --json
 from evalsuite.scoring.score import Score
 
-OUTPUT_SCHEMA_VERSION = "1.3"
+OUTPUT_SCHEMA_VERSION = "1.4"
 OUTPUT_SCHEMA_PATH = Path(__file__).parent.parent / "reporting" / "cli_output.schema.json"
 
 
@@ -107,11 +107,13 @@ class Interruption:
     the command to resume it) and the models it had not started. ``results`` holds the models it had finished."""
 
     signal: str  # SIGINT, SIGTERM, SIGHUP
-    model: str
+    model: str  # "" when none was running (a --spread models rank 0 waiting for the others)
     not_started: list[str]
+    elsewhere: list[str] = field(default_factory=list)  # --spread models: other ranks' models, outcome unknown here
 
     def to_json(self) -> dict[str, Any]:
-        return {"signal": self.signal, "model": self.model, "not_started": list(self.not_started)}
+        return {"signal": self.signal, "model": self.model, "not_started": list(self.not_started),
+                **({"elsewhere": list(self.elsewhere)} if self.elsewhere else {})}
 
 
 @dataclass(frozen=True)
