@@ -41,6 +41,20 @@ NEEDS_SANDBOX = pytest.mark.skipif(__import__("sandbox").detect_isolation() == "
                                    reason="needs namespace isolation (bubblewrap) to execute the samples")
 
 
+def test_the_one_model_of_a_command_failing_still_gives_a_json_document(tiny_model_dir, tmp_path):
+    """A command of several models said in its --json document which failed; a command of one printed its error
+    line and nothing on stdout, and a CI job reading the document found none."""
+    from evalsuite.runs.results import validate_output
+
+    done = evalsuite_run([str(broken_checkpoint(tiny_model_dir, tmp_path))], tmp_path)
+    assert done.returncode == 2, done.stderr[-2000:]
+    output = json.loads(done.stdout)
+    validate_output(output)
+    assert output["results"] == [] and output["failures"][0]["model"] == "broken-gpt2"
+    assert "cannot load the weights" in output["failures"][0]["error"]
+    assert done.stderr.strip().splitlines()[-1].startswith("error: cannot load the weights")
+
+
 @NEEDS_SANDBOX
 @pytest.mark.parametrize("order", ["good first", "broken first"])
 def test_a_failing_model_leaves_the_others_their_results_and_fails_the_command(tiny_model_dir, tmp_path, order):

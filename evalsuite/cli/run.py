@@ -158,13 +158,13 @@ def warn_partial(tasks, limit: int | None, stream=None) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from evalsuite.runs.pipeline import EvaluationInterrupted
+    from evalsuite.runs.pipeline import EvaluationInterrupted, ModelFailed
 
     json_out = getattr(args, "json", False)
     try:
         with stdout_to_stderr(json_out):
             result = execute(args)
-    except EvaluationInterrupted as stop:  # the finished models stand: --json still says what they scored
+    except (EvaluationInterrupted, ModelFailed) as stop:  # --json still says what the models came to
         if json_out and stop.result is not None:
             print_json(stop.result.to_json())
         raise
@@ -189,7 +189,13 @@ def execute(args: argparse.Namespace, argv: list[str] | None = None):
     rank). The table goes to stdout (stderr with ``--json``, nothing with ``--json --quiet``); the
     ``--fail-under`` gate is checked, not enforced. :func:`evalsuite.run` calls this too."""
     from evalsuite.runs.config import RunConfig
-    from evalsuite.runs.pipeline import EvaluationInterrupted, print_results_table, resolve_models, run_evaluation
+    from evalsuite.runs.pipeline import (
+        EvaluationInterrupted,
+        ModelFailed,
+        print_results_table,
+        resolve_models,
+        run_evaluation,
+    )
     from evalsuite.runs.results import FailUnder, Interruption, RunResult, score_from_outcome
 
     thresholds = args.fail_under
@@ -245,6 +251,10 @@ def execute(args: argparse.Namespace, argv: list[str] | None = None):
                        leaderboard_dir=None if args.no_leaderboard else Path(args.leaderboard_dir))
     try:
         evaluation = run_evaluation(config)
+    except ModelFailed as failed:  # the command's one model: its document says so, as for one of several
+        if os.environ.get("RANK", "0") == "0":
+            failed.result = RunResult(scores=[], ks=list(ks), failures=[failed.failure])
+        raise
     except EvaluationInterrupted as stop:
         # What the finished models scored is final (their entries are on the leaderboard): shown, and returned
         # with the stop for --json; the stop itself goes on (the exit status names the signal).

@@ -32,7 +32,7 @@ from evalsuite.reporting.entries import RunSummary
 from evalsuite.reporting.views.run_page import PAGE_FILE
 from evalsuite.runs.claims import RunClaim, claim_name
 from evalsuite.runs.config import RunConfig, validate_config
-from evalsuite.runs.distributed import DistContext, context_from_env, shutdown
+from evalsuite.runs.distributed import DistContext, RankLost, context_from_env, shutdown
 from evalsuite.runs.finish import RunFacts, ScoredRun, add_to_leaderboard, finish
 from evalsuite.runs.generate import generate_missing, load_completions
 from evalsuite.runs.identity import check_has_problems, problem_set, prompt_settings, run_identity, select_problems
@@ -332,6 +332,8 @@ def run_evaluation(config: RunConfig) -> Evaluation | None:
                         if config.leaderboard_dir is not None:  # final now, whatever happens to the next model
                             entries += add_to_leaderboard(config.leaderboard_dir, [outcome.leaderboard_summary()])
             except Exception as exc:  # noqa: BLE001 - one model's failure, reported; the others still run
+                if len(config.models) == 1 and isinstance(exc, EvalsuiteError) and not isinstance(exc, RankLost):
+                    raise ModelFailed(display, exc) from exc  # stops the command, with a --json document
                 if len(config.models) == 1 or run_ctx.enabled and not isinstance(exc, NotLoadedOnEveryRank):
                     raise  # a command of one model stops with its error; ranks sharing a model's work stop together
                 why = one_line(exc, limit=400)
@@ -366,6 +368,16 @@ def run_evaluation(config: RunConfig) -> Evaluation | None:
     finally:
         shutdown(ctx)
     return Evaluation(outcomes, entries, failures) if run_ctx.is_main else None
+
+
+class ModelFailed(EvalsuiteError):
+    """The one model of a command failed (a user's error: a bad checkpoint, no room): its line and exit status, and
+    ``failure`` for the ``--json`` document, which says so as a command of several models does."""
+
+    def __init__(self, display: str, cause: EvalsuiteError):
+        super().__init__(str(cause), cause.exit_code)
+        self.failure = ModelFailure(display, one_line(cause, limit=400), cause.exit_code)
+        self.result: Any = None  # what ``run`` reports of it (set by evalsuite.cli.run.execute for --json)
 
 
 class NotLoadedOnEveryRank(EvalsuiteError):
