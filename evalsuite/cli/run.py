@@ -50,7 +50,9 @@ def add_parser(subparsers) -> None:
                       help="comma-separated aliases (see `evalsuite models`), hub ids or local paths "
                            "(default: reference, the canonical solutions)")
     what.add_argument("--name", help="display name on the leaderboard and pages (comma-separated, one per model; "
-                                      "default: the alias or hub id, or a local checkpoint's folder name)")
+                                      "default: the alias or hub id, or a local checkpoint's folder name); the run "
+                                      "folder is named after it too, so another name is another run, generated "
+                                      "afresh")
     what.add_argument("--tasks", default="humaneval",
                       help="comma-separated task names (see `evalsuite tasks`; default: humaneval)")
     add_limit(what)
