@@ -26,10 +26,10 @@ def broken_checkpoint(tiny_model_dir, tmp_path: Path) -> Path:
     return bad
 
 
-def evalsuite_run(models: list[str], cwd: Path) -> subprocess.CompletedProcess:
+def evalsuite_run(models: list[str], cwd: Path, *extra: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
     return subprocess.run([sys.executable, "-m", "evalsuite", "run", "--models", ",".join(models), "--limit", "2",
-                           "--n", "1", "--max-new-tokens", "8", "--device", "cpu", "--json"],
+                           "--n", "1", "--max-new-tokens", "8", "--device", "cpu", "--json", *extra],
                           capture_output=True, text=True, cwd=cwd, env=env, timeout=600)
 
 
@@ -71,6 +71,17 @@ def test_a_failing_model_leaves_the_others_their_results_and_fails_the_command(t
     assert len((summary.parent / "results.jsonl").read_text().splitlines()) == 2  # its results, scored
     assert "broken-gpt2 (FAILED)" in done.stderr and "1 model(s) failed: broken-gpt2" in done.stderr
     assert f"plan: {Path(good).name}: single-device on cpu, float32, " in done.stderr  # before it generated
+
+
+@NEEDS_SANDBOX
+def test_a_missed_gate_is_said_when_a_model_also_failed(tiny_model_dir, tmp_path):
+    """With a failed model the exit status is the failure's, and the gate's shortfall was said nowhere but in the
+    JSON document."""
+    good, bad = str(tiny_model_dir("gpt2")), str(broken_checkpoint(tiny_model_dir, tmp_path))
+    done = evalsuite_run([good, bad], tmp_path, "--fail-under", "pass@1=0.5")
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert json.loads(done.stdout)["fail_under"]["met"] is False
+    assert "error: --fail-under not met: " in done.stderr and "1 model(s) failed: broken-gpt2" in done.stderr
 
 
 @NEEDS_SANDBOX

@@ -175,6 +175,10 @@ def main(args: argparse.Namespace) -> int:
     if json_out:
         print_json(result.to_json())
     if result.failures:
+        if result.fail_under is not None and result.fail_under.shortfalls:  # said too: the exit status is the failure's
+            from evalsuite.reporting.gate import shortfalls_text
+
+            print(f"error: {shortfalls_text(result.fail_under.shortfalls)}", file=sys.stderr)
         names = ", ".join(failure.model for failure in result.failures)
         print(f"error: {len(result.failures)} model(s) failed: {names} (see above); the others' results stand",
               file=sys.stderr)

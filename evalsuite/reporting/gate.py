@@ -73,9 +73,17 @@ def enforce_fail_under(entries: Sequence[LeaderboardEntry], thresholds: Mapping[
         raise_shortfalls(check_fail_under(entries, thresholds, models))
 
 
-def raise_shortfalls(messages: Sequence[str]) -> None:
-    """Raise :class:`ThresholdNotMet` (exit 3) naming every shortfall :func:`check_fail_under` found; none: no-op."""
+def shortfalls_text(messages: Sequence[str]) -> str | None:
+    """The one line naming every shortfall :func:`check_fail_under` found; None when there is none."""
     if len(messages) == 1:
-        raise ThresholdNotMet(f"--fail-under not met: {messages[0]}")
+        return f"--fail-under not met: {messages[0]}"
     if messages:
-        raise ThresholdNotMet(f"--fail-under not met ({len(messages)} shortfalls): " + "; ".join(messages))
+        return f"--fail-under not met ({len(messages)} shortfalls): " + "; ".join(messages)
+    return None
+
+
+def raise_shortfalls(messages: Sequence[str]) -> None:
+    """Raise :class:`ThresholdNotMet` (exit 3) naming every shortfall; none: no-op."""
+    text = shortfalls_text(messages)
+    if text is not None:
+        raise ThresholdNotMet(text)
