@@ -93,6 +93,22 @@ def test_leaderboard_page_links_runs_marks_partial_and_wilson_and_never_cuts_nam
     assert "text-overflow:ellipsis" not in page.split(".model{")[1].split("}")[0]
 
 
+def test_a_deleted_run_keeps_its_row_and_loses_its_link(tmp_path: Path):
+    """The page linked to a run folder deleted since, a link that led nowhere; the stored entry keeps it."""
+    runs = tmp_path / "runs"
+    for name in ("kept", "deleted"):
+        (runs / name).mkdir(parents=True)
+        (runs / name / "report.html").write_text("<html></html>")
+    board = tmp_path / "lb"
+    update_leaderboard(board, [_entry("kept", (1, 0), run_page=str(runs / "kept" / "report.html"))])
+    (runs / "deleted" / "report.html").unlink()
+    update_leaderboard(board, [_entry("deleted", (0, 1), run_page=str(runs / "deleted" / "report.html"))])
+    links = {attrs["href"] for tag, attrs in Tags((board / "index.html").read_text()).tags if tag == "a"}
+    assert links == {"../runs/kept/report.html"}
+    stored = json.loads((board / "leaderboard.json").read_text())["entries"]
+    assert sorted(entry["run_page"] for entry in stored) == ["../runs/deleted/report.html", "../runs/kept/report.html"]
+
+
 def test_side_by_side_data_cannot_close_the_script_element(tmp_path: Path):
     runs = tmp_path / "runs"
     for name, passes in (("a", (1, 0)), ("b", (0, 1))):

@@ -4,6 +4,7 @@ pages meet, so that neither imports the other."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -22,4 +23,11 @@ def update_leaderboard(directory: str | Path, new_entries: Sequence[LeaderboardE
 def write_leaderboard_pages(directory: str | Path, entries: Sequence[LeaderboardEntry]) -> Path:
     """Redraw every leaderboard view in ``directory`` from ``entries`` and their runs' problem tallies; returns the
     leaderboard's page."""
-    return write_leaderboard_views(directory, entries, run_tallies(directory, entries))
+    return write_leaderboard_views(directory, with_pages_found(directory, entries), run_tallies(directory, entries))
+
+
+def with_pages_found(directory: str | Path, entries: Sequence[LeaderboardEntry]) -> list[LeaderboardEntry]:
+    """The entries as the pages show them: one whose run folder was deleted since keeps its row and loses its link,
+    which led nowhere. The stored entry keeps it (the folder may come back, from a backup)."""
+    return [entry if not entry.run_page or (Path(directory) / entry.run_page).is_file()
+            else dataclasses.replace(entry, run_page=None) for entry in entries]
