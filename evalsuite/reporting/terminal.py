@@ -7,12 +7,20 @@ or starts a line of its own."""
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from evalsuite.untrusted import visible
 
 GAP = "  "
+
+
+def display_width(text: str) -> int:
+    """Columns ``text`` takes on a terminal: wide (CJK) characters two, combining marks none; a model named
+    "模型 α" misaligned every column after its own."""
+    return sum(0 if unicodedata.combining(char) else 2 if unicodedata.east_asian_width(char) in "WF" else 1
+               for char in text)
 
 
 @dataclass(frozen=True)
@@ -35,7 +43,7 @@ class Table:
 
     def widths(self) -> list[int]:
         lines = [*([self.header] if self.header else []), *self.rows]
-        return [max(len(line[i]) for line in lines) for i in range(len(lines[0]))] if lines else []
+        return [max(display_width(line[i]) for line in lines) for i in range(len(lines[0]))] if lines else []
 
     def offset(self, column: int) -> int:
         """Where ``column`` starts on a line: for text printed under it (a row's continuation lines)."""
@@ -44,7 +52,8 @@ class Table:
     def _line(self, cells: Sequence[str], widths: Sequence[int]) -> str:
         last = len(cells) - 1
         return GAP.join(cell if i == last and not self.pad_last
-                        else cell.rjust(width) if i in self.right else cell.ljust(width)
+                        else " " * (width - display_width(cell)) + cell if i in self.right
+                        else cell + " " * (width - display_width(cell))
                         for i, (cell, width) in enumerate(zip(cells, widths)))
 
     def lines(self) -> list[str]:
