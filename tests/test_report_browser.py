@@ -116,6 +116,9 @@ def wide_board(tmp_path_factory) -> Path:
         results = [SampleResult(f"humaneval/{p}", j, j < c, "passed" if j < c else "failed: x", 0.01)
                    for p, c in enumerate(passes) for j in range(100)]
         partial = index == len(WIDE_NAMES)
+        page = folder / "runs" / str(index) / "report.html"  # the page the name links to (a missing one: no link)
+        page.parent.mkdir(parents=True, exist_ok=True)
+        page.write_text("<html></html>")
         entries.append(entry_from_run({
             "model": name, "model_id": f"/models/{name}", "task": "humaneval", "dataset_sha256": "ab" * 32,
             "prompt_template": "{prompt}", "sampling": SamplingParams(n=100, temperature=0.8),
