@@ -70,6 +70,10 @@ def test_intervals_stay_honest_when_every_problem_has_the_same_value():
     assert mixed.ci_method == "bootstrap" and mixed.ci_low < mixed.value < mixed.ci_high
     low, high = wilson_interval(0.5, 100)
     assert abs(low - 0.4038) < 1e-3 and abs(high - 0.5962) < 1e-3  # the textbook values
+    # one rate reached through different counts (1 of 3, 2 of 6, 3 of 9) differs only in its last bits: the
+    # bootstrap gave [0.3333, 0.3333] and called it "bootstrap"
+    thirds = estimate({"a": (3, 1), "b": (6, 2), "c": (9, 3)}, 1)
+    assert thirds.ci_method == "wilson" and thirds.ci_low < 0.2 and thirds.ci_high > 0.6
 
 
 def test_score_summary_is_summary_json_and_reads_back_to_the_same_bytes():
