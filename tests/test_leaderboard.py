@@ -497,3 +497,16 @@ def test_rows_that_differ_only_in_their_problem_subset_or_max_length_are_labelle
     assert by_run["capped"] == "gpt-j-6b (max_length=512)" and by_run["uncapped"] == "gpt-j-6b (no max_length)"
     alone = make_entry(run_id="alone", problem_set=first)
     assert display_labels([alone])[alone.key] == "gpt-j-6b (partial 5/164)"  # nothing to tell apart
+
+
+def test_a_nan_edited_into_the_leaderboard_is_refused_not_passed_by_the_gate(tmp_path: Path, capsys):
+    """json.dump writes NaN, the schema's number checks let it through, and NaN < 0.9 is false: the entry passed
+    --fail-under pass@1=0.9 while every honest one below it failed."""
+    update_leaderboard(tmp_path, [make_entry(run_id="a")], render_html=False)
+    path = tmp_path / "leaderboard.json"
+    document = json.loads(path.read_text())
+    document["entries"][0]["metrics"]["pass@1"]["value"] = float("nan")
+    path.write_text(json.dumps(document))
+    assert cli_main(["leaderboard", "--dir", str(tmp_path), "--no-html", "--fail-under", "pass@1=0.9"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "NaN is not a number a leaderboard holds" in err[0]

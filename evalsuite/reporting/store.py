@@ -58,6 +58,10 @@ def validate_document(document: Any, where: str) -> None:
         seen[key] = index
 
 
+def _not_a_number(name: str) -> float:
+    raise ValueError(f"{name} is not a number a leaderboard holds (an entry edited by hand?)")
+
+
 def load_leaderboard(path: str | Path) -> list[LeaderboardEntry]:
     """Read and validate ``leaderboard.json``; a missing file is an empty leaderboard."""
     path = Path(path)
@@ -68,9 +72,11 @@ def load_leaderboard(path: str | Path) -> list[LeaderboardEntry]:
     except (OSError, UnicodeDecodeError) as exc:
         raise EvalsuiteError(f"{path}: cannot read: {exc}") from exc
     try:
-        document = json.loads(text)
+        document = json.loads(text, parse_constant=_not_a_number)
     except json.JSONDecodeError as exc:
         raise EvalsuiteError(f"{path}:{exc.lineno}: malformed JSON: {exc.msg} (column {exc.colno})") from exc
+    except ValueError as exc:  # NaN or Infinity: Python writes them, JSON has no such number, and NaN passes every gate
+        raise EvalsuiteError(f"{path}: {exc}") from exc
     validate_document(document, str(path))
     return [LeaderboardEntry.from_json(data) for data in document["entries"]]
 
