@@ -333,3 +333,11 @@ def test_pinned_gpu_reads_the_device_flag():
     from evalsuite.devices import pinned_gpu
 
     assert [pinned_gpu(v) for v in ("cuda:3", "CUDA:0", "cuda", "cpu", None)] == [3, 0, None, None, None]
+
+
+def test_plan_of_the_builtin_model_says_there_is_nothing_to_place(capsys):
+    """`reference` is `run`'s default model; `plan --models reference` was refused ("no config found")."""
+    assert cli_main(["plan", "--models", "reference"]) == 0
+    assert "the built-in model" in capsys.readouterr().out
+    assert cli_main(["plan", "--models", "reference", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["strategy"] == "none"

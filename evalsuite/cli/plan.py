@@ -47,6 +47,14 @@ def main(args: argparse.Namespace) -> int:
     refused = 0
     plans: list[dict[str, Any]] = []
     for name in split_names(args.models):
+        spec = specs[name]
+        if spec is not None and spec.source == "builtin":  # `run`'s default model: nothing to place
+            if args.json:
+                plans.append({"model": name, "strategy": "none", "note": "the built-in model (the canonical "
+                              "solutions): no weights, nothing to place"})
+            else:
+                print(f"{name}\n  the built-in model (the task's canonical solutions): no weights, nothing to place\n")
+            continue
         started = time.perf_counter()
         try:
             plan, _ = plan_model(name, capacity, spec=specs[name], strategy=loading.strategy,
