@@ -138,7 +138,8 @@ def _encode_return(seq: Any, value: Any, limits: WireLimits) -> bytes:
 _COMPARING = frozenset({"__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__hash__"})
 _BASE_VALUE: tuple[tuple[type, Any], ...] = (
     (int, int.__index__), (float, float.__float__), (complex, lambda v: complex.__add__(v, 0j)), (str, str.__str__),
-    (bytes, lambda v: bytes.__getitem__(v, slice(None))), (tuple, lambda v: tuple.__getitem__(v, slice(None))), (list, list.copy),
+    (bytes, lambda v: bytes.__getitem__(v, slice(None))), (tuple, lambda v: tuple.__getitem__(v, slice(None))),
+    (list, list.copy),
     (collections.OrderedDict, lambda v: collections.OrderedDict(dict.items(v))),
     (collections.Counter, lambda v: _counter(dict.items(v))), (dict, lambda v: dict(dict.items(v))),
     (frozenset, frozenset.copy), (set, set.copy))
