@@ -10,9 +10,9 @@ from __future__ import annotations
 import gc
 import os
 import re
-import sys
 from typing import Any
 
+from evalsuite.environment import imported_torch
 from evalsuite.errors import EvalsuiteError
 
 _DEVICE = re.compile(r"^(cpu|cuda(?::(\d+))?)$")
@@ -102,11 +102,8 @@ def release_device_memory() -> None:
     cycles included), cuBLAS's per-stream workspaces (allocator blocks no ``empty_cache`` frees) and the
     allocator's cached blocks. A no-op where torch was never imported (the reference model, a server)."""
     gc.collect()
-    if "torch" not in sys.modules:
-        return
-    import torch  # waits for another thread's import to finish (see environment.gpu_names)
-
-    if not torch.cuda.is_available() or not torch.cuda.is_initialized():
+    torch = imported_torch()
+    if torch is None or not torch.cuda.is_available() or not torch.cuda.is_initialized():
         return
     try:
         torch.cuda.synchronize()

@@ -35,16 +35,22 @@ def _cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-def gpu_names() -> list[str]:
-    """GPU names, without importing torch unless it is already imported (keeps CPU-only runs light). Imported,
-    not read from ``sys.modules``: there it may be half-initialized by another thread's import (two API calls
-    on two threads: "partially initialized module 'torch' has no attribute 'cuda'"); the import statement waits
-    for it to finish."""
+def imported_torch() -> Any:
+    """torch where this process has imported it, else None (never imports it: keeps CPU-only runs light).
+    Imported, not read from ``sys.modules``: there it may be half-initialized by another thread's import (two API
+    calls on two threads: "partially initialized module 'torch' has no attribute 'cuda'"); the import statement
+    waits for it to finish."""
     if "torch" not in sys.modules:
-        return []
+        return None
     import torch
 
-    if not torch.cuda.is_available():
+    return torch
+
+
+def gpu_names() -> list[str]:
+    """GPU names, where torch is imported already (:func:`imported_torch`)."""
+    torch = imported_torch()
+    if torch is None or not torch.cuda.is_available():
         return []
     return [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
 

@@ -85,8 +85,8 @@ _SEQUENCE_TAGS: dict[type, bytes] = {list: b"l", tuple: b"t", set: b"S", frozens
 # or tuple holds one pointer per member, a set or dict a hash table at most ~1/3 full plus, for a dict, its
 # entries), the same on both ends: the honest encoder refuses ("too large") what the decoder would refuse.
 _COST: dict[type, tuple[int, int]] = {list: (56, 8), tuple: (40, 8), set: (216, 64), frozenset: (216, 64),
-                                      dict: (232, 80), collections.Counter: (232, 80),
-                                      collections.OrderedDict: (400, 200)}
+                                      dict: (232, 80), collections.defaultdict: (232, 80),
+                                      collections.Counter: (232, 80), collections.OrderedDict: (400, 200)}
 # the mappings that travel, by their exact type: a defaultdict as the dict it compares equal as
 _MAPPING_TAGS: dict[type, bytes] = {dict: b"d", collections.defaultdict: b"d", collections.Counter: b"C",
                                     collections.OrderedDict: b"O"}
@@ -146,6 +146,7 @@ _BASE_VALUE: tuple[tuple[type, Any], ...] = (
 
 
 def _counter(items: Any) -> collections.Counter:
+    """A Counter filled as a dict is (``items``: a mapping or pairs): no Counter arithmetic on the sender's values."""
     built: collections.Counter = collections.Counter()
     dict.update(built, items)
     return built
@@ -195,7 +196,7 @@ def _encode(value: Any, out: bytearray, depth: int, active: set[int], limits: Wi
         active.add(id(value))
         mapping = kind in _MAPPING_TAGS
         items = list(dict.items(value)) if mapping else list(value)  # C views: no method of theirs runs
-        budget[0] -= container_cost(dict if kind is collections.defaultdict else kind, len(items))
+        budget[0] -= container_cost(kind, len(items))
         if budget[0] < 0:
             raise NotPlain(TOO_LARGE)
         if kind is not list and kind is not tuple and \
@@ -323,10 +324,8 @@ def _value(data: bytes, pos: int, depth: int, limits: WireLimits, budget: list[i
                 item, pos = _value(data, pos, depth, limits, budget)
                 pairs.append((key, item))
             built = _hashable(dict, pairs, limits)
-            if tag == _CO:  # filled as a dict is: no Counter arithmetic on the sender's values
-                counter: collections.Counter = collections.Counter()
-                dict.update(counter, built)
-                return counter, pos
+            if tag == _CO:
+                return _counter(built), pos
             return (collections.OrderedDict(pairs) if tag == _OD else built), pos
         items = []
         for _ in range(count):

@@ -149,9 +149,8 @@ def execute(args: argparse.Namespace):
     # after the input is known good (a bad file writes nothing), before the samples run
     if args.leaderboard:
         preflight.check_leaderboard(args.leaderboard)
-    preflight.check_writable_dir(args.output, "--output")
-    if args.leaderboard:
-        preflight.check_writable_dir(args.leaderboard, "--leaderboard-dir")
+    preflight.check_writable_dirs({"--output": args.output,
+                                   **({"--leaderboard-dir": args.leaderboard} if args.leaderboard else {})})
     kind = samples[0]["kind"]
     missing = missing_problems(problems, samples)
     if missing:

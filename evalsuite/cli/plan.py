@@ -57,10 +57,10 @@ def main(args: argparse.Namespace) -> int:
             continue
         started = time.perf_counter()
         try:
-            plan, _ = plan_model(name, capacity, spec=specs[name], strategy=loading.strategy,
+            plan, _ = plan_model(name, capacity, spec=spec, strategy=loading.strategy,
                                  batch_size=args.batch_size,
                                  seq_len=args.prompt_len + args.max_new_tokens, prompt_len=args.prompt_len,
-                                 gpu_dtype=gpu_dtype(loading, specs[name]))
+                                 gpu_dtype=gpu_dtype(loading, spec))
         except EvalsuiteError as exc:
             refused += 1
             if args.json:

@@ -43,9 +43,17 @@ def check_not_empty(path: str | Path, flag: str) -> None:
         raise EvalsuiteError(f"{flag} is empty; give a folder (\".\" for this one)")
 
 
-def check_writable_dir(path: str | Path, flag: str) -> None:
-    """Create ``path`` if needed and write a file in it, as the run will."""
-    check_not_empty(path, flag)
+def check_writable_dirs(folders: Mapping[str, str | Path]) -> None:
+    """Each folder flag's value (``{"--output": ...}``) not empty, then each folder created and written, as the run
+    will: an empty one is refused before any other is made."""
+    for flag, path in folders.items():
+        check_not_empty(path, flag)
+    for flag, path in folders.items():
+        _check_writable_dir(path, flag)
+
+
+def _check_writable_dir(path: str | Path, flag: str) -> None:
+    """Create ``path`` if needed and write a file in it."""
     path = Path(path)
     try:
         path.mkdir(parents=True, exist_ok=True)

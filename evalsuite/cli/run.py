@@ -242,12 +242,8 @@ def execute(args: argparse.Namespace, argv: list[str] | None = None):
     preflight.check_reference_has_solutions(specs, tasks, args.limit)
     if not args.no_leaderboard:
         preflight.check_leaderboard(args.leaderboard_dir)  # a broken leaderboard.json: refused before any folder
-    preflight.check_not_empty(args.output, "--output")
-    if not args.no_leaderboard:
-        preflight.check_not_empty(args.leaderboard_dir, "--leaderboard-dir")
-    preflight.check_writable_dir(args.output, "--output")  # the last checks: they make the folders
-    if not args.no_leaderboard:
-        preflight.check_writable_dir(args.leaderboard_dir, "--leaderboard-dir")
+    preflight.check_writable_dirs({"--output": args.output,  # the last checks: they make the folders
+                                   **({} if args.no_leaderboard else {"--leaderboard-dir": args.leaderboard_dir})})
     warn_partial(tasks, args.limit)  # after every refusal: a refused command says one line
     config = RunConfig(models=models, tasks=tasks, sampling=sampling, ks=ks, limit=args.limit,
                        output_dir=Path(args.output), generation=generation, execution=execution,
