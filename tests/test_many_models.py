@@ -46,7 +46,8 @@ def test_the_one_model_of_a_command_failing_still_gives_a_json_document(tiny_mod
     line and nothing on stdout, and a CI job reading the document found none."""
     from evalsuite.runs.results import validate_output
 
-    done = evalsuite_run([str(broken_checkpoint(tiny_model_dir, tmp_path))], tmp_path)
+    unsandboxed = ["--allow-unsandboxed"] if __import__("sandbox").detect_isolation() == "none" else []  # GPU image
+    done = evalsuite_run([str(broken_checkpoint(tiny_model_dir, tmp_path))], tmp_path, *unsandboxed)
     assert done.returncode == 2, done.stderr[-2000:]
     output = json.loads(done.stdout)
     validate_output(output)
