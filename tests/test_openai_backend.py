@@ -258,6 +258,31 @@ def test_an_answer_the_server_withheld_is_said_and_kept_with_its_reason(capsys):
             list(OpenAIGenerator("scripted", server.base_url).generate(one_request(), SamplingParams()))
 
 
+@pytest.mark.parametrize("message, reason, expected", [
+    ({"content": None}, "stop", "no_content"),
+    ({"content": None, "refusal": "I can't help with that."}, "stop", "refusal"),
+    ({"content": None, "tool_calls": [{"id": "c", "type": "function"}]}, "tool_calls", "tool_calls"),
+    ({"content": None, "reasoning_content": "Let me think"}, "length", "length"),
+    ({"content": ""}, "stop", None),
+    ({"content": "    return 1\n"}, "stop", None),
+])
+def test_a_chat_answer_with_null_content_is_said_and_kept_with_its_reason(capsys, message, reason, expected):
+    """A chat answer whose content is null (a refusal, a tool call, a reasoning model out of budget) was stored as an
+    ordinary empty "stop" completion and scored as a failure without a word. An empty string is the model's own
+    answer and is not flagged."""
+    choice = {"index": 0, "message": {"role": "assistant", **message}, "finish_reason": reason}
+    with ScriptedServer(choice=lambda i: choice) as server:
+        generator = OpenAIGenerator("scripted", server.base_url)
+        [completion] = generator.generate(one_request(), SamplingParams())
+    err = capsys.readouterr().err
+    if expected is None:
+        assert generator.describe()["withheld"] == 0 and "no answer text" not in err
+        assert completion.text == (message["content"] or "")
+    else:
+        assert completion.text == "" and completion.finish_reason == expected
+        assert generator.describe()["withheld"] == 1 and "1 answer(s)" in err and "no answer text" in err
+
+
 def test_samples_per_request_uses_n():
     with ScriptedServer() as server:
         generator = OpenAIGenerator("scripted", server.base_url, samples_per_request=4)

@@ -258,8 +258,9 @@ class OpenAIGenerator(Generator):
             text = truncate_at_stop(raw, job.request.stop_sequences)
             server_reason = choice.get("finish_reason")
             finish = "stop" if len(text) < len(raw) else ("length" if server_reason == "length" else "stop")
-            if not raw and isinstance(server_reason, str) and server_reason not in ("stop", "length"):
-                finish = server_reason[:40]  # an answer the server withheld (content_filter...): said, not hidden
+            withheld = _withheld_reason(choice, raw)
+            if withheld is not None:  # an answer with no text the model wrote: said, and kept with its reason
+                finish = withheld
                 self.withheld += 1
             indices = job.sample_indices if job.replicate else (job.sample_indices[position],)
             completions.extend(Completion(task_id=job.request.task_id, sample_index=index, text=text,
@@ -319,9 +320,9 @@ class OpenAIGenerator(Generator):
         finally:
             stopping.set()
         if self.withheld:
-            print(f"warning: {self.withheld} answer(s) from {redact_url(self.base_url)} came back empty with a finish "
-                  "reason other than stop or length (content_filter...): they are scored as failed samples; "
-                  "completions.jsonl keeps each one's reason", file=sys.stderr)
+            print(f"warning: {self.withheld} answer(s) from {redact_url(self.base_url)} came back with no answer text "
+                  "(content null, a refusal, content_filter, tool_calls...): they are scored as failed samples; "
+                  "completions.jsonl keeps each one's reason as its finish_reason", file=sys.stderr)
 
     def identity(self) -> dict[str, Any]:
         """The server that answers, by its URL (credentials removed): a run against another server under the same
@@ -342,6 +343,24 @@ class OpenAIGenerator(Generator):
             "api_key_env": self.api_key_env,
             "api_key_set": self._api_key is not None,
         }
+
+
+def _withheld_reason(choice: dict[str, Any], raw: str) -> str | None:
+    """Why a choice holds no text the model wrote, or None. A chat answer whose ``content`` is null is not the empty
+    answer of a model that stopped at once: the server refused (``refusal``), filtered, called a tool, or a reasoning
+    model spent its whole budget thinking (``length``). Each is scored as a failed sample, never silently."""
+    reason = choice.get("finish_reason")
+    reason = reason[:40] if isinstance(reason, str) and reason else None
+    message = choice.get("message")
+    if isinstance(message, dict) and message.get("content") is None:
+        if isinstance(message.get("refusal"), str) and message["refusal"]:
+            return "refusal"
+        if message.get("tool_calls"):
+            return "tool_calls"
+        return "no_content" if reason in (None, "stop") else reason  # "length": the budget went before any answer
+    if not raw and reason not in (None, "stop", "length"):
+        return reason  # an empty answer the server withheld (content_filter...)
+    return None
 
 
 def _choice_text(choice: dict[str, Any]) -> str:
