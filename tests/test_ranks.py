@@ -166,3 +166,22 @@ def test_ranks_on_one_node_split_its_cpus_in_blocks(local_rank, local_ranks, all
     """Each rank's sandbox pool has one worker per CPU it may use: without a split, 4 ranks on 64 cores ran
     256 pinned workers, and a rank executing its samples slowed the ranks still generating."""
     assert rank_cpus(local_rank, local_ranks, allowed, online) == share
+
+
+def test_the_record_says_every_ranks_sandbox_where_they_differ():
+    """Under torchrun the record's execution block was rank 0's alone: a node without bubblewrap, run with
+    --allow-unsandboxed, executed its shard with rlimits only while the record and the leaderboard said bubblewrap."""
+    from evalsuite.runs.pipeline import RankShare, merged_execution
+
+    def share(rank: int, mode: str, workers: int, restarts: int) -> RankShare:
+        info = {"mode": mode, "isolation": f"{mode} detail", "limits": "rlimits", "workers": workers,
+                "timeout_s": 3.0, "worker_restarts": restarts}
+        return RankShare(rank, [], 0, 0.0, 1.0, 1.0, 1, workers, info)
+
+    same = merged_execution([share(0, "bubblewrap", 4, 0), share(1, "bubblewrap", 4, 2)])
+    assert same == {"mode": "bubblewrap", "isolation": "bubblewrap detail", "limits": "rlimits", "workers": 8,
+                    "timeout_s": 3.0, "worker_restarts": 2}
+    mixed = merged_execution([share(0, "bubblewrap", 4, 0), share(1, "none", 2, 0)])
+    assert mixed["mode"] == "bubblewrap,none" and mixed["isolation"] == "bubblewrap detail,none detail"
+    assert share(1, "none", 2, 0).to_json()["sandbox"] == {"mode": "none", "isolation": "none detail",
+                                                            "limits": "rlimits", "workers": 2, "worker_restarts": 0}

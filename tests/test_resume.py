@@ -96,7 +96,11 @@ def test_two_ranks_match_one_process_and_a_killed_rank_resumes(tiny_model_dir, t
     assert record["timings_s"]["generate_now"] == max(r["generate_s"] for r in ranks)
     # each rank on its own block of this host's CPUs (its sandbox pool's size), where nobody narrowed them
     allowed, online = sorted(os.sched_getaffinity(0)), os.cpu_count() or 1
-    assert [r["cpus"] for r in ranks] == [len(rank_cpus(r, 2, allowed, online) or []) for r in (0, 1)]
+    assert [r["cpus"] for r in ranks] == [len(rank_cpus(r, 2, allowed, online) or allowed) for r in (0, 1)]
+    # each rank's sandbox, and the run's over both (rank 0's alone said nothing of rank 1's)
+    assert [r["sandbox"]["workers"] for r in ranks] == [r["cpus"] for r in ranks]
+    assert record["execution"]["workers"] == sum(r["cpus"] for r in ranks)
+    assert {r["sandbox"]["mode"] for r in ranks} == {record["execution"]["mode"]}
     assert sorted(p.name for p in run_dir.glob("completions*.jsonl")) == [
         "completions.rank0.jsonl", "completions.rank1.jsonl"]
 

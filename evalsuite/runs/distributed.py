@@ -35,7 +35,7 @@ class DistContext:
     world_size: int = 1
     local_rank: int = 0
     gpu: int | None = None  # the CUDA index this rank decodes on (see rank_gpu); None: no GPU
-    cpus: int = 0  # the CPUs this rank runs on, its sandbox pool's size (see rank_cpus); 0: not narrowed
+    cpus: int = 0  # how many CPUs this rank runs on, its sandbox pool's size (see rank_cpus); 0: one process
 
     @property
     def device(self) -> str:
@@ -129,8 +129,9 @@ def context_from_env(environ: Mapping[str, str] = os.environ) -> DistContext:
             torch.cuda.set_device(gpu)
         # gloo also carries the object collectives (gather of verdicts) on CPU-only machines.
         dist.init_process_group(backend="nccl" if gpu is not None else "gloo")
+    runs_on = share if share is not None else (os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else ())
     return DistContext(rank=rank, world_size=world_size, local_rank=local_rank, gpu=gpu,
-                       cpus=len(share) if share is not None else 0)
+                       cpus=len(runs_on) or os.cpu_count() or 1)
 
 
 def rank_cpus(local_rank: int, local_ranks: int | None, allowed: Sequence[int], online: int) -> list[int] | None:

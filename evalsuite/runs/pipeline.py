@@ -65,13 +65,33 @@ class RankShare:
     generate_s: float
     execute_s: float
     problems: int
-    cpus: int  # the CPUs the rank ran on (0: its launcher's set, not narrowed by evalsuite)
+    cpus: int  # how many CPUs the rank ran on: its block of the node's, or its launcher's set where that was narrowed
+    execution: dict[str, Any]  # the rank's sandbox, as execute_with_timeouts describes it
 
     def to_json(self) -> dict[str, Any]:
         return {"rank": self.rank, "problems": self.problems, "cpus": self.cpus,
                 "completions_generated": self.generated,
                 "tokens_generated": int(self.tokens), "generate_s": round(self.generate_s, 3),
-                "execute_s": round(self.execute_s, 3)}
+                "execute_s": round(self.execute_s, 3),
+                "sandbox": {key: self.execution.get(key) for key in RANK_SANDBOX_KEYS}}
+
+
+RANK_SANDBOX_KEYS = ("mode", "isolation", "limits", "workers", "worker_restarts")
+
+
+def merged_execution(shares: Sequence[RankShare]) -> dict[str, Any]:
+    """The run's sandbox over every rank: rank 0's description, where each rank's own mode, isolation and limits
+    are listed together when they differ (nodes of one job need not have the same sandbox: a rank without
+    bubblewrap under --allow-unsandboxed ran its samples with rlimits only, and the record must not say otherwise),
+    and workers and restarts are counted over every rank."""
+    merged = dict(shares[0].execution)
+    for key in ("mode", "isolation", "limits"):
+        seen = sorted({str(share.execution.get(key)) for share in shares})
+        if len(seen) > 1:
+            merged[key] = ",".join(seen)
+    for key in ("workers", "worker_restarts"):
+        merged[key] = sum(int(share.execution.get(key) or 0) for share in shares)
+    return merged
 
 
 @dataclass
@@ -168,7 +188,8 @@ def run_one(generator: Generator, spec: ModelSpec, task: Task, config: RunConfig
         execute_seconds = time.perf_counter() - executing
 
         gathered: list[RankShare] | None = ctx.gather(RankShare(
-            ctx.rank, results, generated, tokens, generate_seconds, execute_seconds, len(my_problems), ctx.cpus))
+            ctx.rank, results, generated, tokens, generate_seconds, execute_seconds, len(my_problems), ctx.cpus,
+            execution_info))
     except BaseException as exc:  # a signal, a failure or a lost rank: the record says what this invocation made
         invocation.status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
         elapsed = generate_seconds if generate_seconds is not None else time.perf_counter() - started
@@ -196,6 +217,7 @@ def run_one(generator: Generator, spec: ModelSpec, task: Task, config: RunConfig
     tokens = sum(share.tokens for share in gathered)
     generate_seconds = max(share.generate_s for share in gathered)  # the slowest rank's: the wall time
     execute_seconds = max(share.execute_s for share in gathered)
+    execution_info = merged_execution(gathered)
     atomic_write_jsonl(run_dir.results, (r.to_json() for r in results))
 
     def complete(summary: ScoreSummary, score_seconds: float) -> RunRecord:
