@@ -90,7 +90,9 @@ class IOProblem:
 
 def io_problem(spec: dict[str, Any]) -> IOProblem:
     """The harness's description of an input-output problem (trusted, like test code)."""
-    sets = [differential.InputSet(s["name"], s["inputs"], s["expected"], [float(t) for t in s["time_limits"]])
+    sets = [differential.InputSet(s["name"], s["inputs"],
+                                  differential.restore_types(s["expected"]) if s.get("typed") else s["expected"],
+                                  [float(t) for t in s["time_limits"]])
             for s in spec["sets"]]
     for input_set in sets:
         if not len(input_set.inputs) == len(input_set.expected) == len(input_set.time_limits):

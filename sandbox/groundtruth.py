@@ -26,16 +26,29 @@ _U32 = struct.Struct(">I")
 SCRIPT = Path(__file__).resolve()
 
 
-def plain(value: Any) -> Any:
-    """An expected output as marshal carries it: the standard library's dict subclasses (MBPP+'s ``Counter``
-    answers) become dicts, which compare equal to the same outputs."""
+# A Counter or OrderedDict among the expected outputs, as marshal carries it: (TYPE_TAG, name, its pairs as a dict).
+# Their equality is not a dict's (a Counter ignores zero counts: MBPP+'s Mbpp/88 expects one, and a correct answer
+# with a zero count passes EvalPlus), so they are rebuilt in the checker (``differential.restore_types``). A defaultdict
+# compares as a dict and becomes one. This script runs isolated (``-I``), apart from its package: the checker's
+# reader is differential.restore_types, with the same tag (tests/test_evalplus_plus.py holds them equal).
+TYPE_TAG = "\x00evalsuite.type"
+
+
+def plain(value: Any, typed: list[bool] | None = None) -> Any:
+    """An expected output as marshal carries it (see :data:`TYPE_TAG`); ``typed[0]`` is set where a tag was used."""
     kind = type(value)
-    if kind in (collections.Counter, collections.OrderedDict, collections.defaultdict, dict):
-        return {plain(k): plain(v) for k, v in dict.items(value)}
+    if kind in (collections.Counter, collections.OrderedDict):
+        if typed is not None:
+            typed[0] = True
+        pairs = {plain(k, typed): plain(v, typed) for k, v in (value.items() if kind is collections.OrderedDict
+                                                               else dict.items(value))}
+        return (TYPE_TAG, kind.__name__, pairs)  # "Counter" or "OrderedDict"
+    if kind in (collections.defaultdict, dict):
+        return {plain(k, typed): plain(v, typed) for k, v in dict.items(value)}
     if kind is list:
-        return [plain(v) for v in value]
+        return [plain(v, typed) for v in value]
     if kind is tuple:
-        return tuple(plain(v) for v in value)
+        return tuple(plain(v, typed) for v in value)
     return value
 
 
@@ -55,7 +68,10 @@ def run_problem(problem: dict[str, Any]) -> dict[str, Any]:
             times.append(time.time() - start)
         if problem.get("output_not_none"):
             outputs = [o is not None for o in outputs]
-        out[name] = {"expected": [plain(o) for o in outputs], "times": times}
+        typed = [False]
+        out[name] = {"expected": [plain(o, typed) for o in outputs], "times": times}
+        if typed[0]:
+            out[name]["typed"] = True  # some expected output is a Counter or an OrderedDict (tagged)
     marshal.dumps(out)  # ValueError for an output marshal cannot carry: that problem is reported, not its value
     return out
 

@@ -312,6 +312,8 @@ def zygote_loop(sock: socket.socket, requests: socket.socket, config: dict[str, 
     fork = channel.UNGUARDED_OS["fork"]
     channel.guard_the_zygote()
     settle_zygote(config)
+    if config["namespaced"]:
+        seccomp.SampleFilter().install()  # what the server still calls itself (ustat), refused to every sample
     sock.sendall(b"z")
     while True:
         message, fds, _, _ = socket.recv_fds(requests, framing.SAMPLE_REQUEST.size, 1)

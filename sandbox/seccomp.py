@@ -23,7 +23,13 @@ learner can use as "keep the last guess" or "draw a new one"; ``ustat``, which t
 and inodes, has no fsid), ``sysinfo`` (host load and memory).
 Concurrent samples of other workers: ``flock``, ``fcntl`` record locks, leases and ``F_NOTIFY``, and ``inotify``
 (``fanotify`` too), each a signal carried by a read-only file every sample can open (the stdlib, ``/dev/null``):
-``fcntl`` keeps only the commands on the caller's own descriptors.
+``fcntl`` keeps only the commands on the caller's own descriptors. Shared futexes: a futex word in a page of a
+file (any read-only stdlib or libc page, mapped private or shared) is keyed by the file and the offset, so one
+sample waiting there and another waking it (the count of woken waiters) carried bits between workers. Only
+``FUTEX_PRIVATE_FLAG`` operations pass, and of the others the two waits (``pthread_join`` waits on a thread's id as a
+shared futex; waiting alone tells nothing); ``futex_waitv`` and the futex2 calls are refused. ``ustat`` (free blocks
+and inodes of any mounted file system, found by device number: another worker's ``/tmp``, the host's disks) is
+refused to samples by a second filter the zygote installs (:class:`SampleFilter`): the server itself uses it.
 Other workers' verdicts: ``sched_setaffinity`` and the other scheduler and priority calls (a sample would undo its
 worker's pinning), ``fcntl(F_SETPIPE_SZ)``.
 
@@ -72,7 +78,8 @@ ARCHITECTURES: dict[str, tuple[int, dict[str, int]]] = {
         "memfd_create": 319, "memfd_secret": 447, "io_setup": 206, "sysinfo": 99, "statx": 332,
         "statmount": 457, "listmount": 458, "statfs": 137, "fstatfs": 138, "flock": 73, "inotify_init": 253,
         "inotify_init1": 294, "inotify_add_watch": 254, "inotify_rm_watch": 255, "fanotify_mark": 301,
-        "getsockopt": 55, "setsockopt": 54, "prctl": 157}),
+        "getsockopt": 55, "setsockopt": 54, "prctl": 157, "futex": 202, "futex_waitv": 449, "futex_wake": 454,
+        "futex_wait": 455, "futex_requeue": 456, "ustat": 136}),
     "aarch64": (0xC00000B7, {
         "clone": 220, "clone3": 435, "unshare": 97, "setns": 268, "mount": 40, "umount2": 39, "pivot_root": 41,
         "chroot": 51, "ptrace": 117, "add_key": 217, "request_key": 218, "keyctl": 219, "bpf": 280,
@@ -94,7 +101,8 @@ ARCHITECTURES: dict[str, tuple[int, dict[str, int]]] = {
         "pipe2": 59, "memfd_create": 279, "memfd_secret": 447, "io_setup": 0, "sysinfo": 179, "statx": 291,
         "statmount": 457, "listmount": 458, "statfs": 43, "fstatfs": 44, "flock": 32, "inotify_init1": 26,
         "inotify_add_watch": 27, "inotify_rm_watch": 28, "fanotify_mark": 263,
-        "getsockopt": 209, "setsockopt": 208, "prctl": 167}),
+        "getsockopt": 209, "setsockopt": 208, "prctl": 167, "futex": 98, "futex_waitv": 449, "futex_wake": 454,
+        "futex_wait": 455, "futex_requeue": 456}),
 }
 # clone() flags that make a namespace (linux/sched.h).
 CLONE_NEWIPC, CLONE_NEWPID = 0x08000000, 0x20000000
@@ -110,7 +118,7 @@ SERVER_CALLS: dict[str, tuple[int, int]] = {
 }
 
 # BPF opcodes and seccomp return values (linux/filter.h, linux/seccomp.h).
-_LD_W_ABS, _JEQ_K, _JGE_K, _JSET_K, _RET_K = 0x20, 0x15, 0x35, 0x45, 0x06
+_LD_W_ABS, _JEQ_K, _JGE_K, _JSET_K, _RET_K, _AND_K = 0x20, 0x15, 0x35, 0x45, 0x06, 0x54
 _RET_ALLOW, _RET_KILL, _RET_ERRNO = 0x7FFF0000, 0x80000000, 0x00050000
 _EPERM, _ENOSYS, _EOPNOTSUPP = 1, 38, 95
 O_TMPFILE_BIT = 0o20000000  # __O_TMPFILE (x86-64 and the generic table alike)
@@ -144,6 +152,14 @@ OPTION_CALLS: dict[str, tuple[int | None, tuple[int, ...]]] = {
 # Calls allowed only when one argument is zero (argument index, errno): reads and writes that ask not to wait
 # for the page cache (RWF_NOWAIT) tell which pages of a file are cached.
 ZERO_ARGUMENT = {"preadv2": 5, "pwritev2": 5}
+# futex: operations with FUTEX_PRIVATE_FLAG (keyed by the caller's own memory) pass; of the shared ones only the
+# waits, FUTEX_WAIT (0) and FUTEX_WAIT_BITSET (9), whatever their clock flag (glibc's pthread_join waits on the
+# thread's id as a shared futex, which the kernel wakes; a wait alone carries nothing to another process). Every
+# shared wake, requeue and PI operation is refused: a waiter's count is what carried the bits.
+FUTEX_PRIVATE_FLAG, FUTEX_COMMAND_MASK = 128, 127
+FUTEX_SHARED_ALLOWED = (0, 9)
+# Refused to samples alone, by the filter the zygote adds (SampleFilter): calls the server makes for every sample.
+SAMPLE_ONLY = ("ustat",)
 # ENOSYS: the C library and Python fall back to calls the filter can read. statx is also the only way to a file's
 # mount id (fstatat, the fallback, has none): the id of /tmp would tell whether the last sample left a trace there.
 NOT_IMPLEMENTED = ("clone3", "openat2", "statx")
@@ -171,7 +187,7 @@ def build_program(machine: str | None = None) -> list[tuple[int, int, int, int]]
         return None
     audit_arch, numbers = arch
     special = {"clone", *NOT_IMPLEMENTED, *SERVER_CALLS, *OPEN_FLAGS_ARGUMENT, *ZERO_ARGUMENT, *OPTION_CALLS,
-               "madvise", "fcntl"}
+               "madvise", "fcntl", "futex", *SAMPLE_ONLY}
     refused = sorted(number for name, number in numbers.items() if name not in special)
     exact_argument: list[tuple] = []  # one block per server call: allowed only with its exact argument
     for name, (index, value) in SERVER_CALLS.items():
@@ -201,6 +217,11 @@ def build_program(machine: str | None = None) -> list[tuple[int, int, int, int]]
     checked += [("madvise", _LD_W_ABS, _OFFSET_ARG0 + _ARG_SIZE * 2)]
     checked += [(None, _JEQ_K, advice, "allow", "next") for advice in MADVISE_ALLOWED]
     checked += [(None, _RET_K, _RET_ERRNO | _EPERM)]
+    checked += [("futex", _LD_W_ABS, _OFFSET_ARG0 + _ARG_SIZE * 1),
+                (None, _JSET_K, FUTEX_PRIVATE_FLAG, "allow", "next"),
+                (None, _AND_K, FUTEX_COMMAND_MASK)]
+    checked += [(None, _JEQ_K, command, "allow", "next") for command in FUTEX_SHARED_ALLOWED]
+    checked += [(None, _RET_K, _RET_ERRNO | _EPERM)]
     checked += [("fcntl", _LD_W_ABS, _OFFSET_ARG0 + _ARG_SIZE * 1)]
     checked += [(None, _JEQ_K, command, "allow", "next") for command in FCNTL_ALLOWED]
     checked += [(None, _RET_K, _RET_ERRNO | _EPERM)]
@@ -222,7 +243,8 @@ def build_program(machine: str | None = None) -> list[tuple[int, int, int, int]]
         (None, _JEQ_K, numbers["clone"], "clone", "next"),
         *[(None, _JEQ_K, numbers[name], name, "next") for name in SERVER_CALLS],
         *[(None, _JEQ_K, numbers[name], name, "next") for name in OPEN_FLAGS_ARGUMENT if name in numbers],
-        *[(None, _JEQ_K, numbers[name], name, "next") for name in (*ZERO_ARGUMENT, *OPTION_CALLS, "madvise", "fcntl")],
+        *[(None, _JEQ_K, numbers[name], name, "next")
+          for name in (*ZERO_ARGUMENT, *OPTION_CALLS, "madvise", "fcntl", "futex")],
         *[(None, _JEQ_K, number, "deny", "next") for number in refused],
         (None, _RET_K, _RET_ALLOW),
         ("clone", _LD_W_ABS, _OFFSET_ARG0),
@@ -236,6 +258,11 @@ def build_program(machine: str | None = None) -> list[tuple[int, int, int, int]]
         ("enosys", _RET_K, _RET_ERRNO | _ENOSYS),
         ("kill", _RET_K, _RET_KILL),
     ]
+    return _assemble(source)
+
+
+def _assemble(source: list[tuple]) -> list[tuple[int, int, int, int]]:
+    """(label, code, k, [true target, false target]) entries to (code, jt, jf, k) instructions."""
     labels = {entry[0]: index for index, entry in enumerate(source) if entry[0]}
 
     def offset(at: int, target: str) -> int:
@@ -251,22 +278,32 @@ def build_program(machine: str | None = None) -> list[tuple[int, int, int, int]]
     return program
 
 
-class SeccompFilter:
-    """Built and installed once in the sample server (after its own set-up mounts); samples inherit it."""
+def build_sample_program(machine: str | None = None) -> list[tuple[int, int, int, int]] | None:
+    """The zygote's own filter, on top of the server's: :data:`SAMPLE_ONLY` refused. None where the architecture has
+    no table or none of those calls."""
+    arch = ARCHITECTURES.get(machine or platform.machine())
+    if arch is None:
+        return None
+    audit_arch, numbers = arch
+    refused = [numbers[name] for name in SAMPLE_ONLY if name in numbers]
+    if not refused:
+        return None
+    return _assemble([
+        (None, _LD_W_ABS, _OFFSET_ARCH),
+        (None, _JEQ_K, audit_arch, "next", "kill"),
+        (None, _LD_W_ABS, _OFFSET_NR),
+        *[(None, _JEQ_K, number, "deny", "next") for number in refused],
+        (None, _RET_K, _RET_ALLOW),
+        ("deny", _RET_K, _RET_ERRNO | _EPERM),
+        ("kill", _RET_K, _RET_KILL),
+    ])
 
-    def __init__(self, machine: str | None = None):
-        program = build_program(machine)
+
+class _Installable:
+    """A program and the prctl that installs it (under no_new_privs, which the server sets before either)."""
+
+    def _load(self, program: list[tuple[int, int, int, int]] | None) -> None:
         self.available = program is not None
-        names = ARCHITECTURES[machine or platform.machine()][1] if self.available else {}
-        limited = {*SERVER_CALLS, *OPEN_FLAGS_ARGUMENT, *ZERO_ARGUMENT, *OPTION_CALLS, "clone", "madvise", "fcntl"}
-        refused = len([n for n in names if n not in limited])
-        self.description = (f"seccomp filter: {refused} system calls refused, {len(SERVER_CALLS)} more allowed "
-                            "only with the sample server's own arguments, clone without namespaces or pidfd, open "
-                            "without O_TMPFILE, madvise with advice about own memory only, fcntl on the "
-                            "caller's own descriptors only (no locks, leases or notifications), preadv2/pwritev2 "
-                            "without flags, no socket options that read host-wide counters or the peer's identity, no "
-                            "process-wide KSM" if self.available else
-                            f"no seccomp filter ({machine or platform.machine()} has no syscall table here)")
         if program is None:
             return
         self._instructions = (_Filter * len(program))(*[_Filter(*instruction) for instruction in program])
@@ -278,6 +315,34 @@ class SeccompFilter:
             return
         if self._libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(self._program), 0, 0) != 0:
             raise OSError(ctypes.get_errno(), "seccomp filter refused")
+
+
+class SampleFilter(_Installable):
+    """Installed once in the zygote, so that every sample has it and the server does not (see SAMPLE_ONLY)."""
+
+    def __init__(self, machine: str | None = None):
+        self._load(build_sample_program(machine))
+
+
+class SeccompFilter(_Installable):
+    """Built and installed once in the sample server (after its own set-up mounts); samples inherit it."""
+
+    def __init__(self, machine: str | None = None):
+        program = build_program(machine)
+        self.available = program is not None
+        names = ARCHITECTURES[machine or platform.machine()][1] if self.available else {}
+        limited = {*SERVER_CALLS, *OPEN_FLAGS_ARGUMENT, *ZERO_ARGUMENT, *OPTION_CALLS, "clone", "madvise", "fcntl",
+                   "futex", *SAMPLE_ONLY}
+        refused = len([n for n in names if n not in limited])
+        self.description = (f"seccomp filter: {refused} system calls refused, {len(SERVER_CALLS)} more allowed "
+                            "only with the sample server's own arguments, clone without namespaces or pidfd, open "
+                            "without O_TMPFILE, madvise with advice about own memory only, fcntl on the "
+                            "caller's own descriptors only (no locks, leases or notifications), preadv2/pwritev2 "
+                            "without flags, no socket options that read host-wide counters or the peer's identity, no "
+                            "process-wide KSM, futex wakes on private memory only; samples also without "
+                            f"{', '.join(SAMPLE_ONLY)}" if self.available else
+                            f"no seccomp filter ({machine or platform.machine()} has no syscall table here)")
+        self._load(program)
 
 
 def packed(program: list[tuple[int, int, int, int]]) -> bytes:

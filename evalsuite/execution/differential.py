@@ -28,7 +28,7 @@ from evalsuite.version import __version__
 from sandbox import DEFAULT_TIMEOUT_PER_TASK_S, InputSet, cache_root
 from sandbox import compute_ground_truth as compute
 
-CACHE_SCHEMA = "evalsuite.evalplus-groundtruth/1"
+CACHE_SCHEMA = "evalsuite.evalplus-groundtruth/2"  # 2: Counter and OrderedDict outputs tagged
 # What one problem's inputs and expected outputs may take in a frame to the checker (whose address space is 2 GiB):
 # MBPP+'s Mbpp/255 (760 MB of expected outputs, in the November 2023 data) is over it; EvalPlus holds it all.
 MAX_IO_BYTES = 192 << 20
@@ -40,6 +40,7 @@ class GroundTruth:
 
     expected: dict[str, list[Any]]
     times_s: dict[str, list[float]]
+    typed: frozenset[str] = frozenset()  # the sets whose expected outputs hold a Counter or OrderedDict, tagged
 
 
 @dataclass(frozen=True)
@@ -126,7 +127,9 @@ def ground_truths(task: Task, problems: Sequence[Problem], tests: Mapping[str, I
         if show_progress:
             print(f"expected outputs computed in {time.perf_counter() - started:.1f} s", file=sys.stderr)
     return {p.task_id: GroundTruth({n: v["expected"] for n, v in cached[p.task_id].items()},
-                                   {n: v["times"] for n, v in cached[p.task_id].items()}) for p in problems}
+                                   {n: v["times"] for n, v in cached[p.task_id].items()},
+                                   frozenset(n for n, v in cached[p.task_id].items() if v.get("typed")))
+            for p in problems}
 
 
 def io_jobs(task: Task, problems: Sequence[Problem], tests: Mapping[str, IOTest], truths: Mapping[str, GroundTruth],
@@ -139,7 +142,7 @@ def io_jobs(task: Task, problems: Sequence[Problem], tests: Mapping[str, IOTest]
         for name, inputs in test.sets.items():
             limits = [limits_rule.limit_for(t) for t in truth.times_s[name]]
             sets.append({"name": name, "inputs": list(inputs), "expected": truth.expected[name],
-                         "time_limits": limits})
+                         "time_limits": limits, "typed": name in truth.typed})
         spec = {"dataset": test.dataset, "entry_point": problem.entry_point, "atol": test.atol,
                 "fast_check": fast_check, "per_task_cap_s": DEFAULT_TIMEOUT_PER_TASK_S, "sets": sets}
         digest = hashlib.sha256(f"{task.dataset_sha256}:{problem.task_id}:{fast_check}:".encode()
