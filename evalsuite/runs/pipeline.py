@@ -175,17 +175,26 @@ def run_one(generator: Generator, spec: ModelSpec, task: Task, config: RunConfig
     started = time.perf_counter()
     generate_seconds: float | None = None
     try:
-        generated, tokens = generate_missing(generator, task, my_problems, stops, config.sampling, run_dir, label,
-                                             config.show_progress and ctx.is_main, valid_ids,
-                                             ctx.completions_name(), asking=asking, invocation_id=invocation_id,
-                                             tally=invocation)
-        generate_seconds = time.perf_counter() - started
+        failure: Exception | None = None
+        try:
+            generated, tokens = generate_missing(generator, task, my_problems, stops, config.sampling, run_dir,
+                                                 label, config.show_progress and ctx.is_main, valid_ids,
+                                                 ctx.completions_name(), asking=asking, invocation_id=invocation_id,
+                                                 tally=invocation)
+            generate_seconds = time.perf_counter() - started
 
-        samples = load_completions(run_dir, my_problems, config.sampling.n, valid_ids)
-        executing = time.perf_counter()
-        executed = asking.executed(task)
-        results, execution_info = execute_with_timeouts(executed, samples, config.execution, config.timeouts)
-        execute_seconds = time.perf_counter() - executing
+            samples = load_completions(run_dir, my_problems, config.sampling.n, valid_ids)
+            executing = time.perf_counter()
+            executed = asking.executed(task)
+            results, execution_info = execute_with_timeouts(executed, samples, config.execution, config.timeouts)
+            execute_seconds = time.perf_counter() - executing
+        except Exception as exc:  # noqa: BLE001 - under data parallelism told to every rank below, then raised
+            if not ctx.enabled or isinstance(exc, RankLost):
+                raise
+            failure = exc
+        # A rank whose share failed used to stop alone, and torchrun stopped the others and every later model.
+        _raise_if_failed_anywhere(ctx, label, failure, "failed on its share")
+        assert generate_seconds is not None  # no rank failed: this one's share ran to its end
 
         gathered: list[RankShare] | None = ctx.gather(RankShare(
             ctx.rank, results, generated, tokens, generate_seconds, execute_seconds, len(my_problems), ctx.cpus,
@@ -313,6 +322,8 @@ def run_evaluation(config: RunConfig) -> Evaluation | None:
         assignments = assignments[ctx.rank::ctx.world_size]  # whole models per rank; each runs alone
         displays = every_display[ctx.rank::ctx.world_size]
         run_ctx, waiting = DistContext(), ctx.patient_group()
+    elif ctx.enabled:  # the ranks' shares of a model end apart (a slow share, a failed one): wait as long as it takes
+        run_ctx = replace(ctx, patient=ctx.patient_group())
     placement = {"world_size": ctx.world_size, "rank": ctx.rank, "spread": config.spread if ctx.enabled else None,
                  "host": socket.gethostname(), "device": generation.loading.device}
     outcomes: list[RunOutcome] = []
@@ -356,7 +367,7 @@ def run_evaluation(config: RunConfig) -> Evaluation | None:
             except Exception as exc:  # noqa: BLE001 - one model's failure, reported; the others still run
                 if len(config.models) == 1 and isinstance(exc, EvalsuiteError) and not isinstance(exc, RankLost):
                     raise ModelFailed(display, exc) from exc  # stops the command, with a --json document
-                if len(config.models) == 1 or run_ctx.enabled and not isinstance(exc, NotLoadedOnEveryRank):
+                if len(config.models) == 1 or run_ctx.enabled and not isinstance(exc, FailedOnSomeRank):
                     raise  # a command of one model stops with its error; ranks sharing a model's work stop together
                 why = one_line(exc, limit=400)
                 failures.append(ModelFailure(display, why, getattr(exc, "exit_code", 1)))
@@ -402,22 +413,36 @@ class ModelFailed(EvalsuiteError):
         self.result: Any = None  # what ``run`` reports of it (set by evalsuite.cli.run.execute for --json)
 
 
-class NotLoadedOnEveryRank(EvalsuiteError):
-    """A model that some rank could not load (a bad checkpoint, no room on its GPU), known to every rank sharing
-    its work: all of them go on to the next model together, as one process would."""
+class FailedOnSomeRank(EvalsuiteError):
+    """A model that some rank could not load (a bad checkpoint, no room on its GPU) or failed to run (a prompt
+    longer than its context, a sandbox that would not start), known to every rank sharing its work: all of them go
+    on to the next model together, as one process would."""
 
-    def __init__(self, display: str, failed: list[tuple[int, str]], exit_code: int):
+    def __init__(self, display: str, failed: list[tuple[int, str]], exit_code: int, what: str):
         self.exit_code = exit_code
         ranks = ", ".join(str(rank) for rank, _ in failed)
         super().__init__(f"{failed[0][1]} (rank{'s' if len(failed) > 1 else ''} {ranks} of the ranks sharing "
-                         f"{display} could not load it)")
+                         f"{display} {what})")
+
+
+def _raise_if_failed_anywhere(ctx: DistContext, display: str, failure: BaseException | None, what: str) -> None:
+    """Every rank sharing a model's work says whether its part failed (``failure``), and each raises
+    :class:`FailedOnSomeRank` alike where any did. A collective: every rank calls it at the same point."""
+    if not ctx.enabled:
+        if failure is not None:
+            raise failure
+        return
+    said = None if failure is None else (one_line(failure, limit=400), getattr(failure, "exit_code", 1))
+    failed = [(rank, told) for rank, told in enumerate(ctx.everyone(said)) if told is not None]
+    if failed:
+        raise FailedOnSomeRank(display, [(rank, why) for rank, (why, _) in failed], failed[0][1][1], what)
 
 
 def _load_on_every_rank(spec: Any, generation: Any, ctx: DistContext, display: str) -> Any:
     """The model loaded on this rank, once every rank sharing its work has said whether it loaded it. Alone: the
     load as it is. Under data parallelism a rank whose load failed used to stop alone, leaving the others
     waiting for it in the run's first collective until torchrun stopped them all; now, where any rank failed,
-    each closes what it loaded and raises :class:`NotLoadedOnEveryRank`, and all go on to the next model."""
+    each closes what it loaded and raises :class:`FailedOnSomeRank`, and all go on to the next model."""
     from evalsuite.generation import load_generator
 
     if not ctx.enabled:
@@ -426,13 +451,14 @@ def _load_on_every_rank(spec: Any, generation: Any, ctx: DistContext, display: s
     try:
         generator = load_generator(spec, generation)
     except Exception as exc:  # noqa: BLE001 - told to every rank below, then raised alike on each
-        failure = (one_line(exc, limit=400), getattr(exc, "exit_code", 1))
-    failed = [(rank, said) for rank, said in enumerate(ctx.everyone(failure)) if said is not None]
-    if not failed:
-        return generator
-    if generator is not None:
-        generator.close()
-    raise NotLoadedOnEveryRank(display, [(rank, why) for rank, (why, _) in failed], failed[0][1][1])
+        failure = exc
+    try:
+        _raise_if_failed_anywhere(ctx, display, failure, "could not load it")
+    except FailedOnSomeRank:
+        if generator is not None:
+            generator.close()
+        raise
+    return generator
 
 
 def claim_settings(spec: Any, task: Task, config: RunConfig, generation: Any, problem_ids: list[str]
