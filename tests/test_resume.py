@@ -101,6 +101,8 @@ def test_two_ranks_match_one_process_and_a_killed_rank_resumes(tiny_model_dir, t
     assert [r["sandbox"]["workers"] for r in ranks] == [r["cpus"] for r in ranks]
     assert record["execution"]["workers"] == sum(r["cpus"] for r in ranks)
     assert {r["sandbox"]["mode"] for r in ranks} == {record["execution"]["mode"]}
+    assert record["execution"]["n_executed"] == 6 * 4  # every rank's samples, not rank 0's
+    assert len(record["execution"]["timeouts"]["per_problem_s"]) == 6
     assert sorted(p.name for p in run_dir.glob("completions*.jsonl")) == [
         "completions.rank0.jsonl", "completions.rank1.jsonl"]
 

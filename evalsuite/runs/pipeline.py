@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import statistics
 import sys
 import time
 import uuid
@@ -83,14 +84,32 @@ def merged_execution(shares: Sequence[RankShare]) -> dict[str, Any]:
     """The run's sandbox over every rank: rank 0's description, where each rank's own mode, isolation and limits
     are listed together when they differ (nodes of one job need not have the same sandbox: a rank without
     bubblewrap under --allow-unsandboxed ran its samples with rlimits only, and the record must not say otherwise),
-    and workers and restarts are counted over every rank."""
-    merged = dict(shares[0].execution)
+    and the counts, the wall time and each problem's time limit are every rank's (rank 0's alone said half the
+    samples executed)."""
+    infos = [share.execution for share in shares]
+    merged = dict(infos[0])
     for key in ("mode", "isolation", "limits"):
-        seen = sorted({str(share.execution.get(key)) for share in shares})
+        seen = sorted({str(info.get(key)) for info in infos})
         if len(seen) > 1:
             merged[key] = ",".join(seen)
-    for key in ("workers", "worker_restarts"):
-        merged[key] = sum(int(share.execution.get(key) or 0) for share in shares)
+    for key in ("workers", "worker_restarts", "n_executed"):
+        if key in merged:
+            merged[key] = sum(int(info.get(key) or 0) for info in infos)
+    if "wall_s" in merged:
+        merged["wall_s"] = max(float(info.get("wall_s") or 0) for info in infos)  # the ranks execute side by side
+        merged["executions_per_s"] = round(merged.get("n_executed", 0) / max(merged["wall_s"], 1e-9), 1)
+    timeouts: list[dict[str, Any]] = [info["timeouts"] for info in infos if isinstance(info.get("timeouts"), dict)]
+    if timeouts and "per_problem_s" in timeouts[0]:
+        limits = {task_id: limit for info in timeouts for task_id, limit in (info.get("per_problem_s") or {}).items()}
+        values = sorted(limits.values())
+        merged["timeouts"] = {**timeouts[0], "per_problem_s": limits,
+                              "measured_now": sum(int(info.get("measured_now") or 0) for info in timeouts),
+                              "fallback_problems": sorted({p for info in timeouts
+                                                           for p in info.get("fallback_problems") or []}),
+                              "canonical_failed": {k: v for info in timeouts
+                                                   for k, v in (info.get("canonical_failed") or {}).items()},
+                              "limit_s": ({"min": values[0], "median": statistics.median(values),
+                                           "max": values[-1]} if values else {})}
     return merged
 
 
