@@ -64,7 +64,9 @@ def test_openai_names_never_fail_and_pick_up_entries():
 
 
 @pytest.mark.parametrize("name", ["./missing-dir", "/no/such/dir", "a b c", "x/y/z", "../up"])
-def test_unknown_names_fail_with_one_clear_line(name):
+def test_unknown_names_fail_with_one_clear_line(name, tmp_path, monkeypatch):
+    (tmp_path / "cwd").mkdir()
+    monkeypatch.chdir(tmp_path / "cwd")  # relative names resolve where nothing exists ("../up" was a folder in /tmp)
     with pytest.raises(EvalsuiteError, match="not an alias .*not a local directory, not a hub id"):
         resolve_model(name)
 
