@@ -164,6 +164,9 @@ FUTEX_PRIVATE_FLAG = 128
 _EAGAIN = 11
 # Refused to samples alone, by the filter the zygote adds (SampleFilter): calls the server makes for every sample.
 SAMPLE_ONLY = ("ustat",)
+# The calls build_program lets through on conditions (their arguments, or the zygote's filter), not refused whole.
+CONDITIONAL = frozenset({*SERVER_CALLS, *OPEN_FLAGS_ARGUMENT, *ZERO_ARGUMENT, *OPTION_CALLS, "clone", "madvise",
+                         "fcntl", "futex", *SAMPLE_ONLY})
 # ENOSYS: the C library and Python fall back to calls the filter can read. statx is also the only way to a file's
 # mount id (fstatat, the fallback, has none): the id of /tmp would tell whether the last sample left a trace there.
 NOT_IMPLEMENTED = ("clone3", "openat2", "statx")
@@ -190,9 +193,7 @@ def build_program(machine: str | None = None) -> list[tuple[int, int, int, int]]
     if arch is None:
         return None
     audit_arch, numbers = arch
-    special = {"clone", *NOT_IMPLEMENTED, *SERVER_CALLS, *OPEN_FLAGS_ARGUMENT, *ZERO_ARGUMENT, *OPTION_CALLS,
-               "madvise", "fcntl", "futex", *SAMPLE_ONLY}
-    refused = sorted(number for name, number in numbers.items() if name not in special)
+    refused = sorted(number for name, number in numbers.items() if name not in CONDITIONAL | set(NOT_IMPLEMENTED))
     exact_argument: list[tuple] = []  # one block per server call: allowed only with its exact argument
     for name, (index, value) in SERVER_CALLS.items():
         low = _OFFSET_ARG0 + _ARG_SIZE * index
@@ -331,11 +332,9 @@ class SeccompFilter(_Installable):
 
     def __init__(self, machine: str | None = None):
         program = build_program(machine)
-        self.available = program is not None
+        self._load(program)
         names = ARCHITECTURES[machine or platform.machine()][1] if self.available else {}
-        limited = {*SERVER_CALLS, *OPEN_FLAGS_ARGUMENT, *ZERO_ARGUMENT, *OPTION_CALLS, "clone", "madvise", "fcntl",
-                   "futex", *SAMPLE_ONLY}
-        refused = len([n for n in names if n not in limited])
+        refused = len([n for n in names if n not in CONDITIONAL])
         self.description = (f"seccomp filter: {refused} system calls refused, {len(SERVER_CALLS)} more allowed "
                             "only with the sample server's own arguments, clone without namespaces or pidfd, open "
                             "without O_TMPFILE, madvise with advice about own memory only, fcntl on the "
@@ -344,7 +343,6 @@ class SeccompFilter(_Installable):
                             "process-wide KSM, private futexes only; samples also without "
                             f"{', '.join(SAMPLE_ONLY)}" if self.available else
                             f"no seccomp filter ({machine or platform.machine()} has no syscall table here)")
-        self._load(program)
 
 
 def packed(program: list[tuple[int, int, int, int]]) -> bytes:

@@ -280,3 +280,25 @@ def test_a_traceback_printed_under_evalplus_guard_is_no_failure(tmp_path):
     parity.write_jsonl_gz(data, rows)
     [result] = parity.run_evalsuite("humaneval", data, [(rows[0]["task_id"], "traceback", program)], workers=1)
     assert (result["base"]["status"], result["plus"]["status"]) == ("pass", "pass"), result
+
+
+def test_counter_and_ordered_dict_expected_outputs_cross_marshal_as_themselves():
+    """The ground-truth script (run isolated, apart from its package) tags them, the checker rebuilds them: both
+    sides hold the same tag, and a nested Counter with a zero count comes back as a Counter in its order."""
+    import collections
+    import marshal
+
+    from sandbox import differential, groundtruth
+
+    assert groundtruth.TYPE_TAG == differential.TYPE_TAG
+    moved = collections.OrderedDict([("a", 1), ("b", 2)])
+    moved.move_to_end("a")
+    value = [collections.Counter({"x": 2, "zero": 0}), (moved, collections.defaultdict(int, k=1)), {"plain": [1]}]
+    typed = [False]
+    back = differential.restore_types(marshal.loads(marshal.dumps(groundtruth.plain(value, typed))))
+    assert typed[0] and back == value
+    assert type(back[0]) is collections.Counter and back[0] == collections.Counter({"x": 2})
+    assert type(back[1][0]) is collections.OrderedDict and list(back[1][0]) == ["b", "a"]
+    assert type(back[1][1]) is dict and type(back[2]) is dict
+    untyped = [False]
+    assert differential.restore_types(groundtruth.plain([{"a": (1,)}], untyped)) == [{"a": (1,)}] and not untyped[0]

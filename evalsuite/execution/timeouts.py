@@ -32,7 +32,7 @@ import platform
 import socket
 import statistics
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -203,7 +203,6 @@ def resolve_timeouts(task: Task, problems: Sequence[Problem], options: Execution
             fallback.append(problem.task_id)
         else:
             limits[problem.task_id] = round(policy.limit_for(seconds), 6)
-    values = sorted(limits.values())
     failed = {k: v for k, v in calibration.failed.items() if k in {p.task_id for p in problems}}
     if failed:  # never silent: these problems' samples get the fallback limit, and the task may be broken here
         first = next(iter(failed.items()))
@@ -220,10 +219,16 @@ def resolve_timeouts(task: Task, problems: Sequence[Problem], options: Execution
         "measured_now": calibration.measured_now,
         "fallback_s": policy.fallback_s, "fallback_problems": fallback,
         "canonical_failed": failed,
-        "limit_s": ({"min": values[0], "median": statistics.median(values), "max": values[-1]} if values else {}),
+        "limit_s": limit_span(limits.values()),
         "per_problem_s": limits,
     }
     return limits, info
+
+
+def limit_span(limits: Iterable[float]) -> dict[str, float]:
+    """The smallest, median and largest of some time limits (``limit_s`` in a record), {} for none."""
+    values = sorted(limits)
+    return {"min": values[0], "median": statistics.median(values), "max": values[-1]} if values else {}
 
 
 def limit_range(span: Mapping[str, float]) -> str:
@@ -262,14 +267,14 @@ def execute_differential(task: Task, samples: Sequence[Mapping[str, Any]], probl
     rule = InputLimits(policy.floor_s, policy.factor, policy.fixed_s)
     jobs = io_jobs(task, problems, tests, truths, rule)
     results, info = execute_samples(task, samples, options, default_timeout_s=policy.fallback_s, io_jobs=jobs)
-    limits = sorted(limit for job in jobs.values() for s in job.spec["sets"] for limit in s["time_limits"])
+    limits = [limit for job in jobs.values() for s in job.spec["sets"] for limit in s["time_limits"]]
     info["timeouts"] = {
         "mode": "evalplus per input" if policy.calibrated else "fixed per input",
         "rule": "max(floor_s, factor x the ground truth's time on the input, on this machine); each input set "
                 "killed after min(60, sum of its limits) + 2 s (evalplus 0.3.1 untrusted_check)",
         "floor_s": policy.floor_s, "factor": policy.factor, "fixed_s": policy.fixed_s,
         "cache": str(cache_path(task, machine)), "machine_key": machine,
-        "limit_s": ({"min": limits[0], "median": statistics.median(limits), "max": limits[-1]} if limits else {}),
+        "limit_s": limit_span(limits),
         "inputs": len(limits), "fast_check": True,
     }
     return results, info

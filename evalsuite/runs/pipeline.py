@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import signal
 import socket
-import statistics
 import sys
 import time
 import uuid
@@ -24,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from evalsuite.devices import release_device_memory
 from evalsuite.environment import hardware, package_versions
 from evalsuite.errors import EvalsuiteError, one_line
-from evalsuite.execution.timeouts import execute_with_timeouts
+from evalsuite.execution.timeouts import execute_with_timeouts, limit_span
 from evalsuite.generation.base import Generator
 from evalsuite.jsonl import atomic_write_json, atomic_write_jsonl
 from evalsuite.protocol.asking import decide_asking
@@ -101,15 +100,13 @@ def merged_execution(shares: Sequence[RankShare]) -> dict[str, Any]:
     timeouts: list[dict[str, Any]] = [info["timeouts"] for info in infos if isinstance(info.get("timeouts"), dict)]
     if timeouts and "per_problem_s" in timeouts[0]:
         limits = {task_id: limit for info in timeouts for task_id, limit in (info.get("per_problem_s") or {}).items()}
-        values = sorted(limits.values())
         merged["timeouts"] = {**timeouts[0], "per_problem_s": limits,
                               "measured_now": sum(int(info.get("measured_now") or 0) for info in timeouts),
                               "fallback_problems": sorted({p for info in timeouts
                                                            for p in info.get("fallback_problems") or []}),
                               "canonical_failed": {k: v for info in timeouts
                                                    for k, v in (info.get("canonical_failed") or {}).items()},
-                              "limit_s": ({"min": values[0], "median": statistics.median(values),
-                                           "max": values[-1]} if values else {})}
+                              "limit_s": limit_span(limits.values())}
     return merged
 
 
