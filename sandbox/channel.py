@@ -643,24 +643,17 @@ def _arm(seconds: float) -> None:
 # What EvalPlus compares an output with first, ``out == exp``, in each reply mode: the oracles that follow read only a
 # reduction, but a comparison that raises (or an ``exact_match or True`` that cannot be made a bool) fails the input
 # there. ``exp`` stays in the checker; the modes' expected outputs are bools (any, not_none) or a collection (set).
+# Every answer is compared, whatever its type: a built-in wrapper compares through what it wraps (a mappingproxy of
+# a dict subclass whose == raises), and a class's == need not be a Python function (``__eq__ = len``).
 _ORACLE_PROBES = {"any": (True, False), "not_none": (True, False), "set": ((),)}
-_C_METHODS = (type(object.__eq__), type(object().__eq__), type(len), type(str.join))
-
-
-def _own_equality(value: Any) -> bool:
-    """Whether ``value``'s ``==`` is code of the program's (a class's own ``__eq__``), not a built-in type's."""
-    for klass in type(value).__mro__:
-        if "__eq__" in vars(klass):
-            return not isinstance(vars(klass)["__eq__"], _C_METHODS)
-    return False
 
 
 def _answer_for_oracle(fd: int, seq: int, mode: str, value: Any) -> None:
     """An answer in a reply mode (see :data:`sandbox.differential.REPLY_MODES`): what EvalPlus's oracle reads of the
-    output, computed here because only this process holds the output (a ``re.Match``, a generator...). An output
-    with its own ``==`` is compared first, as EvalPlus compares it with the expected output before its oracle."""
+    output, computed here because only this process holds the output (a ``re.Match``, a generator...). The output
+    is compared first, as EvalPlus compares it with the expected output before its oracle."""
     try:
-        if mode in _ORACLE_PROBES and _own_equality(value):
+        if mode in _ORACLE_PROBES:
             for probe in _ORACLE_PROBES[mode]:
                 same = value == probe
                 if mode == "any":

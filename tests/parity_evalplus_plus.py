@@ -199,6 +199,8 @@ def he_programs(slow: bool) -> list[tuple[str, str, str]]:
     add(4, "namedtuple-exact", "    import collections\n    return collections.namedtuple('P', 'a b')(x, x / 4)\n")
     add(4, "namedtuple-near", "    import collections\n    return collections.namedtuple('P', 'a b')(x, x / 4 + 1e-7)\n")
     add(4, "tuple-subclass-near", "    class T(tuple):\n        pass\n    return T((x, x / 4 + 1e-7))\n")
+    add(1, "int-with-mixin-sub", "    class Z:\n        def __sub__(self, o):\n            return 0\n"
+           "    class I(int, Z):\n        pass\n    return I(s.count('a'))\n")
     add(3, "list-subclass-near", "    class L(list):\n        pass\n    return 0.5 if k == 0 else L([k, k + 1.0000001])\n")
     add(32, "canonical", FIND_ZERO)
     add(32, "wrong", "    return 0.0\n")
@@ -272,6 +274,17 @@ def mbpp_programs() -> list[tuple[str, str, str]]:
     add(9002, "own-eq-raises", "import re\ndef check_str(s):\n" + raising
         + "  return X() if re.search(r'^[aeiouAEIOU][A-Za-z0-9_]*', s) else None\n")
     add(9003, "own-eq-raises", "def are_equivalent(a, b):\n" + raising + "  return X()\n")
+    # its third round: an == that is no Python function, or reached through a built-in wrapper
+    add(9003, "eq-is-len", "def are_equivalent(a, b):\n  class R:\n    __eq__ = len\n    __hash__ = None\n"
+        "  return R()\n")
+    add(9003, "mappingproxy-of-raising-eq", "import types\ndef are_equivalent(a, b):\n  class M(dict):\n"
+        "    def __eq__(self, other):\n      raise ValueError\n    __hash__ = None\n"
+        "  return types.MappingProxyType(M())\n")
+    add(9002, "eq-is-len", "import re\ndef check_str(s):\n  class R:\n    __eq__ = len\n    __hash__ = None\n"
+        "  return R() if re.search(r'^[aeiouAEIOU][A-Za-z0-9_]*', s) else None\n")
+    add(9001, "eq-is-ord", "def similar_elements(a, b):\n  class X:\n    __eq__ = ord\n    __hash__ = None\n"
+        "    def __init__(self, v):\n      self.v = v\n    def __iter__(self):\n      return iter(self.v)\n"
+        "  return X(set(a) & set(b))\n")
     add(9008, "canonical", "import collections\ndef freq_count(l):\n  return collections.Counter(l)\n")
     add(9008, "counter-with-zero", "import collections\ndef freq_count(l):\n  c = collections.Counter(l)\n"
         "  c['absent'] = 0\n  return c\n")
