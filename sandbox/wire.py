@@ -25,6 +25,7 @@ dict with equal members, which the encoder never writes. Runs on both sides of t
 from __future__ import annotations
 
 import collections
+import enum
 import fractions
 import math
 import struct
@@ -191,9 +192,19 @@ def _own_names(kind: type, base: type) -> set[str]:
             if next(c for c in mro if name in vars(c)) not in from_base}
 
 
+# The classes of classes a travelling subclass may have: ``type``, and an Enum's (IntEnum, StrEnum). Any other
+# metaclass can make the class lie about itself to the checks below (a ``__dict__`` or ``__mro__`` property hiding
+# its own ``__eq__``, an ``__eq__`` and ``__hash__`` making it equal to ``list``) and, in the peers' process, about
+# its type (EvalPlus's ``type(out) == type(exp)`` runs the metaclass's ``__eq__``): refused.
+_PLAIN_METACLASSES = (type, enum.EnumType if hasattr(enum, "EnumType") else enum.EnumMeta)
+
+
 def base_value(value: Any) -> Any:
     """``value`` as the plain type it subclasses (see :data:`_BASE_VALUE`), or :class:`NotPlain`."""
     kind = type(value)
+    metaclass = type(kind)
+    if metaclass is not _PLAIN_METACLASSES[0] and metaclass is not _PLAIN_METACLASSES[1]:
+        raise NotPlain("unsupported type")
     for base, read in _BASE_VALUE:
         if issubclass(kind, base):  # not isinstance: it believes a __class__ that lies
             own = _own_names(kind, base)
@@ -201,6 +212,22 @@ def base_value(value: Any) -> Any:
                 break  # it redefines its base's behaviour, or adds some the base lacks (__bool__ on a list...)
             return read(value)
     raise NotPlain("unsupported type")
+
+
+def _is_container(kind: type) -> bool:
+    """One of the containers that travel, by identity: ``kind in _SEQUENCE_TAGS`` would run a metaclass's
+    ``__hash__`` and ``__eq__`` (a class equal to ``list`` then travelled as a list, its own ``==`` unseen)."""
+    return any(kind is plain for plain in _SEQUENCE_TAGS) or _is_mapping(kind)
+
+
+def _is_mapping(kind: type) -> bool:
+    return any(kind is plain for plain in _MAPPING_TAGS)
+
+
+# A Fraction's parts as its slots hold them, the ones its ``==`` reads: ``numerator`` and ``denominator`` are
+# properties the program can replace in its own process (a Fraction(0) then travelled as the right answer).
+_FRACTION_NUMERATOR = vars(fractions.Fraction)["_numerator"]
+_FRACTION_DENOMINATOR = vars(fractions.Fraction)["_denominator"]
 
 
 def _encode(value: Any, out: bytearray, depth: int, active: set[int], limits: WireLimits, budget: list[int]) -> None:
@@ -225,7 +252,7 @@ def _encode(value: Any, out: bytearray, depth: int, active: set[int], limits: Wi
         out += b"s" + _U32.pack(len(data)) + data
     elif kind is bytes:
         out += b"b" + _U32.pack(len(value)) + value
-    elif kind in _SEQUENCE_TAGS or kind in _MAPPING_TAGS:
+    elif _is_container(kind):
         if depth >= limits.max_depth:
             raise NotPlain("too deep")
         if id(value) in active:
@@ -233,7 +260,7 @@ def _encode(value: Any, out: bytearray, depth: int, active: set[int], limits: Wi
         if len(out) > limits.max_bytes:
             raise NotPlain(TOO_LARGE)
         active.add(id(value))
-        mapping = kind in _MAPPING_TAGS
+        mapping = _is_mapping(kind)
         # C views: no method of theirs runs
         items = (_ordered_items(value) if kind is collections.OrderedDict else list(dict.items(value))) if mapping \
             else list(value)
@@ -255,8 +282,8 @@ def _encode(value: Any, out: bytearray, depth: int, active: set[int], limits: Wi
         active.discard(id(value))
     elif kind is fractions.Fraction:  # Fraction(1, 2) == 0.5, and Fraction(1, 3) != 1 / 3: it travels as itself
         out += b"Q"
-        _encode(value.numerator, out, depth, active, limits, budget)
-        _encode(value.denominator, out, depth, active, limits, budget)
+        _encode(_FRACTION_NUMERATOR.__get__(value), out, depth, active, limits, budget)
+        _encode(_FRACTION_DENOMINATOR.__get__(value), out, depth, active, limits, budget)
     else:
         out += b"U"  # a subclass: its base's value, arriving as a stand-in subclass of the base
         _encode(base_value(value), out, depth, active, limits, budget)

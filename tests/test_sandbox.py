@@ -82,6 +82,14 @@ ALWAYS_EQUAL = {"__eq__": lambda s, o: True, "__hash__": lambda s: 0}
     type("S", (str, type("Mixin", (), {"__bool__": lambda s: not len(s)})), {})("ok"),
     type("S", (str, type("Mixin", (), {"__sub__": lambda s, o: 0})), {})("x"),
     type("I", (int, type("Mixin", (), {"__iter__": lambda s: iter([])})), {})(1),
+    # ...and classes whose metaclass makes them lie to those checks (its fourth round): a __dict__ or __mro__
+    # property hiding their own methods or a mixin, an == and a hash that make the class equal to list
+    type("Hide", (type,), {"__dict__": property(lambda c: {})})("F", (float,), {"__eq__": lambda s, o: False,
+                                                                                "__hash__": float.__hash__})(0.5),
+    type("Hide", (type,), {"__mro__": property(lambda c: (c, list, object))})(
+        "L", (list, type("Mixin", (), {"__bool__": lambda s: True})), {})(),
+    type("AsList", (type,), {"__eq__": lambda c, o: True, "__hash__": lambda c: hash(list)})(
+        "NotAList", (), {"__iter__": lambda s: iter([1]), "__eq__": lambda s, o: False, "__hash__": None})(),
     range(3), object(), print, [1, [2, object()]], {"k": type("D", (dict,), {"__eq__": lambda s, o: True})()},
     __import__("decimal").Decimal("0.5"), type("Q", (__import__("fractions").Fraction,), {})(1, 2),
 ], ids=lambda v: type(v).__name__)
@@ -141,6 +149,19 @@ def test_wire_carries_subclasses_that_compare_as_their_base_as_the_base_and_frac
                 b"Q" + wire.encode(1) + wire.encode(0), b"Q" + wire.encode(1.0) + wire.encode(2)):
         with pytest.raises(wire.WireError):
             wire.decode(bad)
+
+
+def test_a_fraction_travels_as_its_slots_hold_it_whatever_its_properties_say(monkeypatch):
+    """Fraction's == reads its slots; ``numerator`` and ``denominator`` are properties a program can replace in its
+    own process. Read through them, a Fraction(0) travelled as the right answer (the fourth verdict round)."""
+    import fractions
+
+    wrong = fractions.Fraction(0)
+    monkeypatch.setattr(fractions.Fraction, "numerator", property(lambda f: 1))
+    monkeypatch.setattr(fractions.Fraction, "denominator", property(lambda f: 2))
+    travelled = wire.decode(wire.encode([wrong, fractions.Fraction(3, 4)]))
+    monkeypatch.undo()  # Fraction's == reads the other side's properties
+    assert travelled == [0, fractions.Fraction(3, 4)] and type(travelled[0]) is fractions.Fraction
 
 
 def test_wire_refuses_cycles_depth_and_size():
