@@ -7,7 +7,7 @@ the next: keyrings are kept per uid, beyond a process's life), new namespaces (`
 itself (``bpf``, ``perf_event_open``, ``userfaultfd``, ``io_uring``, modules, ``kexec``), SysV IPC and POSIX
 message queues (state that would outlive a sample in the jail's IPC namespace), and ``open``/``openat`` with
 ``O_TMPFILE`` (EOPNOTSUPP: an unnamed file would take an inode of ``/tmp`` unseen, see
-``SampleServer.prepare_tmp``). ``clone3`` and ``openat2`` answer ENOSYS, so the C library and Python fall
+``SampleServer.prepare_tmp``) or ``O_DIRECT`` (a read past the page cache, from the host's disk). ``clone3`` and ``openat2`` answer ENOSYS, so the C library and Python fall
 back to ``clone`` and ``openat``, whose flags the filter can read.
 
 Kernel state that the samples of a worker (or of all workers) share, which one sample could write and the next
@@ -31,6 +31,9 @@ pass; every shared one answers EAGAIN, waits included; ``futex_waitv`` and the f
 ``ustat`` (free blocks and inodes of any mounted file system, found by device number: another worker's ``/tmp``,
 the host's disks) is refused to samples by a second filter the zygote installs (:class:`SampleFilter`): the server
 itself uses it.
+Cross-CPU interrupts that another worker's sample counts in a busy loop: ``membarrier`` (its expedited commands
+interrupt other CPUs), refused; flushing the host's disks (``sync``, ``syncfs``, ``fsync`` and the like), answered
+"done" without effect (:data:`NO_EFFECT`).
 Other workers' verdicts: ``sched_setaffinity`` and the other scheduler and priority calls (a sample would undo its
 worker's pinning), ``fcntl(F_SETPIPE_SZ)``.
 
@@ -80,7 +83,8 @@ ARCHITECTURES: dict[str, tuple[int, dict[str, int]]] = {
         "statmount": 457, "listmount": 458, "statfs": 137, "fstatfs": 138, "flock": 73, "inotify_init": 253,
         "inotify_init1": 294, "inotify_add_watch": 254, "inotify_rm_watch": 255, "fanotify_mark": 301,
         "getsockopt": 55, "setsockopt": 54, "prctl": 157, "futex": 202, "futex_waitv": 449, "futex_wake": 454,
-        "futex_wait": 455, "futex_requeue": 456, "ustat": 136}),
+        "futex_wait": 455, "futex_requeue": 456, "ustat": 136, "membarrier": 324, "sync": 162, "syncfs": 306,
+        "fsync": 74, "fdatasync": 75, "sync_file_range": 277}),
     "aarch64": (0xC00000B7, {
         "clone": 220, "clone3": 435, "unshare": 97, "setns": 268, "mount": 40, "umount2": 39, "pivot_root": 41,
         "chroot": 51, "ptrace": 117, "add_key": 217, "request_key": 218, "keyctl": 219, "bpf": 280,
@@ -103,7 +107,8 @@ ARCHITECTURES: dict[str, tuple[int, dict[str, int]]] = {
         "statmount": 457, "listmount": 458, "statfs": 43, "fstatfs": 44, "flock": 32, "inotify_init1": 26,
         "inotify_add_watch": 27, "inotify_rm_watch": 28, "fanotify_mark": 263,
         "getsockopt": 209, "setsockopt": 208, "prctl": 167, "futex": 98, "futex_waitv": 449, "futex_wake": 454,
-        "futex_wait": 455, "futex_requeue": 456}),
+        "futex_wait": 455, "futex_requeue": 456, "membarrier": 283, "sync": 81, "syncfs": 267, "fsync": 82,
+        "fdatasync": 83, "sync_file_range": 84}),
 }
 # clone() flags that make a namespace (linux/sched.h).
 CLONE_NEWIPC, CLONE_NEWPID = 0x08000000, 0x20000000
@@ -123,6 +128,9 @@ _LD_W_ABS, _JEQ_K, _JGE_K, _JSET_K, _RET_K = 0x20, 0x15, 0x35, 0x45, 0x06
 _RET_ALLOW, _RET_KILL, _RET_ERRNO = 0x7FFF0000, 0x80000000, 0x00050000
 _EPERM, _ENOSYS, _EOPNOTSUPP = 1, 38, 95
 O_TMPFILE_BIT = 0o20000000  # __O_TMPFILE (x86-64 and the generic table alike)
+# O_DIRECT, which differs: a read past the page cache goes to the host's disk, whose interrupts another worker's CPU
+# sees (and the warm page cache the server keeps is bypassed). Refused as O_TMPFILE is.
+O_DIRECT_BIT = {"x86_64": 0o40000, "aarch64": 0o200000}
 OPEN_FLAGS_ARGUMENT = {"open": 1, "openat": 2}  # where the flags are; openat2 passes them in a struct: ENOSYS
 # madvise: only advice about the caller's own memory. Refused: WILLNEED (3, reads a file into the page cache),
 # REMOVE (9), MERGEABLE/UNMERGEABLE (12/13, KSM: merging is visible through timing across processes), COLD and
@@ -162,6 +170,11 @@ ZERO_ARGUMENT = {"preadv2": 5, "pwritev2": 5}
 # id as a shared futex, spins instead until the thread has ended (CPython's locks are private futexes).
 FUTEX_PRIVATE_FLAG = 128
 _EAGAIN = 11
+# Answered "done" without doing anything: flushing the host's disks (sync, syncfs, and fsync of any file, a read-only
+# stdlib one too) makes disk I/O whose interrupts land on every CPU, a signal between concurrent workers (the
+# twentieth session's red-team round: a wrong sample passed 6 runs in 8 by decoding them). A sample writes only its
+# own tmpfs, where a flush has nothing to do; "done" keeps programs that flush their files working.
+NO_EFFECT = ("sync", "syncfs", "fsync", "fdatasync", "sync_file_range")
 # Refused to samples alone, by the filter the zygote adds (SampleFilter): calls the server makes for every sample.
 SAMPLE_ONLY = ("ustat",)
 # The calls build_program lets through on conditions (their arguments, or the zygote's filter), not refused whole.
@@ -193,7 +206,9 @@ def build_program(machine: str | None = None) -> list[tuple[int, int, int, int]]
     if arch is None:
         return None
     audit_arch, numbers = arch
-    refused = sorted(number for name, number in numbers.items() if name not in CONDITIONAL | set(NOT_IMPLEMENTED))
+    refused = sorted(number for name, number in numbers.items()
+                     if name not in CONDITIONAL | set(NOT_IMPLEMENTED) | set(NO_EFFECT))
+    o_direct = O_DIRECT_BIT[machine or platform.machine()]
     exact_argument: list[tuple] = []  # one block per server call: allowed only with its exact argument
     for name, (index, value) in SERVER_CALLS.items():
         low = _OFFSET_ARG0 + _ARG_SIZE * index
@@ -203,12 +218,12 @@ def build_program(machine: str | None = None) -> list[tuple[int, int, int, int]]
             (None, _LD_W_ABS, low + 4),  # the upper half must be zero
             (None, _JEQ_K, 0, "allow", "deny"),
         ]
-    open_flags: list[tuple] = []  # an unnamed file in a directory (O_TMPFILE): "not supported", see below
+    open_flags: list[tuple] = []  # an unnamed file in a directory (O_TMPFILE), O_DIRECT: "not supported", see above
     for name, index in OPEN_FLAGS_ARGUMENT.items():
         if name in numbers:
             open_flags += [
                 (name, _LD_W_ABS, _OFFSET_ARG0 + _ARG_SIZE * index),
-                (None, _JSET_K, O_TMPFILE_BIT, "eopnotsupp", "allow"),
+                (None, _JSET_K, O_TMPFILE_BIT | o_direct, "eopnotsupp", "allow"),
             ]
     checked: list[tuple] = []  # madvise's advice from a list; fcntl without F_SETPIPE_SZ; RWF flags none
     for name, index in ZERO_ARGUMENT.items():
@@ -243,6 +258,7 @@ def build_program(machine: str | None = None) -> list[tuple[int, int, int, int]]
         (None, _LD_W_ABS, _OFFSET_NR),
         (None, _JGE_K, 0x40000000, "kill", "next"),  # x32 numbers on x86-64
         *[(None, _JEQ_K, numbers[name], "enosys", "next") for name in NOT_IMPLEMENTED],
+        *[(None, _JEQ_K, numbers[name], "no effect", "next") for name in NO_EFFECT if name in numbers],
         (None, _JEQ_K, numbers["clone"], "clone", "next"),
         *[(None, _JEQ_K, numbers[name], name, "next") for name in SERVER_CALLS],
         *[(None, _JEQ_K, numbers[name], name, "next") for name in OPEN_FLAGS_ARGUMENT if name in numbers],
@@ -259,6 +275,7 @@ def build_program(machine: str | None = None) -> list[tuple[int, int, int, int]]
         ("deny", _RET_K, _RET_ERRNO | _EPERM),
         ("eopnotsupp", _RET_K, _RET_ERRNO | _EOPNOTSUPP),
         ("enosys", _RET_K, _RET_ERRNO | _ENOSYS),
+        ("no effect", _RET_K, _RET_ERRNO | 0),  # the call is skipped and returns 0
         ("kill", _RET_K, _RET_KILL),
     ]
     return _assemble(source)
@@ -334,10 +351,10 @@ class SeccompFilter(_Installable):
         program = build_program(machine)
         self._load(program)
         names = ARCHITECTURES[machine or platform.machine()][1] if self.available else {}
-        refused = len([n for n in names if n not in CONDITIONAL])
+        refused = len([n for n in names if n not in CONDITIONAL and n not in NO_EFFECT])
         self.description = (f"seccomp filter: {refused} system calls refused, {len(SERVER_CALLS)} more allowed "
                             "only with the sample server's own arguments, clone without namespaces or pidfd, open "
-                            "without O_TMPFILE, madvise with advice about own memory only, fcntl on the "
+                            f"without O_TMPFILE or O_DIRECT, {', '.join(NO_EFFECT)} without effect, madvise with advice about own memory only, fcntl on the "
                             "caller's own descriptors only (no locks, leases or notifications), preadv2/pwritev2 "
                             "without flags, no socket options that read host-wide counters or the peer's identity, no "
                             "process-wide KSM, private futexes only; samples also without "

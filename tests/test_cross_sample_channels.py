@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import struct
 import subprocess
 import sys
 import textwrap
@@ -170,6 +171,19 @@ LOCK_ATTACKS = {
                 and ctypes.get_errno() == 1:
             raise OSError(1, "ustat")
     """,
+    # The twentieth session's red-team round: interrupts on another worker's CPU, counted in a busy loop, carried the
+    # answers (a wrong sample passed 6 runs in 8): membarrier's expedited commands, and disk reads past the page cache.
+    "membarrier": """
+        import ctypes, os
+        libc = ctypes.CDLL(None, use_errno=True)
+        number = 324 if os.uname().machine == "x86_64" else 283
+        if libc.syscall(number, 0, 0, 0) < 0:  # MEMBARRIER_CMD_QUERY
+            raise OSError(ctypes.get_errno(), "membarrier")
+    """,
+    "open with O_DIRECT": """
+        import os
+        os.close(os.open(os.__file__, os.O_RDONLY | os.O_DIRECT))
+    """,
     "PR_SET_MEMORY_MERGE": """
         import ctypes
         libc = ctypes.CDLL(None, use_errno=True)
@@ -193,6 +207,59 @@ def test_locks_and_notifications_on_shared_files_are_refused():
     seen = {name: outcomes[i].sample_error for i, name in enumerate(names)}
     assert all(text.startswith("ValueError: refused") for text in seen.values()), \
         {name: text for name, text in seen.items() if not text.startswith("ValueError: refused")}
+
+
+def _filter_answer(program: list[tuple[int, int, int, int]], machine: str, name: str, args=(0,) * 6) -> int:
+    """What the seccomp program returns for one call: the classic BPF it is made of, run here (loads of
+    seccomp_data words, jumps, returns)."""
+    from sandbox import seccomp
+
+    audit_arch, numbers = seccomp.ARCHITECTURES[machine]
+    data = struct.pack("<iIQ6Q", numbers[name], audit_arch, 0, *args)
+    accumulator, at = 0, 0
+    while True:
+        code, jt, jf, k = program[at]
+        if code == 0x20:  # ld word at k
+            accumulator = struct.unpack_from("<I", data, k)[0]
+            at += 1
+        elif code == 0x06:
+            return k
+        else:
+            taken = {0x15: accumulator == k, 0x35: accumulator >= k, 0x45: bool(accumulator & k)}[code]
+            at += 1 + (jt if taken else jf)
+
+
+@pytest.mark.parametrize("machine", ["x86_64", "aarch64"])
+def test_flushing_the_hosts_disks_is_done_without_effect_and_membarrier_and_o_direct_are_refused(machine):
+    """A sample's sync or fsync (of any file, a read-only stdlib one too) made host disk I/O whose interrupts a
+    concurrent sample of another worker counted: "done" without effect (nothing of a sample's is on a disk). The
+    filter's answers, per call, on both tables."""
+    from sandbox import seccomp
+
+    program = seccomp.build_program(machine)
+    for name in ("sync", "syncfs", "fsync", "fdatasync", "sync_file_range"):
+        assert _filter_answer(program, machine, name) == 0x00050000, name  # SECCOMP_RET_ERRNO | 0: returns 0
+    assert _filter_answer(program, machine, "membarrier") == 0x00050000 | 1  # EPERM
+    o_direct = seccomp.O_DIRECT_BIT[machine]
+    assert _filter_answer(program, machine, "openat", (0, 0, o_direct, 0, 0, 0)) == 0x00050000 | 95
+    assert _filter_answer(program, machine, "openat", (0, 0, os.O_RDONLY | os.O_CLOEXEC, 0, 0, 0)) == 0x7FFF0000
+    assert _filter_answer(program, machine, "futex", (0, 0x80, 0, 0, 0, 0)) == 0x7FFF0000  # a private wait
+
+
+def test_a_program_that_flushes_its_files_still_works():
+    code = ADD_PRELUDE + textwrap.indent(textwrap.dedent("""
+        import os, tempfile
+        with tempfile.NamedTemporaryFile("w", dir="/tmp", delete=False) as handle:
+            handle.write("kept")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.sync()
+        assert open(handle.name).read() == "kept"
+        return a + b
+    """), "    ")
+    with Executor(workers=1, timeout_s=5) as executor:
+        (outcome,) = executor.run([Job(0, "add", code, ADD_TEST, ADD_CHECK, prelude=ADD_PRELUDE)])
+    assert outcome.passed, (outcome.reason, outcome.sample_error)
 
 
 def test_an_honest_fcntl_still_works():
