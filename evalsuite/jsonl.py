@@ -70,6 +70,13 @@ def read_jsonl(path: str | Path, tolerate_torn_tail: bool = False) -> Iterator[t
         yield number, record
 
 
+def _is_json_object(line: bytes) -> bool:
+    try:
+        return isinstance(json.loads(line.decode("utf-8")), dict)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return not line.strip()  # blank: nothing to cut either
+
+
 class JsonlAppender:
     """Appends one JSON object per line: flushed to the operating system per record, fsynced to the disk at
     most every ``sync_every_s`` seconds and on close. An fsync per record cost 0.5 ms here, on the thread that
@@ -85,7 +92,9 @@ class JsonlAppender:
         self._unsynced = False
 
     def _repair_torn_tail(self) -> None:
-        """Drop a half-written last line left by a crash, so new records start on a fresh line."""
+        """Drop a half-written last line left by a crash, so new records start on a fresh line. A whole record
+        without its newline (an editor that drops the file's last newline) is kept, as :func:`read_jsonl` keeps it:
+        cut here, the row that reader had counted as done was lost and the run stopped short of it."""
         if not self.path.exists() or self.path.stat().st_size == 0:
             return
         with open(self.path, "rb+") as handle:
@@ -93,7 +102,10 @@ class JsonlAppender:
             if data.endswith(b"\n"):
                 return
             cut = data.rfind(b"\n") + 1
-            handle.truncate(cut)
+            if _is_json_object(data[cut:]):
+                handle.write(b"\n")
+            else:
+                handle.truncate(cut)
 
     def write(self, record: dict[str, Any]) -> None:
         self._handle.write(dumps(record) + "\n")

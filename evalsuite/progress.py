@@ -40,6 +40,7 @@ class TokenProgress:
         self.started = time.perf_counter()
         self.streamed = 0  # tokens reported by the backend while decoding (running rows included)
         self.finished_tokens = 0  # tokens of the completions made so far
+        self.finished_lengths: list[int] = []  # each one's, for what a longer running one may still take
         self.completions = 0
         self._shown = 0.0
 
@@ -50,6 +51,7 @@ class TokenProgress:
     def on_completion(self, num_tokens: int) -> None:
         self.completions += 1
         self.finished_tokens += num_tokens
+        self.finished_lengths.append(num_tokens)
         self.bar.update(1)
         self._refresh(force=True)
 
@@ -60,20 +62,25 @@ class TokenProgress:
     def rate(self) -> float:
         return self.tokens / max(time.perf_counter() - self.started, 1e-9)
 
+    PRIOR_WEIGHT = 4  # completions' worth of belief in "anywhere between its length now and the limit"
+    SETTLE_S = 1.0  # no ETA before, unless a completion is out: the rate still holds the first prefill's wait
+
     def eta_s(self) -> float | None:
-        """Seconds left: the tokens still expected over the rate so far. An unfinished completion is expected to
-        end as long as the finished ones on average (half the token limit before any is done), and longer than it
-        already is; short completions finish first, so the finished mean alone would say "0 s" too early."""
+        """Seconds left: the tokens still expected over the rate so far. An unfinished completion of length L is
+        expected to end as the finished ones longer than L did, pulled towards the middle of L and the token limit
+        while few did: the first to finish are the short ones, and their mean alone said "1 s" with 8 s to go."""
         rate = self.rate()
-        if rate <= 0:
+        if rate <= 0 or not self.completions and time.perf_counter() - self.started < self.SETTLE_S:
             return None
         left = self.total - self.completions
         if left <= 0:
             return 0.0
         running = max(self.tokens - self.finished_tokens, 0)  # tokens of completions not finished yet
         so_far = running / left
-        mean = self.finished_tokens / self.completions if self.completions else self.max_new_tokens / 2
-        expected = min(max(mean, so_far * 1.25, so_far + 16), self.max_new_tokens)
+        longer = [length for length in self.finished_lengths if length > so_far]
+        prior = (so_far + self.max_new_tokens) / 2
+        expected = (sum(longer) + self.PRIOR_WEIGHT * prior) / (len(longer) + self.PRIOR_WEIGHT)
+        expected = min(max(expected, so_far + 1), self.max_new_tokens)
         return max(left * expected - running, left) / rate
 
     def _refresh(self, force: bool = False) -> None:

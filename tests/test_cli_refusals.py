@@ -94,6 +94,22 @@ def test_a_refused_value_is_the_only_line(no_model_loads, capsys, argv, message)
     assert not (no_model_loads / "runs").exists() and not (no_model_loads / "leaderboard").exists()
 
 
+@pytest.mark.parametrize("argv, message", [
+    (["run", "--seed", "abc"], "evalsuite run: error: argument --seed: invalid int value: 'abc'"),
+    (["run", "--n", "1.5"], "evalsuite run: error: argument --n: invalid int value: '1.5'"),
+    (["run", "--no-such-flag"], "evalsuite: error: unrecognized arguments: --no-such-flag"),
+    (["nosuchcommand"], "evalsuite: error: argument COMMAND: invalid choice: 'nosuchcommand'"),
+])
+def test_a_usage_mistake_is_one_line_naming_the_help(no_model_loads, capsys, argv, message):
+    """argparse printed the command's whole usage block (26 lines for run) before the line that says what is wrong
+    (the twentieth session's run-path round)."""
+    with pytest.raises(SystemExit) as stopped:
+        main(argv)
+    assert stopped.value.code == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(message) and "--help)" in lines[0], lines
+
+
 def test_plan_refuses_a_gpu_cap_without_a_gpu(no_model_loads, capsys):
     torch = pytest.importorskip("torch")
     if torch.cuda.is_available():

@@ -4,6 +4,7 @@ decide the run folder; every completion row names the invocation that made it; p
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -82,7 +83,17 @@ def test_fingerprint_hashes_contents_and_caches_by_path_size_mtime(tmp_path):
     with open(model, "r+b") as handle:  # one byte changed in place, same size
         handle.seek(10)
         handle.write(b"\x01")
-    assert local_fingerprint(model) != first
+    second = local_fingerprint(model)
+    assert second != first
+    # other bytes copied in with the old size and modification time (cp -p, rsync -a): still seen (the twentieth
+    # session's run-path round: the cache key was path, size and mtime, and a resume mixed two sets of weights)
+    before = model.stat()
+    other = tmp_path / "other.gguf"
+    other.write_bytes(b"GGUF" + bytes([7]) * 1000)
+    os.utime(other, ns=(before.st_atime_ns, before.st_mtime_ns))
+    os.replace(other, model)
+    assert model.stat().st_size == before.st_size and model.stat().st_mtime_ns == before.st_mtime_ns
+    assert local_fingerprint(model) not in (first, second)
 
 
 @pytest.fixture
@@ -167,9 +178,13 @@ def test_the_pre_load_key_tells_two_tasks_apart_even_on_the_same_data():
 
     spec = resolve_model("reference")
     config = RunConfig(models=["reference"], tasks=[], sampling=SamplingParams(n=1), ks=[1])
-    keys = {request_key(spec, SimpleNamespace(name=name, dataset_sha256="same", prompt_template="same"), ["t/0"],
-                        config) for name in ("humaneval", "humaneval-variant")}
+    def task(name: str, stops: tuple[str, ...] = ("\ndef",)) -> SimpleNamespace:
+        return SimpleNamespace(name=name, dataset_sha256="same", prompt_template="same", stop_sequences=stops)
+
+    keys = {request_key(spec, task(name), ["t/0"], config) for name in ("humaneval", "humaneval-variant")}
     assert len(keys) == 2 and None not in keys
+    # and the task's own stops, which its run's identity holds (a task file's edited stops found the old run)
+    assert request_key(spec, task("humaneval", ("\ndef", "\nclass")), ["t/0"], config) not in keys
 
 
 def test_fingerprint_covers_the_folders_model_code(tmp_path):

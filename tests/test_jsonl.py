@@ -36,6 +36,17 @@ def test_torn_tail_is_tolerated_only_when_asked_and_repaired_on_append(tmp_path)
     assert [r["i"] for _, r in read_jsonl(path)] == [0, 1, 2]
 
 
+def test_a_whole_last_record_without_its_newline_is_kept_on_append(tmp_path):
+    """An editor that drops the file's last newline: the reader counted that row as done, the appender cut it as
+    torn, and the run stopped short of it (the twentieth session's run-path round)."""
+    path = tmp_path / "c.jsonl"
+    path.write_text('{"a": 1}\n{"a": 2}')
+    assert [r for _, r in read_jsonl(path, tolerate_torn_tail=True)] == [{"a": 1}, {"a": 2}]
+    with JsonlAppender(path) as out:
+        out.write({"a": 3})
+    assert [r for _, r in read_jsonl(path)] == [{"a": 1}, {"a": 2}, {"a": 3}]
+
+
 @pytest.mark.parametrize("sync_every_s, syncs", [(0.0, 5), (3600.0, 1)])
 def test_every_record_is_flushed_and_fsyncs_are_at_most_one_a_period_plus_close(tmp_path, monkeypatch, sync_every_s,
                                                                                  syncs):

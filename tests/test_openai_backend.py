@@ -283,6 +283,37 @@ def test_a_chat_answer_with_null_content_is_said_and_kept_with_its_reason(capsys
         assert generator.describe()["withheld"] == 1 and "1 answer(s)" in err and "no answer text" in err
 
 
+@pytest.mark.parametrize("choice, text, reason", [
+    ({"index": 0, "text": ["    return 1", "\n"], "finish_reason": "stop"}, None, None),
+    ({"index": 0, "text": 7, "finish_reason": "stop"}, None, None),
+    ({"index": 0, "message": {"role": "assistant", "content": {"a": 1}}, "finish_reason": "stop"}, None, None),
+    ({"index": 0, "text": None, "finish_reason": "stop"}, "", "no_content"),
+    ({"index": 0, "message": {"role": "assistant", "content": [{"type": "text", "text": "    return 1"}]},
+      "finish_reason": "stop"}, "    return 1", "stop"),
+])
+def test_an_answer_whose_text_is_not_a_string_is_refused_and_a_null_one_is_said(capsys, choice, text, reason):
+    """A /completions choice whose text was a list ran as its str(), "['    return 1', '\\n']"; a null text was an
+    ordinary empty completion without a word (the twentieth session's run-path round). Text parts are joined."""
+    with ScriptedServer(choice=lambda i: choice) as server:
+        generator = OpenAIGenerator("scripted", server.base_url)
+        if text is None:
+            with pytest.raises(EvalsuiteError, match="choice 0 for t/0 holds no text"):
+                list(generator.generate(one_request(), SamplingParams()))
+            return
+        [completion] = generator.generate(one_request(), SamplingParams())
+    assert (completion.text, completion.finish_reason) == (text, reason)
+    assert ("no answer text" in capsys.readouterr().err) == (reason == "no_content")
+
+
+@pytest.mark.parametrize("header", ["nan", "inf", "-inf", "1e999"])
+def test_a_retry_after_that_is_no_number_of_seconds_falls_back_to_the_backoff(header):
+    """Retry-After: nan reached time.sleep and stopped the run with a traceback."""
+    with ScriptedServer(script=[429], retry_after=header) as server:
+        generator = OpenAIGenerator("scripted", server.base_url, retry=RetryPolicy(base_delay_s=0.01))
+        [completion] = generator.generate(one_request(), SamplingParams())
+    assert completion.text == "    return 0" and generator.retries_done == 1
+
+
 def test_samples_per_request_uses_n():
     with ScriptedServer() as server:
         generator = OpenAIGenerator("scripted", server.base_url, samples_per_request=4)

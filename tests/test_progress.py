@@ -16,11 +16,29 @@ def progress(total: int = 5, max_new_tokens: int = 512, expected: float | None =
     return TokenProgress(tqdm(total=total, disable=True), total, max_new_tokens, expected)
 
 
-def test_eta_before_any_completion_uses_half_the_token_limit():
+def test_eta_before_any_completion_uses_half_the_token_limit(monkeypatch):
     tracker = progress()
     with mock.patch.object(TokenProgress, "rate", lambda self: 2.0):
         tracker.on_tokens(10)
-        assert tracker.eta_s() == (5 * 256 - 10) / 2.0
+        assert tracker.eta_s() is None  # the first second: the rate still holds the prefill's wait
+        monkeypatch.setattr(TokenProgress, "SETTLE_S", 0.0)
+        assert tracker.eta_s() == (5 * (2 + 512) / 2 - 10) / 2.0  # 2 tokens a row so far: half-way to the limit
+
+
+def test_the_short_completions_that_finish_first_do_not_make_the_eta_a_second():
+    """64 rows of at most 300 tokens decoding together; the first two to finish took 5 and 8 tokens while the
+    others have about 51 each. The mean of the finished said "ETA ~1 s" with 7 s to go (the twentieth session's
+    run-path round); they are shorter than the running rows, so they say nothing of them."""
+    tracker = progress(total=64, max_new_tokens=300)
+    with mock.patch.object(TokenProgress, "rate", lambda self: 1594.0):
+        tracker.on_tokens(3181)
+        tracker.on_completion(5)
+        tracker.on_completion(8)
+        assert 4.0 < tracker.eta_s() < 8.0
+        for _ in range(30):  # later, long finished ones are what the running ones are expected to take
+            tracker.on_completion(120)
+        tracker.on_tokens(32 * 120 - 3181 + 32 * 100)
+        assert abs(tracker.eta_s() - 32 * 20 / 1594.0) < 1.0
 
 
 def test_a_short_first_completion_does_not_make_the_eta_zero():

@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from test_resume import records, run_args, wait_for_lines
@@ -31,6 +32,21 @@ def test_a_claim_is_held_until_released_and_names_its_holder(tmp_path):
     for claim in (again, other_rank, other_settings, other_output):
         claim.release()
     assert list(tmp_path.iterdir()) == []  # the output folder holds run folders only: claims live elsewhere
+
+
+def test_a_run_folder_made_by_its_claim_is_readable_as_the_umask_says_and_the_cache_claims_stay_private(tmp_path):
+    """Run folders were made 0700 by the claim that first creates them: the pages the leaderboard links to could not
+    be opened by a colleague or a web server (the twentieth session's run-path round)."""
+    previous = os.umask(0o022)
+    try:
+        claim = RunClaim.take_in(tmp_path / "runs" / "m__humaneval__abc", 0, "m/humaneval")
+        cached = RunClaim.take(tmp_path / "runs", "m__humaneval__abc", 0, "m/humaneval")
+    finally:
+        os.umask(previous)
+    assert (tmp_path / "runs" / "m__humaneval__abc").stat().st_mode & 0o777 == 0o755
+    assert Path(cached.handle.name).parent.stat().st_mode & 0o777 == 0o700
+    claim.release()
+    cached.release()
 
 
 def paused_mid_run(model, output) -> tuple[list[str], dict, subprocess.Popen]:

@@ -94,6 +94,31 @@ def test_local_path_is_one_identity_and_a_resumed_run_loads_nothing(tiny_model_d
     assert any(name.startswith("My_Tiny_GPT-2__") for name in _runs(tmp_path))
 
 
+@needs_sandbox
+def test_a_task_files_edited_stops_start_a_new_run(tiny_model_dir, tmp_path, monkeypatch):
+    """The stops a task file names are part of the run; the key that finds a finished run before loading did not
+    hold them, so after an edit the earlier run was found, the model not loaded, and every later run failed with
+    "a resumed run without its model was asked to generate" (the twentieth session's run-path round)."""
+    import shutil
+
+    spec_dir = Path(__file__).parent / "data" / "declarative"
+    tasks = tmp_path / "tasks"
+    shutil.copytree(spec_dir, tasks)
+    monkeypatch.chdir(tmp_path)
+    common = ["--models", str(tiny_model_dir("gpt2")), "--tasks", "wordbench", "--task-dir", str(tasks),
+              "--limit", "1", "--max-new-tokens", "8", "--quiet", "--output", str(tmp_path / "runs"),
+              "--no-leaderboard"]
+    assert main(["run", *common]) == 0
+    spec = tasks / "task_wordbench.yaml"
+    assert '"\\ndef", ' in spec.read_text()
+    spec.write_text(spec.read_text().replace('"\\ndef", ', ""))
+    assert main(["run", *common]) == 0
+    assert main(["run", *common]) == 0  # and again: the new run is found, the model not loaded
+    records = [json.loads(p.read_text()) for p in (tmp_path / "runs").glob("*/record.json")]
+    assert sorted(r["status"] for r in records) == ["complete", "complete"]
+    assert sorted(len(r["task"]["stop_sequences"]) for r in records) == [5, 6]
+
+
 def test_quiet_run_prints_no_loading_bar(tiny_model_dir, tmp_path):
     model = tiny_model_dir("gpt2")
     proc = subprocess.run([sys.executable, "-m", "evalsuite", "run", "--models", str(model), "--limit", "1",

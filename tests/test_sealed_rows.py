@@ -1,6 +1,6 @@
 """A resume trusts the completion rows on disk, so each row is sealed to its run (evalsuite.runs.rundir.row_seal):
 a row edited by hand or copied from another run is refused in one line instead of being scored as the model's
-output; deleting it regenerates it; rows an earlier evalsuite wrote without seals still resume."""
+output; deleting it regenerates it; a row without a seal is refused alike."""
 
 from __future__ import annotations
 
@@ -58,14 +58,17 @@ def test_a_row_copied_from_another_run_is_refused(tmp_path):
         run(tmp_path / "runs", n=2)
 
 
-def test_rows_written_before_seals_still_resume_but_an_unsealed_row_among_sealed_ones_does_not(tmp_path):
+def test_a_row_whose_seal_was_deleted_with_an_edit_is_refused(tmp_path):
+    """Deleting the seal hid a hand edit (the twentieth session's run-path round): rows written before seals were
+    let through as an older evalsuite's, so an edited row without its seal was scored."""
     folder = run(tmp_path / "runs").scores[0].run_dir
     rows = rows_of(folder)
-    unsealed = [{k: v for k, v in row.items() if k != "seal"} for row in rows]
-    write_rows(folder, unsealed[:-1])  # an older evalsuite's run, interrupted before its last row
-    assert run(tmp_path / "runs").scores[0].generated_now == 1
-    resumed = rows_of(folder)
-    assert "seal" not in resumed[0] and "seal" in resumed[-1]
-    write_rows(folder, resumed[:2] + resumed[-1:] + resumed[2:-1])  # unsealed rows after a sealed one: no old run's
-    with pytest.raises(EvalsuiteError, match="is not what this run wrote"):
+    edited = [dict(row) for row in rows]
+    edited[1]["completion"] = "    return 'EDITED BY HAND'\n"
+    del edited[1]["seal"]
+    write_rows(folder, edited)
+    with pytest.raises(EvalsuiteError, match=r"completions.jsonl:2: .* is not what this run wrote .*it has no seal"):
+        run(tmp_path / "runs")
+    write_rows(folder, [{k: v for k, v in row.items() if k != "seal"} for row in rows])  # every seal gone
+    with pytest.raises(EvalsuiteError, match=r"completions.jsonl:1: .*it has no seal"):
         run(tmp_path / "runs")

@@ -249,3 +249,37 @@ def test_ctrl_c_twice_during_a_run_leaves_no_traceback_and_the_rerun_resumes(tin
     assert rerun.returncode == 0, rerun.stderr[-2000:]
     record = json.loads(next(tmp_path.glob("runs/*/record.json")).read_text())
     assert record["generation_stats"]["completions_generated_now"] == TOTAL - len(kept)
+
+
+@pytest.mark.parametrize("stopped_at", ["results.jsonl", "summary.json", "report.html"])
+def test_a_stop_while_the_results_are_written_says_interrupted_and_the_rerun_completes(tmp_path, monkeypatch,
+                                                                                       stopped_at):
+    """A stop after the samples ran, while results.jsonl, summary.json or the page were written, left record.json
+    saying "running" (the twentieth session's run-path round): the record says how the invocation ended."""
+    import evalsuite
+    import evalsuite.jsonl
+
+    if __import__("sandbox").detect_isolation() == "none":
+        pytest.skip("needs bubblewrap")
+    real = evalsuite.jsonl.atomic_write_bytes
+
+    def stop_at(path, *args, **kwargs):
+        if Path(path).name == stopped_at:
+            raise KeyboardInterrupt
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(evalsuite.jsonl, "atomic_write_bytes", stop_at)
+    with pytest.raises(KeyboardInterrupt):
+        evalsuite.run(models=["reference"], limit=2, output=str(tmp_path / "runs"), no_leaderboard=True, quiet=True)
+    (record_path,) = (tmp_path / "runs").glob("*/record.json")
+    record = json.loads(record_path.read_text())
+    assert record["status"] == "interrupted" and record.get("summary") is None
+    assert record["invocations"][-1]["status"] == "interrupted"
+    leftover = record_path.parent / ".summary.json.k3j_x9a2"  # what a kill -9 mid-write leaves
+    leftover.write_text("{")
+    monkeypatch.setattr(evalsuite.jsonl, "atomic_write_bytes", real)
+    again = evalsuite.run(models=["reference"], limit=2, output=str(tmp_path / "runs"), no_leaderboard=True,
+                          quiet=True)
+    assert again.scores[0]["pass@1"] == 1.0 and json.loads(record_path.read_text())["status"] == "complete"
+    assert not leftover.exists() and (record_path.parent / ".claim.rank0").exists()
+

@@ -10,6 +10,7 @@ import os
 import signal
 import sys
 import threading
+from typing import NoReturn
 
 from evalsuite.errors import EvalsuiteError
 from evalsuite.untrusted import visible
@@ -18,9 +19,16 @@ from evalsuite.version import __version__
 COMMANDS = ("run", "evaluate", "selfcheck", "tasks", "models", "plan", "leaderboard")
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """A usage mistake is one line naming the command's help (argparse printed the 26-line usage block first)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {visible(message)} (see {self.prog} --help)\n")
+
+
 def build_parser(commands: tuple[str, ...] = COMMANDS) -> argparse.ArgumentParser:
     """The parser with ``commands`` (all by default). Each command's module is imported to add its arguments."""
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="evalsuite", description="Measure how well language models write code.")
     parser.add_argument("--version", action="version", version=f"evalsuite {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")

@@ -67,13 +67,15 @@ def result_text(status: str, reason: str) -> str:
 
 def execute_samples(task: Task, samples: Sequence[Mapping[str, Any]], options: ExecutionOptions,
                     timeouts: Mapping[str, float] | None = None, default_timeout_s: float = sandbox.DEFAULT_TIMEOUT_S,
-                    io_jobs: Mapping[str, Any] | None = None) -> tuple[list[SampleResult], dict[str, Any]]:
+                    io_jobs: Mapping[str, Any] | None = None, stage: str = "execute",
+                    ) -> tuple[list[SampleResult], dict[str, Any]]:
     """Run every sample in the sandbox; results come back in input order, plus execution info.
 
     ``timeouts`` maps task ids to their samples' wall-clock limits (see :mod:`evalsuite.execution.timeouts`);
     problems not
     in it get ``default_timeout_s``. ``io_jobs`` (:class:`evalsuite.execution.differential.IOJob` by task id): the
-    problems checked EvalPlus's way, by inputs and expected outputs; their samples get each input set's verdict."""
+    problems checked EvalPlus's way, by inputs and expected outputs; their samples get each input set's verdict.
+    ``stage`` names the progress bar (the timeouts' calibration is not the samples' execution)."""
     problems = {problem.task_id: problem for problem in task.problems()}
     jobs = []
     unchecked: set[int] = set()  # samples of problems whose data no checker can hold: failed without running
@@ -101,7 +103,7 @@ def execute_samples(task: Task, samples: Sequence[Mapping[str, Any]], options: E
     try:
         with sandbox.Executor(workers=options.workers, timeout_s=default_timeout_s, memory_mb=options.memory_mb,
                               allow_unsandboxed=options.allow_unsandboxed, isolation=options.isolation) as executor:
-            with progress_bar(len(jobs), f"execute {task.name}", "sample", options.show_progress) as bar:
+            with progress_bar(len(jobs), f"{stage} {task.name}", "sample", options.show_progress) as bar:
                 for outcome in executor.run(jobs):
                     outcomes[outcome.job_id] = outcome
                     bar.update(1)

@@ -165,7 +165,7 @@ def calibrate(task: Task, problems: Sequence[Problem], options: ExecutionOptions
             print(f"timing {len(todo)} canonical solution(s) of {task.name} once, for calibrated timeouts "
                   f"(cached in {path.parent})", file=sys.stderr)
         results, info = execute_samples(task, canonical_samples(task, todo), options,
-                                        default_timeout_s=CALIBRATION_LIMIT_S)
+                                        default_timeout_s=CALIBRATION_LIMIT_S, stage="calibrate")
         for result in results:
             cached["times_s"].pop(result.task_id, None)
             cached["failed"].pop(result.task_id, None)

@@ -13,6 +13,7 @@ Plain HTTP from the standard library, so the core needs no SDK. Requests run on 
 from __future__ import annotations
 
 import json
+import math
 import os
 import queue
 import random
@@ -255,6 +256,9 @@ class OpenAIGenerator(Generator):
                 raise EvalsuiteError(f"{redact_url(self.base_url)}{path}: choice {position} for "
                                      f"{job.request.task_id} holds no completion: {json.dumps(choice)[:200]}")
             raw = _choice_text(choice)
+            if raw is None:
+                raise EvalsuiteError(f"{redact_url(self.base_url)}{path}: choice {position} for "
+                                     f"{job.request.task_id} holds no text: {json.dumps(choice)[:200]}")
             text = truncate_at_stop(raw, job.request.stop_sequences)
             server_reason = choice.get("finish_reason")
             finish = "stop" if len(text) < len(raw) else ("length" if server_reason == "length" else "stop")
@@ -358,26 +362,35 @@ def _withheld_reason(choice: dict[str, Any], raw: str) -> str | None:
         if message.get("tool_calls"):
             return "tool_calls"
         return "no_content" if reason in (None, "stop") else reason  # "length": the budget went before any answer
+    if not isinstance(message, dict) and choice.get("text") is None:
+        return "no_content" if reason in (None, "stop") else reason
     if not raw and reason not in (None, "stop", "length"):
         return reason  # an empty answer the server withheld (content_filter...)
     return None
 
 
-def _choice_text(choice: dict[str, Any]) -> str:
-    """A choice's text: ``text`` of /completions, ``message.content`` of /chat/completions."""
+def _choice_text(choice: dict[str, Any]) -> str | None:
+    """A choice's text: ``text`` of /completions, ``message.content`` of /chat/completions (a string, or a list of
+    text parts); "" where it is null (:func:`_withheld_reason` says why), None where it is something else: a list
+    or a number was run as its ``str()``, ``['a', 'b']``."""
     message = choice.get("message")
-    if isinstance(message, dict):
-        return str(message.get("content") or "")
-    return str(choice.get("text") or "")
+    content = message.get("content") if isinstance(message, dict) else choice.get("text")
+    if content is None or isinstance(content, str):
+        return content or ""
+    if isinstance(content, list) and all(isinstance(part, dict) and part.get("type") == "text"
+                                         and isinstance(part.get("text"), str) for part in content):
+        return "".join(part["text"] for part in content)
+    return None
 
 
 def _parse_retry_after(value: str | None) -> float | None:
     if not value:
         return None
     try:
-        return float(value)
+        seconds = float(value)
     except ValueError:
         return None  # an HTTP date: fall back to our own backoff
+    return seconds if math.isfinite(seconds) else None  # "nan" reached time.sleep and stopped the run
 
 
 def _error_detail(payload: bytes) -> str:

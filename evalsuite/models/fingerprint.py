@@ -41,7 +41,9 @@ def _load_cache(path: Path) -> dict[str, str]:
 
 def file_sha256(path: Path, cache: dict[str, str]) -> str:
     stat = path.stat()
-    key = f"{path.resolve()}\0{stat.st_size}\0{stat.st_mtime_ns}"
+    # The change time and the inode too: other weights copied in with the old size and modification time (rsync -a,
+    # cp -p, tar of mtime-normalised files) were taken for the old ones, and a resume mixed the two
+    key = f"{path.resolve()}\0{stat.st_size}\0{stat.st_mtime_ns}\0{stat.st_ctime_ns}\0{stat.st_dev}:{stat.st_ino}"
     if key not in cache:
         digest = hashlib.sha256()
         with open(path, "rb") as handle:

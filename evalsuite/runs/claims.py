@@ -54,7 +54,7 @@ class RunClaim:
         output = os.path.realpath(output_dir)
         folder = cache_root() / "claims" / hashlib.sha256(output.encode()).hexdigest()[:16]
         return cls._lock(folder, f"{name}.rank{shard}", f"{what}: another evalsuite process (pid {{holder}}) is "
-                         f"running this same run into {output_dir}")
+                         f"running this same run into {output_dir}", private=True)
 
     @classmethod
     def take_in(cls, run_folder: Path, shard: int, what: str) -> RunClaim:
@@ -64,10 +64,11 @@ class RunClaim:
                          f"perhaps on another machine) is writing this run's folder {run_folder}")
 
     @classmethod
-    def _lock(cls, folder: Path, name: str, held: str) -> RunClaim:
-        """An exclusive flock on ``folder/name``; ``held``, with ``{holder}`` the holder's pid, says who has it."""
+    def _lock(cls, folder: Path, name: str, held: str, private: bool = False) -> RunClaim:
+        """An exclusive flock on ``folder/name``; ``held``, with ``{holder}`` the holder's pid, says who has it.
+        ``private``: the folder is the user's own (the cache's claims), not a run folder others read (its pages)."""
         try:
-            folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+            folder.mkdir(parents=True, exist_ok=True, mode=0o700 if private else 0o777)  # 0o777: less the umask
             handle = open(folder / name, "a+", encoding="utf-8")  # noqa: SIM115 - held open while the claim lives
         except OSError:  # nowhere to lock (a read-only home): the run goes on unguarded
             return cls(None)

@@ -115,9 +115,9 @@ class Finished:
 
 def finish(run: ScoredRun, ks: Sequence[int], summary_fields: Mapping[str, Any], facts: RunFacts | None = None,
            complete: Callable[[ScoreSummary, float], RunRecord] | None = None) -> Finished:
-    """Score ``run``, write summary.json (the score then ``summary_fields``), then (``run`` only) record.json as
-    ``complete(summary, score_seconds)`` finishes it, then report.html. The facts are ``facts``, or read from
-    the completed record."""
+    """Score ``run``, write summary.json (the score then ``summary_fields``), then report.html, then (``run`` only)
+    record.json as ``complete(summary, score_seconds)`` finishes it: written last, a record that says "complete"
+    has every file beside it. The facts are ``facts``, or read from the completed record."""
     started = time.perf_counter()
     scored = score(run.results, ks)
     summary = scored.summary(summary_fields)
@@ -125,11 +125,12 @@ def finish(run: ScoredRun, ks: Sequence[int], summary_fields: Mapping[str, Any],
     record = None
     if complete is not None:
         record = complete(summary, time.perf_counter() - started)
-        atomic_write_json(run.folder / RECORD_FILE, record.to_json())
         facts = RunFacts.from_record(record)
     if facts is None:
         raise ValueError("finish() needs the run's facts or a record to read them from")
     page = write_page(run, facts, summary)
+    if record is not None:
+        atomic_write_json(run.folder / RECORD_FILE, record.to_json())
     return Finished(score=scored, summary=summary, facts=facts, page=page, record=record)
 
 

@@ -8,6 +8,7 @@ generation and resume (:mod:`evalsuite.runs.generate`), execution, and the finis
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -168,6 +169,8 @@ def run_one(generator: Generator, spec: ModelSpec, task: Task, config: RunConfig
         claims.append(claim)
     previous = run_dir.check_identity(identity)
     run_dir.path.mkdir(parents=True, exist_ok=True)
+    if ctx.is_main:
+        run_dir.remove_leftover_temporaries()  # of a killed invocation's writes: this one holds the folder now
     invocation_id = ctx.agree(uuid.uuid4().hex)  # every rank's rows name the invocation the record lists
     invocation = Invocation(invocation_id, _now(), load_s=round(load_seconds, 3))
     history = earlier_invocations(previous,
@@ -190,6 +193,26 @@ def run_one(generator: Generator, spec: ModelSpec, task: Task, config: RunConfig
 
     started = time.perf_counter()
     generate_seconds: float | None = None
+
+    def record_the_stop(exc: BaseException) -> None:
+        """record.json says how this invocation ended and what it made, never "running" after it."""
+        invocation.status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
+        elapsed = generate_seconds if generate_seconds is not None else time.perf_counter() - started
+        invocation.finished_at, invocation.generate_s = _now(), round(elapsed, 3)
+        if not ctx.is_main:
+            return
+        if ctx.world_size > 1:  # every rank's rows saved so far, not only this shard's (the next run recounts)
+            try:
+                rows = run_dir.existing_completions(valid_ids, config.sampling.n).values()
+                made = made_by(rows, [invocation_id])[invocation_id]
+                invocation.completions_generated, invocation.tokens_generated = made
+            except EvalsuiteError:
+                pass  # a rank's file being written: the next invocation counts its rows
+        record.status = invocation.status  # not "running": this invocation ended here
+        record.finished_at = record.summary = record.per_problem = None  # no score: the rerun makes it
+        record.invocations = [*history, invocation.to_json()]
+        atomic_write_json(run_dir.record, record.to_json())
+
     try:
         failure: Exception | None = None
         try:
@@ -216,74 +239,78 @@ def run_one(generator: Generator, spec: ModelSpec, task: Task, config: RunConfig
             ctx.rank, results, generated, tokens, generate_seconds, execute_seconds, len(my_problems), ctx.cpus,
             execution_info))
     except BaseException as exc:  # a signal, a failure or a lost rank: the record says what this invocation made
-        invocation.status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
-        elapsed = generate_seconds if generate_seconds is not None else time.perf_counter() - started
-        invocation.finished_at, invocation.generate_s = _now(), round(elapsed, 3)
-        if ctx.is_main:
-            if ctx.world_size > 1:  # every rank's rows saved so far, not only this shard's (the next run recounts)
-                try:
-                    rows = run_dir.existing_completions(valid_ids, config.sampling.n).values()
-                    made = made_by(rows, [invocation_id])[invocation_id]
-                    invocation.completions_generated, invocation.tokens_generated = made
-                except EvalsuiteError:
-                    pass  # a rank's file being written: the next invocation counts its rows
-            record.status = invocation.status  # not "running": this invocation ended here
-            record.invocations = [*history, invocation.to_json()]
-            atomic_write_json(run_dir.record, record.to_json())
+        record_the_stop(exc)
         raise
     if not ctx.is_main or gathered is None:
         return None
-    by_task: dict[str, list[SampleResult]] = {}
-    for share in gathered:
-        for result in share.results:
-            by_task.setdefault(result.task_id, []).append(result)
-    results = [r for p in problems for r in sorted(by_task.get(p.task_id, []), key=lambda r: r.completion_id)]
-    generated = sum(share.generated for share in gathered)
-    tokens = sum(share.tokens for share in gathered)
-    generate_seconds = max(share.generate_s for share in gathered)  # the slowest rank's: the wall time
-    execute_seconds = max(share.execute_s for share in gathered)
-    execution_info = merged_execution(gathered)
-    atomic_write_jsonl(run_dir.results, (r.to_json() for r in results))
 
-    def complete(summary: ScoreSummary, score_seconds: float) -> RunRecord:
-        """The record once scored: this invocation's figures, the totals over every invocation, the score."""
-        invocation.status, invocation.finished_at = "complete", _now()
-        invocation.completions_generated, invocation.tokens_generated = generated, int(tokens)
-        invocation.generate_s = round(generate_seconds, 3)
-        invocations = [*history, invocation.to_json()]
-        overall = invocation_totals(invocations)
-        record.status, record.finished_at = "complete", _now()
-        # Described again now: some choices (the engine that ran, batch halvings) are made while generating.
-        record.model = ModelDescription(requested, model_name, model_id, generator.describe())
-        record.execution = execution_info
-        # generate: every invocation's generation time together (a resume with nothing left to generate keeps
-        # the real figure); generate_now: this invocation's alone.
-        record.timings_s = {"load": round(load_seconds, 3), "generate": overall["generate_s"],
-                            "generate_now": round(generate_seconds, 3), "execute": round(execute_seconds, 3),
-                            "score": round(score_seconds, 3)}
-        record.generation_stats = {"completions_generated_now": generated,
-                                   "completions_resumed": len(results) - generated,
-                                   "tokens_generated_now": int(tokens),
-                                   "completions_generated_total": overall["completions_generated"],
-                                   "tokens_generated_total": overall["tokens_generated"],
-                                   "tokens_per_s": overall["tokens_per_s"]}
-        record.invocations = invocations
-        if ctx.enabled:
-            record.distributed = {**record.distributed, "ranks": [share.to_json() for share in gathered]}
-        record.summary = summary.to_json(per_problem=False)
-        record.per_problem = per_problem_results(results)
-        return record
+    def score_and_write(gathered: list[RankShare]) -> RunOutcome:
+        """Every rank's results merged, then results.jsonl, summary.json, the completed record and the pages."""
+        by_task: dict[str, list[SampleResult]] = {}
+        for share in gathered:
+            for result in share.results:
+                by_task.setdefault(result.task_id, []).append(result)
+        results = [r for p in problems for r in sorted(by_task.get(p.task_id, []), key=lambda r: r.completion_id)]
+        generated = sum(share.generated for share in gathered)
+        tokens = sum(share.tokens for share in gathered)
+        generate_seconds = max(share.generate_s for share in gathered)  # the slowest rank's: the wall time
+        execute_seconds = max(share.execute_s for share in gathered)
+        execution_info = merged_execution(gathered)
 
-    scored_run = ScoredRun(folder=run_dir.path, task=task, executed=executed, problems=problems, results=results,
-                           samples=run_dir.existing_completions(valid_ids, config.sampling.n).values(),
-                           prompts={p.task_id: asking.prompt_for(task, p) for p in problems},
-                           leaderboard_dir=config.leaderboard_dir)
-    summary_fields = {"run_id": run_dir.run_id, "model": model_name, "task": task.name,
-                      "dataset_sha256": task.dataset_sha256, "n": config.sampling.n,
-                      "sandbox_mode": execution_info.get("mode")}
-    finished = finish(scored_run, config.ks, summary_fields, complete=complete)
-    return RunOutcome(model=model_name, task=task.name, run_dir=run_dir, score=finished.score, record=record,
-                      generated_now=generated)
+        def complete(summary: ScoreSummary, score_seconds: float) -> RunRecord:
+            """The record once scored: this invocation's figures, the totals over every invocation, the score."""
+            invocation.status, invocation.finished_at = "complete", _now()
+            invocation.completions_generated, invocation.tokens_generated = generated, int(tokens)
+            invocation.generate_s = round(generate_seconds, 3)
+            invocations = [*history, invocation.to_json()]
+            overall = invocation_totals(invocations)
+            record.status, record.finished_at = "complete", _now()
+            # Described again now: some choices (the engine that ran, batch halvings) are made while generating.
+            record.model = ModelDescription(requested, model_name, model_id, generator.describe())
+            record.execution = execution_info
+            # generate: every invocation's generation time together (a resume with nothing left to generate keeps
+            # the real figure); generate_now: this invocation's alone.
+            record.timings_s = {"load": round(load_seconds, 3), "generate": overall["generate_s"],
+                                "generate_now": round(generate_seconds, 3), "execute": round(execute_seconds, 3),
+                                "score": round(score_seconds, 3)}
+            record.generation_stats = {"completions_generated_now": generated,
+                                       "completions_resumed": len(results) - generated,
+                                       "tokens_generated_now": int(tokens),
+                                       "completions_generated_total": overall["completions_generated"],
+                                       "tokens_generated_total": overall["tokens_generated"],
+                                       "tokens_per_s": overall["tokens_per_s"]}
+            record.invocations = invocations
+            if ctx.enabled:
+                record.distributed = {**record.distributed, "ranks": [share.to_json() for share in gathered]}
+            record.summary = summary.to_json(per_problem=False)
+            record.per_problem = per_problem_results(results)
+            return record
+
+        scored_run = ScoredRun(folder=run_dir.path, task=task, executed=executed, problems=problems, results=results,
+                               samples=run_dir.existing_completions(valid_ids, config.sampling.n).values(),
+                               prompts={p.task_id: asking.prompt_for(task, p) for p in problems},
+                               leaderboard_dir=config.leaderboard_dir)
+        summary_fields = {"run_id": run_dir.run_id, "model": model_name, "task": task.name,
+                          "dataset_sha256": task.dataset_sha256, "n": config.sampling.n,
+                          "sandbox_mode": execution_info.get("mode")}
+        atomic_write_jsonl(run_dir.results, (r.to_json() for r in results))
+        finished = finish(scored_run, config.ks, summary_fields, complete=complete)
+        return RunOutcome(model=model_name, task=task.name, run_dir=run_dir, score=finished.score, record=record,
+                          generated_now=generated)
+
+    try:
+        return score_and_write(gathered)
+    except BaseException as exc:  # stopped while writing the results: the record said "running"
+        if _status_on_disk(run_dir.record) != "complete":
+            record_the_stop(exc)
+        raise
+
+
+def _status_on_disk(path: Path) -> str | None:
+    try:
+        return json.loads(path.read_text(encoding="utf-8")).get("status")
+    except (OSError, ValueError, AttributeError):
+        return None
 
 
 @dataclass

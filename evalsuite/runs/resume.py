@@ -55,6 +55,9 @@ def request_key(spec: Any, task: Any, problem_ids: Sequence[str], config: Any) -
         "spec": {k: v for k, v in spec.to_dict().items() if k != "name"},  # ./ckpt and /abs/ckpt: one model
         "task": task.name,
         "dataset_sha256": task.dataset_sha256, "prompt_template": task.prompt_template,
+        # the task's own stops are in the run's identity: without them here, a task file's edited stops found the
+        # earlier run, and its stand-in model was asked to generate the new one (every later run failed)
+        "task_stops": list(task.stop_sequences),
         "problem_ids": list(problem_ids), "sampling": config.sampling.to_dict(),
         "prompt": prompt_key(config.prompt, task.name),
         "generation": config.generation.to_dict(),

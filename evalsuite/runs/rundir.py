@@ -32,6 +32,8 @@ def slug(text: str) -> str:
 
 
 SEAL_FIELD = "seal"
+# tempfile.mkstemp(prefix=".<file name>.") of an atomic write: the name, then 8 random characters
+_LEFTOVER = re.compile(r"^\.(?!claim\.)[^/]+\.[a-z0-9_]{8}$")
 
 
 def row_seal(run_id: str, row: Mapping[str, Any]) -> str:
@@ -82,6 +84,17 @@ class RunDir:
     def summary(self) -> Path:
         return self.path / SUMMARY_FILE
 
+    def remove_leftover_temporaries(self) -> list[str]:
+        """Delete the temporary files of atomic writes a killed process left (``.summary.json.k3j_x9a2``: see
+        :func:`evalsuite.jsonl.atomic_write_bytes`); call while holding the run's claim, so no writer is live.
+        Returns their names."""
+        removed = []
+        for path in self.path.glob(".*.*"):
+            if _LEFTOVER.match(path.name) and path.is_file():
+                path.unlink(missing_ok=True)
+                removed.append(path.name)
+        return removed
+
     def sealed(self, row: dict[str, Any]) -> dict[str, Any]:
         """``row`` with its seal (:func:`row_seal`), computed on the row as it will be read back from the file."""
         as_read = json.loads(dumps(row))
@@ -92,12 +105,12 @@ class RunDir:
 
         A torn last line (crash mid-write) is ignored and regenerated; anything else malformed is an error,
         since silently dropping or duplicating samples would change the score. So is a row whose seal does not
-        match (edited by hand, or copied from another run). Rows before a file's first sealed one were written by
-        an evalsuite that did not seal them, and are kept as they are.
+        match (edited by hand, or copied from another run), or that has none: a seal deleted with a hand edit
+        hid the edit. (Rows of an evalsuite from before seals, 2026-11-28, are refused the same way: that run's
+        folder is started over.)
         """
         done: dict[tuple[str, int], dict[str, Any]] = {}
         for path in self.completion_files():
-            sealing = False
             for line, row in read_jsonl(path, tolerate_torn_tail=True):
                 task_id, completion_id = row.get("task_id"), row.get("completion_id")
                 if (not isinstance(task_id, str) or task_id not in valid_task_ids
@@ -106,10 +119,10 @@ class RunDir:
                                          f"this run; delete {self.path} to start over")
                 key = (task_id, completion_id)
                 seal = row.get(SEAL_FIELD)
-                sealing = sealing or seal is not None
-                if sealing and seal != row_seal(self.run_id, row):
+                if seal != row_seal(self.run_id, row):
+                    why = "its seal does not match" if seal is not None else "it has no seal"
                     raise EvalsuiteError(f"{path}:{line}: completion {key} is not what this run wrote (edited, or "
-                                         "copied from another run: its seal does not match); delete that line to "
+                                         f"copied from another run: {why}); delete that line to "
                                          f"generate it again, or delete {self.path} to start over")
                 if key in done:
                     raise EvalsuiteError(f"{path}:{line}: duplicate completion {key}: two processes wrote this run at "
