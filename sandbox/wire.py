@@ -24,6 +24,7 @@ dict with equal members, which the encoder never writes. Runs on both sides of t
 
 from __future__ import annotations
 
+import abc
 import collections
 import enum
 import fractions
@@ -148,7 +149,7 @@ _HARMLESS = frozenset({"__doc__", "__module__", "__qualname__", "__dict__", "__w
                        "__reduce_ex__", "__getstate__", "__setstate__", "__class_getitem__", "__match_args__",
                        "__annotations__", "__orig_bases__", "__parameters__", "__repr__", "__str__", "__format__",
                        "__sizeof__", "__dir__", "__firstlineno__", "__static_attributes__", "__copy__",
-                       "__deepcopy__", "__new_member__"})
+                       "__deepcopy__", "__new_member__", "__subclasshook__", "__abstractmethods__"})
 _BASE_VALUE: tuple[tuple[type, Any], ...] = (
     (int, int.__index__), (float, float.__float__), (complex, lambda v: complex.__add__(v, 0j)), (str, str.__str__),
     (bytes, lambda v: bytes.__getitem__(v, slice(None))), (tuple, lambda v: tuple.__getitem__(v, slice(None))),
@@ -192,18 +193,19 @@ def _own_names(kind: type, base: type) -> set[str]:
             if next(c for c in mro if name in vars(c)) not in from_base}
 
 
-# The classes of classes a travelling subclass may have: ``type``, and an Enum's (IntEnum, StrEnum). Any other
+# The classes of classes a travelling subclass may have: ``type``, an Enum's (IntEnum, StrEnum) and ABCMeta (a list
+# that also names ``collections.abc.MutableSequence`` or ``abc.ABC``). Any other
 # metaclass can make the class lie about itself to the checks below (a ``__dict__`` or ``__mro__`` property hiding
 # its own ``__eq__``, an ``__eq__`` and ``__hash__`` making it equal to ``list``) and, in the peers' process, about
 # its type (EvalPlus's ``type(out) == type(exp)`` runs the metaclass's ``__eq__``): refused.
-_PLAIN_METACLASSES = (type, enum.EnumType if hasattr(enum, "EnumType") else enum.EnumMeta)
+_PLAIN_METACLASSES = (type, enum.EnumType if hasattr(enum, "EnumType") else enum.EnumMeta, abc.ABCMeta)
 
 
 def base_value(value: Any) -> Any:
     """``value`` as the plain type it subclasses (see :data:`_BASE_VALUE`), or :class:`NotPlain`."""
     kind = type(value)
     metaclass = type(kind)
-    if metaclass is not _PLAIN_METACLASSES[0] and metaclass is not _PLAIN_METACLASSES[1]:
+    if not any(metaclass is plain for plain in _PLAIN_METACLASSES):  # exactly one of them: a subclass could lie
         raise NotPlain("unsupported type")
     for base, read in _BASE_VALUE:
         if issubclass(kind, base):  # not isinstance: it believes a __class__ that lies

