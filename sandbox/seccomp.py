@@ -33,7 +33,10 @@ pass; every shared one answers EAGAIN, waits included; ``futex_waitv`` and the f
 the host's disks) is refused to samples by a second filter the zygote installs (:class:`SampleFilter`): the server
 itself uses it.
 Cross-CPU interrupts that another worker's sample counts in a busy loop: ``membarrier`` (its expedited commands
-interrupt other CPUs), refused; flushing the host's disks (``sync``, ``syncfs``, ``fsync`` and the like), answered
+interrupt other CPUs) and the memory-policy calls (``mbind`` with ``MPOL_MF_MOVE`` interrupts every CPU on every
+call: 250 bit/s and a false pass in the twentieth session's second round; ``set_mempolicy``, ``get_mempolicy``,
+``set_mempolicy_home_node`` with it: no sample needs memory placement), refused; flushing the host's disks
+(``sync``, ``syncfs``, ``fsync`` and the like), answered
 "done" without effect (:data:`NO_EFFECT`).
 Other workers' verdicts: ``sched_setaffinity`` and the other scheduler and priority calls (a sample would undo its
 worker's pinning), ``fcntl(F_SETPIPE_SZ)``.
@@ -85,7 +88,8 @@ ARCHITECTURES: dict[str, tuple[int, dict[str, int]]] = {
         "inotify_init1": 294, "inotify_add_watch": 254, "inotify_rm_watch": 255, "fanotify_mark": 301,
         "getsockopt": 55, "setsockopt": 54, "prctl": 157, "futex": 202, "futex_waitv": 449, "futex_wake": 454,
         "futex_wait": 455, "futex_requeue": 456, "ustat": 136, "membarrier": 324, "sync": 162, "syncfs": 306,
-        "fsync": 74, "fdatasync": 75, "sync_file_range": 277}),
+        "fsync": 74, "fdatasync": 75, "sync_file_range": 277, "mbind": 237, "set_mempolicy": 238,
+        "get_mempolicy": 239, "set_mempolicy_home_node": 450}),
     "aarch64": (0xC00000B7, {
         "clone": 220, "clone3": 435, "unshare": 97, "setns": 268, "mount": 40, "umount2": 39, "pivot_root": 41,
         "chroot": 51, "ptrace": 117, "add_key": 217, "request_key": 218, "keyctl": 219, "bpf": 280,
@@ -109,7 +113,8 @@ ARCHITECTURES: dict[str, tuple[int, dict[str, int]]] = {
         "inotify_add_watch": 27, "inotify_rm_watch": 28, "fanotify_mark": 263,
         "getsockopt": 209, "setsockopt": 208, "prctl": 167, "futex": 98, "futex_waitv": 449, "futex_wake": 454,
         "futex_wait": 455, "futex_requeue": 456, "membarrier": 283, "sync": 81, "syncfs": 267, "fsync": 82,
-        "fdatasync": 83, "sync_file_range": 84}),
+        "fdatasync": 83, "sync_file_range": 84, "mbind": 235, "get_mempolicy": 236, "set_mempolicy": 237,
+        "set_mempolicy_home_node": 450}),
 }
 # clone() flags that make a namespace (linux/sched.h).
 CLONE_NEWIPC, CLONE_NEWPID = 0x08000000, 0x20000000

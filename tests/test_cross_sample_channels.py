@@ -180,6 +180,15 @@ LOCK_ATTACKS = {
         if libc.syscall(number, 0, 0, 0) < 0:  # MEMBARRIER_CMD_QUERY
             raise OSError(ctypes.get_errno(), "membarrier")
     """,
+    "mbind with MPOL_MF_MOVE": """
+        import ctypes, mmap, os
+        libc = ctypes.CDLL(None, use_errno=True)
+        page = mmap.mmap(-1, 4096)
+        address = ctypes.addressof(ctypes.c_char.from_buffer(page))
+        number = 237 if os.uname().machine == "x86_64" else 235
+        if libc.syscall(number, ctypes.c_void_p(address), 4096, 0, None, 0, 2) < 0:  # MPOL_DEFAULT, MPOL_MF_MOVE
+            raise OSError(ctypes.get_errno(), "mbind")
+    """,
     "open with O_DIRECT": """
         import os
         os.close(os.open(os.__file__, os.O_RDONLY | os.O_DIRECT))
@@ -239,7 +248,8 @@ def test_flushing_the_hosts_disks_is_done_without_effect_and_membarrier_and_o_di
     program = seccomp.build_program(machine)
     for name in ("sync", "syncfs", "fsync", "fdatasync", "sync_file_range"):
         assert _filter_answer(program, machine, name) == 0x00050000, name  # SECCOMP_RET_ERRNO | 0: returns 0
-    assert _filter_answer(program, machine, "membarrier") == 0x00050000 | 1  # EPERM
+    for name in ("membarrier", "mbind", "set_mempolicy", "get_mempolicy", "set_mempolicy_home_node"):
+        assert _filter_answer(program, machine, name) == 0x00050000 | 1, name  # EPERM
     o_direct = seccomp.O_DIRECT_BIT[machine]
     assert _filter_answer(program, machine, "openat", (0, 0, o_direct, 0, 0, 0)) == 0x00050000 | 95
     assert _filter_answer(program, machine, "openat", (0, 0, os.O_RDONLY | os.O_CLOEXEC, 0, 0, 0)) == 0x7FFF0000
