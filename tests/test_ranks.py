@@ -37,7 +37,7 @@ def test_a_rank_does_not_take_the_other_ranks_rows_for_earlier_work(tmp_path, ca
     run_dir = RunDir(tmp_path / "run")
     with JsonlAppender(run_dir.path / rank1.completions_name()) as other:  # rank 1 got there first
         for problem in rank1.shard(problems):
-            other.write({"task_id": problem.task_id, "completion_id": 0, "completion": "pass"})
+            other.write(run_dir.sealed({"task_id": problem.task_id, "completion_id": 0, "completion": "pass"}))
     mine = rank0.shard(problems)
     generated, _ = generate_missing(ReferenceGenerator(), task, mine, (), SamplingParams(), run_dir, "reference",
                                     True, {p.task_id for p in problems}, rank0.completions_name())
