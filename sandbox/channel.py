@@ -441,22 +441,16 @@ def _disable(module: Any, names: tuple[str, ...]) -> None:
 
 
 class _OsBeforeTheGuard:
-    """``os`` as tempfile saw it in the peers, which import it before their guard: the guarded functions the
-    sandbox keeps (:data:`UNGUARDED_OS`) as they were, everything else the shared module's. Only tempfile's own
-    code gets it, for a moment: the shared ``os`` stays guarded throughout, so no hook of the candidate's (an
-    audit hook, a meta-path finder, a thread) can see a guarded function restored."""
+    """``os`` as tempfile saw it in the peers, which import it before their guard: the guarded functions named
+    (of those the sandbox keeps, :data:`UNGUARDED_OS`; all of them by default) as they were, everything else the
+    shared module's. Only tempfile's own code gets it: the shared ``os`` stays guarded throughout, so no hook of the
+    candidate's (an audit hook, a meta-path finder, a thread) can see a guarded function restored."""
+
+    def __init__(self, names: tuple[str, ...] = tuple(UNGUARDED_OS)):
+        self._names = names
 
     def __getattr__(self, name: str) -> Any:
-        return UNGUARDED_OS[name] if name in UNGUARDED_OS else getattr(os, name)
-
-
-class _OsWithUnlink:
-    """``os`` for tempfile's TemporaryFile alone: the shared module's, but for ``unlink``, which its fallback needs
-    as it was before the guard (nothing else of the guarded ones: a program reading this object's ``getcwd`` gets
-    the guard's None, as in the peers)."""
-
-    def __getattr__(self, name: str) -> Any:
-        return UNGUARDED_OS["unlink"] if name == "unlink" else getattr(os, name)
+        return UNGUARDED_OS[name] if name in self._names else getattr(os, name)
 
 
 def _find_tempdir(tempfile: Any) -> None:
@@ -483,12 +477,13 @@ def _find_tempdir(tempfile: Any) -> None:
     finally:
         tempfile._os = os
     # TemporaryFile opens an unnamed file (O_TMPFILE) in the peers; here the filter refuses those, and its fallback, a
-    # named file it unlinks at once, met the guard's os.unlink (TypeError where both peers pass). It sees the os
-    # tempfile saw before the guard, through globals of its own (the module's _os stays the shared, guarded one).
+    # named file it unlinks at once, met the guard's os.unlink (TypeError where both peers pass). It gets unlink as
+    # before the guard, and nothing else of the guarded ones (a program read the real getcwd from its globals),
+    # through globals of its own (the module's _os stays the shared, guarded one).
     function = getattr(tempfile, "TemporaryFile", None)
     if isinstance(function, types.FunctionType) and function.__globals__ is vars(tempfile):  # its nested openers too
         tempfile.TemporaryFile = functools.update_wrapper(types.FunctionType(
-            function.__code__, {**function.__globals__, "_os": _OsWithUnlink()}, function.__name__,
+            function.__code__, {**function.__globals__, "_os": _OsBeforeTheGuard(("unlink",))}, function.__name__,
             function.__defaults__, function.__closure__), function)
         tempfile.TemporaryFile.__kwdefaults__ = function.__kwdefaults__
 
