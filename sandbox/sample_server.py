@@ -74,8 +74,8 @@ _ = (List[int], List[str], List[float], List[Any], List[List[int]], List[Tuple[i
 """
 # The per-sample calls' arguments come from the seccomp module, whose filter lets exactly these through.
 CLONE_NEWPID, MNT_DETACH = seccomp.CLONE_NEWPID, seccomp.MNT_DETACH
-MS_NOSUID, MS_NODEV = seccomp.MS_NOSUID, seccomp.MS_NODEV
-MS_RDONLY, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 0x1, 0x8, 0x20, 0x1000, 0x4000, 0x40000
+MS_NOSUID, MS_NODEV, MS_NOEXEC = seccomp.MS_NOSUID, seccomp.MS_NODEV, seccomp.MS_NOEXEC
+MS_RDONLY, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 0x1, 0x20, 0x1000, 0x4000, 0x40000
 PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 4, 36, 38
 LINUX_CAPABILITY_VERSION_3 = 0x20080522
 USTAT = 136  # x86-64
@@ -112,9 +112,10 @@ class Libc:
         self._check(self.lib.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "mount --make-rprivate")
 
     def mount_tmp(self, size_mb: int) -> None:
-        """A new empty tmpfs on /tmp."""
+        """A new empty tmpfs on /tmp, noexec: no file a sample writes maps executable (W^X, see seccomp)."""
         options = f"size={size_mb}m,mode=1777,nr_inodes=16384".encode()
-        self._check(self.lib.mount(b"tmpfs", b"/tmp", b"tmpfs", MS_NOSUID | MS_NODEV, options), "mount tmpfs")
+        self._check(self.lib.mount(b"tmpfs", b"/tmp", b"tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, options),
+                    "mount tmpfs")
 
     def new_pid_namespace(self) -> None:
         """The next child starts a new PID namespace (as its init)."""
@@ -137,10 +138,11 @@ class Libc:
     def devices_read_only(self) -> None:
         """Remount the device nodes bound into /dev read-only: they stay usable (a device node is written
         through its driver, whatever the mount says), but their times can no longer be set to "now" by any
-        sample allowed to write them (utime(NULL)), on the host's devtmpfs, for the next sample to read."""
+        sample allowed to write them (utime(NULL)), on the host's devtmpfs, for the next sample to read. Noexec:
+        /dev/zero mapped shared and executable, then aliased writable by mremap, was writable code."""
         for name in os.listdir("/dev"):
             path = f"/dev/{name}".encode()
-            self.lib.mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID, None)
+            self.lib.mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NOEXEC, None)
 
     def free_space(self, device: int) -> tuple[int, int] | None:
         """(free blocks, free inodes) of a mounted file system, through ``ustat`` (x86-64): ``statfs`` is refused

@@ -38,6 +38,8 @@ call: 250 bit/s and a false pass in the twentieth session's second round; ``set_
 ``set_mempolicy_home_node`` with it: no sample needs memory placement), refused; flushing the host's disks
 (``sync``, ``syncfs``, ``fsync`` and the like), answered
 "done" without effect (:data:`NO_EFFECT`).
+No machine code of a sample's own (W^X, :data:`NEW_CODE_CALLS`): with it a sample had ``rdtsc`` and ``clflush``, a
+Flush+Reload receiver on a stdlib page that another worker maps.
 Other workers' verdicts: ``sched_setaffinity`` and the other scheduler and priority calls (a sample would undo its
 worker's pinning), ``fcntl(F_SETPIPE_SZ)``.
 
@@ -89,7 +91,7 @@ ARCHITECTURES: dict[str, tuple[int, dict[str, int]]] = {
         "getsockopt": 55, "setsockopt": 54, "prctl": 157, "futex": 202, "futex_waitv": 449, "futex_wake": 454,
         "futex_wait": 455, "futex_requeue": 456, "ustat": 136, "membarrier": 324, "sync": 162, "syncfs": 306,
         "fsync": 74, "fdatasync": 75, "sync_file_range": 277, "mbind": 237, "set_mempolicy": 238,
-        "get_mempolicy": 239, "set_mempolicy_home_node": 450}),
+        "get_mempolicy": 239, "set_mempolicy_home_node": 450, "mmap": 9, "mprotect": 10, "pkey_mprotect": 329}),
     "aarch64": (0xC00000B7, {
         "clone": 220, "clone3": 435, "unshare": 97, "setns": 268, "mount": 40, "umount2": 39, "pivot_root": 41,
         "chroot": 51, "ptrace": 117, "add_key": 217, "request_key": 218, "keyctl": 219, "bpf": 280,
@@ -114,18 +116,18 @@ ARCHITECTURES: dict[str, tuple[int, dict[str, int]]] = {
         "getsockopt": 209, "setsockopt": 208, "prctl": 167, "futex": 98, "futex_waitv": 449, "futex_wake": 454,
         "futex_wait": 455, "futex_requeue": 456, "membarrier": 283, "sync": 81, "syncfs": 267, "fsync": 82,
         "fdatasync": 83, "sync_file_range": 84, "mbind": 235, "get_mempolicy": 236, "set_mempolicy": 237,
-        "set_mempolicy_home_node": 450}),
+        "set_mempolicy_home_node": 450, "mmap": 222, "mprotect": 226, "pkey_mprotect": 288}),
 }
 # clone() flags that make a namespace (linux/sched.h).
 CLONE_NEWIPC, CLONE_NEWPID = 0x08000000, 0x20000000
 CLONE_NAMESPACE_FLAGS = 0x02000000 | 0x04000000 | CLONE_NEWIPC | 0x10000000 | CLONE_NEWPID | 0x40000000 | 0x00020000
 CLONE_PIDFD = 0x1000  # a pidfd's inode number is a host-wide count of processes made (pidfs): refused with them
-MS_NOSUID, MS_NODEV, MNT_DETACH = 0x2, 0x4, 0x2
+MS_NOSUID, MS_NODEV, MS_NOEXEC, MNT_DETACH = 0x2, 0x4, 0x8, 0x2
 # The sample server's own calls, let through with exactly these arguments (argument index, value): see above.
 SERVER_CALLS: dict[str, tuple[int, int]] = {
     "unshare": (0, CLONE_NEWPID),
     "setns": (1, CLONE_NEWPID),
-    "mount": (3, MS_NOSUID | MS_NODEV),
+    "mount": (3, MS_NOSUID | MS_NODEV | MS_NOEXEC),
     "umount2": (1, MNT_DETACH),
 }
 
@@ -181,11 +183,19 @@ _EAGAIN = 11
 # twentieth session's red-team round: a wrong sample passed 6 runs in 8 by decoding them). A sample writes only its
 # own tmpfs, where a flush has nothing to do; "done" keeps programs that flush their files working.
 NO_EFFECT = ("sync", "syncfs", "fsync", "fdatasync", "sync_file_range")
+# No new machine code: memory is never writable and executable, at once or one after the other. mmap with PROT_EXEC
+# is refused for anonymous memory and together with PROT_WRITE (a private copy of a library would do); mprotect and
+# pkey_mprotect never add PROT_EXEC. What stays executable is what the loader maps from the jail's read-only files
+# (/tmp and /dev are mounted noexec, so no file a sample can write maps executable). Own machine code gave a sample
+# rdtsc and clflush: a Flush+Reload receiver on a stdlib page both workers map passed 3 runs in 11 (the twentieth
+# session's second red-team round). ctypes still calls functions; callbacks need a trampoline (see docs/sandbox.md).
+PROT_WRITE, PROT_EXEC, MAP_ANONYMOUS = 0x2, 0x4, 0x20
+NEW_CODE_CALLS = {"mmap": 2, "mprotect": 2, "pkey_mprotect": 2}  # where prot is; mmap's flags follow it
 # Refused to samples alone, by the filter the zygote adds (SampleFilter): calls the server makes for every sample.
 SAMPLE_ONLY = ("ustat",)
 # The calls build_program lets through on conditions (their arguments, or the zygote's filter), not refused whole.
-CONDITIONAL = frozenset({*SERVER_CALLS, *OPEN_FLAGS_ARGUMENT, *ZERO_ARGUMENT, *OPTION_CALLS, "clone", "madvise",
-                         "fcntl", "futex", *SAMPLE_ONLY})
+CONDITIONAL = frozenset({*SERVER_CALLS, *OPEN_FLAGS_ARGUMENT, *ZERO_ARGUMENT, *OPTION_CALLS, *NEW_CODE_CALLS,
+                         "clone", "madvise", "fcntl", "futex", *SAMPLE_ONLY})
 # ENOSYS: the C library and Python fall back to calls the filter can read. statx is also the only way to a file's
 # mount id (fstatat, the fallback, has none): the id of /tmp would tell whether the last sample left a trace there.
 NOT_IMPLEMENTED = ("clone3", "openat2", "statx")
@@ -249,6 +259,15 @@ def build_program(machine: str | None = None) -> list[tuple[int, int, int, int]]
     checked += [("fcntl", _LD_W_ABS, _OFFSET_ARG0 + _ARG_SIZE * 1)]
     checked += [(None, _JEQ_K, command, "allow", "next") for command in FCNTL_ALLOWED]
     checked += [(None, _RET_K, _RET_ERRNO | _EPERM)]
+    for name, index in NEW_CODE_CALLS.items():
+        checked += [(name, _LD_W_ABS, _OFFSET_ARG0 + _ARG_SIZE * index)]
+        if name == "mmap":  # executable: only from a file, and not writable
+            checked += [(None, _JSET_K, PROT_EXEC, "next", "allow"),
+                        (None, _JSET_K, PROT_WRITE, "deny", "next"),
+                        (None, _LD_W_ABS, _OFFSET_ARG0 + _ARG_SIZE * (index + 1)),
+                        (None, _JSET_K, MAP_ANONYMOUS, "deny", "allow")]
+        else:
+            checked += [(None, _JSET_K, PROT_EXEC, "deny", "allow")]
     for name, (level, refused_options) in OPTION_CALLS.items():  # level None: the option alone (prctl's arg 0)
         option_at = _OFFSET_ARG0 + _ARG_SIZE * (0 if level is None else 2)
         if level is not None:
@@ -269,7 +288,7 @@ def build_program(machine: str | None = None) -> list[tuple[int, int, int, int]]
         *[(None, _JEQ_K, numbers[name], name, "next") for name in SERVER_CALLS],
         *[(None, _JEQ_K, numbers[name], name, "next") for name in OPEN_FLAGS_ARGUMENT if name in numbers],
         *[(None, _JEQ_K, numbers[name], name, "next")
-          for name in (*ZERO_ARGUMENT, *OPTION_CALLS, "madvise", "fcntl", "futex")],
+          for name in (*ZERO_ARGUMENT, *OPTION_CALLS, *NEW_CODE_CALLS, "madvise", "fcntl", "futex")],
         *[(None, _JEQ_K, number, "deny", "next") for number in refused],
         (None, _RET_K, _RET_ALLOW),
         ("clone", _LD_W_ABS, _OFFSET_ARG0),
@@ -364,7 +383,9 @@ class SeccompFilter(_Installable):
                             "advice about own memory only, fcntl on the "
                             "caller's own descriptors only (no locks, leases or notifications), preadv2/pwritev2 "
                             "without flags, no socket options that read host-wide counters or the peer's identity, no "
-                            "process-wide KSM, private futexes only; samples also without "
+                            "process-wide KSM, private futexes only, no memory writable and executable (mmap "
+                            "executable only from a file and not writable, mprotect never executable); samples also "
+                            "without "
                             f"{', '.join(SAMPLE_ONLY)}" if self.available else
                             f"no seccomp filter ({machine or platform.machine()} has no syscall table here)")
 

