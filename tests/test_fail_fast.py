@@ -107,3 +107,47 @@ def test_sampling_params_refuse_what_cannot_be_sampled_whoever_builds_them(value
     with pytest.raises(EvalsuiteError) as refused:
         SamplingParams(**values)
     assert message in str(refused.value)
+
+
+def test_instruct_without_a_chat_template_is_refused_before_any_weights_load(tiny_model_dir, tmp_path):
+    """``--prompt-style instruct`` on a model whose tokenizer has no chat template: one line naming the model,
+    exit 2, before the first model of the command loads (it used to come after that model's weights)."""
+    import json
+    import shutil
+
+    chatty = tmp_path / "chatty"
+    shutil.copytree(tiny_model_dir("gpt2"), chatty)
+    settings = json.loads((chatty / "tokenizer_config.json").read_text())
+    settings["chat_template"] = "{% for m in messages %}{{ m['content'] }}{% endfor %}"
+    (chatty / "tokenizer_config.json").write_text(json.dumps(settings))
+    plain = tiny_model_dir("qwen2")
+    proc, _ = run_cli(["run", "--models", f"{chatty},{plain}", "--prompt-style", "instruct", "--limit", "1",
+                       "--max-new-tokens", "4", "--output", str(tmp_path / "runs"),
+                       "--leaderboard-dir", str(tmp_path / "lb")], tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if not line.startswith("warning: --limit")]
+    assert errors == [f"error: {plain}: --prompt-style instruct needs a chat template, and this model's tokenizer "
+                      "has none; use --prompt-style base"], proc.stderr
+    assert "Loading weights" not in proc.stderr and not (tmp_path / "runs").exists()
+
+
+def test_a_model_that_needs_its_own_code_says_which_flag_runs_it(tiny_model_dir, tmp_path):
+    """An architecture only the checkpoint's own Python code defines (config.json's auto_map): one line that names
+    the flag, not transformers' paragraph."""
+    import json
+    import shutil
+
+    folder = tmp_path / "custom"
+    shutil.copytree(tiny_model_dir("gpt2"), folder)
+    config = json.loads((folder / "config.json").read_text())
+    config["model_type"] = "custom-architecture"  # no class of transformers' own: only the repository's code
+    config["auto_map"] = {"AutoConfig": "configuration_custom.CustomConfig",
+                          "AutoModelForCausalLM": "modeling_custom.CustomLM"}
+    (folder / "config.json").write_text(json.dumps(config))
+    proc, _ = run_cli(["run", "--models", str(folder), "--limit", "1", "--max-new-tokens", "4",
+                       "--output", str(tmp_path / "runs"), "--leaderboard-dir", str(tmp_path / "lb")], tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if not line.startswith("warning: --limit")]
+    assert len(errors) == 1 and errors[0].endswith("it needs its repository's own Python code, which evalsuite "
+                                                   "runs only with --trust-remote-code (read that code first)"), errors
+    assert "Loading weights" not in proc.stderr and "Traceback" not in proc.stderr

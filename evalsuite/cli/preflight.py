@@ -91,6 +91,15 @@ def check_reference_has_solutions(specs: Sequence[Any], tasks: Sequence[Any], li
                                  f"none for {len(lacking)} problem(s) ({lacking[0]}...); drop reference or the task")
 
 
+def check_prompt_styles(specs: Sequence[Any], generation: Any, style: str) -> None:
+    """``--prompt-style instruct`` on a model without a chat template: one line now, before the first model's
+    weights load (its config and tokenizer are read, see generation.check_prompt_style)."""
+    from evalsuite.generation import check_prompt_style
+
+    for spec in specs:
+        check_prompt_style(spec, generation, style)
+
+
 def check_fail_under(thresholds: Mapping[str, float] | None, ks: Sequence[int]) -> None:
     """Every ``--fail-under`` metric must be a pass@k this run computes."""
     if not thresholds:

@@ -240,6 +240,7 @@ def execute(args: argparse.Namespace, argv: list[str] | None = None):
     preflight.check_sandbox(execution.allow_unsandboxed, execution.isolation)
     specs = resolve_models(models, generation, names)  # each named apart and found (a typo'd hub id: no network)
     preflight.check_reference_has_solutions(specs, tasks, args.limit)
+    preflight.check_prompt_styles(specs, generation, protocol.style)
     if not args.no_leaderboard:
         preflight.check_leaderboard(args.leaderboard_dir)  # a broken leaderboard.json: refused before any folder
     preflight.check_writable_dirs({"--output": args.output,  # the last checks: they make the folders

@@ -34,4 +34,18 @@ def check_available(model: ModelSpec, options: GenerationOptions) -> None:
     check_hub_reachable(model)
 
 
-__all__ = ["load_generator", "check_available", "GenerationOptions", "Generator", "BACKENDS"]
+def check_prompt_style(model: ModelSpec, options: GenerationOptions, style: str) -> None:
+    """``--prompt-style instruct`` on an hf model whose tokenizer has no chat template fails in one line before
+    any model's weights load (its config and tokenizer only: what ``evalsuite models NAME`` reads), not after the
+    model of a command it names has loaded. Other styles never fail here; a server chats without a template."""
+    if style != "instruct" or backend_for(model.name, options) != "hf":
+        return
+    from evalsuite.errors import EvalsuiteError
+    from evalsuite.generation.hf.inspection import chat_template_of
+
+    if not chat_template_of(model, options.loading):
+        raise EvalsuiteError(f"{model.name}: --prompt-style instruct needs a chat template, and this model's "
+                             "tokenizer has none; use --prompt-style base")
+
+
+__all__ = ["load_generator", "check_available", "check_prompt_style", "GenerationOptions", "Generator", "BACKENDS"]

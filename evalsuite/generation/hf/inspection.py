@@ -15,26 +15,12 @@ from evalsuite.models.registry import ModelSpec
 
 def run_settings(spec: ModelSpec, loading: LoadingOptions, prompt_style: str = "auto") -> dict[str, Any]:
     """The dtype, tokenizer policy, fixes and prompt style a run of ``spec`` would use on this machine."""
-    from evalsuite.generation.hf.loading import (
-        config_dtype,
-        config_summary,
-        generation_config_of,
-        load_config_and_tokenizer,
-        pick_device,
-        pick_dtype,
-        revision_of,
-    )
-    from evalsuite.generation.hf.tokenizer_fixes import prepare_codec
+    from evalsuite.generation.hf.loading import config_dtype, config_summary, pick_device, pick_dtype, revision_of
     from evalsuite.protocol.prompting import decide_style
 
-    trust = bool(loading.trust_remote_code or spec.trust_remote_code)
-    config, tokenizer, spec = load_config_and_tokenizer(spec, trust)
+    config, tokenizer, spec, codec = _read(spec, loading)
     device = pick_device(loading)
     dtype = pick_dtype(spec, loading, device, config_dtype(config))
-    text = config.get_text_config() if hasattr(config, "get_text_config") else config
-    rows = getattr(text, "vocab_size", None)
-    codec = prepare_codec(tokenizer, spec, rows if isinstance(rows, int) else None,
-                          generation_config_of(spec, config))
     decision = decide_style(prompt_style, codec.chat_template)
     token = tokenizer.convert_ids_to_tokens
     return {
@@ -51,3 +37,21 @@ def run_settings(spec: ModelSpec, loading: LoadingOptions, prompt_style: str = "
         "extra_stop_sequences": list(spec.extra_stop_sequences),
         "tokenizer_fixes": list(codec.fixes),
     }
+
+
+def chat_template_of(spec: ModelSpec, loading: LoadingOptions) -> str | None:
+    """The chat template a run of ``spec`` would apply (after the tokenizer fixes), its weights unread."""
+    return _read(spec, loading)[3].chat_template
+
+
+def _read(spec: ModelSpec, loading: LoadingOptions) -> tuple[Any, Any, ModelSpec, Any]:
+    """Config, tokenizer, the spec as found and the codec, as the hf backend reads them at load time."""
+    from evalsuite.generation.hf.loading import generation_config_of, load_config_and_tokenizer
+    from evalsuite.generation.hf.tokenizer_fixes import prepare_codec
+
+    config, tokenizer, spec = load_config_and_tokenizer(spec, bool(loading.trust_remote_code or
+                                                                   spec.trust_remote_code))
+    text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    rows = getattr(text, "vocab_size", None)
+    codec = prepare_codec(tokenizer, spec, rows if isinstance(rows, int) else None, generation_config_of(spec, config))
+    return config, tokenizer, spec, codec

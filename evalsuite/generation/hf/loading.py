@@ -157,6 +157,9 @@ def _load_error(spec: ModelSpec, what: str, exc: Exception) -> EvalsuiteError:
     hint = ""
     if spec.source == "hub":
         hint = " (not an alias in the registry nor a local directory, and the hub could not provide it)"
+    if "trust_remote_code" in str(exc) or "contains custom code" in str(exc):  # transformers' words for auto_map
+        first_line = ("it needs its repository's own Python code, which evalsuite runs only with "
+                      "--trust-remote-code (read that code first)")
     return EvalsuiteError(f"cannot load the {what} of model {spec.name!r} from {spec.location}{hint}: "
                           f"{first_line}")
 
