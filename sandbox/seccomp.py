@@ -91,7 +91,8 @@ ARCHITECTURES: dict[str, tuple[int, dict[str, int]]] = {
         "getsockopt": 55, "setsockopt": 54, "prctl": 157, "futex": 202, "futex_waitv": 449, "futex_wake": 454,
         "futex_wait": 455, "futex_requeue": 456, "ustat": 136, "membarrier": 324, "sync": 162, "syncfs": 306,
         "fsync": 74, "fdatasync": 75, "sync_file_range": 277, "mbind": 237, "set_mempolicy": 238,
-        "get_mempolicy": 239, "set_mempolicy_home_node": 450, "mmap": 9, "mprotect": 10, "pkey_mprotect": 329}),
+        "get_mempolicy": 239, "set_mempolicy_home_node": 450, "mmap": 9, "mprotect": 10, "pkey_mprotect": 329,
+        "personality": 135}),
     "aarch64": (0xC00000B7, {
         "clone": 220, "clone3": 435, "unshare": 97, "setns": 268, "mount": 40, "umount2": 39, "pivot_root": 41,
         "chroot": 51, "ptrace": 117, "add_key": 217, "request_key": 218, "keyctl": 219, "bpf": 280,
@@ -116,7 +117,8 @@ ARCHITECTURES: dict[str, tuple[int, dict[str, int]]] = {
         "getsockopt": 209, "setsockopt": 208, "prctl": 167, "futex": 98, "futex_waitv": 449, "futex_wake": 454,
         "futex_wait": 455, "futex_requeue": 456, "membarrier": 283, "sync": 81, "syncfs": 267, "fsync": 82,
         "fdatasync": 83, "sync_file_range": 84, "mbind": 235, "get_mempolicy": 236, "set_mempolicy": 237,
-        "set_mempolicy_home_node": 450, "mmap": 222, "mprotect": 226, "pkey_mprotect": 288}),
+        "set_mempolicy_home_node": 450, "mmap": 222, "mprotect": 226, "pkey_mprotect": 288,
+        "personality": 92}),
 }
 # clone() flags that make a namespace (linux/sched.h).
 CLONE_NEWIPC, CLONE_NEWPID = 0x08000000, 0x20000000
@@ -191,11 +193,15 @@ NO_EFFECT = ("sync", "syncfs", "fsync", "fdatasync", "sync_file_range")
 # session's second red-team round). ctypes still calls functions; callbacks need a trampoline (see docs/sandbox.md).
 PROT_WRITE, PROT_EXEC, MAP_ANONYMOUS = 0x2, 0x4, 0x20
 NEW_CODE_CALLS = {"mmap": 2, "mprotect": 2, "pkey_mprotect": 2}  # where prot is; mmap's flags follow it
+# personality: only the query (0xffffffff) and PER_LINUX (0). READ_IMPLIES_EXEC (0x0400000) has the kernel add
+# PROT_EXEC to every readable mapping after the filter has read the call's arguments: a read-write mmap came out
+# executable (the twenty-first session's red-team round: 6 false passes in 10 runs through Flush+Reload).
+PERSONALITY_ALLOWED = (0xFFFFFFFF, 0)
 # Refused to samples alone, by the filter the zygote adds (SampleFilter): calls the server makes for every sample.
 SAMPLE_ONLY = ("ustat",)
 # The calls build_program lets through on conditions (their arguments, or the zygote's filter), not refused whole.
 CONDITIONAL = frozenset({*SERVER_CALLS, *OPEN_FLAGS_ARGUMENT, *ZERO_ARGUMENT, *OPTION_CALLS, *NEW_CODE_CALLS,
-                         "clone", "madvise", "fcntl", "futex", *SAMPLE_ONLY})
+                         "personality", "clone", "madvise", "fcntl", "futex", *SAMPLE_ONLY})
 # ENOSYS: the C library and Python fall back to calls the filter can read. statx is also the only way to a file's
 # mount id (fstatat, the fallback, has none): the id of /tmp would tell whether the last sample left a trace there.
 NOT_IMPLEMENTED = ("clone3", "openat2", "statx")
@@ -268,6 +274,9 @@ def build_program(machine: str | None = None) -> list[tuple[int, int, int, int]]
                         (None, _JSET_K, MAP_ANONYMOUS, "deny", "allow")]
         else:
             checked += [(None, _JSET_K, PROT_EXEC, "deny", "allow")]
+    checked += [("personality", _LD_W_ABS, _OFFSET_ARG0)]  # an unsigned int: the low half is all the kernel reads
+    checked += [(None, _JEQ_K, value, "allow", "next") for value in PERSONALITY_ALLOWED]
+    checked += [(None, _RET_K, _RET_ERRNO | _EPERM)]
     for name, (level, refused_options) in OPTION_CALLS.items():  # level None: the option alone (prctl's arg 0)
         option_at = _OFFSET_ARG0 + _ARG_SIZE * (0 if level is None else 2)
         if level is not None:
@@ -288,7 +297,7 @@ def build_program(machine: str | None = None) -> list[tuple[int, int, int, int]]
         *[(None, _JEQ_K, numbers[name], name, "next") for name in SERVER_CALLS],
         *[(None, _JEQ_K, numbers[name], name, "next") for name in OPEN_FLAGS_ARGUMENT if name in numbers],
         *[(None, _JEQ_K, numbers[name], name, "next")
-          for name in (*ZERO_ARGUMENT, *OPTION_CALLS, *NEW_CODE_CALLS, "madvise", "fcntl", "futex")],
+          for name in (*ZERO_ARGUMENT, *OPTION_CALLS, *NEW_CODE_CALLS, "personality", "madvise", "fcntl", "futex")],
         *[(None, _JEQ_K, number, "deny", "next") for number in refused],
         (None, _RET_K, _RET_ALLOW),
         ("clone", _LD_W_ABS, _OFFSET_ARG0),
@@ -384,7 +393,8 @@ class SeccompFilter(_Installable):
                             "caller's own descriptors only (no locks, leases or notifications), preadv2/pwritev2 "
                             "without flags, no socket options that read host-wide counters or the peer's identity, no "
                             "process-wide KSM, private futexes only, no memory writable and executable (mmap "
-                            "executable only from a file and not writable, mprotect never executable); samples also "
+                            "executable only from a file and not writable, mprotect never executable, personality only "
+                            "PER_LINUX); samples also "
                             "without "
                             f"{', '.join(SAMPLE_ONLY)}" if self.available else
                             f"no seccomp filter ({machine or platform.machine()} has no syscall table here)")

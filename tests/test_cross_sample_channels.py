@@ -285,6 +285,10 @@ def test_no_memory_is_writable_and_executable_by_the_filters_answers(machine):
     for name, prot, flags, fd, expected in cases:
         args = (0, 4096, prot, flags, fd & 0xFFFFFFFF, 0)
         assert _filter_answer(program, machine, name, args) == expected, (name, prot, flags)
+    # READ_IMPLIES_EXEC: the kernel would add PROT_EXEC after the filter; only the query and PER_LINUX pass
+    for persona, expected in ((0xFFFFFFFF, allow), (0, allow), (0x0400000, eperm), (0x0400008, eperm),
+                              (0x0040000, eperm), (8, eperm)):
+        assert _filter_answer(program, machine, "personality", (persona, 0, 0, 0, 0, 0)) == expected, hex(persona)
 
 
 def test_ctypes_calls_c_but_makes_no_callbacks_in_the_jail():

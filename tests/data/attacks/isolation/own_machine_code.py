@@ -62,7 +62,22 @@ def add(a, b):
         ctypes.memmove(alias, code, len(code))
         return executable
 
-    routes = (anonymous_rwx, written_then_protected, lambda: file_mapped_twice("/tmp/code"),
+    def read_implies_exec():  # the kernel adds PROT_EXEC itself, after the filter read the arguments
+        if libc.personality(0x0400000) == -1:  # READ_IMPLIES_EXEC
+            raise OSError(ctypes.get_errno(), "personality")
+        area = mmap.mmap(-1, 4096)  # read-write, and executable under that personality
+        area.write(code)
+        kept.append(area)
+        return ctypes.addressof(ctypes.c_char.from_buffer(area))
+
+    def read_only_implies_exec():
+        address = libc.mmap(None, 4096, 3, 0x22, -1, 0)
+        ctypes.memmove(address, code, len(code))
+        if libc.personality(0x0400000) == -1 or libc.mprotect(ctypes.c_void_p(address), 4096, 1) != 0:
+            raise OSError(ctypes.get_errno(), "personality")
+        return address
+
+    routes = (read_implies_exec, read_only_implies_exec, anonymous_rwx, written_then_protected, lambda: file_mapped_twice("/tmp/code"),
               shared_zero_page_aliased, private_copy_of_a_library)
     for route in routes:
         try:
