@@ -31,6 +31,7 @@ from sandbox import cgroups, uids
 from sandbox.framing import ChannelClosed, FrameReader, write_frame
 from sandbox.isolation import AUTO, FALLBACK, Jail, SandboxUnavailable, find_jail, jail_kind
 from sandbox.jail import ENVIRONMENT, close_code_files
+from sandbox.schedule import OneProblemOneWorker
 
 CHECKER_PATH = Path(__file__).resolve().parent / "checker.py"
 STARTUP_TIMEOUT_S = 60.0
@@ -367,11 +368,8 @@ class Executor:
         """Yield one Outcome per job, in completion order."""
         if not self._pool:
             raise RuntimeError("Executor.run() outside its 'with' block")
-        todo: queue.SimpleQueue[Job] = queue.SimpleQueue()
-        count = 0
-        for job in jobs:
-            todo.put(job)
-            count += 1
+        todo = OneProblemOneWorker(jobs)  # no two workers run samples of one problem at once (sandbox.schedule)
+        count = todo.count
         done: queue.SimpleQueue[Outcome | BaseException] = queue.SimpleQueue()
         stop = threading.Event()
 
@@ -381,9 +379,8 @@ class Executor:
             try:
                 while True:
                     while len(in_flight) < PIPELINE_DEPTH and not stop.is_set():
-                        try:
-                            job = todo.get_nowait()
-                        except queue.Empty:
+                        job = todo.take(worker.index, wait=not in_flight, stopped=stop.is_set)
+                        if job is None:
                             break
                         in_flight.append(job)
                         try:
@@ -406,9 +403,10 @@ class Executor:
                                 raise RuntimeError(f"sandbox worker {worker.index} answered out of order")
                     except ChannelClosed:
                         outcome, restart = Outcome(first.job_id, "failed", "sandbox worker was killed", 0.0), True
+                    todo.release(worker.index, first)
                     if restart:
-                        for job in in_flight:  # sent but never started: run them again
-                            todo.put(job)
+                        for job in reversed(in_flight):  # sent but never started: run them again, first
+                            todo.put_back(worker.index, job)
                         in_flight.clear()
                         worker.restart()
                     done.put(outcome)

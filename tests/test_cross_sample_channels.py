@@ -517,7 +517,8 @@ def test_workers_of_concurrent_executors_run_samples_under_distinct_uids():
     seen = set()
     with Executor(workers=2, timeout_s=5) as first, Executor(workers=2, timeout_s=5) as second:
         for executor in (first, second):
-            jobs = [Job(i, "add", code, ADD_TEST, ADD_CHECK, prelude=ADD_PRELUDE) for i in range(8)]
+            # problems of their own: a problem's samples all go to one worker (sandbox.schedule)
+            jobs = [Job(i, f"add-{i}", code, ADD_TEST, ADD_CHECK, prelude=ADD_PRELUDE) for i in range(8)]
             seen |= {outcome.sample_error for outcome in executor.run(jobs)}
         if os.geteuid() != 0:
             pytest.skip("samples run under a uid of their own only as real root")

@@ -123,12 +123,15 @@ def denial():
             names[len(jobs)] = name
             jobs.append(Job(len(jobs), f"attack/{name}", HONEST_PROMPT + textwrap.indent(kit.dedent(code), "    "),
                             HONEST_TEST, "check(work)", timeout_s=4.0))
+            # Each job a problem of its own: the pool gives a problem's jobs to one worker at a time, in one go
+            # (sandbox.schedule); here they keep their order, so honest samples run beside every attacker.
             for _ in range(3):
                 names[len(jobs)] = "honest"
-                jobs.append(Job(len(jobs), "honest/work", HONEST, HONEST_TEST, "check(work)", timeout_s=1.5))
+                jobs.append(Job(len(jobs), f"honest/{len(jobs)}", HONEST, HONEST_TEST, "check(work)", timeout_s=1.5))
             for key, (prelude, test, check, correct) in kit.PROBLEMS.items():  # the canonical solutions too
                 names[len(jobs)] = "canonical"
-                jobs.append(Job(len(jobs), f"redteam/{key}", correct, test, check, prelude=prelude, timeout_s=1.5))
+                jobs.append(Job(len(jobs), f"redteam/{key}/{len(jobs)}", correct, test, check, prelude=prelude,
+                                timeout_s=1.5))
     started = time.monotonic()
     with Executor(workers=2, timeout_s=3.0, memory_mb=MEMORY_MB, nproc=32) as executor:
         outcomes = {o.job_id: o for o in executor.run(jobs)}
