@@ -201,3 +201,32 @@ def test_fingerprint_covers_the_folders_model_code(tmp_path):
     assert local_fingerprint(folder) == first
     (folder / "modeling_custom.py").write_text("BIAS = 1\n")
     assert local_fingerprint(folder) != first
+
+
+def test_files_that_change_while_the_weights_load_are_refused(tiny_model_dir, tmp_path, monkeypatch):
+    """The run's folder is keyed by the checkpoint's fingerprint, which was taken after the weights were read: files
+    replaced during the load (a trainer writing ckpt/latest) named a run made with the old weights by the new files'
+    fingerprint, and a rerun with the new weights reported the old results. Now the load is refused in one line."""
+    import transformers
+
+    from evalsuite.errors import EvalsuiteError
+    from evalsuite.generation.hf.loading import load_model
+    from evalsuite.generation.options import GenerationOptions
+    from evalsuite.models.registry import resolve_model
+
+    folder = tmp_path / "ckpt"
+    shutil.copytree(tiny_model_dir("gpt2"), folder)
+    spec = resolve_model(str(folder))
+    options = GenerationOptions()
+    assert load_model(spec, options).revision == f"local:{local_fingerprint(folder)}"  # settled files: loads
+    real = transformers.AutoModelForCausalLM.from_pretrained
+
+    def replaced_while_loading(*args, **kwargs):
+        model = real(*args, **kwargs)
+        config = json.loads((folder / "config.json").read_text())
+        (folder / "config.json").write_text(json.dumps(dict(config, n_positions=1024)))  # new files, mid-load
+        return model
+
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", replaced_while_loading)
+    with pytest.raises(EvalsuiteError, match="the checkpoint's files changed while it loaded"):
+        load_model(spec, options)

@@ -244,6 +244,7 @@ def _load_model(spec: ModelSpec, options: GenerationOptions) -> LoadedModel:
     if spec.gguf_file and planned:
         raise EvalsuiteError(f"{spec.name}: a GGUF checkpoint loads whole onto one device; --strategy, "
                              "--gpu-memory, --cpu-memory and --offload-dir do not apply")
+    before = local_revision(Path(spec.location)) if spec.source == "local" else None  # the files as found
     config, tokenizer, spec = load_config_and_tokenizer(spec, trust)
     device = pick_device(loading)
     if device.type == "cuda":
@@ -268,7 +269,7 @@ def _load_model(spec: ModelSpec, options: GenerationOptions) -> LoadedModel:
         on_gpu = strategy_named(plan.strategy).needs_gpu
         device = torch.device("cuda", plan.main_gpu) if on_gpu else torch.device("cpu")
         return LoadedModel(model=model, tokenizer=tokenizer, spec=spec, device=device, dtype=plan.dtype,
-                           revision=revision_of(spec, config),
+                           revision=settled_revision(spec, config, before),
                            placement={"strategy": plan.strategy, "plan": plan.to_json()}, plan=plan,
                            batch_limit=plan.batch_limit, gpu_cap=plan.gpu_cap)
     location, extra = pretrained_args(spec)
@@ -282,7 +283,19 @@ def _load_model(spec: ModelSpec, options: GenerationOptions) -> LoadedModel:
     if spec.gguf_file:
         placement["gguf_file"] = spec.gguf_file
     return LoadedModel(model=model, tokenizer=tokenizer, spec=spec, device=device, dtype=dtype,
-                       revision=revision_of(spec, config), placement=placement)
+                       revision=settled_revision(spec, config, before), placement=placement)
+
+
+def settled_revision(spec: ModelSpec, config: Any, before: str | None) -> str | None:
+    """The checkpoint's revision once its weights are in memory, the same as before they were read: a local
+    folder whose files changed during the load (a trainer writing ``ckpt/latest``) would have the new files'
+    fingerprint name a run made with the old weights (or a mix). Refused in one line; the rerun loads settled files."""
+    after = revision_of(spec, config)
+    if before is not None and after != before:
+        raise EvalsuiteError(f"{spec.name}: the checkpoint's files changed while it loaded ({before} before, {after} "
+                             "after): its results could not be told apart from the new files'; rerun once they are "
+                             "settled")
+    return after
 
 
 def output_embedding_rows(model: Any) -> int | None:
