@@ -416,6 +416,23 @@ def test_a_task_row_missing_a_field_the_others_have_is_one_line(no_model_loads, 
                             "task 'wordbench', row 1: missing field(s) checks, solution", no_model_loads)
 
 
+@pytest.mark.parametrize("empty", ["", [], "   # nothing to check\n", "pass"])
+def test_a_task_row_with_an_empty_test_is_refused_before_any_model(no_model_loads, capsys, empty):
+    """An empty test field ("" or [], or only a comment or pass) passed every answer, `return None` included, and
+    selfcheck said PASS: refused in one line, as a missing one is."""
+    def empty_tests(spec, rows):
+        rows[1]["checks"] = empty
+        return "\n".join(line for line in spec.splitlines() if "Example: {checks[0]}" not in line), rows
+
+    _wordbench(no_model_loads / "wb", empty_tests)
+    for command in (["run", "--quiet"], ["selfcheck", "--quiet", "--task", "wordbench"]):
+        assert_one_line_refusal(capsys, [*command, "--tasks" if command[0] == "run" else "--task-dir",
+                                         "wordbench" if command[0] == "run" else "wb",
+                                         *(["--task-dir", "wb"] if command[0] == "run" else [])],
+                                "task 'wordbench', wordbench/2: its test field 'checks' holds no test: every "
+                                "answer would pass it", no_model_loads)
+
+
 def test_the_reference_model_on_a_task_without_solutions_is_refused_before_any_folder(no_model_loads, capsys):
     _wordbench(no_model_loads / "wb", lambda spec, rows: (
         "\n".join(line for line in spec.splitlines() if not line.startswith("solution_field")), rows))

@@ -200,6 +200,9 @@ class DatasetTask(Task):
                                  f"({type(exc).__name__}: {exc}); fields: {', '.join(sorted(row))}") from None
         solution = _as_text(row.get(spec.solution_field)) if spec.solution_field else None
         tests = _as_text(row[spec.test_field])
+        if not _has_statements(tests):
+            raise EvalsuiteError(f"{where}: its test field {spec.test_field!r} holds no test: every answer would "
+                                 "pass it")
         setup = "\n".join(_as_text(row.get(name)) for name in spec.setup_fields if row.get(name))
         try:
             if spec.entry_point_field:
@@ -240,3 +243,14 @@ class DatasetTask(Task):
         self.problems()
         return dict(self._provenance)
 
+
+def _has_statements(tests: str) -> bool:
+    """Whether ``tests`` holds a statement that can fail: not empty, not only comments, ``pass`` or bare strings
+    (an empty test field, "" or [], passed every answer). Text that does not parse is left to the test's own
+    SyntaxError report."""
+    try:
+        body = ast.parse(tests).body
+    except SyntaxError:
+        return True
+    return any(not isinstance(node, ast.Pass)
+               and not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)) for node in body)
