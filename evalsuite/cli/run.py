@@ -286,7 +286,9 @@ def execute(args: argparse.Namespace, argv: list[str] | None = None):
         print(f"leaderboard: {Path(args.leaderboard_dir) / 'leaderboard.json'} (page: index.html; each run's page: "
               "report.html in its folder)", file=sys.stderr)  # stdout holds the table alone
     # Gate on this run's own entries: an old, better entry must not hide today's regression.
-    gate = FailUnder(dict(thresholds), check_fail_under(new_entries, thresholds)) if thresholds else None
+    # A model that failed was never shown to meet it: a shortfall too (CI reads "met").
+    unscored = [f"{failure.model}: not scored (it failed)" for failure in evaluation.failures]
+    gate = FailUnder(dict(thresholds), check_fail_under(new_entries, thresholds) + unscored) if thresholds else None
     return RunResult(scores=result.scores, ks=result.ks, leaderboard=Path(args.leaderboard_dir) / "leaderboard.json",
                      fail_under=gate, failures=result.failures)
 
