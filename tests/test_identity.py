@@ -24,9 +24,9 @@ def run_dirs(output: Path) -> list[Path]:
     return sorted(p for p in output.iterdir() if p.is_dir()) if output.exists() else []
 
 
-def tiny_run(model: Path, output: Path) -> dict:
+def tiny_run(model: Path, output: Path, *extra: str) -> dict:
     assert main(["run", "--models", str(model), "--limit", "2", "--max-new-tokens", "4", "--device", "cpu",
-                 "--quiet", "--no-leaderboard", "--output", str(output)]) == 0
+                 "--quiet", "--no-leaderboard", "--output", str(output), *extra]) == 0
     newest = max(run_dirs(output), key=lambda p: (p / "record.json").stat().st_mtime_ns)
     return json.loads((newest / "record.json").read_text())
 
@@ -64,6 +64,18 @@ def test_weights_or_tokenizer_changed_in_place_start_a_new_run(tiny_model_dir, t
     for record in (first, second, third):
         policy = record["identity"]["checkpoint"]
         assert policy["engine"] == "transformers" and {"torch", "transformers"} <= set(policy["versions"])
+
+
+def test_batch_invariant_sampling_is_another_run(tiny_model_dir, tmp_path):
+    """--batch-invariant changes the engine's sampled tokens: the rerun with it found the run made without it, kept
+    its rows, and its record claimed them batch-invariant."""
+    model, output = tiny_model_dir("qwen2"), tmp_path / "runs"
+    sampled = ("--engine", "evalsuite", "--n", "2", "--temperature", "0.8")
+    plain = tiny_run(model, output, *sampled)
+    invariant = tiny_run(model, output, *sampled, "--batch-invariant")
+    assert invariant["run_id"] != plain["run_id"] and invariant["generation_stats"]["completions_resumed"] == 0
+    assert invariant["identity"]["checkpoint"]["batch_invariant"] is True
+    assert "batch_invariant" not in plain["identity"]["checkpoint"]  # earlier runs' folders stay as they were
 
 
 def test_every_completion_row_names_its_invocation(tiny_model_dir, tmp_path):

@@ -157,9 +157,13 @@ class HFGenerator(Generator):
         commit or local content fingerprint), the tokenizer policy, the engine and the library versions."""
         import transformers
 
-        return {"revision": self.loaded.revision, "tokenizer_policy": self.codec.policy(),
-                "engine": "evalsuite" if self._fast_engine() is not None else "transformers",
-                "versions": {"torch": torch.__version__, "transformers": transformers.__version__}}
+        engine = "evalsuite" if self._fast_engine() is not None else "transformers"
+        identity: dict[str, Any] = {
+            "revision": self.loaded.revision, "tokenizer_policy": self.codec.policy(), "engine": engine,
+            "versions": {"torch": torch.__version__, "transformers": transformers.__version__}}
+        if engine == "evalsuite" and self.options.hf.batch_invariant:  # other sampled tokens: another run (named
+            identity["batch_invariant"] = True  # only where set, so the folders of earlier runs stay as they were)
+        return identity
 
     def _engine_description(self) -> Any:
         bridge = self.engine_status.bridge
