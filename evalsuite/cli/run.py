@@ -146,14 +146,17 @@ def protocol_from_args(args: argparse.Namespace):
 
 
 def warn_partial(tasks, limit: int | None, stream=None) -> None:
-    """``--limit`` is a smoke test: say so, loudly, before any work; once, by rank 0 under torchrun or accelerate."""
-    if not limit or limit < 1:
-        return  # nothing, or an error validate_config reports
+    """``--limit`` is a smoke test, and a task's data that is not its own problem set (``--task-data``) another
+    benchmark: say so, loudly, before any work; once, by rank 0 under torchrun or accelerate."""
     if os.environ.get("RANK", "0") != "0":
         return  # a worker rank: rank 0 says it (8 ranks said it 8 times)
     for task in tasks:
         total = len(task.problems())
-        if limit < total:
+        if task.problem_count not in (None, total):  # --task-data: a copy with other problems is another benchmark
+            print(f"warning: {task.name}'s data ({task.source}) holds {total} problems where the task has "
+                  f"{task.problem_count}: its numbers are labelled with that data's hash and compare only with runs "
+                  "on the same data", file=stream or sys.stderr)
+        if limit and 0 < limit < total:
             print(f"warning: --limit {limit}: a smoke test on {limit} of the {total} problems of {task.name}; its "
                   "numbers are labelled partial and never replace a full run on the leaderboard",
                   file=stream or sys.stderr)

@@ -82,6 +82,7 @@ class Task:
 
     name: str = "unnamed"
     description: str = ""
+    problem_count: int | None = None  # how many problems the task's own data holds, where that is known
     stop_sequences: tuple[str, ...] = DEFAULT_STOP_SEQUENCES
 
     def __init__(self, name: str | None = None, problems: Sequence[Problem] | None = None,

