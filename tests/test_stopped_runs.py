@@ -283,3 +283,27 @@ def test_a_stop_while_the_results_are_written_says_interrupted_and_the_rerun_com
     assert again.scores[0]["pass@1"] == 1.0 and json.loads(record_path.read_text())["status"] == "complete"
     assert not leftover.exists() and (record_path.parent / ".claim.rank0").exists()
 
+
+
+@pytest.mark.parametrize("command, said", [
+    ("run", "interrupted by SIGTERM: completions written so far are kept; rerun the same command to resume"),
+    ("evaluate", "interrupted by SIGTERM before it finished: nothing of it was written"),
+])
+def test_what_a_stopped_command_says_it_kept_is_what_it_keeps(tmp_path, capsys, monkeypatch, command, said):
+    """`evaluate` writes its results at the end: stopped, it said its completions were kept and rerunning would
+    resume, and its output folder was empty."""
+    import importlib
+
+    from evalsuite.cli import main
+
+    def stopped(args):
+        exc = KeyboardInterrupt()
+        exc.signum = signal.SIGTERM  # type: ignore[attr-defined]  # as stops_as_interrupts raises it
+        raise exc
+
+    monkeypatch.setattr(importlib.import_module(f"evalsuite.cli.{command}"), "main", stopped)
+    samples = tmp_path / "s.jsonl"
+    samples.write_text('{"task_id": "HumanEval/0", "completion": "    return True\\n"}\n')
+    argv = ["run", "--quiet"] if command == "run" else ["evaluate", str(samples), "-o", str(tmp_path / "o"), "--quiet"]
+    assert main(argv) == 128 + signal.SIGTERM
+    assert capsys.readouterr().err.strip().splitlines()[-1] == said

@@ -115,6 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         signum = getattr(exc, "signum", None) or signal.SIGINT  # Stopped, or a batch that a Stopped cut short
         # one write: under torchrun every rank says it at once into one stream, and print's two writes interleave
         rank = f"rank {os.environ['RANK']}: " if int(os.environ.get("WORLD_SIZE", "1")) > 1 else ""
-        sys.stderr.write(f"{rank}interrupted by {signal.Signals(signum).name}: completions written so far are kept; "
-                         "rerun the same command to resume\n")
+        kept = (": completions written so far are kept; rerun the same command to resume" if args.command == "run"
+                else " before it finished: nothing of it was written")  # evaluate writes its results at the end
+        sys.stderr.write(f"{rank}interrupted by {signal.Signals(signum).name}{kept}\n")
         return 128 + int(signum)
