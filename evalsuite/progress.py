@@ -75,6 +75,9 @@ class TokenProgress:
         left = self.total - self.completions
         if left <= 0:
             return 0.0
+        if not self.streamed:  # a backend that sees no token before its completion ends (a server): nothing says
+            # how far the running ones are, and "halfway to the limit" said ~8 min of a 10 s job; completions' pace
+            return left * (time.perf_counter() - self.started) / self.completions if self.completions else None
         running = max(self.tokens - self.finished_tokens, 0)  # tokens of completions not finished yet
         so_far = running / left
         longer = [length for length in self.finished_lengths if length > so_far]

@@ -55,6 +55,17 @@ def test_a_short_first_completion_does_not_make_the_eta_zero():
         assert tracker.eta_s() == 0.0
 
 
+def test_a_backend_that_reports_no_running_tokens_gets_the_completions_pace():
+    """A server says nothing until a completion ends: 7-token answers at 1.5 s each under a 512-token limit said
+    "ETA ~8 min" for a 10 s job (each running one taken as half-way to the limit)."""
+    tracker = progress(total=8, max_new_tokens=512)
+    assert tracker.eta_s() is None  # nothing out yet: no pace to go by
+    with mock.patch("evalsuite.progress.time.perf_counter", lambda: tracker.started + 3.0):
+        tracker.on_completion(7)
+        tracker.on_completion(7)
+        assert tracker.eta_s() == 6 * 3.0 / 2  # 1.5 s a completion, 6 left
+
+
 def test_one_warning_when_decoding_is_far_below_the_expected_rate(monkeypatch):
     monkeypatch.setattr(TokenProgress, "SLOW_AFTER_S", 0.0)
     slow = progress(expected=100.0)
