@@ -403,12 +403,12 @@ class Executor:
                                 raise RuntimeError(f"sandbox worker {worker.index} answered out of order")
                     except ChannelClosed:
                         outcome, restart = Outcome(first.job_id, "failed", "sandbox worker was killed", 0.0), True
-                    todo.release(worker.index, first)
                     if restart:
                         for job in reversed(in_flight):  # sent but never started: run them again, first
                             todo.put_back(worker.index, job)
                         in_flight.clear()
-                        worker.restart()
+                        worker.restart()  # its processes are gone before its problem is free for another worker
+                    todo.release(worker.index, first)
                     done.put(outcome)
             except BaseException as exc:  # a worker that cannot restart ends the run with its reason
                 done.put(exc)

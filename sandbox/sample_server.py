@@ -209,6 +209,8 @@ def harden(config: dict[str, Any], libc: Libc, filter_: seccomp.SeccompFilter) -
         if not drops_proc(config, filter_):  # else /proc goes once the zygote is up (main): samples get none
             # /proc with processes only (and, where samples have a uid of their own, only theirs)
             libc.hide_other_processes(os.getgid() if config.get("child_uid") is not None else None)
+        elif config.get("child_uid") is None:  # samples share our uid: RLIMIT_NPROC counts the jail's processes
+            config["proc_fd"] = os.open("/proc", os.O_RDONLY | os.O_DIRECTORY)
         filter_.install()  # after the set-up mounts above; every sample inherits it
     # Limits the server can hold itself are set once here; its samples inherit them.
     for which, value in ((resource.RLIMIT_FSIZE, config["fsize_mb"] << 20),
@@ -229,8 +231,12 @@ def harden(config: dict[str, Any], libc: Libc, filter_: seccomp.SeccompFilter) -
 
 
 def drops_proc(config: dict[str, Any], filter_: seccomp.SeccompFilter) -> bool:
-    """Whether samples get no /proc at all (real root with the seccomp filter), see :func:`harden`."""
-    return config["namespaced"] and config.get("child_uid") is not None and filter_.available
+    """Whether samples get no /proc at all (in the jail, with the seccomp filter), see :func:`harden`. In the
+    user-namespace flavour too: there a sample kept its own ``/proc/self/mem``, which writes through page
+    protections (a stdlib file mapped executable, then written there: machine code of its own past W^X, the
+    twenty-first session's ninth round). The count of the uid's processes reads a descriptor the zygote keeps
+    (``proc_fd``, :func:`processes_of_sample_uid`), closed in each sample before its code runs."""
+    return config["namespaced"] and filter_.available
 
 
 def open_oom_score() -> int | None:
@@ -388,6 +394,7 @@ def enter_jail(config: dict[str, Any], libc: Libc, channel_fd: int, timeout_s: f
     else:
         workdir = os.path.join(config["scratch"], f"sample-{os.getpid()}")
         os.mkdir(workdir, 0o700)
+    shared_uid_processes = processes_of_sample_uid(config)  # before the fds go: it reads the zygote's proc_fd
     os.closerange(3, channel_fd)  # the zygote's socket and files among them
     os.closerange(channel_fd + 1, 1 << 16)
     # fds 0-2 anew: the zygote's /dev/null is one open file that every sample would share, and its status flags
@@ -401,7 +408,7 @@ def enter_jail(config: dict[str, Any], libc: Libc, channel_fd: int, timeout_s: f
         os.setresgid(uid, uid, uid)
         os.setresuid(uid, uid, uid)
     else:
-        resource.setrlimit(resource.RLIMIT_NPROC, (config["nproc"] + processes_of_sample_uid(config),) * 2)
+        resource.setrlimit(resource.RLIMIT_NPROC, (config["nproc"] + shared_uid_processes,) * 2)
         if config["drop_capabilities"]:
             libc.drop_capabilities()
     channel.UNGUARDED_OS["chdir"](workdir)  # the zygote has set the peers' guard (channel.guard_the_zygote)
@@ -414,11 +421,12 @@ def processes_of_sample_uid(config: dict[str, Any]) -> int:
     """Processes that already count against RLIMIT_NPROC for the uid the sample runs as."""
     if config.get("child_uid") is not None:
         return 0  # a uid used by this executor's worker alone, on the whole host (sandbox.uids)
+    proc = config.get("proc_fd")  # /proc itself is gone where the zygote keeps this (drops_proc)
     uid, count = os.getuid(), 0
-    for name in os.listdir("/proc"):
+    for name in os.listdir(proc if proc is not None else "/proc"):
         if name.isdigit():
             try:
-                count += os.stat(f"/proc/{name}").st_uid == uid
+                count += (os.stat(name, dir_fd=proc) if proc is not None else os.stat(f"/proc/{name}")).st_uid == uid
             except OSError:
                 pass
     return count
@@ -706,6 +714,8 @@ def main(argv: list[str]) -> int:
     pid_counter = harden(config, libc, filter_)
     server_fds = (config["control_fd"],) + ((pid_counter,) if pid_counter is not None else ())
     zygote, zygote_pid = start_zygote(config, libc, server_end, zygote_end, server_fds)
+    if config.get("proc_fd") is not None:
+        os.close(config.pop("proc_fd"))  # the zygote's alone
     if drops_proc(config, filter_):
         # Past this point the server needs no /proc (its own fds are open already; kill_namespace needs none
         # when every sample is its PID namespace's init): samples get none at all. No host path (mountinfo),

@@ -291,6 +291,44 @@ def test_no_memory_is_writable_and_executable_by_the_filters_answers(machine):
         assert _filter_answer(program, machine, "personality", (persona, 0, 0, 0, 0, 0)) == expected, hex(persona)
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="as a user the jail is in this flavour already")
+def test_no_machine_code_of_its_own_in_the_user_namespace_flavour_either(monkeypatch):
+    """A non-root install's jail (bubblewrap in a user namespace) kept a /proc for samples, and /proc/self/mem
+    writes through page protections: a stdlib file mapped executable, then written there, ran the sample's own
+    code (the twenty-first session's ninth round, 4 runs of 4). Here as root, with the jail choosing as a user
+    would; every route of the corpus's own_machine_code, and an honest program with threads still passes."""
+    import types
+
+    import sandbox.isolation as isolation
+    import sandbox.jail as jail
+
+    user_os = types.ModuleType("os")
+    user_os.__dict__.update(os.__dict__)
+    user_os.geteuid = lambda: 1000  # type: ignore[attr-defined]
+    monkeypatch.setattr(jail, "os", user_os)
+    isolation._find.cache_clear()  # the jail found as root, cached: found again as a user would
+    attack = (REPO / "tests" / "data" / "attacks" / "isolation" / "own_machine_code.py").read_text()
+    honest = ADD_PRELUDE + textwrap.indent(textwrap.dedent("""
+        import threading
+        workers = [threading.Thread(target=lambda: None) for _ in range(8)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+        return a + b
+    """), "    ")
+    try:
+        with Executor(workers=1, timeout_s=10) as executor:
+            assert "user namespace" in executor.detail
+            outcomes = {o.job_id: o for o in executor.run([Job(0, "add", attack, ADD_TEST, ADD_CHECK),
+                                                           Job(1, "add", honest, ADD_TEST, ADD_CHECK)])}
+    finally:
+        monkeypatch.undo()
+        isolation._find.cache_clear()  # later tests find the root jail again
+    assert not outcomes[0].passed, outcomes[0]
+    assert outcomes[1].passed, outcomes[1]
+
+
 def test_ctypes_calls_c_but_makes_no_callbacks_in_the_jail():
     """The cost of W^X, measured: ctypes loads libraries and calls their functions (C functions as callbacks too),
     but a Python callback needs a trampoline written into executable memory (libffi's closures), which the jail

