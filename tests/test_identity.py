@@ -260,3 +260,35 @@ def test_files_that_change_while_the_weights_load_are_refused(tiny_model_dir, tm
     monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", replaced_while_loading)
     with pytest.raises(EvalsuiteError, match="the checkpoint's files changed while it loaded"):
         load_model(spec, options)
+
+
+def test_files_replaced_between_the_key_and_the_load_are_refused_and_never_resumed(tiny_model_dir, tmp_path,
+                                                                                  monkeypatch, capsys):
+    """The request key hashed the files at the command's start; a swap before the load (not during it) generated
+    with the new files under the old files' key, and a later run with the old files back resumed those rows
+    without loading (the twenty-first session's seventh run-path round). Now the load is refused, and a finished
+    run is resumed only if it was made with the files found now."""
+    import evalsuite.runs.pipeline as pipeline
+    from evalsuite.models.registry import resolve_model
+    from evalsuite.runs.resume import checkpoint_revision, finished_record
+
+    model, output = tmp_path / "ckpt", tmp_path / "runs"
+    shutil.copytree(tiny_model_dir("gpt2"), model)
+    first = tiny_run(model, output)
+    spec = resolve_model(str(model))
+    ids = set(first["identity"]["problem_ids"])
+    assert finished_record(output, "ckpt", "humaneval", first["request_key"], 1, ids,
+                           checkpoint_revision(spec)) is not None
+    assert finished_record(output, "ckpt", "humaneval", first["request_key"], 1, ids, "local:sha256:other") is None
+
+    real = pipeline._load_on_every_rank
+
+    def swapped_first(*args, **kwargs):
+        config = json.loads((model / "config.json").read_text())
+        (model / "config.json").write_text(json.dumps(dict(config, layer_norm_epsilon=1e-6)))  # after the key
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "_load_on_every_rank", swapped_first)
+    assert main(["run", "--models", str(model), "--limit", "3", "--max-new-tokens", "4", "--device", "cpu",
+                 "--quiet", "--no-leaderboard", "--output", str(output)]) == 2
+    assert "the checkpoint's files changed between the command's start and the load" in capsys.readouterr().err

@@ -42,7 +42,7 @@ from evalsuite.runs.invocations import totals as invocation_totals
 from evalsuite.runs.plan_line import Workload, announce_plan
 from evalsuite.runs.record import ModelDescription, RecordedTask, RunRecord, per_problem_results
 from evalsuite.runs.results import ModelFailure
-from evalsuite.runs.resume import RecordedModel, finished_record, prompt_key
+from evalsuite.runs.resume import RecordedModel, checkpoint_revision, finished_record, prompt_key
 from evalsuite.runs.resume import request_key as make_request_key
 from evalsuite.runs.rundir import RunDir, run_key
 from evalsuite.scoring import Score, ScoreSummary
@@ -386,14 +386,19 @@ def run_evaluation(config: RunConfig) -> Evaluation | None:
                     settings = claim_settings(spec, task, config, generation, problem_ids[task.name])
                     claims.append(RunClaim.take(config.output_dir, claim_name(display, task.name, settings),
                                                 run_ctx.rank, f"{display}/{task.name}"))
+                revision = checkpoint_revision(spec)  # the files as the keys see them
                 keys = {task.name: make_request_key(spec, task, problem_ids[task.name],
                                                     replace(config, generation=generation)) for task in config.tasks}
                 # rank 0's view of the folder on every rank: ranks that share a model's work decide alike
-                recorded = run_ctx.agree(_finished_runs(config, display, keys) if run_ctx.is_main else {})
+                recorded = run_ctx.agree(_finished_runs(config, display, keys, revision) if run_ctx.is_main else {})
                 started = time.perf_counter()
                 # Nothing left to generate for any task: the recorded model stands in, no weights are loaded.
                 generator = None if len(recorded) == len(config.tasks) else _load_on_every_rank(
                     spec, generation, run_ctx, display)
+                loaded = generator.identity().get("revision") if generator is not None else None
+                if revision is not None and loaded is not None and loaded != revision:  # keyed by the old files
+                    raise EvalsuiteError(f"{display}: the checkpoint's files changed between the command's start and "
+                                         "the load: rerun once they are settled")
                 load_seconds = time.perf_counter() - started
                 if generator is not None and run_ctx.is_main:
                     work = workload(config)
@@ -522,15 +527,17 @@ def workload(config: RunConfig) -> Workload:
     return Workload(samples=problems * config.sampling.n, max_new_tokens=config.sampling.max_new_tokens)
 
 
-def _finished_runs(config: RunConfig, display: str, keys: Mapping[str, str | None]) -> dict[str, RunRecord]:
-    """Task name -> record of a finished generation with the same request key (see :mod:`evalsuite.runs.resume`)."""
+def _finished_runs(config: RunConfig, display: str, keys: Mapping[str, str | None],
+                   revision: str | None = None) -> dict[str, RunRecord]:
+    """Task name -> record of a finished generation with the same request key, made with the checkpoint files
+    found now (``revision``; see :mod:`evalsuite.runs.resume`)."""
     found = {}
     for task in config.tasks:
         key = keys[task.name]
         if key is None:
             continue
         ids = {p.task_id for p in select_problems(task, config.limit)}
-        record = finished_record(config.output_dir, display, task.name, key, config.sampling.n, ids)
+        record = finished_record(config.output_dir, display, task.name, key, config.sampling.n, ids, revision)
         if record is not None:
             found[task.name] = record
     return found

@@ -84,15 +84,29 @@ def prompt_key(protocol: Any, task_name: str) -> dict[str, Any]:
     return key
 
 
+def checkpoint_revision(spec: Any) -> str | None:
+    """A local checkpoint's content fingerprint as the loaded model's identity names it (``local:...``), taken now;
+    None for other models (a hub commit is known once loaded)."""
+    from evalsuite.models.fingerprint import local_fingerprint
+
+    if spec.source == "local" and Path(spec.location).exists():
+        return f"local:{local_fingerprint(spec.location)}"
+    return None
+
+
 def finished_record(output_dir: Path, display: str, task_name: str, key: str, n: int,
-                    valid_ids: set[str]) -> RunRecord | None:
-    """The record of a run with this request key whose folder holds all ``n`` completions of every problem."""
+                    valid_ids: set[str], revision: str | None = None) -> RunRecord | None:
+    """The record of a run with this request key whose folder holds all ``n`` completions of every problem, made
+    with the checkpoint files found now (``revision``): a run whose files were replaced between its key and its
+    load holds the new files' completions under the old files' key."""
     for record_path in sorted(Path(output_dir).glob(f"{slug(display)}__{slug(task_name)}__*/{RECORD_FILE}")):
         try:
             record = RunRecord.read(record_path)
         except (OSError, ValueError, TypeError, AttributeError):
             continue
         if record.request_key != key or record.opened_fence is None:  # older records did not say how they asked
+            continue
+        if revision is not None and (record.identity.get("checkpoint") or {}).get("revision") != revision:
             continue
         try:
             done = RunDir(record_path.parent).existing_completions(valid_ids, n)
