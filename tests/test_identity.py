@@ -233,6 +233,22 @@ def test_fingerprint_covers_the_folders_model_code(tmp_path):
     assert local_fingerprint(folder) != first
 
 
+def test_fingerprint_covers_the_additional_chat_templates(tmp_path):
+    """transformers reads additional_chat_templates/*.jinja ("default" is the chat template): edited, a rerun
+    resumed the old template's completions."""
+    folder = tmp_path / "chat"
+    (folder / "additional_chat_templates").mkdir(parents=True)
+    (folder / "config.json").write_text("{}")
+    first = local_fingerprint(folder)
+    (folder / "additional_chat_templates" / "default.jinja").write_text("{{ messages }}")
+    second = local_fingerprint(folder)
+    (folder / "additional_chat_templates" / "default.jinja").write_text("{{ messages[0] }}")
+    third = local_fingerprint(folder)
+    assert len({first, second, third}) == 3
+    (folder / "additional_chat_templates" / "notes.txt").write_text("not read")
+    assert local_fingerprint(folder) == third
+
+
 def test_files_that_change_while_the_weights_load_are_refused(tiny_model_dir, tmp_path, monkeypatch):
     """The run's folder is keyed by the checkpoint's fingerprint, which was taken after the weights were read: files
     replaced during the load (a trainer writing ckpt/latest) named a run made with the old weights by the new files'

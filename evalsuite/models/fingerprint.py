@@ -21,6 +21,7 @@ CHECKPOINT_FILES = ("config.json", "generation_config.json", "tokenizer.json", "
                     "tokenizer.model", "special_tokens_map.json", "added_tokens.json", "vocab.json", "merges.txt",
                     "vocab.txt", "chat_template.jinja", "chat_template.json")
 CODE_SUFFIXES = (".py", ".tiktoken")  # remote model and tokenizer code, tiktoken vocabularies (Qwen)
+TEMPLATE_FOLDER = "additional_chat_templates"  # transformers reads its *.jinja ("default" is the chat template)
 _CHUNK = 1 << 22
 
 
@@ -60,9 +61,13 @@ def checkpoint_files(location: Path) -> list[Path]:
     completions from the same weights, which a resume must not report as the new code's."""
     if location.is_file():
         return [location]
-    return sorted(p for p in location.iterdir()
-                  if p.is_file() and (p.name.endswith(WEIGHT_SUFFIXES) or p.name in CHECKPOINT_FILES
-                                      or p.suffix in CODE_SUFFIXES))
+    files = [p for p in location.iterdir()
+             if p.is_file() and (p.name.endswith(WEIGHT_SUFFIXES) or p.name in CHECKPOINT_FILES
+                                 or p.suffix in CODE_SUFFIXES)]
+    templates = location / TEMPLATE_FOLDER  # an edited template there resumed the old one's completions
+    if templates.is_dir():
+        files += [p for p in templates.iterdir() if p.is_file() and p.suffix == ".jinja"]
+    return sorted(files)
 
 
 def local_fingerprint(location: str | Path) -> str:
@@ -73,7 +78,8 @@ def local_fingerprint(location: str | Path) -> str:
     before = len(cache)
     digest = hashlib.sha256()
     for file in checkpoint_files(location):
-        digest.update(f"{file.name}\0{file_sha256(file, cache)}\n".encode())
+        name = file.name if file.parent == location or location.is_file() else file.relative_to(location).as_posix()
+        digest.update(f"{name}\0{file_sha256(file, cache)}\n".encode())
     if len(cache) != before:
         try:
             atomic_write_json(path, cache)
