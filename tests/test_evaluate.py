@@ -112,6 +112,13 @@ def test_hack_detections_are_counted(tmp_path):
     (b'["task_id"]\n', r"s\.jsonl:1: expected a JSON object"),
     (b'{"task_id": "example/0", "completion": "\\ud800"}\n', r"s\.jsonl:1: completion is not valid Unicode"),
     (b"", r"s\.jsonl: no samples"),
+    (b'{"task_id": "example/0", "completion": "x", "completion_id": 0}\n'
+     b'{"task_id": "example/0", "completion": "y", "completion_id": 0}\n',
+     r"s\.jsonl:2: example/0 completion 0 appears twice \(first on line 1\)"),
+    (b'{"task_id": "example/0", "completion": "x", "completion_id": 0}\n{"task_id": "example/0", "completion": "y"}\n',
+     r"s\.jsonl:2: completion_id on some rows only"),
+    (b'{"task_id": "example/0", "completion": "x", "completion_id": "0"}\n',
+     r"s\.jsonl:1: completion_id must be a non-negative integer"),
 ])
 def test_bad_input_names_the_line_and_writes_nothing(tmp_path, capsys, content, message):
     (tmp_path / "s.jsonl").write_bytes(content)
@@ -123,6 +130,17 @@ def test_bad_input_names_the_line_and_writes_nothing(tmp_path, capsys, content, 
 
     assert re.search(message, err), err
     assert not out.exists()
+
+
+def test_rows_that_carry_their_completion_id_keep_it(tmp_path):
+    """A run's completions.jsonl lists rows as they finished: renumbered in file order, evaluate's results joined
+    back to the completions by (task_id, completion_id) paired verdicts with other completions."""
+    rows = [{"task_id": "example/0", "completion_id": 1, "completion": "    return a - b\n"},
+            {"task_id": "example/0", "completion_id": 0, "completion": "    return a + b\n"}]
+    samples = write_jsonl(tmp_path / "s.jsonl", rows)
+    assert evaluate(str(samples), "--task", "example", "--k", "1", "--output", str(tmp_path / "o")) == 0
+    results = [json.loads(line) for line in (tmp_path / "o" / "results.jsonl").read_text().splitlines()]
+    assert {(r["completion_id"], r["passed"]) for r in results} == {(0, True), (1, False)}
 
 
 @pytest.mark.parametrize("argv,message", [

