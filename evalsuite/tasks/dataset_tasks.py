@@ -213,6 +213,8 @@ class DatasetTask(Task):
                 raise EvalsuiteError(f"{where}: cannot tell which function the tests call (entry point "
                                      f"{entry_point!r}); name it with an entry point field")
             check_name = "check" if spec.test_style == "check" else check_function_name(tests, entry_point)
+            if never_calls_the_candidate(tests, spec.test_style, entry_point):
+                raise EvalsuiteError(f"{where}: its test never calls {entry_point}: every answer would pass it")
             test = build_test_program(spec.test_style, tests, setup, entry_point, check_name)
         except SyntaxError as exc:
             raise EvalsuiteError(f"{where}: the test code does not parse: {exc.msg} (line {exc.lineno})") from None
@@ -242,6 +244,23 @@ class DatasetTask(Task):
     def provenance(self) -> dict[str, Any]:
         self.problems()
         return dict(self._provenance)
+
+
+def never_calls_the_candidate(tests: str, style: str, entry_point: str, check_name: str = "check") -> bool:
+    """Whether ``tests`` can never look at an answer: a check function (``check`` style) that never names its
+    parameter, or asserts that never name the entry point. Every answer passed such a test (``return None`` too),
+    and selfcheck said PASS. Text that does not parse, or has no such function, is left to the later checks."""
+    try:
+        tree = ast.parse(tests)
+    except SyntaxError:
+        return False
+    if style != "check":
+        return not any(isinstance(node, ast.Name) and node.id == entry_point for node in ast.walk(tree))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name == check_name and node.args.args:
+            parameter = node.args.args[0].arg
+            return not any(isinstance(name, ast.Name) and name.id == parameter for name in ast.walk(node))
+    return False
 
 
 def _has_statements(tests: str) -> bool:

@@ -11,6 +11,7 @@ from pathlib import Path
 from evalsuite.errors import EvalsuiteError
 from evalsuite.hookspecs import hookimpl
 from evalsuite.jsonl import read_jsonl, sha256_file
+from evalsuite.tasks.dataset_tasks import never_calls_the_candidate
 from evalsuite.tasks.task import Problem, Task
 
 REQUIRED_FIELDS = ("task_id", "prompt", "test", "entry_point")
@@ -30,6 +31,9 @@ def load_humaneval_file(path: Path) -> list[Problem]:
         missing = [key for key in REQUIRED_FIELDS if key not in row]
         if missing:
             raise EvalsuiteError(f"{path}:{line}: missing field(s) {', '.join(missing)}")
+        if never_calls_the_candidate(row["test"], "check", row["entry_point"]):
+            raise EvalsuiteError(f"{path}:{line}: {row['task_id']}'s test never calls its candidate: every answer "
+                                 "would pass it")
         extra = {k: v for k, v in row.items() if k not in REQUIRED_FIELDS + ("canonical_solution",)}
         problems.append(Problem(task_id=row["task_id"], prompt=row["prompt"], test=row["test"],
                                 entry_point=row["entry_point"],
