@@ -287,11 +287,12 @@ def test_a_stop_while_the_results_are_written_says_interrupted_and_the_rerun_com
 
 @pytest.mark.parametrize("command, said", [
     ("run", "interrupted by SIGTERM: completions written so far are kept; rerun the same command to resume"),
-    ("evaluate", "interrupted by SIGTERM before it finished: nothing of it was written"),
+    ("evaluate", "interrupted by SIGTERM before it finished: rerun it (it resumes nothing; what it wrote is written "
+                 "anew)"),
 ])
 def test_what_a_stopped_command_says_it_kept_is_what_it_keeps(tmp_path, capsys, monkeypatch, command, said):
-    """`evaluate` writes its results at the end: stopped, it said its completions were kept and rerunning would
-    resume, and its output folder was empty."""
+    """`evaluate` resumes nothing: stopped, it said its completions were kept and rerunning would resume (its output
+    folder was empty, or held results written just before the stop)."""
     import importlib
 
     from evalsuite.cli import main

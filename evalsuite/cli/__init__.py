@@ -116,6 +116,6 @@ def main(argv: list[str] | None = None) -> int:
         # one write: under torchrun every rank says it at once into one stream, and print's two writes interleave
         rank = f"rank {os.environ['RANK']}: " if int(os.environ.get("WORLD_SIZE", "1")) > 1 else ""
         kept = (": completions written so far are kept; rerun the same command to resume" if args.command == "run"
-                else " before it finished: nothing of it was written")  # evaluate writes its results at the end
+                else " before it finished: rerun it (it resumes nothing; what it wrote is written anew)")
         sys.stderr.write(f"{rank}interrupted by {signal.Signals(signum).name}{kept}\n")
         return 128 + int(signum)
