@@ -459,6 +459,19 @@ def test_a_humaneval_copy_whose_check_never_calls_the_candidate_is_refused(no_mo
                             no_model_loads)
 
 
+@pytest.mark.parametrize("body", ["    assert has_close_elements([1.0, 1.05], 0.1)\n",
+                                  "    assert globals()['has_close_elements']([1.0, 1.05], 0.1)\n",
+                                  "    assert eval('has_close_elements([1.0, 1.05], 0.1)')\n"])
+def test_a_check_that_calls_the_function_by_its_own_name_is_not_refused(body):
+    """A real test may call the function by its name (the program's global), through globals() or eval: it checks
+    answers, so it is no vacuous test (the eighth run-path round found these refused)."""
+    from evalsuite.tasks.dataset_tasks import never_calls_the_candidate
+
+    test = "def check(candidate):\n" + body
+    assert not never_calls_the_candidate(test, "check", "has_close_elements")
+    assert never_calls_the_candidate("def check(candidate):\n    assert True\n", "check", "has_close_elements")
+
+
 def test_the_reference_model_on_a_task_without_solutions_is_refused_before_any_folder(no_model_loads, capsys):
     _wordbench(no_model_loads / "wb", lambda spec, rows: (
         "\n".join(line for line in spec.splitlines() if not line.startswith("solution_field")), rows))

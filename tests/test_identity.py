@@ -249,6 +249,21 @@ def test_fingerprint_covers_the_additional_chat_templates(tmp_path):
     assert local_fingerprint(folder) == third
 
 
+@pytest.mark.parametrize("name", ["config.5.0.0.json", "tokenizer.5.0.0.json", "model.safetensors.index.json",
+                                  "pytorch_model.bin.index.json"])
+def test_fingerprint_covers_what_transformers_reads_in_place_of_a_listed_file(tmp_path, name):
+    """A versioned config or tokenizer (config.json's "configuration_files", tokenizer_config.json's
+    "fast_tokenizer_files") and a sharded checkpoint's index (which shard each tensor is read from): edited, a rerun
+    resumed the old files' completions."""
+    folder = tmp_path / "ckpt"
+    folder.mkdir()
+    (folder / "config.json").write_text("{}")
+    (folder / name).write_text('{"a": 1}')
+    first = local_fingerprint(folder)
+    (folder / name).write_text('{"a": 2}')
+    assert local_fingerprint(folder) != first
+
+
 def test_files_that_change_while_the_weights_load_are_refused(tiny_model_dir, tmp_path, monkeypatch):
     """The run's folder is keyed by the checkpoint's fingerprint, which was taken after the weights were read: files
     replaced during the load (a trainer writing ckpt/latest) named a run made with the old weights by the new files'

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 
 from evalsuite.jsonl import atomic_write_json
@@ -22,6 +23,11 @@ CHECKPOINT_FILES = ("config.json", "generation_config.json", "tokenizer.json", "
                     "vocab.txt", "chat_template.jinja", "chat_template.json")
 CODE_SUFFIXES = (".py", ".tiktoken")  # remote model and tokenizer code, tiktoken vocabularies (Qwen)
 TEMPLATE_FOLDER = "additional_chat_templates"  # transformers reads its *.jinja ("default" is the chat template)
+# What else transformers reads in place of a listed file: a versioned config or tokenizer that config.json's
+# "configuration_files" or tokenizer_config.json's "fast_tokenizer_files" names (config.5.0.0.json), and the
+# sharded weights' index, which says which shard each tensor is read from. Edited, each made other completions
+# that a rerun resumed as the old files' (the twenty-first session's eighth run-path round).
+VERSIONED = re.compile(r"(config|tokenizer)\.[0-9][0-9.]*\.json|.+\.index\.json")
 _CHUNK = 1 << 22
 
 
@@ -63,7 +69,7 @@ def checkpoint_files(location: Path) -> list[Path]:
         return [location]
     files = [p for p in location.iterdir()
              if p.is_file() and (p.name.endswith(WEIGHT_SUFFIXES) or p.name in CHECKPOINT_FILES
-                                 or p.suffix in CODE_SUFFIXES)]
+                                 or p.suffix in CODE_SUFFIXES or VERSIONED.fullmatch(p.name))]
     templates = location / TEMPLATE_FOLDER  # an edited template there resumed the old one's completions
     if templates.is_dir():
         files += [p for p in templates.iterdir() if p.is_file() and p.suffix == ".jinja"]

@@ -254,12 +254,17 @@ def never_calls_the_candidate(tests: str, style: str, entry_point: str, check_na
         tree = ast.parse(tests)
     except SyntaxError:
         return False
+
+    def names_any(scope: ast.AST, names: set[str]) -> bool:  # by name, or in a string (globals()[...], eval)
+        return any(isinstance(node, ast.Name) and node.id in names
+                   or isinstance(node, ast.Constant) and isinstance(node.value, str)
+                   and any(name in node.value for name in names) for node in ast.walk(scope))
+
     if style != "check":
-        return not any(isinstance(node, ast.Name) and node.id == entry_point for node in ast.walk(tree))
+        return not names_any(tree, {entry_point})
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef) and node.name == check_name and node.args.args:
-            parameter = node.args.args[0].arg
-            return not any(isinstance(name, ast.Name) and name.id == parameter for name in ast.walk(node))
+            return not names_any(node, {node.args.args[0].arg, entry_point})
     return False
 
 
