@@ -390,8 +390,8 @@ def test_every_field_of_a_samples_file_is_text_on_the_run_page(tmp_path):
 
     rows = [
         {"task_id": "example/0", "completion": "    return a + b\n", "num_tokens": HOSTILE, "finish_reason": HOSTILE,
-         "raw_completion": HOSTILE, "completion_id": HOSTILE, "sample_index": HOSTILE, "model": HOSTILE,
-         HOSTILE: HOSTILE},
+         "raw_completion": HOSTILE, "sample_index": HOSTILE, "model": HOSTILE,
+         HOSTILE: HOSTILE},  # (completion_id is kept and must be an integer: a hostile one is refused, test_evaluate)
         {"task_id": "example/0", "completion": "    return a - b\n", "num_tokens": {"x": HOSTILE},
          "finish_reason": [HOSTILE], "raw_completion": {"a": HOSTILE}},
         {"task_id": "example/1", "completion": "    return True\n", "num_tokens": 12, "finish_reason": 5},
