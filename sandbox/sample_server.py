@@ -426,7 +426,7 @@ def processes_of_sample_uid(config: dict[str, Any]) -> int:
     for name in os.listdir(proc if proc is not None else "/proc"):
         if name.isdigit():
             try:
-                count += (os.stat(name, dir_fd=proc) if proc is not None else os.stat(f"/proc/{name}")).st_uid == uid
+                count += os.stat(name if proc is not None else f"/proc/{name}", dir_fd=proc).st_uid == uid
             except OSError:
                 pass
     return count

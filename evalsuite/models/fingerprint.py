@@ -76,6 +76,12 @@ def checkpoint_files(location: Path) -> list[Path]:
     return sorted(files)
 
 
+def local_revision(location: str | Path) -> str:
+    """A local checkpoint's stand-in for a commit hash, as a loaded model's identity names it: ``local:`` and the
+    content fingerprint of its weight, tokenizer and config files."""
+    return f"local:{local_fingerprint(location)}"
+
+
 def local_fingerprint(location: str | Path) -> str:
     """``sha256:<hex>`` over (name, content sha256) of :func:`checkpoint_files`."""
     location = Path(location)
@@ -83,8 +89,9 @@ def local_fingerprint(location: str | Path) -> str:
     cache = _load_cache(path)
     before = len(cache)
     digest = hashlib.sha256()
+    whole_file = location.is_file()
     for file in checkpoint_files(location):
-        name = file.name if file.parent == location or location.is_file() else file.relative_to(location).as_posix()
+        name = file.name if whole_file else file.relative_to(location).as_posix()  # a top-level file: its name
         digest.update(f"{name}\0{file_sha256(file, cache)}\n".encode())
     if len(cache) != before:
         try:

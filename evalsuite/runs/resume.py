@@ -40,14 +40,13 @@ def _version(package: str) -> str | None:
 def request_key(spec: Any, task: Any, problem_ids: Sequence[str], config: Any) -> str | None:
     """The pre-load key of one (model, task) run, or None where the checkpoint cannot be identified
     without loading it (hub ids, servers)."""
-    from evalsuite.models.fingerprint import local_fingerprint
-
     if config.generation.backend == "openai":
         return None
+    revision = checkpoint_revision(spec)
     if spec.source == "builtin":
         checkpoint = "reference"
-    elif spec.source == "local" and Path(spec.location).exists():
-        checkpoint = local_fingerprint(spec.location)
+    elif revision is not None:
+        checkpoint = revision.removeprefix("local:")  # as the keys of earlier runs hold it
     else:
         return None
     blob = {
@@ -87,10 +86,10 @@ def prompt_key(protocol: Any, task_name: str) -> dict[str, Any]:
 def checkpoint_revision(spec: Any) -> str | None:
     """A local checkpoint's content fingerprint as the loaded model's identity names it (``local:...``), taken now;
     None for other models (a hub commit is known once loaded)."""
-    from evalsuite.models.fingerprint import local_fingerprint
+    from evalsuite.models.fingerprint import local_revision
 
     if spec.source == "local" and Path(spec.location).exists():
-        return f"local:{local_fingerprint(spec.location)}"
+        return local_revision(spec.location)
     return None
 
 

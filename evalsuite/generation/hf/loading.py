@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from evalsuite.devices import check_device_present, cuda_index, parse_device, set_cpu_threads, use_expandable_segments
 from evalsuite.errors import EvalsuiteError
 from evalsuite.generation.base import GenerationOptions
-from evalsuite.models.fingerprint import WEIGHT_SUFFIXES, local_fingerprint
+from evalsuite.models.fingerprint import WEIGHT_SUFFIXES, local_revision
 from evalsuite.models.options import LoadingOptions
 from evalsuite.models.registry import ModelSpec, with_family
 from evalsuite.planner.capacity import GpuCap
@@ -81,12 +81,6 @@ def config_dtype(config: Any) -> Any:
     if "dtype" in getattr(config, "__dict__", {}) or hasattr(type(config), "dtype"):
         return getattr(config, "dtype", None)
     return getattr(config, "torch_dtype", None)
-
-
-def local_revision(location: Path) -> str:
-    """A local checkpoint's stand-in for a commit hash: the content fingerprint of its weight, tokenizer and
-    config files (see :mod:`evalsuite.models.fingerprint`)."""
-    return f"local:{local_fingerprint(location)}"
 
 
 def revision_of(spec: ModelSpec, config: Any) -> str | None:
