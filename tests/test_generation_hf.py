@@ -381,3 +381,24 @@ def test_max_length_counts_each_prompt_as_bigcode_does(engine, tiny_model_dir):
     assert SamplingParams(max_length=600).new_tokens_for(100) == 500
     assert SamplingParams(max_length=600).new_tokens_for(700) == 1 and SamplingParams().new_tokens_for(700) == 512
     assert "max_length" not in SamplingParams().to_dict()  # earlier runs' resume keys unchanged
+
+
+def test_a_context_shorter_than_prompt_plus_budget_is_said_once_before_generating(tiny_model_dir, capsys):
+    """Samples that would run past the model's positions stop at the context's end: a user asking for more new
+    tokens than fit is told so once (which prompts, how much room), instead of finding shorter samples later."""
+    prompts = mixed_length_prompts(3)
+    generator = load(tiny_model_dir("llama"), batch_size=4)
+    context = generator.context_length
+    length_of = {task_id: len(generator.codec.encode(prompt)) for task_id, prompt in prompts}
+    lengths = sorted(length_of.values())
+    list(generator.generate(requests_for(prompts), SamplingParams(max_new_tokens=4)))
+    assert "context" not in capsys.readouterr().err  # every prompt has its room: nothing said
+    budget = context - lengths[-1] + 1  # the longest prompt alone leaves less than this
+    got = by_key(generator.generate(requests_for(prompts), SamplingParams(max_new_tokens=budget)))
+    said = capsys.readouterr().err
+    assert f"1 of 3 prompts leave less room than --max-new-tokens {budget}" in said, said
+    assert f"context of {context} positions" in said and f"leaves {context - lengths[-1]})" in said
+    longest = max(length_of, key=length_of.__getitem__)
+    assert got[(longest, 0)].num_tokens <= context - lengths[-1]  # cut at the context's end, as said
+    list(generator.generate(requests_for(prompts[-1:]), SamplingParams(max_new_tokens=budget)))
+    assert "context" not in capsys.readouterr().err  # once a model

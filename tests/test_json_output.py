@@ -107,3 +107,24 @@ def test_evaluate_and_leaderboard_json(tmp_path: Path):
     (shortfall,) = document["fail_under"]["shortfalls"]
     assert "pass@1 = 0.750 < 0.900" in shortfall
     assert gated.stderr.startswith("error: --fail-under not met")
+
+
+def test_evaluate_json_names_both_ends_of_uneven_sample_counts(tmp_path: Path):
+    """A samples file whose problems have 1 and 3 samples: ``n`` is the fewest and ``n_max`` the most, so a reader
+    of the document does not take pass@1 for one setting's figure over 1 sample a problem."""
+    rows = humaneval_rows(2)
+    samples = tmp_path / "samples.jsonl"
+    lines = [{"task_id": rows[0]["task_id"], "completion": rows[0]["canonical_solution"]}]
+    lines += [{"task_id": rows[1]["task_id"], "completion": rows[1]["canonical_solution"] if i else "    pass\n"}
+              for i in range(3)]
+    samples.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    done = evalsuite(tmp_path, "evaluate", str(samples), "--k", "1", "--output", "out", "--json", "--quiet")
+    assert done.returncode == 0, done.stderr
+    (result,) = only_json(done.stdout)["results"]
+    assert (result["n"], result["n_max"]) == (1, 3)
+    assert abs(result["pass_at"]["pass@1"]["value"] - (1 + 2 / 3) / 2) < 1e-9  # each problem by its own count
+    even = tmp_path / "even.jsonl"
+    even.write_text("".join(json.dumps(line) + "\n" for line in lines[:1]))
+    done = evalsuite(tmp_path, "evaluate", str(even), "--output", "even", "--json", "--quiet")
+    assert done.returncode == 0, done.stderr
+    assert "n_max" not in only_json(done.stdout)["results"][0]

@@ -109,3 +109,14 @@ def test_unreadable_model_config_is_one_clear_line(in_tmp, capsys):
     assert main(["run", "--quiet", "--models", str(broken)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: ") and "config.json" in err and "not valid JSON" in err and "\n" not in err
+
+
+def test_spread_models_without_torchrun_says_the_models_run_one_after_another(in_tmp, capsys):
+    """``--spread models`` shares models over torchrun's ranks; in one process it changes nothing, which a user
+    who expected the models at once on several GPUs is told, while the run goes on and scores as usual."""
+    assert main(["run", "--quiet", "--limit", "1", "--spread", "models"]) == 0
+    captured = capsys.readouterr()
+    assert "--spread models" in captured.err and "one after another" in captured.err
+    assert "1.000" in captured.out
+    assert main(["run", "--quiet", "--limit", "1"]) == 0
+    assert "--spread" not in capsys.readouterr().err

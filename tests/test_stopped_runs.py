@@ -308,3 +308,33 @@ def test_what_a_stopped_command_says_it_kept_is_what_it_keeps(tmp_path, capsys, 
     argv = ["run", "--quiet"] if command == "run" else ["evaluate", str(samples), "-o", str(tmp_path / "o"), "--quiet"]
     assert main(argv) == 128 + signal.SIGTERM
     assert capsys.readouterr().err.strip().splitlines()[-1] == said
+
+
+@pytest.mark.parametrize("stopped_in, saved", [("save_leaderboard", False), ("write_leaderboard_pages", True)])
+def test_a_stop_during_the_leaderboard_update_reports_it_as_the_file_has_it(tmp_path, capsys, monkeypatch,
+                                                                               stopped_in, saved):
+    """Stopped while the model's entry was being added, the ``--json`` document's ``leaderboard`` says whether the
+    file holds it: before the save, null; after it (the pages being drawn), the file, which CI then reads."""
+    import evalsuite.reporting.publish
+    import evalsuite.reporting.store
+    from evalsuite.cli import main
+
+    if __import__("sandbox").detect_isolation() == "none":
+        pytest.skip("needs bubblewrap")
+    module = evalsuite.reporting.store if stopped_in == "save_leaderboard" else evalsuite.reporting.publish
+    real = getattr(module, stopped_in)
+
+    def stop(*args, **kwargs):
+        if stopped_in == "write_leaderboard_pages":
+            real(*args, **kwargs)  # the entry is saved; the stop comes as the pages are drawn
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(module, stopped_in, stop)
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "--limit", "2", "--json", "--quiet"]) == 128 + 2
+    document = json.loads(capsys.readouterr().out)
+    board = tmp_path / "leaderboard" / "leaderboard.json"
+    held = [entry["model"] for entry in json.loads(board.read_text())["entries"]] if board.exists() else []
+    assert held == (["reference"] if saved else [])
+    assert document["leaderboard"] == (str(Path("leaderboard") / "leaderboard.json") if saved else None)
+    assert [score["model"] for score in document["results"]] == ["reference"]

@@ -162,3 +162,16 @@ def add_to_leaderboard(directory: Path, summaries: Sequence[RunSummary]) -> list
     entries = [entry_from_run(summary) for summary in summaries]
     update_leaderboard(Path(directory), entries)
     return entries
+
+
+def entries_saved(directory: Path, summaries: Sequence[RunSummary]) -> list[Any]:
+    """The runs' entries as the leaderboard in ``directory`` holds them now. A stop that came during
+    :func:`add_to_leaderboard` found the file saved or not: what a stopped command reports reads which."""
+    from evalsuite.reporting.store import LEADERBOARD_FILE, load_leaderboard
+
+    wanted = {(summary.model, summary.task, summary.run_id) for summary in summaries}
+    try:
+        held = load_leaderboard(Path(directory) / LEADERBOARD_FILE)
+    except Exception:  # noqa: BLE001 - unreadable now: not shown as saved
+        return []
+    return [entry for entry in held if (entry.model, entry.task, entry.run_id) in wanted]

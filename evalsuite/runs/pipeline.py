@@ -34,7 +34,7 @@ from evalsuite.reporting.views.run_page import PAGE_FILE
 from evalsuite.runs.claims import RunClaim, claim_name
 from evalsuite.runs.config import RunConfig, validate_config
 from evalsuite.runs.distributed import DistContext, RankLost, context_from_env, shutdown
-from evalsuite.runs.finish import RunFacts, ScoredRun, add_to_leaderboard, finish
+from evalsuite.runs.finish import RunFacts, ScoredRun, add_to_leaderboard, entries_saved, finish
 from evalsuite.runs.generate import generate_missing, load_completions
 from evalsuite.runs.identity import check_has_problems, problem_set, prompt_settings, run_identity, select_problems
 from evalsuite.runs.invocations import Invocation, earlier_invocations, made_by
@@ -354,6 +354,10 @@ def run_evaluation(config: RunConfig) -> Evaluation | None:
     for task in config.tasks:
         check_has_problems(task)  # load and validate every dataset before loading any model
     ctx = context_from_env()
+    if config.spread == "models" and not ctx.enabled:  # said, not refused: the same results, one after another
+        print("warning: --spread models gives each torchrun rank whole models; this command is one process, so "
+              "its models run one after another (launch it with torchrun --nproc-per-node N -m evalsuite -- run "
+              "... to run N at once)", file=sys.stderr)
     generation = config.generation
     if ctx.enabled and generation.loading.device is None and generation.backend != "openai":
         generation = replace(generation, loading=replace(generation.loading, device=ctx.device))
@@ -373,6 +377,7 @@ def run_evaluation(config: RunConfig) -> Evaluation | None:
     entries: list[Any] = []
     failures: list[ModelFailure] = []
     begun, running = 0, ""  # how many of this rank's models have begun; the one running ("" between models)
+    publishing: list[Any] = []  # summaries whose leaderboard update is under way (a stop in it may have saved them)
     try:
         for position, (_, spec) in enumerate(assignments):
             display = displays[position]
@@ -411,7 +416,9 @@ def run_evaluation(config: RunConfig) -> Evaluation | None:
                     if outcome is not None:
                         outcomes.append(outcome)
                         if config.leaderboard_dir is not None:  # final now, whatever happens to the next model
-                            entries += add_to_leaderboard(config.leaderboard_dir, [outcome.leaderboard_summary()])
+                            publishing = [outcome.leaderboard_summary()]
+                            entries += add_to_leaderboard(config.leaderboard_dir, publishing)
+                            publishing = []
             except Exception as exc:  # noqa: BLE001 - one model's failure, reported; the others still run
                 if len(config.models) == 1 and isinstance(exc, EvalsuiteError) and not isinstance(exc, RankLost):
                     raise ModelFailed(display, exc) from exc  # stops the command, with a --json document
@@ -444,6 +451,10 @@ def run_evaluation(config: RunConfig) -> Evaluation | None:
         if not ctx.is_main:
             raise  # rank 0 reports (under --spread models: its own models, and names the others')
         elsewhere = [name for name in every_display if name not in displays] if waiting is not None else []
+        if publishing and config.leaderboard_dir is not None:  # stopped in the update: saved or not, as the file says
+            listed = {(entry.key, entry.run_id) for entry in entries}
+            entries += [entry for entry in entries_saved(config.leaderboard_dir, publishing)
+                        if (entry.key, entry.run_id) not in listed]
         raise EvaluationInterrupted(stop, Evaluation(outcomes, entries, failures), running, displays[begun:],
                                     elsewhere) from stop
     finally:

@@ -59,6 +59,7 @@ class HFGenerator(Generator):
         self.context_length = model_context_length(self.model.config)
         self.batch_size: int | None = options.hf.batch_size
         self.oom_halvings = 0
+        self._context_warned = False  # the context-cut warning is said once a model
         self.engine_status = EngineStatus()  # decided at the first generate call (engine_bridge.engine_for)
 
     @classmethod
@@ -72,6 +73,7 @@ class HFGenerator(Generator):
 
     # -- the contract ----------------------------------------------------------------------------------
     def generate(self, requests: Sequence[GenerationRequest], params: SamplingParams) -> Iterator[Completion]:
+        self._warn_context_cut(requests, params)
         bridge = self._fast_engine()
         if bridge is not None:
             bridge.engine.token_listener = self.token_listener
@@ -196,6 +198,20 @@ class HFGenerator(Generator):
         dtype_bytes = self.model.dtype.itemsize if self.model.dtype.is_floating_point else 2
         return auto_batch_size(self.model.config, self.loaded.device, dtype_bytes,
                                len(rows[0].prompt_ids), params.max_new_tokens, cap_bytes=self.loaded.gpu_cap_bytes)
+
+    def _warn_context_cut(self, requests: Sequence[GenerationRequest], params: SamplingParams) -> None:
+        """Say once, before generating, when the model's context is shorter than a prompt plus its token budget:
+        those samples stop at the context's end (their finish_reason says "length"), not at --max-new-tokens."""
+        if self.context_length is None or self._context_warned:
+            return
+        lengths = [len(self.codec.encode_request(request)) for request in requests if request.sample_indices]
+        cut = [n for n in lengths if n < self.context_length and params.new_tokens_for(n) > self.context_length - n]
+        if cut:
+            self._context_warned = True
+            print(f"warning: {len(cut)} of {len(lengths)} prompts leave less room than --max-new-tokens "
+                  f"{params.max_new_tokens} in {self.loaded.spec.name!r}'s context of {self.context_length} "
+                  f"positions: their samples stop at the context's end (a prompt of {max(cut)} tokens leaves "
+                  f"{self.context_length - max(cut)})", file=sys.stderr)
 
     def _check_context(self, rows: list[Row], params: SamplingParams) -> None:
         if self.context_length is None:
