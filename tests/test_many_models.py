@@ -383,3 +383,29 @@ def test_closing_a_generator_gives_its_gpu_memory_and_its_cap_back(tiny_model_di
     # the life of the process): measured after one model, a second one must find exactly as much free.
     first = cycle()
     assert cycle() >= first - (64 << 20)  # what the next model's plan and engine will see
+
+
+def test_a_slow_plan_made_on_a_gpu_another_process_holds_names_that_process(monkeypatch):
+    """Two runs started on one GPU: the second plans with what the first left free and lands on a slow rung.
+    Its warning says that other processes hold the GPU, with how much, beside the flags."""
+    import dataclasses
+
+    from evalsuite.planner import capacity as capacity_module
+    from evalsuite.planner.capacity import GiB, detect_capacity
+    from evalsuite.planner.ladder import choose_plan
+    from evalsuite.planner.planning import build_request
+    from evalsuite.planner.source import resolve_source
+    from evalsuite.runs.plan_line import slow_plan_warning
+
+    monkeypatch.setattr(capacity_module, "_detect_gpus",
+                        lambda only=None: ([6 * GiB, 79 * GiB], [80 * GiB, 80 * GiB], ["H100", "H100"]))
+    seen = detect_capacity()
+    assert seen.gpus_held == (74 * GiB, 0) and "GPU 0: 74.0 GiB of its 80.0 GiB held by other processes" in seen.notes
+    request = build_request(resolve_source("gpt-j-6b"), seen, batch_size=8, seq_len=640, prompt_len=512)
+    plan = choose_plan(dataclasses.replace(request, capacity=dataclasses.replace(seen, gpus=(6 * GiB,), gpu_ids=(0,),
+                                                                                 gpus_held=(74 * GiB,)),
+                                           installed={}, gpu_dtype="bfloat16"))
+    warning = slow_plan_warning("gpt-j", {"placement": {"strategy": plan.strategy, "plan": plan.to_json()}})
+    assert warning is not None and "74.0 GiB other processes hold on GPU 0" in warning, warning
+    monkeypatch.setattr(capacity_module, "_detect_gpus", lambda only=None: ([int(79.4 * GiB)], [80 * GiB], ["H100"]))
+    assert detect_capacity().gpus_held == ()  # a CUDA context's worth: nobody else

@@ -17,6 +17,9 @@ from evalsuite.devices import usable_cores
 from evalsuite.errors import EvalsuiteError
 from evalsuite.sizes import GiB, format_bytes, parse_size  # noqa: F401 - the planner's names for them
 
+HELD_BY_OTHERS = 2 * GiB  # a GPU with more than this in use when the plan is made: held by other processes (a
+# CUDA context alone is ~0.5 GiB)
+
 
 @dataclass(frozen=True)
 class Capacity:
@@ -33,6 +36,8 @@ class Capacity:
     gpu_names: tuple[str, ...] = ()
     notes: tuple[str, ...] = field(default_factory=tuple)
     cpu_cores: int = 0  # cores torch may use here (0: unknown); CPU-only speed scales with them
+    # bytes of each GPU that something else holds (another run, a notebook): a slow plan's warning names them
+    gpus_held: tuple[int, ...] = ()
 
     def gpu_id(self, position: int) -> int:
         """The CUDA index of ``gpus[position]``."""
@@ -88,6 +93,16 @@ def _detect_gpus(only: int | None = None) -> tuple[list[int], list[int], list[st
     return free, total, names
 
 
+def _reserved_here(index: int) -> int:
+    """Bytes torch's allocator in this process keeps on GPU ``index``."""
+    try:
+        import torch
+
+        return int(torch.cuda.memory_reserved(index)) if torch.cuda.is_initialized() else 0
+    except Exception:  # noqa: BLE001 - no torch, no CUDA: nothing held here
+        return 0
+
+
 def detect_capacity(gpu_memory: str | int | None = None, cpu_memory: str | int | None = None,
                     offload_dir: str | None = None, num_gpus: int | None = None, only_gpu: int | None = None
                     ) -> Capacity:
@@ -100,6 +115,7 @@ def detect_capacity(gpu_memory: str | int | None = None, cpu_memory: str | int |
     """
     cap = parse_size(gpu_memory, "--gpu-memory")
     notes: list[str] = []
+    held: list[int] = []  # per detected GPU: bytes other processes hold (0 below HELD_BY_OTHERS)
     if num_gpus is not None:
         if num_gpus < 0:
             raise EvalsuiteError(f"--gpus must be >= 0, got {num_gpus}")
@@ -115,6 +131,12 @@ def detect_capacity(gpu_memory: str | int | None = None, cpu_memory: str | int |
             raise EvalsuiteError("--gpu-memory caps this machine's GPUs and it has none; to plan for another "
                                  "machine, add --gpus N (N GPUs of that size)")
         gpus = [min(f, cap) if cap else f for f in free]
+        for position, (f, t) in enumerate(zip(free, total)):
+            index = only_gpu if only_gpu is not None else position
+            taken = t - f - _reserved_here(index)  # what this process holds (an earlier model's cache) is not theirs
+            held.append(taken if taken >= HELD_BY_OTHERS else 0)
+            if held[-1]:
+                notes.append(f"GPU {index}: {format_bytes(taken)} of its {format_bytes(t)} held by other processes")
         if cap:
             for position, f in enumerate(free):
                 index = only_gpu if only_gpu is not None else position
@@ -133,7 +155,8 @@ def detect_capacity(gpu_memory: str | int | None = None, cpu_memory: str | int |
         disk = shutil.disk_usage(probe or tempfile.gettempdir()).free
     gpu_ids = (only_gpu,) if only_gpu is not None and gpus else ()
     return Capacity(gpus=tuple(gpus), gpu_ids=gpu_ids, cpu=cpu, disk=disk, offload_dir=offload_dir, gpu_cap=cap,
-                    gpu_names=tuple(names), notes=tuple(notes), cpu_cores=cpu_cores())
+                    gpu_names=tuple(names), notes=tuple(notes), cpu_cores=cpu_cores(),
+                    gpus_held=tuple(held) if any(held) else ())
 
 
 def cpu_cores() -> int:

@@ -80,6 +80,11 @@ def remedies(plan: Mapping[str, Any]) -> list[str]:
     float32 = "of float32 weights" in rejected.get("gpu", "") or (plan.get("dtype") == "float32"
                                                                  and plan.get("strategy") != "cpu")
     found = []
+    capacity = plan.get("capacity") or {}
+    held = capacity.get("gpus_held") or []
+    ids = capacity.get("gpu_ids") or list(range(len(held)))
+    found += [f"the {taken / GiB:.1f} GiB other processes hold on GPU {index} (another run or notebook: let it "
+              "finish, or give this run another GPU with --device)" for index, taken in zip(ids, held) if taken]
     weights = sizes.get("float32" if float32 else "bfloat16") or 0
     if weights:
         need = (weights + budget) * WHOLE_GPU_SLACK
