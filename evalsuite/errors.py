@@ -1,5 +1,7 @@
 """User-facing errors: the CLI prints them as one clear line and exits non-zero."""
 
+import errno
+
 
 class EvalsuiteError(Exception):
     """An error caused by the user's input or environment, not by a bug.
@@ -19,6 +21,21 @@ class ThresholdNotMet(EvalsuiteError):
     """A ``--fail-under`` gate failed: CI should go red."""
 
     exit_code = 3
+
+
+# A folder the command writes that cannot take it: the machine's state, not a bug (no traceback)
+_STORAGE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EFBIG, errno.EIO}
+
+
+def storage_error(error: BaseException, folders: str = "") -> "EvalsuiteError | None":
+    """A write that failed for the disk (full, over quota, read-only, no permission) as one line naming the file
+    (or, where the system names none, the ``folders`` written); None for anything else. What was written before it
+    stays: the run's rows are appended as they are made."""
+    if not isinstance(error, OSError) or error.errno not in _STORAGE_ERRNOS:
+        return None
+    where = f": {error.filename}" if error.filename else f" writing under {folders}" if folders else ""
+    return EvalsuiteError(f"{error.strerror or error}{where} (what was written before is kept: make room, then rerun "
+                          "the same command to resume)", exit_code=1)
 
 
 def one_line(error: BaseException, limit: int = 300) -> str:

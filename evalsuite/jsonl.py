@@ -168,5 +168,29 @@ def atomic_write_json(path: str | Path, data: Any) -> None:
     atomic_write_text(path, dumps(data, indent=2, sort_keys=False) + "\n")
 
 
+_CACHE_WARNED: set[str] = set()  # cache folders already said to be unwritable in this process
+
+
+def save_to_cache(path: str | Path, data: bytes | Any, what: str) -> bool:
+    """Write one cache file (bytes as they are, anything else as JSON), whole or not at all. A cache that cannot
+    be written (a read-only home in a container, a full disk) costs time, not the run: said once per folder, and
+    the value is measured again next time. Returns whether it was saved."""
+    try:
+        if isinstance(data, bytes):
+            atomic_write_bytes(path, data)
+        else:
+            atomic_write_json(path, data)
+        return True
+    except OSError as exc:
+        folder = str(Path(path).parent)
+        if folder not in _CACHE_WARNED:
+            _CACHE_WARNED.add(folder)
+            import sys
+
+            print(f"warning: cannot save {what} in {folder} ({exc.strerror or exc}): measured again next run "
+                  "(EVALSUITE_CACHE_DIR moves the cache)", file=sys.stderr)
+        return False
+
+
 def atomic_write_jsonl(path: str | Path, records: Iterable[dict[str, Any]]) -> None:
     atomic_write_text(path, "".join(dumps(r) + "\n" for r in records))

@@ -13,6 +13,10 @@ from evalsuite.errors import EvalsuiteError
 from evalsuite.flags import flag
 
 
+# vLLM's sampling epsilon: a temperature below it is no distribution float32 can hold (1e-300 rounds to 0)
+MIN_TEMPERATURE = 1e-5
+
+
 @dataclass(frozen=True)
 class SamplingParams:
     """How completions are sampled. ``temperature == 0`` means greedy decoding.
@@ -42,6 +46,9 @@ class SamplingParams:
         if not 0 < self.top_p <= 1 or not 0 <= self.temperature < math.inf:  # NaN fails both comparisons
             raise EvalsuiteError(f"--temperature must be a finite number >= 0 (got {self.temperature:g}) and --top-p "
                                  f"in (0, 1] (got {self.top_p:g})")
+        if 0 < self.temperature < MIN_TEMPERATURE:  # logits / T overflow float32: every sample degenerate
+            raise EvalsuiteError(f"--temperature {self.temperature:g} is too small to sample with (logits over it "
+                                 f"overflow float32; the least is {MIN_TEMPERATURE:g}): use 0 for greedy decoding")
         if self.max_length is not None and self.max_length < 2:
             raise EvalsuiteError("--max-length must be >= 2 (prompt plus completion tokens)")
 

@@ -65,6 +65,8 @@ def assert_one_line_refusal(capsys, argv: list[str], message: str, folder: Path)
     (["run", "--models", "reference", "--tasks", "humaneval,humaneval"], "--tasks: humaneval given twice"),
     (["run", "--temperature", "nan"], "--temperature must be a finite number >= 0 (got nan)"),
     (["run", "--temperature", "inf"], "--temperature must be a finite number >= 0 (got inf)"),
+    (["run", "--temperature", "1e-300", "--n", "2"], "--temperature 1e-300 is too small to sample with"),
+    (["evaluate", "s.jsonl", "-o", "out", "--temperature", "1e-9"], "use 0 for greedy decoding"),
     (["run", "--base-url", "http://127.0.0.1:9/v1", "--models", "served", "--revision", "main"],
      "served is a model served over --backend openai, which has no hub revisions"),
 ])

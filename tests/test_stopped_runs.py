@@ -338,3 +338,48 @@ def test_a_stop_during_the_leaderboard_update_reports_it_as_the_file_has_it(tmp_
     assert held == (["reference"] if saved else [])
     assert document["leaderboard"] == (str(Path("leaderboard") / "leaderboard.json") if saved else None)
     assert [score["model"] for score in document["results"]] == ["reference"]
+
+
+def test_a_full_disk_is_one_line_and_the_rerun_completes(tmp_path, capsys, monkeypatch):
+    """The disk filling up while the results are written: one line naming the folders (no traceback), exit 1, and
+    the same command once there is room finishes from what was kept."""
+    import errno
+
+    import evalsuite.jsonl
+    from evalsuite.cli import main
+
+    if __import__("sandbox").detect_isolation() == "none":
+        pytest.skip("needs bubblewrap")
+    real = evalsuite.jsonl.atomic_write_bytes
+
+    def full(path, *args, **kwargs):
+        if Path(path).name in ("summary.json", "record.json"):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(evalsuite.jsonl, "atomic_write_bytes", full)
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "--limit", "2", "--quiet"]) == 1
+    said = capsys.readouterr().err
+    warning, error = said.strip().splitlines()  # the --limit warning, then the error: nothing else
+    assert error.startswith("error: No space left on device writing under runs or leaderboard") and "rerun" in error
+    monkeypatch.setattr(evalsuite.jsonl, "atomic_write_bytes", real)
+    assert main(["run", "--limit", "2", "--quiet"]) == 0
+    assert "1.000" in capsys.readouterr().out
+
+
+def test_a_cache_folder_that_cannot_be_written_costs_a_warning_not_the_run(tmp_path, capsys, monkeypatch):
+    """A read-only home (a container, CI): the timeout calibration and the checkpoint digests are not saved, which
+    is said once each, and the run scores as usual."""
+    from evalsuite.cli import main
+
+    if __import__("sandbox").detect_isolation() == "none":
+        pytest.skip("needs bubblewrap")
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")  # a cache folder under a file: nothing can be created there, not even as root
+    monkeypatch.setenv("EVALSUITE_CACHE_DIR", str(blocked / "cache"))
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "--limit", "2", "--quiet"]) == 0
+    captured = capsys.readouterr()
+    assert "1.000" in captured.out
+    assert captured.err.count("warning: cannot save the timeout calibration") == 1, captured.err

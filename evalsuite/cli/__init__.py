@@ -12,7 +12,7 @@ import sys
 import threading
 from typing import NoReturn
 
-from evalsuite.errors import EvalsuiteError
+from evalsuite.errors import EvalsuiteError, storage_error
 from evalsuite.untrusted import visible
 from evalsuite.version import __version__
 
@@ -108,9 +108,15 @@ def main(argv: list[str] | None = None) -> int:
     except EvalsuiteError as exc:
         print(f"error: {visible(exc)}", file=sys.stderr)  # it may quote a path or a name: shown escaped
         return exc.exit_code
-    except BrokenPipeError:  # `evalsuite models | head`: the reader left; not an error worth a traceback
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
+    except OSError as exc:
+        if isinstance(exc, BrokenPipeError):  # `evalsuite models | head`: the reader left; not worth a traceback
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 0
+        storage = storage_error(exc)  # a full disk, a read-only folder: one line, as for the user's other errors
+        if storage is None:
+            raise
+        print(f"error: {visible(storage)}", file=sys.stderr)
+        return storage.exit_code
     except KeyboardInterrupt as exc:
         signum = getattr(exc, "signum", None) or signal.SIGINT  # Stopped, or a batch that a Stopped cut short
         # one write: under torchrun every rank says it at once into one stream, and print's two writes interleave

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from evalsuite.errors import EvalsuiteError
-from evalsuite.jsonl import atomic_write_bytes, safe_file_name
+from evalsuite.jsonl import safe_file_name, save_to_cache
 from evalsuite.tasks.task import IOTest, Problem, Task
 from evalsuite.version import __version__
 from sandbox import DEFAULT_TIMEOUT_PER_TASK_S, InputSet, cache_root
@@ -89,8 +89,9 @@ def _read_cached(folder: Path, task_id: str) -> dict[str, Any] | None:
 
 
 def _write_cached(folder: Path, task_id: str, sets: Mapping[str, Any]) -> None:
-    atomic_write_bytes(_problem_file(folder, task_id),
-                       marshal.dumps({"schema": CACHE_SCHEMA, "task_id": task_id, "sets": dict(sets)}))
+    save_to_cache(_problem_file(folder, task_id),
+                  marshal.dumps({"schema": CACHE_SCHEMA, "task_id": task_id, "sets": dict(sets)}),
+                  "EvalPlus's expected outputs")
 
 
 def ground_truths(task: Task, problems: Sequence[Problem], tests: Mapping[str, IOTest], machine: str,

@@ -42,7 +42,7 @@ from evalsuite.environment import hardware
 from evalsuite.execution.differential import InputLimits, cache_path, ground_truths, io_jobs
 from evalsuite.execution.executor import ExecutionOptions, execute_samples
 from evalsuite.flags import flag
-from evalsuite.jsonl import atomic_write_json, safe_file_name
+from evalsuite.jsonl import safe_file_name, save_to_cache
 from evalsuite.records import SampleResult
 from evalsuite.tasks.task import Problem, Task
 from evalsuite.version import __version__
@@ -178,13 +178,13 @@ def calibrate(task: Task, problems: Sequence[Problem], options: ExecutionOptions
                   "failed": {**on_disk["failed"], **cached["failed"]}}
         for task_id in merged["times_s"]:
             merged["failed"].pop(task_id, None)
-        atomic_write_json(path, {
+        save_to_cache(path, {
             "schema": CACHE_SCHEMA, "task": task.name, "dataset_sha256": task.dataset_sha256,
             "evalsuite": __version__, "machine_key": machine_key(), "machine": machine_fingerprint(),
             "updated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "load_average": list(os.getloadavg()),
             "sandbox": {"mode": info.get("mode"), "workers": info.get("workers")},
-            **merged})
+            **merged}, "the timeout calibration")
         cached = merged
     return Calibration(path=path, times_s=cached["times_s"], failed=cached["failed"], measured_now=len(todo))
 

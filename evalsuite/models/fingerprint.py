@@ -15,7 +15,7 @@ import json
 import re
 from pathlib import Path
 
-from evalsuite.jsonl import atomic_write_json
+from evalsuite.jsonl import save_to_cache
 
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf")
 CHECKPOINT_FILES = ("config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
@@ -94,8 +94,5 @@ def local_fingerprint(location: str | Path) -> str:
         name = file.name if whole_file else file.relative_to(location).as_posix()  # a top-level file: its name
         digest.update(f"{name}\0{file_sha256(file, cache)}\n".encode())
     if len(cache) != before:
-        try:
-            atomic_write_json(path, cache)
-        except OSError:
-            pass  # a read-only home: the fingerprint is still right, only slower next time
+        save_to_cache(path, cache, "the checkpoint files' digests")  # unsaved: still right, slower next time
     return f"sha256:{digest.hexdigest()}"

@@ -83,15 +83,21 @@ class RunClaim:
         except OSError:  # a filesystem without locks (some network mounts): the run goes on unguarded
             handle.close()
             return cls(None)
-        handle.seek(0)
-        handle.truncate()
-        handle.write(str(os.getpid()))
-        handle.flush()
+        try:  # who holds it, for the message of a run refused; a full disk leaves the lock held, unnamed
+            handle.seek(0)
+            handle.truncate()
+            handle.write(str(os.getpid()))
+            handle.flush()
+        except OSError:
+            pass
         return cls(handle)
 
     def release(self) -> None:
         if self.handle is not None:
-            self.handle.close()  # closing drops the lock
+            try:
+                self.handle.close()  # closing drops the lock
+            except OSError:  # the holder's pid still buffered on a full disk: the lock is dropped all the same
+                pass
             self.handle = None
 
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from evalsuite.devices import release_device_memory
 from evalsuite.environment import hardware, package_versions
-from evalsuite.errors import EvalsuiteError, one_line
+from evalsuite.errors import EvalsuiteError, one_line, storage_error
 from evalsuite.execution.timeouts import execute_with_timeouts, limit_span
 from evalsuite.generation.base import Generator
 from evalsuite.jsonl import atomic_write_json, atomic_write_jsonl
@@ -211,7 +211,10 @@ def run_one(generator: Generator, spec: ModelSpec, task: Task, config: RunConfig
         record.status = invocation.status  # not "running": this invocation ended here
         record.finished_at = record.summary = record.per_problem = None  # no score: the rerun makes it
         record.invocations = [*history, invocation.to_json()]
-        atomic_write_json(run_dir.record, record.to_json())
+        try:
+            atomic_write_json(run_dir.record, record.to_json())
+        except OSError:  # the disk that stopped the run (full, read-only): the rerun recounts what is there
+            pass
 
     try:
         failure: Exception | None = None
@@ -419,7 +422,9 @@ def run_evaluation(config: RunConfig) -> Evaluation | None:
                             publishing = [outcome.leaderboard_summary()]
                             entries += add_to_leaderboard(config.leaderboard_dir, publishing)
                             publishing = []
-            except Exception as exc:  # noqa: BLE001 - one model's failure, reported; the others still run
+            except Exception as raised:  # noqa: BLE001 - one model's failure, reported; the others still run
+                written = " or ".join(str(f) for f in (config.output_dir, config.leaderboard_dir) if f is not None)
+                exc = storage_error(raised, written) or raised  # a full disk: one line; --json still says so
                 if len(config.models) == 1 and isinstance(exc, EvalsuiteError) and not isinstance(exc, RankLost):
                     raise ModelFailed(display, exc) from exc  # stops the command, with a --json document
                 if len(config.models) == 1 or run_ctx.enabled and not isinstance(exc, FailedOnSomeRank):
