@@ -12,7 +12,6 @@ from typing import Any
 from evalsuite.errors import EvalsuiteError
 from evalsuite.flags import flag
 
-
 # vLLM's sampling epsilon: a temperature below it is no distribution float32 can hold (1e-300 rounds to 0)
 MIN_TEMPERATURE = 1e-5
 

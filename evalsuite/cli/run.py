@@ -153,9 +153,11 @@ def warn_partial(tasks, limit: int | None, stream=None) -> None:
     for task in tasks:
         total = len(task.problems())
         if task.problem_count not in (None, total):  # --task-data: a copy with other problems is another benchmark
+            labelled = (f"labelled partial {total}/{task.problem_count}, as a --limit run's"
+                        if total < task.problem_count else "labelled with that data's hash")
             print(f"warning: {task.name}'s data ({task.source}) holds {total} problems where the task has "
-                  f"{task.problem_count}: its numbers are labelled with that data's hash and compare only with runs "
-                  "on the same data", file=stream or sys.stderr)
+                  f"{task.problem_count}: its numbers are {labelled}, and compare only with runs on the same data",
+                  file=stream or sys.stderr)
         if limit and 0 < limit < total:
             print(f"warning: --limit {limit}: a smoke test on {limit} of the {total} problems of {task.name}; its "
                   "numbers are labelled partial and never replace a full run on the leaderboard",

@@ -32,9 +32,12 @@ def check_has_problems(task: Task) -> None:
 
 
 def problem_set(task: Task, problems: Sequence[Problem]) -> dict[str, Any] | None:
-    """None for the task's whole problem set; otherwise which part ran (a ``--limit`` smoke test, or a samples
-    file that covers only some problems): their count, the task's, and the sha256 of their ids in order."""
+    """None for the task's whole problem set; otherwise which part ran (a ``--limit`` smoke test, a samples
+    file that covers only some problems, or ``--task-data`` holding fewer problems than the benchmark has): their
+    count, the task's, and the sha256 of their ids in order."""
     total = len(task.problems())
+    if task.problem_count is not None and total < task.problem_count:  # a copy holding a part of the benchmark
+        total = task.problem_count
     if len(problems) == total:
         return None
     ids = json.dumps([p.task_id for p in problems]).encode()

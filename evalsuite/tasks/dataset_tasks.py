@@ -58,6 +58,8 @@ class DatasetSpec:
     solution_field: str | None = None  # the canonical solution: the reference model, selfcheck, timeouts
     setup_fields: tuple[str, ...] = ()  # trusted code run before the tests (strings or lists of lines)
     citation: str = ""  # where the protocol (prompt, stops, tests) comes from
+    # rows of the hub revision's split: a --task-data copy with fewer is a part of the benchmark (labelled partial)
+    problem_count: int | None = None
 
     def __post_init__(self) -> None:
         if self.test_style not in TEST_STYLES:
@@ -164,6 +166,7 @@ class DatasetTask(Task):
     def __init__(self, spec: DatasetSpec):
         super().__init__(name=spec.name, description=spec.description, stop_sequences=spec.stop_sequences)
         self.spec = spec
+        self.problem_count = spec.problem_count
         self.data_path: Path | None = spec.data_path  # `--task-data NAME=PATH` sets it
         self._provenance: dict[str, Any] = {}
         self.source = spec.hub.describe() if spec.hub else (str(spec.data_path) if spec.data_path else "")

@@ -29,6 +29,7 @@ SPEC = DatasetSpec(
     entry_point_field="entry_point",
     solution_field="canonical_solution",
     citation="Liu et al. 2023 (arXiv:2305.01210); HumanEval's protocol (Chen et al. 2021)",
+    problem_count=164,
 )
 
 

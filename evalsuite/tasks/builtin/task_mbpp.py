@@ -53,6 +53,7 @@ def mbpp_spec(config: str) -> DatasetSpec:
         solution_field="code",
         id_prefix="Mbpp/",
         citation=CITATION,
+        problem_count=500 if full else 257,
     )
 
 

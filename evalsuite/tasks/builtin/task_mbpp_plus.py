@@ -35,6 +35,7 @@ SPEC = DatasetSpec(
     solution_field="code",
     id_prefix="Mbpp/",
     citation="Liu et al. 2023 (arXiv:2305.01210); bigcode-evaluation-harness bigcode_eval/tasks/mbppplus.py",
+    problem_count=378,  # the release v0.2.0's problems, as this revision holds them
 )
 
 
