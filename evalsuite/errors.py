@@ -27,15 +27,18 @@ class ThresholdNotMet(EvalsuiteError):
 _STORAGE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EFBIG, errno.EIO}
 
 
-def storage_error(error: BaseException, folders: str = "") -> "EvalsuiteError | None":
+def storage_error(error: BaseException, folders: str = "", resumes: bool = True) -> "EvalsuiteError | None":
     """A write that failed for the disk (full, over quota, read-only, no permission) as one line naming the file
-    (or, where the system names none, the ``folders`` written); None for anything else. What was written before it
-    stays: the run's rows are appended as they are made."""
+    (or, where the system names none, the ``folders`` written) and what to do; None for anything else. What was
+    written before it stays: ``resumes``, a run's rows, appended as they are made, are reused by the rerun."""
     if not isinstance(error, OSError) or error.errno not in _STORAGE_ERRNOS:
         return None
     where = f": {error.filename}" if error.filename else f" writing under {folders}" if folders else ""
-    return EvalsuiteError(f"{error.strerror or error}{where} (what was written before is kept: make room, then rerun "
-                          "the same command to resume)", exit_code=1)
+    fix = ("make room" if error.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG) else "check the disk"
+           if error.errno == errno.EIO else "make it writable or choose another folder")
+    then = ("what was written before is kept: " + fix + ", then rerun the same command to resume" if resumes
+            else fix + ", then rerun the command")
+    return EvalsuiteError(f"{error.strerror or error}{where} ({then})", exit_code=1)
 
 
 def one_line(error: BaseException, limit: int = 300) -> str:

@@ -19,11 +19,12 @@ import json
 import os
 import tempfile
 import time
+import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from evalsuite.errors import EvalsuiteError
+from evalsuite.errors import EvalsuiteError, one_line
 from evalsuite.untrusted import dumps
 
 
@@ -44,10 +45,12 @@ def read_jsonl(path: str | Path, tolerate_torn_tail: bool = False) -> Iterator[t
     path = Path(path)
     if not path.exists():
         raise EvalsuiteError(f"{path}: no such file")
+    if not path.is_file():  # a folder, a FIFO (reading one waits for a writer forever), a device
+        raise EvalsuiteError(f"{path}: not a regular file")
     try:
         with _open_bytes(path) as handle:
             raw_lines = handle.read().split(b"\n")
-    except (OSError, EOFError) as exc:
+    except (OSError, EOFError, zlib.error) as exc:  # zlib: a .gz whose data is not deflate
         raise EvalsuiteError(f"{path}: cannot read: {exc}") from exc
     last = len(raw_lines)
     while last > 0 and not raw_lines[last - 1].strip():
@@ -65,6 +68,8 @@ def read_jsonl(path: str | Path, tolerate_torn_tail: bool = False) -> Iterator[t
             if tolerate_torn_tail and number == last:
                 return  # a write interrupted by a crash; the caller regenerates it
             raise EvalsuiteError(f"{path}:{number}: malformed JSON: {exc.msg} (column {exc.colno})") from exc
+        except (ValueError, RecursionError) as exc:  # an integer of over 4,300 digits; nesting past the stack
+            raise EvalsuiteError(f"{path}:{number}: JSON this reader refuses: {one_line(exc, 120)}") from None
         if not isinstance(record, dict):
             raise EvalsuiteError(f"{path}:{number}: expected a JSON object, got {type(record).__name__}")
         yield number, record

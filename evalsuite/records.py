@@ -43,8 +43,8 @@ class SamplingParams:
         if self.top_k < 0:
             raise EvalsuiteError(f"--top-k must be >= 0 (0: no top-k), got {self.top_k}")
         if not 0 < self.top_p <= 1 or not 0 <= self.temperature < math.inf:  # NaN fails both comparisons
-            raise EvalsuiteError(f"--temperature must be a finite number >= 0 (got {self.temperature:g}) and --top-p "
-                                 f"in (0, 1] (got {self.top_p:g})")
+            raise EvalsuiteError(f"--temperature must be a finite number >= 0 (got {self.temperature!r}) and --top-p "
+                                 f"in (0, 1] (got {self.top_p!r})")
         if 0 < self.temperature < MIN_TEMPERATURE:  # logits / T overflow float32: every sample degenerate
             raise EvalsuiteError(f"--temperature {self.temperature:g} is too small to sample with (logits over it "
                                  f"overflow float32; the least is {MIN_TEMPERATURE:g}): use 0 for greedy decoding")

@@ -66,6 +66,7 @@ def assert_one_line_refusal(capsys, argv: list[str], message: str, folder: Path)
     (["run", "--temperature", "nan"], "--temperature must be a finite number >= 0 (got nan)"),
     (["run", "--temperature", "inf"], "--temperature must be a finite number >= 0 (got inf)"),
     (["run", "--temperature", "1e-300", "--n", "2"], "--temperature 1e-300 is too small to sample with"),
+    (["run", "--top-p", "1.0000001"], "--top-p in (0, 1] (got 1.0000001)"),  # not "(got 1)", which looks valid
     (["evaluate", "s.jsonl", "-o", "out", "--temperature", "1e-9"], "use 0 for greedy decoding"),
     (["run", "--base-url", "http://127.0.0.1:9/v1", "--models", "served", "--revision", "main"],
      "served is a model served over --backend openai, which has no hub revisions"),
@@ -528,6 +529,7 @@ def _humaneval_rows() -> list[dict]:
     (lambda rows: [rows[0], {**rows[1], "test": 123}, *rows[2:]], "humaneval.jsonl:2: field(s) test (int) must be text"),
     (lambda rows: [{**rows[0], "task_id": 0}, *rows[1:]], "humaneval.jsonl:1: field(s) task_id (int) must be text"),
     (lambda rows: [{**rows[0], "entry_point": "has_close elements"}, *rows[1:]], "is not a Python name"),
+    (lambda rows: [{**rows[0], "entry_point": "class"}, *rows[1:]], "entry_point 'class' is not a Python name"),
 ])
 def test_a_humaneval_copy_with_a_bad_row_is_refused_naming_it_before_any_model_loads(no_model_loads, capsys, change,
                                                                                     message):

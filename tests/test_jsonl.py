@@ -58,3 +58,27 @@ def test_every_record_is_flushed_and_fsyncs_are_at_most_one_a_period_plus_close(
             out.write({"i": i})
             assert [r["i"] for _, r in read_jsonl(path)] == list(range(i + 1))  # on the OS's side at once
     assert len(synced) == syncs  # one a record, or only at close (nothing left unsynced: no second fsync)
+
+
+@pytest.mark.parametrize("name, content, message", [
+    ("garbage.jsonl.gz", b"\x1f\x8b\x08\x00" + b"\x00" * 6 + b"not deflate at all", "cannot read"),
+    ("hugeint.jsonl", b'{"task_id": ' + b"9" * 5000 + b"}\n", "1: JSON this reader refuses: ValueError"),
+    ("deep.jsonl", b'{"a": ' + b"[" * 200_000 + b"]" * 200_000 + b"}\n", "1: JSON this reader refuses: RecursionError"),
+])
+def test_json_python_refuses_to_hold_is_one_line_naming_the_file(tmp_path, name, content, message):
+    """A gz of garbage, an integer past Python's 4,300 digits, nesting past the stack: tracebacks before (red-team
+    round 11), for --task-data and evaluate's samples alike."""
+    path = tmp_path / name
+    path.write_bytes(content)
+    with pytest.raises(EvalsuiteError, match="^" + str(path)) as caught:
+        list(read_jsonl(path))
+    assert message in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_a_fifo_is_refused_not_waited_on(tmp_path):
+    import os
+
+    fifo = tmp_path / "data.jsonl"
+    os.mkfifo(fifo)  # opening it for reading would wait for a writer forever
+    with pytest.raises(EvalsuiteError, match="not a regular file"):
+        list(read_jsonl(fifo))

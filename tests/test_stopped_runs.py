@@ -383,3 +383,29 @@ def test_a_cache_folder_that_cannot_be_written_costs_a_warning_not_the_run(tmp_p
     captured = capsys.readouterr()
     assert "1.000" in captured.out
     assert captured.err.count("warning: cannot save the timeout calibration") == 1, captured.err
+
+
+def test_a_leaderboard_folder_that_takes_the_json_but_not_the_page_warns_and_keeps_the_entry(tmp_path, capsys,
+                                                                                            monkeypatch):
+    """leaderboard.json saved, index.html refused (the folder full): the run was reported failed, its --json
+    document saying no leaderboard, though the entry was saved (red-team round 11). The page is a view: a warning."""
+    import errno
+
+    import evalsuite.reporting.publish
+    from evalsuite.cli import main
+
+    if __import__("sandbox").detect_isolation() == "none":
+        pytest.skip("needs bubblewrap")
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(evalsuite.reporting.publish, "write_leaderboard_views", full)
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "--limit", "2", "--json", "--quiet"]) == 0
+    captured = capsys.readouterr()
+    document = json.loads(captured.out)
+    assert document["leaderboard"] == str(Path("leaderboard") / "leaderboard.json") and not document.get("failures")
+    assert "warning: cannot write the leaderboard's page in leaderboard (No space left on device)" in captured.err
+    board = json.loads((tmp_path / "leaderboard" / "leaderboard.json").read_text())
+    assert [entry["model"] for entry in board["entries"]] == ["reference"]

@@ -112,7 +112,8 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(exc, BrokenPipeError):  # `evalsuite models | head`: the reader left; not worth a traceback
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             return 0
-        storage = storage_error(exc)  # a full disk, a read-only folder: one line, as for the user's other errors
+        # a full disk, a read-only folder: one line, as for the user's other errors
+        storage = storage_error(exc, resumes=args.command == "run")
         if storage is None:
             raise
         print(f"error: {visible(storage)}", file=sys.stderr)

@@ -33,7 +33,7 @@ from evalsuite.protocol.asking import SolutionTask
 from evalsuite.records import SamplingParams
 from evalsuite.reporting.terminal import key_values
 from evalsuite.runs.finish import RunFacts
-from evalsuite.runs.identity import partial_badge, problem_set
+from evalsuite.runs.identity import other_data_badge, partial_badge, problem_set
 from evalsuite.scoring import ScoreSummary
 from evalsuite.scoring.summary import SUMMARY_FILE
 from evalsuite.untrusted import storable, visible
@@ -143,6 +143,9 @@ def execute(args: argparse.Namespace):
     ks = parse_ks(args.k or "1,10,100")
     _given_sampling(args, n=1)  # --temperature nan, --max-new-tokens 0: refused now, not after the samples ran
     problems = task.problems()
+    from evalsuite.cli.run import warn_partial
+
+    warn_partial([task], None)  # a --task-data copy holding a part of the benchmark, or other problems
     samples = read_samples(args.samples, {p.task_id for p in problems}, task.name)
     if args.leaderboard:
         _check_leaderboard_settings(samples, args)  # before the samples run, not after
@@ -167,6 +170,8 @@ def execute(args: argparse.Namespace):
     name = storable(args.name or Path(args.samples).name.split(".")[0])
     samples_sha256 = sha256_file(args.samples)
     covered = [p for p in problems if p.task_id not in set(missing)]
+    subset = problem_set(task, covered)
+    in_task = subset["of"] if subset else len(problems)  # the benchmark's count, where the data holds a part of it
     leaderboard = Path(args.leaderboard) if args.leaderboard else None
     atomic_write_jsonl(output / "results.jsonl", (r.to_json() for r in results))
     finished = finish(
@@ -176,19 +181,19 @@ def execute(args: argparse.Namespace):
         {"task": task.name, "dataset_sha256": task.dataset_sha256, "dataset_source": task.source,
          "dataset_provenance": task.provenance(), "samples_file": storable(str(args.samples)),
          "samples_sha256": samples_sha256,
-         "samples_kind": kind, "n_problems_in_task": len(problems),
+         "samples_kind": kind, "n_problems_in_task": in_task,
          "missing_problems": {"count": len(missing), "task_ids": missing}, "sandbox_mode": execution["mode"],
          "execution": execution, "versions": execution["versions"]},
         facts=_facts(args, name, task, covered, kind, samples, samples_sha256, execution["mode"]))
     summary, page = finished.summary, finished.page
     if not (getattr(args, "json", False) and args.quiet):
-        print_summary(summary, ks, execution, len(problems), len(missing))
+        print_summary(summary, ks, execution, in_task, in_task - len(covered))
         print(visible(f"wrote {output / 'results.jsonl'}, {output / 'summary.json'} and {page}"))
     if leaderboard is not None:
         add_to_leaderboard(leaderboard, [finished.leaderboard_summary()])
         print(visible(f"leaderboard: {leaderboard / 'leaderboard.json'} (page: index.html)"))
     result = task_score(finished.score, model=name, model_id=storable(str(Path(args.samples).resolve())),
-                        task=task.name, n=_samples_per_problem(samples), n_problems_in_task=len(problems),
+                        task=task.name, n=_samples_per_problem(samples), n_problems_in_task=in_task,
                         run_id=storable(output.resolve().name), run_dir=output, summary_path=output / SUMMARY_FILE,
                         report=page)
     return RunResult(scores=[result], ks=list(ks), command="evaluate",
@@ -217,6 +222,9 @@ def _facts(args: argparse.Namespace, name: str, task, covered: list, kind: str, 
     made, so the temperature and token budget are the ones given (``--temperature``, ``--max-new-tokens``)."""
     subset = problem_set(task, covered)
     badges = [partial_badge(subset)] if subset else []
+    other_data = task.runs_on_other_data()
+    if other_data:
+        badges.append(other_data_badge(task.dataset_sha256))
     if kind == "solution":
         badges.append("solution rows")
     given = _given_sampling(args, n=_samples_per_problem(samples))
@@ -224,7 +232,7 @@ def _facts(args: argparse.Namespace, name: str, task, covered: list, kind: str, 
     return RunFacts(run_id=storable(Path(args.output).resolve().name), model=name, model_id=samples_file,
                     task=task.name, dataset_sha256=task.dataset_sha256, prompt_template=task.prompt_template,
                     sampling=given, seed=None,  # the seed the samples were drawn with is not known here
-                    problem_set=subset, badges=tuple(badges),
+                    problem_set=subset, badges=tuple(badges), other_data=other_data,
                     details={"samples file": samples_file, "samples sha256": samples_sha256,
                              "sandbox": str(sandbox_mode)},
                     board_model_id=storable(str(Path(args.samples).resolve())))

@@ -154,10 +154,14 @@ def warn_partial(tasks, limit: int | None, stream=None) -> None:
         total = len(task.problems())
         if task.problem_count not in (None, total):  # --task-data: a copy with other problems is another benchmark
             labelled = (f"labelled partial {total}/{task.problem_count}, as a --limit run's"
-                        if total < task.problem_count else "labelled with that data's hash")
+                        if total < task.problem_count else f"labelled other data {task.dataset_sha256[:8]}")
             print(f"warning: {task.name}'s data ({task.source}) holds {total} problems where the task has "
                   f"{task.problem_count}: its numbers are {labelled}, and compare only with runs on the same data",
                   file=stream or sys.stderr)
+        if task.problem_count in (None, total) and task.runs_on_other_data():  # same count, other rows
+            print(f"warning: {task.name}'s data ({task.source}) is not the task's own (sha256 "
+                  f"{task.dataset_sha256[:8]}): its numbers are labelled other data and compare only with runs on "
+                  "the same data", file=stream or sys.stderr)
         if limit and 0 < limit < total:
             print(f"warning: --limit {limit}: a smoke test on {limit} of the {total} problems of {task.name}; its "
                   "numbers are labelled partial and never replace a full run on the leaderboard",

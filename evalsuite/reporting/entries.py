@@ -48,6 +48,7 @@ class RunSummary:
     problem_set: Mapping[str, Any] | None = None  # a --limit run's subset: n_problems, of, ids_sha256
     run_page: str | None = None  # the run's report.html; made relative to the leaderboard folder when added
     seed: int | None = None  # the sampling seed; None where it is not known
+    other_data: bool = False  # the task's data is not its own: labelled in every view
 
     REQUIRED: ClassVar[tuple[str, ...]] = ("model", "model_id", "task", "dataset_sha256", "prompt_template",
                                            "sampling", "score", "run_id", "hardware")
@@ -107,7 +108,7 @@ def entry_from_run(run_summary: RunSummary | Mapping[str, Any]) -> LeaderboardEn
     with the same keys (``score``: a ``Score``, a ``ScoreSummary`` or summary.json's content)."""
     run = run_summary if isinstance(run_summary, RunSummary) else RunSummary.from_mapping(run_summary)
     settings = settings_for(run.sampling, run.prompt_template, run.dataset_sha256, run.weights, run.prompt_style,
-                            run.strip_prompt, run.problem_set)
+                            run.strip_prompt, run.problem_set, run.other_data)
     metrics, not_computable, base_metrics = _metrics(run.score)
     if not metrics:
         raise EvalsuiteError(f"{run.model} on {run.task}: no pass@k could be computed "

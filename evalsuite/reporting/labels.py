@@ -59,6 +59,8 @@ def always_shown(settings: EntrySettings) -> list[str]:
         parts.append("stripped prompt")
     if settings.problem_set is not None:
         parts.append(f"partial {settings.problem_set.n_problems}/{settings.problem_set.of}")
+    if settings.other_data:
+        parts.append(_setting_text("dataset_sha256", settings.dataset_sha256).replace("data ", "other data ", 1))
     return parts
 
 
@@ -77,8 +79,9 @@ def display_labels(entries: Sequence[LeaderboardEntry]) -> dict[tuple[str, str, 
     for group in siblings.values():
         differing = _differing(group, KEY_FIELDS)
         for entry in group:
-            parts[entry.key] = always_shown(entry.settings) + [
-                _setting_text(name, getattr(entry.settings, name)) for name in differing]
+            parts[entry.key] = always_shown(entry.settings) + [  # other data names its hash already
+                _setting_text(name, getattr(entry.settings, name)) for name in differing
+                if not (name == "dataset_sha256" and entry.settings.other_data)]
         alike: dict[tuple[str, ...], list[LeaderboardEntry]] = {}
         for entry in group:
             alike.setdefault(tuple(parts[entry.key]), []).append(entry)

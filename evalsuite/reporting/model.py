@@ -193,6 +193,7 @@ class EntrySettings:
     strip_prompt: bool = False
     max_length: int | None = None
     problem_set: ProblemSubset | None = None
+    other_data: bool = False  # not keyed (dataset_sha256 is): the task's data is not its own, said in every view
 
     @property
     def greedy(self) -> bool:
@@ -215,6 +216,8 @@ class EntrySettings:
             out["max_length"] = self.max_length
         if self.problem_set is not None:
             out["problem_set"] = self.problem_set.to_json()
+        if self.other_data:
+            out["other_data"] = True
         return out
 
     @classmethod
@@ -227,7 +230,8 @@ class EntrySettings:
                    strip_prompt=bool(data.get("strip_prompt", False)),
                    max_length=None if data.get("max_length") is None else int(data["max_length"]),
                    problem_set=None if not subset else ProblemSubset(int(subset["n_problems"]), int(subset["of"]),
-                                                                   str(subset["ids_sha256"])))
+                                                                   str(subset["ids_sha256"])),
+                   other_data=bool(data.get("other_data", False)))
 
     @property
     def key(self) -> str:
@@ -236,7 +240,7 @@ class EntrySettings:
 
 def settings_for(sampling: SamplingParams, prompt_template: str, dataset_sha256: str,
                  weights: str | None = None, prompt_style: str | None = None, strip_prompt: bool = False,
-                 problem_set: Mapping[str, Any] | None = None) -> EntrySettings:
+                 problem_set: Mapping[str, Any] | None = None, other_data: bool = False) -> EntrySettings:
     """The normalised settings that change the number (see the module docstring for the choice).
 
     ``weights`` the precision the model ran in (only int8/nf4 are kept); ``prompt_style`` "base" or "instruct";
@@ -253,7 +257,7 @@ def settings_for(sampling: SamplingParams, prompt_template: str, dataset_sha256:
         prompt_template=str(prompt_template), dataset_sha256=str(dataset_sha256),
         weights=weights if weights in QUANTIZED_WEIGHTS else None,
         prompt_style="instruct" if prompt_style == "instruct" else None, strip_prompt=bool(strip_prompt),
-        max_length=sampling.max_length, problem_set=subset)
+        max_length=sampling.max_length, problem_set=subset, other_data=bool(other_data))
 
 
 def settings_key(settings: EntrySettings | Mapping[str, Any]) -> str:

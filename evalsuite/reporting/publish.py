@@ -5,6 +5,7 @@ pages meet, so that neither imports the other."""
 from __future__ import annotations
 
 import dataclasses
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -16,8 +17,18 @@ from evalsuite.reporting.views import write_leaderboard_views
 def update_leaderboard(directory: str | Path, new_entries: Sequence[LeaderboardEntry],
                        render_html: bool = True) -> list[LeaderboardEntry]:
     """Load, merge the new entries, save and (by default) redraw the leaderboard's pages; returns all entries."""
-    return store_entries(directory, new_entries,
-                         then=(lambda entries: write_leaderboard_pages(directory, entries)) if render_html else None)
+    return store_entries(directory, new_entries, then=(lambda entries: _pages_or_warning(directory, entries))
+                         if render_html else None)
+
+
+def _pages_or_warning(directory: str | Path, entries: Sequence[LeaderboardEntry]) -> None:
+    """The pages, drawn after leaderboard.json is saved: a folder that takes the JSON but not the pages (full, or
+    the page read-only) loses the pages alone, said once; the entries and the --fail-under gate stand."""
+    try:
+        write_leaderboard_pages(directory, entries)
+    except OSError as exc:
+        print(f"warning: cannot write the leaderboard's page in {directory} ({exc.strerror or exc}): "
+              "leaderboard.json holds the entries; `evalsuite leaderboard` draws the page again", file=sys.stderr)
 
 
 def write_leaderboard_pages(directory: str | Path, entries: Sequence[LeaderboardEntry]) -> Path:

@@ -181,7 +181,7 @@ def run_one(generator: Generator, spec: ModelSpec, task: Task, config: RunConfig
         started_at=_now(), argv=list(config.argv), identity=identity,
         model=ModelDescription(requested, model_name, model_id, generator.describe()),
         task=RecordedTask(task.name, task.dataset_sha256, task.source, len(problems), task.prompt_template,
-                          list(stops), task.provenance(), problem_set(task, problems)),
+                          list(stops), task.provenance(), problem_set(task, problems), task.runs_on_other_data()),
         prompt=prompt, sampling=config.sampling, k=list(config.ks), limit=config.limit,
         generation_options=config.generation.to_dict(), distributed=placement or {"world_size": ctx.world_size},
         environment={"versions": package_versions(), "hardware": hardware(), "evalsuite": __version__},

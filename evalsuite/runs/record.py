@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from evalsuite.records import SampleResult, SamplingParams
-from evalsuite.runs.identity import partial_badge
+from evalsuite.runs.identity import other_data_badge, partial_badge
 
 RUN_RECORD_SCHEMA = "evalsuite.run-record/1"
 RECORD_FILE = "record.json"
@@ -57,18 +57,20 @@ class RecordedTask:
     stop_sequences: list[str]
     provenance: Any
     problem_set: dict[str, Any] | None = None
+    other_data: bool = False  # the data is not the task's own (Task.runs_on_other_data)
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "dataset_sha256": self.dataset_sha256, "source": self.source,
                 "n_problems": self.n_problems, "prompt_template": self.prompt_template,
                 "stop_sequences": list(self.stop_sequences), "provenance": self.provenance,
-                "problem_set": self.problem_set}
+                "problem_set": self.problem_set, **({"other_data": True} if self.other_data else {})}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> RecordedTask:
         return cls(str(data.get("name", "")), str(data.get("dataset_sha256", "")), data.get("source"),
                    int(data.get("n_problems", 0)), str(data.get("prompt_template", "")),
-                   list(data.get("stop_sequences") or []), data.get("provenance"), data.get("problem_set"))
+                   list(data.get("stop_sequences") or []), data.get("provenance"), data.get("problem_set"),
+                   bool(data.get("other_data", False)))
 
 
 @dataclass
@@ -165,6 +167,8 @@ class RunRecord:
         subset = self.task.problem_set
         if subset:
             badges.append(partial_badge(subset))
+        if self.task.other_data:
+            badges.append(other_data_badge(self.task.dataset_sha256))
         if self.prompt.get("style") == "instruct":
             badges.append("instruct")
         if self.weights in ("int8", "nf4"):

@@ -47,6 +47,10 @@ class EvalPlusTask(Task):
         self.source = str(data_path or default_file)
 
     # -- data ----------------------------------------------------------------------------------------
+    def own_data_sha256(self) -> str | None:
+        raw = Path(self.default_file).read_bytes()
+        return hashlib.sha256(gzip.decompress(raw) if self.default_file.suffix == ".gz" else raw).hexdigest()
+
     def load_problems(self) -> list[Problem]:
         path = Path(self.data_path or self.default_file)
         raw = path.read_bytes()

