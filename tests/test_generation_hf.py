@@ -414,3 +414,19 @@ def test_a_max_length_no_longer_than_a_prompt_is_said_before_generating(tiny_mod
     said = capsys.readouterr().err
     assert f"2 of 3 prompts are --max-length {lengths[1]} tokens or longer (the longest {lengths[2]})" in said, said
     assert sorted(c.num_tokens for c in got)[:2] == [1, 1]
+
+
+def test_the_max_length_warning_does_not_silence_the_context_one(tiny_model_dir, capsys):
+    """Each warning is said once a model, apart: a --max-length one said first left a later context cut unsaid."""
+    prompts = mixed_length_prompts(3)
+    generator = load(tiny_model_dir("llama"), batch_size=4)
+    context = generator.context_length
+    lengths = sorted(len(generator.codec.encode(prompt)) for _, prompt in prompts)
+    list(generator.generate(requests_for(prompts), SamplingParams(max_new_tokens=4, max_length=lengths[0])))
+    said = capsys.readouterr().err
+    assert "--max-length" in said and "context" not in said, said
+    budget = context - lengths[-1] + 1
+    list(generator.generate(requests_for(prompts), SamplingParams(max_new_tokens=budget)))
+    assert f"1 of 3 prompts leave less room than --max-new-tokens {budget}" in capsys.readouterr().err
+    list(generator.generate(requests_for(prompts), SamplingParams(max_new_tokens=4, max_length=lengths[0])))
+    assert "--max-length" not in capsys.readouterr().err  # once a model

@@ -31,9 +31,10 @@ from evalsuite.cli.options import (
 from evalsuite.errors import EvalsuiteError
 from evalsuite.protocol.asking import SolutionTask
 from evalsuite.records import SamplingParams
+from evalsuite.reporting.labels import other_data_badge, partial_badge
 from evalsuite.reporting.terminal import key_values
 from evalsuite.runs.finish import RunFacts
-from evalsuite.runs.identity import other_data_badge, partial_badge, problem_set
+from evalsuite.runs.identity import problem_set
 from evalsuite.scoring import ScoreSummary
 from evalsuite.scoring.summary import SUMMARY_FILE
 from evalsuite.untrusted import storable, visible
@@ -221,7 +222,7 @@ def _facts(args: argparse.Namespace, name: str, task, covered: list, kind: str, 
     """What the page and the leaderboard say about a samples file: evaluate cannot see how the samples were
     made, so the temperature and token budget are the ones given (``--temperature``, ``--max-new-tokens``)."""
     subset = problem_set(task, covered)
-    badges = [partial_badge(subset)] if subset else []
+    badges = [partial_badge(subset['n_problems'], subset['of'])] if subset else []
     other_data = task.runs_on_other_data()
     if other_data:
         badges.append(other_data_badge(task.dataset_sha256))

@@ -27,6 +27,16 @@ def estimate_text(estimate: Any) -> str:
     return f"{estimate.value:.3f} {interval_label(estimate.ci_low, estimate.ci_high, estimate.ci_method)}"
 
 
+def partial_badge(n_problems: int, of: int) -> str:
+    """How every view labels a partial problem set (``runs.identity.problem_set``)."""
+    return f"partial {n_problems}/{of}"
+
+
+def other_data_badge(dataset_sha256: str) -> str:
+    """How every view labels a run on data that is not the task's own (``Task.runs_on_other_data``)."""
+    return f"other data {dataset_sha256[:8] or 'unhashed'}"
+
+
 def describe_settings(settings: EntrySettings) -> str:
     text = f"n={settings.n}, T={settings.temperature:g}"
     if not settings.greedy:
@@ -58,9 +68,9 @@ def always_shown(settings: EntrySettings) -> list[str]:
     if settings.strip_prompt:
         parts.append("stripped prompt")
     if settings.problem_set is not None:
-        parts.append(f"partial {settings.problem_set.n_problems}/{settings.problem_set.of}")
+        parts.append(partial_badge(settings.problem_set.n_problems, settings.problem_set.of))
     if settings.other_data:
-        parts.append(_setting_text("dataset_sha256", settings.dataset_sha256).replace("data ", "other data ", 1))
+        parts.append(other_data_badge(settings.dataset_sha256))
     return parts
 
 

@@ -44,16 +44,6 @@ def problem_set(task: Task, problems: Sequence[Problem]) -> dict[str, Any] | Non
     return {"n_problems": len(problems), "of": total, "ids_sha256": hashlib.sha256(ids).hexdigest()}
 
 
-def partial_badge(subset: dict[str, Any]) -> str:
-    """How every view labels a partial problem set (:func:`problem_set`)."""
-    return f"partial {subset['n_problems']}/{subset['of']}"
-
-
-def other_data_badge(dataset_sha256: str) -> str:
-    """How every view labels a run on data that is not the task's own (:meth:`Task.runs_on_other_data`)."""
-    return f"other data {dataset_sha256[:8]}"
-
-
 def prompt_settings(decision: PromptDecision, protocol: PromptProtocol, stops: Sequence[str]) -> dict[str, Any]:
     """How the model was asked, for the identity and the record."""
     settings: dict[str, Any] = {"style": decision.style, "requested": decision.requested,

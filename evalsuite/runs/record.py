@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from evalsuite.records import SampleResult, SamplingParams
-from evalsuite.runs.identity import other_data_badge, partial_badge
+from evalsuite.reporting.labels import other_data_badge, partial_badge
 
 RUN_RECORD_SCHEMA = "evalsuite.run-record/1"
 RECORD_FILE = "record.json"
@@ -166,7 +166,7 @@ class RunRecord:
         badges = []
         subset = self.task.problem_set
         if subset:
-            badges.append(partial_badge(subset))
+            badges.append(partial_badge(subset['n_problems'], subset['of']))
         if self.task.other_data:
             badges.append(other_data_badge(self.task.dataset_sha256))
         if self.prompt.get("style") == "instruct":

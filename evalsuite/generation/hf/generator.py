@@ -60,6 +60,7 @@ class HFGenerator(Generator):
         self.batch_size: int | None = options.hf.batch_size
         self.oom_halvings = 0
         self._context_warned = False  # the context-cut warning is said once a model
+        self._max_length_warned = False  # so is the --max-length one
         self.engine_status = EngineStatus()  # decided at the first generate call (engine_bridge.engine_for)
 
     @classmethod
@@ -202,17 +203,19 @@ class HFGenerator(Generator):
     def _warn_context_cut(self, requests: Sequence[GenerationRequest], params: SamplingParams) -> None:
         """Say once, before generating, when the model's context is shorter than a prompt plus its token budget:
         those samples stop at the context's end (their finish_reason says "length"), not at --max-new-tokens."""
-        if self._context_warned or (self.context_length is None and params.max_length is None):
+        if (self._context_warned or self.context_length is None) and (
+                self._max_length_warned or params.max_length is None):
             return
         lengths = [len(self.codec.encode_request(request)) for request in requests if request.sample_indices]
-        if params.max_length is not None and (over := [n for n in lengths if n >= params.max_length]):
-            self._context_warned = True
+        over = [n for n in lengths if n >= params.max_length] if params.max_length is not None else []
+        if over and not self._max_length_warned:
+            self._max_length_warned = True
             print(f"warning: {len(over)} of {len(lengths)} prompts are --max-length {params.max_length} tokens or "
                   f"longer (the longest {max(over)}): their samples get one token each", file=sys.stderr)
-        if self.context_length is None:
+        if self.context_length is None or self._context_warned:
             return
         cut = [n for n in lengths if n < self.context_length and params.new_tokens_for(n) > self.context_length - n]
-        if cut and not self._context_warned:
+        if cut:
             self._context_warned = True
             print(f"warning: {len(cut)} of {len(lengths)} prompts leave less room than --max-new-tokens "
                   f"{params.max_new_tokens} in {self.loaded.spec.name!r}'s context of {self.context_length} "
