@@ -37,7 +37,7 @@ def test_a_written_record_reads_back_key_for_key(reference_run):
     text = _record_path(reference_run).read_text(encoding="utf-8")
     record = RunRecord.read(_record_path(reference_run))
     assert record.schema == RUN_RECORD_SCHEMA and record.status == "complete"
-    assert record.task.problem_set["n_problems"] == 3 and record.badges() == ("partial 3/164",)
+    assert record.task.problem_set.n_problems == 3 and record.badges() == ("partial 3/164",)
     # the same keys, values and order as written: to_json is what the pipeline wrote
     assert json.dumps(record.to_json(), indent=2, ensure_ascii=False) + "\n" == text
     assert list(record.to_json())[:3] == ["schema", "run_id", "request_key"]

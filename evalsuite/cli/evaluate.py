@@ -172,7 +172,7 @@ def execute(args: argparse.Namespace):
     samples_sha256 = sha256_file(args.samples)
     covered = [p for p in problems if p.task_id not in set(missing)]
     subset = problem_set(task, covered)
-    in_task = subset["of"] if subset else len(problems)  # the benchmark's count, where the data holds a part of it
+    in_task = subset.of if subset else len(problems)  # the benchmark's count, where the data holds a part of it
     leaderboard = Path(args.leaderboard) if args.leaderboard else None
     atomic_write_jsonl(output / "results.jsonl", (r.to_json() for r in results))
     finished = finish(
@@ -222,7 +222,7 @@ def _facts(args: argparse.Namespace, name: str, task, covered: list, kind: str, 
     """What the page and the leaderboard say about a samples file: evaluate cannot see how the samples were
     made, so the temperature and token budget are the ones given (``--temperature``, ``--max-new-tokens``)."""
     subset = problem_set(task, covered)
-    badges = [partial_badge(subset['n_problems'], subset['of'])] if subset else []
+    badges = [partial_badge(subset.n_problems, subset.of)] if subset else []
     other_data = task.runs_on_other_data()
     if other_data:
         badges.append(other_data_badge(task.dataset_sha256))

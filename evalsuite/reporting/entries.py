@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 
 from evalsuite.errors import EvalsuiteError
 from evalsuite.records import SamplingParams
-from evalsuite.reporting.model import LeaderboardEntry, Metric, settings_for, utc_now_iso
+from evalsuite.reporting.model import LeaderboardEntry, Metric, ProblemSubset, settings_for, utc_now_iso
 from evalsuite.reporting.store import document, validate_document
 from evalsuite.scoring import Score, ScoreSummary
 from evalsuite.scoring.passk import PassAtK
@@ -45,7 +45,7 @@ class RunSummary:
     weights: str | None = None  # the precision the model ran in
     prompt_style: str | None = None  # "base" / "instruct"
     strip_prompt: bool = False
-    problem_set: Mapping[str, Any] | None = None  # a --limit run's subset: n_problems, of, ids_sha256
+    problem_set: ProblemSubset | None = None  # a --limit run's subset
     run_page: str | None = None  # the run's report.html; made relative to the leaderboard folder when added
     seed: int | None = None  # the sampling seed; None where it is not known
     other_data: bool = False  # the task's data is not its own: labelled in every view
@@ -68,7 +68,8 @@ class RunSummary:
                    date=run_summary.get("date") or None,
                    evalsuite_version=run_summary.get("evalsuite_version") or None,
                    weights=run_summary.get("weights"), prompt_style=run_summary.get("prompt_style"),
-                   strip_prompt=bool(run_summary.get("strip_prompt")), problem_set=run_summary.get("problem_set"),
+                   strip_prompt=bool(run_summary.get("strip_prompt")),
+                   problem_set=ProblemSubset.from_json(run_summary.get("problem_set")),
                    run_page=run_summary.get("run_page") or None)
 
 

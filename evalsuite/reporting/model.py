@@ -175,6 +175,15 @@ class ProblemSubset:
     def to_json(self) -> dict[str, Any]:
         return {"n_problems": self.n_problems, "of": self.of, "ids_sha256": self.ids_sha256}
 
+    @classmethod
+    def from_json(cls, data: ProblemSubset | Mapping[str, Any] | None) -> ProblemSubset | None:
+        """The stored form (a record's, an entry's, a run summary's dict form); None or empty for the whole task."""
+        if isinstance(data, ProblemSubset):
+            return data
+        if not data:
+            return None
+        return cls(int(data["n_problems"]), int(data["of"]), str(data["ids_sha256"]))
+
 
 @dataclass(frozen=True)
 class EntrySettings:
@@ -222,15 +231,13 @@ class EntrySettings:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> EntrySettings:
-        subset = data.get("problem_set")
         return cls(n=int(data["n"]), temperature=float(data["temperature"]), top_p=float(data["top_p"]),
                    top_k=int(data["top_k"]), max_new_tokens=int(data["max_new_tokens"]),
                    prompt_template=str(data["prompt_template"]), dataset_sha256=str(data["dataset_sha256"]),
                    weights=data.get("weights"), prompt_style=data.get("prompt_style"),
                    strip_prompt=bool(data.get("strip_prompt", False)),
                    max_length=None if data.get("max_length") is None else int(data["max_length"]),
-                   problem_set=None if not subset else ProblemSubset(int(subset["n_problems"]), int(subset["of"]),
-                                                                   str(subset["ids_sha256"])),
+                   problem_set=ProblemSubset.from_json(data.get("problem_set")),
                    other_data=bool(data.get("other_data", False)))
 
     @property
@@ -240,24 +247,20 @@ class EntrySettings:
 
 def settings_for(sampling: SamplingParams, prompt_template: str, dataset_sha256: str,
                  weights: str | None = None, prompt_style: str | None = None, strip_prompt: bool = False,
-                 problem_set: Mapping[str, Any] | None = None, other_data: bool = False) -> EntrySettings:
+                 problem_set: ProblemSubset | None = None, other_data: bool = False) -> EntrySettings:
     """The normalised settings that change the number (see the module docstring for the choice).
 
     ``weights`` the precision the model ran in (only int8/nf4 are kept); ``prompt_style`` "base" or "instruct";
     ``problem_set`` the subset a ``--limit`` run scored (None: all of the task's problems).
     """
     greedy = sampling.greedy
-    subset = None
-    if problem_set:
-        subset = ProblemSubset(int(problem_set["n_problems"]), int(problem_set["of"]),
-                               str(problem_set["ids_sha256"]))
     return EntrySettings(
         n=sampling.n, temperature=float(sampling.temperature), top_p=1.0 if greedy else float(sampling.top_p),
         top_k=0 if greedy else sampling.top_k, max_new_tokens=sampling.max_new_tokens,
         prompt_template=str(prompt_template), dataset_sha256=str(dataset_sha256),
         weights=weights if weights in QUANTIZED_WEIGHTS else None,
         prompt_style="instruct" if prompt_style == "instruct" else None, strip_prompt=bool(strip_prompt),
-        max_length=sampling.max_length, problem_set=subset, other_data=bool(other_data))
+        max_length=sampling.max_length, problem_set=problem_set, other_data=bool(other_data))
 
 
 def settings_key(settings: EntrySettings | Mapping[str, Any]) -> str:

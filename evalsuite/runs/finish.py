@@ -20,6 +20,7 @@ from typing import Any
 from evalsuite.jsonl import atomic_write_json
 from evalsuite.records import SampleResult, SamplingParams
 from evalsuite.reporting.entries import RunSummary
+from evalsuite.reporting.model import ProblemSubset
 from evalsuite.reporting.views import write_run_views
 from evalsuite.reporting.views.contract import RunHeader, sample_views
 from evalsuite.runs.record import RECORD_FILE, RunRecord
@@ -40,7 +41,7 @@ class RunFacts:
     prompt_template: str
     sampling: SamplingParams
     seed: int | None  # the sampling seed; None where it is not known (evaluate's samples file)
-    problem_set: dict[str, Any] | None  # evalsuite.runs.identity.problem_set
+    problem_set: ProblemSubset | None  # evalsuite.runs.identity.problem_set
     badges: tuple[str, ...] = ()
     details: Mapping[str, str] = field(default_factory=dict)
     hardware: str | None = None  # hardware_summary(); None: this machine's, read when the entry is built

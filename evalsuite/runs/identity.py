@@ -15,6 +15,7 @@ from typing import Any
 from evalsuite.errors import EvalsuiteError
 from evalsuite.protocol.prompting import INSTRUCTION_PREFIX, RESPONSE_PREFIX, PromptDecision, PromptProtocol
 from evalsuite.records import SamplingParams
+from evalsuite.reporting.model import ProblemSubset
 from evalsuite.tasks.task import Problem, Task
 
 
@@ -31,7 +32,7 @@ def check_has_problems(task: Task) -> None:
         raise EvalsuiteError(f"task {task.name!r} has no problems{where}: its data is empty")
 
 
-def problem_set(task: Task, problems: Sequence[Problem]) -> dict[str, Any] | None:
+def problem_set(task: Task, problems: Sequence[Problem]) -> ProblemSubset | None:
     """None for the task's whole problem set; otherwise which part ran (a ``--limit`` smoke test, a samples
     file that covers only some problems, or ``--task-data`` holding fewer problems than the benchmark has): their
     count, the task's, and the sha256 of their ids in order."""
@@ -41,7 +42,7 @@ def problem_set(task: Task, problems: Sequence[Problem]) -> dict[str, Any] | Non
     if len(problems) == total:
         return None
     ids = json.dumps([p.task_id for p in problems]).encode()
-    return {"n_problems": len(problems), "of": total, "ids_sha256": hashlib.sha256(ids).hexdigest()}
+    return ProblemSubset(len(problems), total, hashlib.sha256(ids).hexdigest())
 
 
 def prompt_settings(decision: PromptDecision, protocol: PromptProtocol, stops: Sequence[str]) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from typing import Any
 
 from evalsuite.records import SampleResult, SamplingParams
 from evalsuite.reporting.labels import other_data_badge, partial_badge
+from evalsuite.reporting.model import ProblemSubset
 
 RUN_RECORD_SCHEMA = "evalsuite.run-record/1"
 RECORD_FILE = "record.json"
@@ -56,20 +57,22 @@ class RecordedTask:
     prompt_template: str
     stop_sequences: list[str]
     provenance: Any
-    problem_set: dict[str, Any] | None = None
+    problem_set: ProblemSubset | None = None
     other_data: bool = False  # the data is not the task's own (Task.runs_on_other_data)
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "dataset_sha256": self.dataset_sha256, "source": self.source,
                 "n_problems": self.n_problems, "prompt_template": self.prompt_template,
                 "stop_sequences": list(self.stop_sequences), "provenance": self.provenance,
-                "problem_set": self.problem_set, **({"other_data": True} if self.other_data else {})}
+                "problem_set": self.problem_set and self.problem_set.to_json(),
+                **({"other_data": True} if self.other_data else {})}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> RecordedTask:
         return cls(str(data.get("name", "")), str(data.get("dataset_sha256", "")), data.get("source"),
                    int(data.get("n_problems", 0)), str(data.get("prompt_template", "")),
-                   list(data.get("stop_sequences") or []), data.get("provenance"), data.get("problem_set"),
+                   list(data.get("stop_sequences") or []), data.get("provenance"),
+                   ProblemSubset.from_json(data.get("problem_set")),
                    bool(data.get("other_data", False)))
 
 
@@ -166,7 +169,7 @@ class RunRecord:
         badges = []
         subset = self.task.problem_set
         if subset:
-            badges.append(partial_badge(subset['n_problems'], subset['of']))
+            badges.append(partial_badge(subset.n_problems, subset.of))
         if self.task.other_data:
             badges.append(other_data_badge(self.task.dataset_sha256))
         if self.prompt.get("style") == "instruct":

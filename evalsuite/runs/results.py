@@ -174,7 +174,7 @@ def score_from_outcome(outcome: Any) -> TaskScore:
     record = outcome.record
     subset = record.task.problem_set
     run_dir = outcome.run_dir
-    total = subset["of"] if subset else int(record.task.n_problems)
+    total = subset.of if subset else int(record.task.n_problems)
     return task_score(outcome.score, model=outcome.model, model_id=str(record.model.id), task=outcome.task,
                       n=record.sampling.n, n_problems_in_task=total, run_id=run_dir.run_id,
                       run_dir=run_dir.path, summary_path=run_dir.summary, report=run_dir.path / "report.html",
