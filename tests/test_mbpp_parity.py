@@ -170,6 +170,14 @@ def test_bigcode_preset_verdicts_are_bigcodes_compute_code_eval(mbpp, bigcode, t
         ("Mbpp/17", "def square_perimeter(a):\n    exit()"),
         ("Mbpp/19", "def test_duplicate(nums):\n    return len(nums) != len(set(nums))"),
         ("Mbpp/56", "def check(n):\n    return n == 2 * int(str(n)[::-1]) - 1"),  # the right answer too
+        # bigcode's asserts name the function at each call (one module): a rebinding counts (the twenty-third
+        # session's parity round; bound once, the first passed and the second failed)
+        ("Mbpp/11", "def remove_Occ(s, ch):\n    global remove_Occ\n    remove_Occ = lambda s, ch: ''\n"
+                    "    s = s.replace(ch, '', 1)\n    i = s.rfind(ch)\n    return s if i < 0 else s[:i] + s[i + 1:]"),
+        ("Mbpp/11", "def _right(s, ch):\n    s = s.replace(ch, '', 1)\n    i = s.rfind(ch)\n"
+                    "    return s if i < 0 else s[:i] + s[i + 1:]\n\n_setup = iter([True])\n\n"
+                    "def remove_Occ(s, ch):\n    global remove_Occ\n    if next(_setup, False):\n"
+                    "        remove_Occ = _right\n        return _right(s, ch)\n    return ''"),
     ]
     monkeypatch.setenv("HF_ALLOW_CODE_EVAL", "1")
     references = [task.get_reference(dataset[index[tid]]) for tid, _ in samples]
@@ -184,7 +192,7 @@ def test_bigcode_preset_verdicts_are_bigcodes_compute_code_eval(mbpp, bigcode, t
                  str(out), "--quiet"]) == 0
     ours = [row["passed"] for _, row in read_jsonl(next(out.rglob("results.jsonl")))]
     assert ours == theirs
-    assert theirs == [True] * 5 + [False, False, False, True, False, False, False, False, True, True]
+    assert theirs == [True] * 5 + [False, False, False, True, False, False, False, False, True, True, False, True]
 
 
 def test_bigcode_preset_mbpp_plus_prompts_are_bigcodes_mbppplus_get_prompt(bigcode):

