@@ -57,7 +57,11 @@ FALLBACK_LIBRARY_DIRS = ("/lib", "/lib64", "/usr/lib", "/usr/lib64")
 # bind before any sample exists, and sets the jail's PID counter back before every sample (see sample_server).
 PID_COUNTER_PATH = f"{JAIL_CODE_DIR}/pid_counter"
 HOST_PID_COUNTER = "/proc/sys/kernel/ns_last_pid"
-FILES_CACHE_FORMAT = 3  # bump when the rules for what the jail binds change: older cached lists are then ignored
+# Host data the peers' programs read through the standard library, read-only: the locale LANG names (without it,
+# the common ``locale.setlocale(locale.LC_ALL, "")`` raised "unsupported locale setting" in every sample, where the
+# peers run it) and the time-zone database (``zoneinfo.ZoneInfo("UTC")``). Public data, no host state.
+HOST_DATA_DIRS = ("/usr/lib/locale/C.utf8", "/usr/share/zoneinfo")
+FILES_CACHE_FORMAT = 4  # bump when the rules for what the jail binds change: older cached lists are then ignored
 # Hidden under empty tmpfs inside the stdlib: installed packages, and what no code sample needs (CPython's own test
 # suite, IDLE, the turtle demos, pip's wheels, the static library): ~4,400 files and ~170 MB less for a sample to
 # read, and for the harness to keep in the page cache (warm_page_cache).
@@ -215,6 +219,7 @@ def _find_interpreter_files() -> tuple[tuple[str, ...], tuple[str, ...]]:
                     or name.startswith("config-") and os.path.isdir(os.path.join(p, name)))
     hidden = [h for h in hidden if os.path.isdir(h)]
     paths.update(shared_libraries())
+    paths.update(p for p in HOST_DATA_DIRS if os.path.isdir(p) and not os.path.islink(p))
     return tuple(sorted(paths)), tuple(hidden)
 
 

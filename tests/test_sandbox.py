@@ -766,3 +766,28 @@ def test_a_rebound_entry_point_is_called_as_the_peers_test_names_it():
     outcomes = run_jobs([Job(i, f"t/rebind{i}", source, wrapped if by_name else check, "check(add)", by_name=by_name)
                          for i, (source, by_name) in enumerate(cases)], timeout_s=3.0)
     assert [outcomes[i].status == "passed" for i in range(len(cases))] == native
+
+
+@needs_isolation
+def test_the_locale_and_time_zones_the_peers_programs_read_are_there():
+    """``locale.setlocale(LC_ALL, "")`` (LANG is C.UTF-8 in the jail) and ``zoneinfo`` worked in the peers'
+    processes and raised here (the twenty-third session's parity round): the jail binds both, read-only."""
+    import os
+    import subprocess
+    import sys
+
+    from sandbox.jail import HOST_DATA_DIRS
+
+    if not all(os.path.isdir(d) for d in HOST_DATA_DIRS):
+        pytest.skip("this host has no C.UTF-8 locale or time-zone database")
+    bodies = ["    import locale\n    locale.setlocale(locale.LC_ALL, '')\n    return a + b\n",
+              "    import datetime, zoneinfo\n    datetime.datetime(2026, 1, 1, tzinfo=zoneinfo.ZoneInfo('Asia/Tokyo'))\n"
+              "    return a + b\n",
+              "    import locale\n    locale.setlocale(locale.LC_ALL, 'xx_YY.UTF-8')\n    return a + b\n"]
+    env = {"PATH": os.environ.get("PATH", ""), "LANG": "C.UTF-8"}
+    native = [subprocess.run([sys.executable, "-c", PROMPT + body + TEST + "check(add)\n"], env=env,
+                             capture_output=True).returncode == 0 for body in bodies]
+    assert native == [True, True, False]
+    outcomes = run_jobs([Job(i, f"t/data{i}", PROMPT + body, TEST, "check(add)") for i, body in enumerate(bodies)],
+                        timeout_s=3.0)
+    assert [outcomes[i].status == "passed" for i in range(len(bodies))] == native, outcomes
