@@ -430,3 +430,35 @@ def test_the_max_length_warning_does_not_silence_the_context_one(tiny_model_dir,
     assert f"1 of 3 prompts leave less room than --max-new-tokens {budget}" in capsys.readouterr().err
     list(generator.generate(requests_for(prompts), SamplingParams(max_new_tokens=4, max_length=lengths[0])))
     assert "--max-length" not in capsys.readouterr().err  # once a model
+
+
+@pytest.mark.parametrize("strategy", [None, "cpu"])  # the plain load, and the planner's
+def test_a_checkpoint_missing_weights_is_refused_not_scored_with_random_ones(tiny_model_dir, tmp_path, capsys,
+                                                                            strategy):
+    """transformers makes a weight the checkpoint lacks random and says so in a log table only: a checkpoint
+    cut short, or saved from a wrapper under DDP's ``module.`` names, was generated, scored and put on the
+    leaderboard with exit 0 (the twenty-third session's red-team round). Now one line, exit 2, no entry."""
+    import json
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    from evalsuite.cli import main
+
+    source = tiny_model_dir("gpt2")
+    weights = load_file(str(source / "model.safetensors"))
+    cut, wrapped = tmp_path / "cut", tmp_path / "wrapped"
+    for folder, kept in ((cut, {k: v for k, v in weights.items() if k != "transformer.h.1.mlp.c_fc.weight"}),
+                         (wrapped, {f"module.{k}": v for k, v in weights.items()})):
+        shutil.copytree(source, folder)
+        save_file(kept, str(folder / "model.safetensors"), metadata={"format": "pt"})
+    common = ["--limit", "1", "--max-new-tokens", "4", "--quiet", "--output", str(tmp_path / "runs"),
+              "--leaderboard-dir", str(tmp_path / "lb"), *(["--strategy", strategy] if strategy else [])]
+    for folder, said in ((cut, "lacks 1 of the weights its architecture needs (transformer.h.1.mlp.c_fc.weight)"),
+                         (wrapped, "under the prefix 'module.' instead")):
+        assert main(["run", "--models", str(folder), *common]) != 0
+        err = capsys.readouterr().err
+        assert said in err and "error: " in err and "Traceback" not in err, err
+    board = tmp_path / "lb" / "leaderboard.json"
+    assert not board.exists() or json.loads(board.read_text())["entries"] == []
+    assert main(["run", "--models", str(source), *common]) == 0  # the whole checkpoint loads

@@ -90,7 +90,8 @@ def test_the_planner_loads_and_looks_up_the_revision(monkeypatch):
 
     seen = []
     monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained",
-                        lambda model_id, **kwargs: seen.append((model_id, kwargs.get("revision"))) or SimpleNamespace(eval=lambda: None))
+                        lambda model_id, **kwargs: seen.append((model_id, kwargs.get("revision")))
+                        or (SimpleNamespace(eval=lambda: None), {}))
     plan = SimpleNamespace(strategy="cpu", dtype="float32", device_map=None, capacity=SimpleNamespace(offload_dir=None))
     loaders._load("org/model", plan, SimpleNamespace(gpu_dtype="bfloat16"), False, "v3")
     loaders._load("org/model", plan, SimpleNamespace(gpu_dtype="bfloat16"), False)

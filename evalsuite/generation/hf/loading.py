@@ -229,7 +229,8 @@ def load_model(spec: ModelSpec, options: GenerationOptions) -> LoadedModel:
 
 def _load_model(spec: ModelSpec, options: GenerationOptions) -> LoadedModel:
     import torch
-    from transformers import AutoModelForCausalLM
+
+    from evalsuite.models.weights import load_causal_lm
 
     check_hub_reachable(spec)
     loading = options.loading
@@ -268,8 +269,8 @@ def _load_model(spec: ModelSpec, options: GenerationOptions) -> LoadedModel:
                            batch_limit=plan.batch_limit, gpu_cap=plan.gpu_cap)
     location, extra = pretrained_args(spec)
     try:
-        model = AutoModelForCausalLM.from_pretrained(location, config=config, dtype=getattr(torch, dtype),
-                                                     trust_remote_code=trust, **extra)
+        model = load_causal_lm(location, config=config, dtype=getattr(torch, dtype), trust_remote_code=trust,
+                               **extra)
     except _weights_errors() as exc:
         raise _weights_error(spec, exc) from exc
     model.to(device).eval()

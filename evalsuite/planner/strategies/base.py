@@ -71,10 +71,10 @@ class TransformersStrategy(LoadingStrategy):
         return {"dtype": torch_dtype(dtype), **self.placement(plan, request)}
 
     def load(self, model_id: str, plan: Plan, request: PlanRequest, trust_remote_code: bool, **hub: Any) -> Any:
-        from transformers import AutoModelForCausalLM
+        from evalsuite.models.weights import load_causal_lm
 
-        return AutoModelForCausalLM.from_pretrained(model_id, trust_remote_code=trust_remote_code,
-                                                    **self.from_pretrained_kwargs(plan, request), **hub)
+        return load_causal_lm(model_id, trust_remote_code=trust_remote_code,
+                              **self.from_pretrained_kwargs(plan, request), **hub)
 
 
 def accelerate_placement(plan: Plan, with_cpu: bool) -> dict[str, Any]:

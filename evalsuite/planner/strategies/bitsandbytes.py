@@ -24,7 +24,9 @@ class Quantized(LoadingStrategy):
     def load(self, model_id: str, plan: Plan, request: PlanRequest, trust_remote_code: bool, **hub: Any) -> Any:
         if importlib.util.find_spec("bitsandbytes") is None:
             raise EvalsuiteError(f"strategy {plan.strategy} needs bitsandbytes: pip install 'evalsuite[quant]'")
-        from transformers import AutoModelForCausalLM, BitsAndBytesConfig
+        from transformers import BitsAndBytesConfig
+
+        from evalsuite.models.weights import load_causal_lm
 
         compute = torch_dtype(request.gpu_dtype)
         if self.precision == "int8":
@@ -32,9 +34,8 @@ class Quantized(LoadingStrategy):
         else:
             quantization = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4",
                                               bnb_4bit_compute_dtype=compute)
-        return AutoModelForCausalLM.from_pretrained(model_id, quantization_config=quantization, dtype=compute,
-                                                    device_map={"": plan.main_gpu},
-                                                    trust_remote_code=trust_remote_code, **hub)
+        return load_causal_lm(model_id, quantization_config=quantization, dtype=compute,
+                              device_map={"": plan.main_gpu}, trust_remote_code=trust_remote_code, **hub)
 
 
 INT8 = Quantized("int8", "bitsandbytes 8-bit weights on GPU", "int8", needs_gpu=True, ladder_rank=30,

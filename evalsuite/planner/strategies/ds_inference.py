@@ -39,7 +39,8 @@ class DsInference(LoadingStrategy):
     def load(self, model_id: str, plan: Plan, request: PlanRequest, trust_remote_code: bool, **hub: Any) -> Any:
         deepspeed = import_deepspeed(plan)
         import torch
-        from transformers import AutoModelForCausalLM
+
+        from evalsuite.models.weights import load_causal_lm
 
         plan.batch_limit = MAX_BATCH
         plan.notes.append(f"DeepSpeed-Inference: batches above {MAX_BATCH} crashed its kernels on the reference GPU "
@@ -48,8 +49,7 @@ class DsInference(LoadingStrategy):
         # Loaded in host RAM: kernel injection builds fused copies of every layer's weights while the originals
         # still exist, which on the GPU needs twice the model (it ran out of memory under a 16 GiB cap on an
         # reference GPU); from the host, DeepSpeed moves the injected model onto the GPU once.
-        model = AutoModelForCausalLM.from_pretrained(model_id, dtype=torch.float16,
-                                                     trust_remote_code=trust_remote_code, **hub)
+        model = load_causal_lm(model_id, dtype=torch.float16, trust_remote_code=trust_remote_code, **hub)
         engine = deepspeed.init_inference(model, tensor_parallel={"tp_size": 1},  # one GPU per process
                                           dtype=torch.float16, replace_with_kernel_inject=True,
                                           max_out_tokens=plan.budget.seq_len)

@@ -69,8 +69,9 @@ class ZeroInference(LoadingStrategy):
 
     def load(self, model_id: str, plan: Plan, request: PlanRequest, trust_remote_code: bool, **hub: Any) -> Any:
         deepspeed = import_deepspeed(plan)
-        from transformers import AutoModelForCausalLM
         from transformers.integrations.deepspeed import HfDeepSpeedConfig
+
+        from evalsuite.models.weights import load_causal_lm
 
         if plan.offload_to == "nvme":
             if not plan.capacity.offload_dir:
@@ -82,8 +83,8 @@ class ZeroInference(LoadingStrategy):
         linear = torch.nn.functional.linear
         keep_alive = HfDeepSpeedConfig(config)  # must exist while from_pretrained runs: it switches on zero.Init
         try:
-            model = AutoModelForCausalLM.from_pretrained(model_id, dtype=torch_dtype(plan.dtype),
-                                                         trust_remote_code=trust_remote_code, **hub)
+            model = load_causal_lm(model_id, dtype=torch_dtype(plan.dtype), trust_remote_code=trust_remote_code,
+                                   **hub)
             engine = deepspeed.initialize(model=model, config_params=config)[0]
         finally:  # whatever DeepSpeed's version does with the setting above, the process keeps torch's own linear
             torch.nn.functional.linear = linear
