@@ -462,3 +462,27 @@ def test_a_checkpoint_missing_weights_is_refused_not_scored_with_random_ones(tin
     board = tmp_path / "lb" / "leaderboard.json"
     assert not board.exists() or json.loads(board.read_text())["entries"] == []
     assert main(["run", "--models", str(source), *common]) == 0  # the whole checkpoint loads
+
+
+def test_a_folder_without_tokenizer_files_is_refused_before_its_weights_load(tiny_model_dir, tmp_path, capsys,
+                                                                            monkeypatch):
+    """transformers 5 makes an empty tokenizer of such a folder: the weights loaded, then every prompt was empty
+    ("empty prompt: the model needs at least one token"), which named neither the cause nor the folder."""
+    import shutil
+
+    import evalsuite.models.weights as weights
+    from evalsuite.cli import main
+
+    folder = tmp_path / "no-tokenizer"
+    shutil.copytree(tiny_model_dir("gpt2"), folder)
+    for name in ("tokenizer.json", "tokenizer_config.json", "vocab.json", "merges.txt", "special_tokens_map.json"):
+        (folder / name).unlink(missing_ok=True)
+
+    def no_weights(*args, **kwargs):
+        raise AssertionError("the weights loaded before the tokenizer was refused")
+
+    monkeypatch.setattr(weights, "load_causal_lm", no_weights)
+    assert main(["run", "--models", str(folder), "--limit", "1", "--max-new-tokens", "4", "--quiet",
+                 "--output", str(tmp_path / "runs"), "--no-leaderboard"]) == 2
+    err = capsys.readouterr().err
+    assert f"cannot load the tokenizer of model {str(folder)!r}" in err and "it has no vocabulary" in err, err

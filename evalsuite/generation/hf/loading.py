@@ -127,6 +127,11 @@ def _config_and_tokenizer(spec: ModelSpec, trust: bool, location: str, extra: di
         tokenizer = AutoTokenizer.from_pretrained(location, trust_remote_code=trust, **extra)
     except (OSError, ValueError) as exc:
         raise _load_error(spec, "tokenizer", exc) from exc
+    if not getattr(tokenizer, "vocab_size", 1) or not tokenizer("def f(x):\n    return x\n")["input_ids"]:
+        # transformers 5 makes an empty tokenizer of a folder without tokenizer files: every prompt was empty,
+        # said only after the weights had loaded (the twenty-third session's red-team round)
+        raise EvalsuiteError(f"cannot load the tokenizer of model {spec.name!r} from {spec.location}: it has no "
+                             "vocabulary (no tokenizer.json, tokenizer_config.json or vocabulary files in the folder?)")
     return config, tokenizer, spec
 
 
