@@ -91,7 +91,7 @@ def test_local_path_is_one_identity_and_a_resumed_run_loads_nothing(tiny_model_d
     assert main(["run", "--models", str(model), "--name", "My Tiny GPT-2", *common]) == 0
     names = sorted(e["model"] for e in json.loads((tmp_path / "lb" / "leaderboard.json").read_text())["entries"])
     assert names == ["My Tiny GPT-2", model.name]
-    assert any(name.startswith("My_Tiny_GPT-2__") for name in _runs(tmp_path))
+    assert any(re.match(r"My_Tiny_GPT-2-[0-9a-f]{8}__humaneval__", name) for name in _runs(tmp_path))
 
 
 @needs_sandbox
@@ -207,3 +207,22 @@ def test_raw_completion_keeps_what_the_model_wrote_past_the_stop(tiny_model_dir)
     row = Asking("base").completion_row(task, problem, cut.text, cut.raw_text)
     assert stop not in row["completion"] and row["raw_completion"].startswith(row["completion"] + stop)
     assert len(row["raw_completion"]) > len(row["completion"])
+
+
+@needs_sandbox
+def test_names_that_read_alike_as_folder_names_are_two_runs(tmp_path, capsys):
+    """--name "team/model" and "team_model" made one run folder: the second name generated nothing, rewrote the
+    first's record and page under its own name, and the first's leaderboard entry linked to that page (the
+    twenty-third session's red-team round). Each name now has its own folder; a rerun of one resumes its own."""
+    common = ["--models", "reference", "--limit", "1", "--quiet", "--output", str(tmp_path / "runs"),
+              "--leaderboard-dir", str(tmp_path / "lb")]
+    for name in ("team/model", "team_model", "team/model"):
+        assert main(["run", *common, "--name", name]) == 0
+    runs = _runs(tmp_path)
+    assert len(runs) == 2 and any(run.startswith("team_model__humaneval__") for run in runs), runs
+    for run in runs:
+        record = json.loads((tmp_path / "runs" / run / "record.json").read_text())
+        assert record["model"]["display_name"] == ("team_model" if run.startswith("team_model__") else "team/model")
+    entries = json.loads((tmp_path / "lb" / "leaderboard.json").read_text())["entries"]
+    assert sorted(e["model"] for e in entries) == ["team/model", "team_model"]
+    assert len({e["run_page"] for e in entries}) == 2

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from evalsuite.errors import EvalsuiteError
-from evalsuite.runs.rundir import slug
+from evalsuite.runs.rundir import exact_slug
 from sandbox import cache_root
 
 
@@ -38,7 +38,7 @@ def claim_name(model: str, task: str, settings: dict[str, Any]) -> str:
     run folder and is known before loading (problems, sampling, prompt, dtype), so a sweep of settings into one
     output runs side by side."""
     digest = hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:16]
-    return f"{slug(model)}__{slug(task)}__{digest}"
+    return f"{exact_slug(model)}__{exact_slug(task)}__{digest}"
 
 
 @dataclass

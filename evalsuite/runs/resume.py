@@ -26,7 +26,7 @@ from evalsuite.generation.base import Generator
 from evalsuite.protocol.prompting import PromptDecision
 from evalsuite.records import Completion, GenerationRequest, SamplingParams
 from evalsuite.runs.record import RECORD_FILE, RunRecord
-from evalsuite.runs.rundir import RunDir, slug
+from evalsuite.runs.rundir import RunDir
 from evalsuite.version import __version__
 
 
@@ -98,7 +98,7 @@ def finished_record(output_dir: Path, display: str, task_name: str, key: str, n:
     """The record of a run with this request key whose folder holds all ``n`` completions of every problem, made
     with the checkpoint files found now (``revision``): a run whose files were replaced between its key and its
     load holds the new files' completions under the old files' key."""
-    for record_path in sorted(Path(output_dir).glob(f"{slug(display)}__{slug(task_name)}__*/{RECORD_FILE}")):
+    for record_path in sorted(Path(output_dir).glob(f"{RunDir.name_prefix(display, task_name)}*/{RECORD_FILE}")):
         try:
             record = RunRecord.read(record_path)
         except (OSError, ValueError, TypeError, AttributeError):

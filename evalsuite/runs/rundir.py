@@ -31,6 +31,16 @@ def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text)[-80:].strip("_.") or "model"  # never a hidden folder
 
 
+def exact_slug(text: str) -> str:
+    """:func:`slug`, followed by a digest of ``text`` where the slug dropped or changed characters: "team/model"
+    and "team_model" (or "naïve" and "na_ve") named one run folder, so the second name resumed the first's run
+    and rewrote its record and page under its own name (the twenty-third session's red-team round)."""
+    plain = slug(text)
+    if plain == text:
+        return plain
+    return f"{plain}-{hashlib.sha256(text.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
+
+
 SEAL_FIELD = "seal"
 # tempfile.mkstemp(prefix=".<file name>.") of an atomic write: the name, then 8 random characters
 _LEFTOVER = re.compile(r"^\.(?!claim\.)[^/]+\.[a-z0-9_]{8}$")
@@ -58,7 +68,12 @@ class RunDir:
 
     @classmethod
     def for_run(cls, root: Path, model_name: str, task_name: str, key: str) -> RunDir:
-        return cls(root / f"{slug(model_name)}__{slug(task_name)}__{key}")
+        return cls(root / f"{cls.name_prefix(model_name, task_name)}{key}")
+
+    @staticmethod
+    def name_prefix(model_name: str, task_name: str) -> str:
+        """What every run folder of this model and task is named first, the request's key after it."""
+        return f"{exact_slug(model_name)}__{exact_slug(task_name)}__"
 
     @property
     def run_id(self) -> str:
