@@ -409,3 +409,16 @@ def test_a_leaderboard_folder_that_takes_the_json_but_not_the_page_warns_and_kee
     assert "warning: cannot write the leaderboard's page in leaderboard (No space left on device)" in captured.err
     board = json.loads((tmp_path / "leaderboard" / "leaderboard.json").read_text())
     assert [entry["model"] for entry in board["entries"]] == ["reference"]
+
+
+def test_a_ctrl_c_while_the_command_imports_is_one_line_not_a_traceback(monkeypatch, capsys):
+    """A Ctrl-C in the first fraction of a second (the command's modules importing) came before the command's own
+    stop handling and printed Python's KeyboardInterrupt traceback (the twenty-third session's red-team round)."""
+    import evalsuite.cli as cli
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "build_parser", interrupted)
+    assert cli.main(["run", "--models", "reference"]) == 128 + signal.SIGINT
+    assert capsys.readouterr().err == "interrupted by SIGINT before the command started: nothing was written\n"

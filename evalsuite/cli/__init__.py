@@ -95,9 +95,13 @@ def main(argv: list[str] | None = None) -> int:
         # `torchrun ... -m evalsuite -- run --n 20`: the `--` keeps torchrun from claiming `--n` (an
         # ambiguous prefix of its own flags); it may reach us, and means nothing here.
         argv = argv[1:]
-    # A named command needs its own module alone (importing every command's took ~0.2 s of each start).
-    parser = build_parser((argv[0],) if argv[:1] and argv[0] in COMMANDS else COMMANDS)
-    args = parser.parse_args(argv)
+    try:
+        # A named command needs its own module alone (importing every command's took ~0.2 s of each start).
+        parser = build_parser((argv[0],) if argv[:1] and argv[0] in COMMANDS else COMMANDS)
+        args = parser.parse_args(argv)
+    except KeyboardInterrupt:  # Ctrl-C while the command's modules import: before its own handling is set up
+        sys.stderr.write("interrupted by SIGINT before the command started: nothing was written\n")
+        return 128 + signal.SIGINT
     _never_fail_on_output()
     if args.command is None:
         parser.print_help()
