@@ -558,3 +558,24 @@ def test_the_hubs_parquet_copy_of_humaneval_runs_as_the_package_file(tmp_path, m
     assert [(p.task_id, p.prompt, p.test, p.entry_point, p.canonical_solution) for p in problems] == [
         (r["task_id"], r["prompt"], r["test"], r["entry_point"], r["canonical_solution"]) for r in rows]
     assert task.dataset_sha256 and task.source.endswith(".parquet")
+
+
+@pytest.mark.parametrize("body, vacuous", [
+    ("    if False:\n        assert candidate([1.0], 0.5)\n    assert True\n", True),
+    ("    while 0:\n        candidate([1.0], 0.5)\n", True),
+    ("    return\n    assert candidate([1.0], 0.5) is False\n", True),
+    ("    for _ in range(3):\n        continue\n        candidate([1.0], 0.5)\n", True),
+    ("    if False:\n        pass\n    else:\n        assert candidate([1.0], 0.5) is False\n", False),
+    ("    if True:\n        assert candidate([1.0], 0.5) is False\n", False),
+    ("    if len(METADATA):\n        assert candidate([1.0], 0.5) is False\n", False),
+    ("    try:\n        assert candidate([1.0], 0.5) is False\n    finally:\n        pass\n", False),
+])
+def test_a_call_of_the_candidate_in_dead_code_makes_no_test(body, vacuous):
+    """A call the test can never make (under ``if False``, after ``return``) looked like a test that checks
+    answers: every answer passed it (the eleventh run-path round's ``dead_code_call`` and ``call_after_return``)."""
+    from evalsuite.tasks.dataset_tasks import never_calls_the_candidate
+
+    assert never_calls_the_candidate("def check(candidate):\n" + body, "check", "has_close_elements") is vacuous
+    asserts = body.replace("candidate(", "has_close_elements(").replace("    ", "", 1).replace("\n    ", "\n")
+    if "return" not in body and "continue" not in body:  # module-level asserts: the same rule
+        assert never_calls_the_candidate(asserts, "asserts", "has_close_elements") is vacuous

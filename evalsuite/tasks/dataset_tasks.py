@@ -257,7 +257,7 @@ def never_calls_the_candidate(tests: str, style: str, entry_point: str, check_na
     parameter, or asserts that never name the entry point. Every answer passed such a test (``return None`` too),
     and selfcheck said PASS. Text that does not parse, or has no such function, is left to the later checks."""
     try:
-        tree = ast.parse(tests)
+        tree = _without_dead_code(ast.parse(tests))
     except SyntaxError:
         return False
 
@@ -272,6 +272,39 @@ def never_calls_the_candidate(tests: str, style: str, entry_point: str, check_na
         if isinstance(node, ast.FunctionDef) and node.name == check_name and node.args.args:
             return not names_any(node, {node.args.args[0].arg, entry_point})
     return False
+
+
+class _DeadCode(ast.NodeTransformer):
+    """Drops what can never run: the body of ``if``/``while`` on a false constant (``if False:``, ``while 0:``),
+    and the statements after a ``return``, ``raise``, ``break`` or ``continue`` in the same block. A call to the
+    candidate there (red-team round 11: ``if False: candidate()``, a call after ``return``) looks at no answer."""
+
+    def generic_visit(self, node: ast.AST) -> ast.AST:
+        super().generic_visit(node)
+        for name in ("body", "orelse", "finalbody"):
+            block = getattr(node, name, None)
+            if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
+                for index, statement in enumerate(block):
+                    if isinstance(statement, (ast.Return, ast.Raise, ast.Break, ast.Continue)):
+                        del block[index + 1:]
+                        break
+        return node
+
+    def visit_If(self, node: ast.If) -> Any:
+        self.generic_visit(node)
+        if isinstance(node.test, ast.Constant) and not node.test.value:
+            return node.orelse or ast.Pass()
+        return node
+
+    def visit_While(self, node: ast.While) -> Any:
+        self.generic_visit(node)
+        if isinstance(node.test, ast.Constant) and not node.test.value:
+            return node.orelse or ast.Pass()
+        return node
+
+
+def _without_dead_code(tree: ast.Module) -> ast.Module:
+    return _DeadCode().visit(tree)
 
 
 def _has_statements(tests: str) -> bool:
