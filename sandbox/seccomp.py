@@ -94,7 +94,7 @@ ARCHITECTURES: dict[str, tuple[int, dict[str, int]]] = {
         "futex_wait": 455, "futex_requeue": 456, "ustat": 136, "membarrier": 324, "sync": 162, "syncfs": 306,
         "fsync": 74, "fdatasync": 75, "sync_file_range": 277, "mbind": 237, "set_mempolicy": 238,
         "get_mempolicy": 239, "set_mempolicy_home_node": 450, "mmap": 9, "mprotect": 10, "pkey_mprotect": 329,
-        "personality": 135, "kcmp": 312}),
+        "personality": 135, "kcmp": 312, "sendto": 44, "sendmsg": 46, "sendmmsg": 307}),
     "aarch64": (0xC00000B7, {
         "clone": 220, "clone3": 435, "unshare": 97, "setns": 268, "mount": 40, "umount2": 39, "pivot_root": 41,
         "chroot": 51, "ptrace": 117, "add_key": 217, "request_key": 218, "keyctl": 219, "bpf": 280,
@@ -120,7 +120,7 @@ ARCHITECTURES: dict[str, tuple[int, dict[str, int]]] = {
         "futex_wait": 455, "futex_requeue": 456, "membarrier": 283, "sync": 81, "syncfs": 267, "fsync": 82,
         "fdatasync": 83, "sync_file_range": 84, "mbind": 235, "get_mempolicy": 236, "set_mempolicy": 237,
         "set_mempolicy_home_node": 450, "mmap": 222, "mprotect": 226, "pkey_mprotect": 288,
-        "personality": 92, "kcmp": 272}),
+        "personality": 92, "kcmp": 272, "sendto": 206, "sendmsg": 211, "sendmmsg": 269}),
 }
 # clone() flags that make a namespace (linux/sched.h).
 CLONE_NEWIPC, CLONE_NEWPID = 0x08000000, 0x20000000
@@ -199,6 +199,11 @@ NEW_CODE_CALLS = {"mmap": 2, "mprotect": 2, "pkey_mprotect": 2}  # where prot is
 # PROT_EXEC to every readable mapping after the filter has read the call's arguments: a read-write mmap came out
 # executable (the twenty-first session's red-team round: 6 false passes in 10 runs through Flush+Reload).
 PERSONALITY_ALLOWED = (0xFFFFFFFF, 0)
+# Sends with MSG_OOB refused: on a unix stream socket the out-of-band byte leaves the stream the checker reads, so a
+# byte the honest end never sends (and the descriptors it may carry) went unflagged (the twenty-third session's
+# red-team round). Where each call has its flags.
+SEND_CALLS = {"sendto": 3, "sendmsg": 2, "sendmmsg": 3}
+MSG_OOB = 0x1
 # Refused to samples alone, by the filter the zygote adds (SampleFilter): calls the server makes for every sample.
 SAMPLE_ONLY = ("ustat",)
 # A sample is the init of its own PID namespace, and the kernel drops a signal an init sends itself unless it has a
@@ -219,7 +224,7 @@ SELF_TARGETS = {"kill": (1, 0, 0xFFFFFFFF), "rt_sigqueueinfo": (1, 0, 0xFFFFFFFF
                 "rt_tgsigqueueinfo": (1,)}
 # The calls build_program lets through on conditions (their arguments, or the zygote's filter), not refused whole.
 CONDITIONAL = frozenset({*SERVER_CALLS, *OPEN_FLAGS_ARGUMENT, *ZERO_ARGUMENT, *OPTION_CALLS, *NEW_CODE_CALLS,
-                         "personality", "clone", "madvise", "fcntl", "futex", *SAMPLE_ONLY})
+                         *SEND_CALLS, "personality", "clone", "madvise", "fcntl", "futex", *SAMPLE_ONLY})
 # ENOSYS: the C library and Python fall back to calls the filter can read. statx is also the only way to a file's
 # mount id (fstatat, the fallback, has none): the id of /tmp would tell whether the last sample left a trace there.
 NOT_IMPLEMENTED = ("clone3", "openat2", "statx")
@@ -292,6 +297,8 @@ def build_program(machine: str | None = None) -> list[tuple[int, int, int, int]]
                         (None, _JSET_K, MAP_ANONYMOUS, "deny", "allow")]
         else:
             checked += [(None, _JSET_K, PROT_EXEC, "deny", "allow")]
+    for name, index in SEND_CALLS.items():
+        checked += [(name, _LD_W_ABS, _OFFSET_ARG0 + _ARG_SIZE * index), (None, _JSET_K, MSG_OOB, "deny", "allow")]
     checked += [("personality", _LD_W_ABS, _OFFSET_ARG0)]  # an unsigned int: the low half is all the kernel reads
     checked += [(None, _JEQ_K, value, "allow", "next") for value in PERSONALITY_ALLOWED]
     checked += [(None, _RET_K, _RET_ERRNO | _EPERM)]
@@ -315,7 +322,8 @@ def build_program(machine: str | None = None) -> list[tuple[int, int, int, int]]
         *[(None, _JEQ_K, numbers[name], name, "next") for name in SERVER_CALLS],
         *[(None, _JEQ_K, numbers[name], name, "next") for name in OPEN_FLAGS_ARGUMENT if name in numbers],
         *[(None, _JEQ_K, numbers[name], name, "next")
-          for name in (*ZERO_ARGUMENT, *OPTION_CALLS, *NEW_CODE_CALLS, "personality", "madvise", "fcntl", "futex")],
+          for name in (*ZERO_ARGUMENT, *OPTION_CALLS, *NEW_CODE_CALLS, *SEND_CALLS, "personality", "madvise", "fcntl",
+                       "futex")],
         *[(None, _JEQ_K, number, "deny", "next") for number in refused],
         (None, _RET_K, _RET_ALLOW),
         ("clone", _LD_W_ABS, _OFFSET_ARG0),
@@ -426,7 +434,7 @@ class SeccompFilter(_Installable):
                             "without flags, no socket options that read host-wide counters or the peer's identity, no "
                             "process-wide KSM, private futexes only, no memory writable and executable (mmap "
                             "executable only from a file and not writable, mprotect never executable, personality only "
-                            "PER_LINUX); samples also "
+                            "PER_LINUX), no out-of-band sends; samples also "
                             "without "
                             f"{', '.join(SAMPLE_ONLY)}" if self.available else
                             f"no seccomp filter ({machine or platform.machine()} has no syscall table here)")

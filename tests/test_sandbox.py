@@ -791,3 +791,33 @@ def test_the_locale_and_time_zones_the_peers_programs_read_are_there():
     outcomes = run_jobs([Job(i, f"t/data{i}", PROMPT + body, TEST, "check(add)") for i, body in enumerate(bodies)],
                         timeout_s=3.0)
     assert [outcomes[i].status == "passed" for i in range(len(bodies))] == native, outcomes
+
+
+@needs_isolation
+def test_an_out_of_band_byte_cannot_be_sent_on_the_channel():
+    """On a unix stream socket a MSG_OOB byte leaves the stream the checker reads: one sent on the channel (with
+    descriptors, even) went unflagged as tampering (the twenty-third session's red-team round). sendto, sendmsg
+    and sendmmsg with MSG_OOB are refused (EPERM)."""
+    body = """    import array, os, socket, stat
+    def is_socket(fd):
+        try:
+            return stat.S_ISSOCK(os.fstat(fd).st_mode)
+        except OSError:
+            return False
+    s = socket.socket(fileno=os.dup(next(fd for fd in range(64) if is_socket(fd))))
+    sends = [lambda: s.send(b"Z", socket.MSG_OOB), lambda: s.sendmsg([b"Z"], [], socket.MSG_OOB),
+             lambda: s.sendmsg([b"Z"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [s.fileno()]))],
+                               socket.MSG_OOB)]
+    said = []
+    for send in sends:
+        try:
+            send()
+            said.append("sent")
+        except OSError as exc:
+            said.append(type(exc).__name__)
+    if said != ["PermissionError"] * 3:
+        raise ValueError(said)
+    return a + b
+"""
+    outcomes = run_jobs([job(0, body), job(1, "    return a + b\n")], timeout_s=5.0)
+    assert outcomes[0].status == "passed" and outcomes[1].status == "passed", outcomes
