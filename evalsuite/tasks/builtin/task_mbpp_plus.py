@@ -7,8 +7,10 @@ loop calling the function by name, ``assertion(fn(*inp), exp, 0)``; it holds the
 
 Protocol of bigcode-evaluation-harness (``bigcode_eval/tasks/mbppplus.py``, EvalPlus's own MBPP+ prompt is the
 same): MBPP's docstring prompt built from ``prompt`` and ``test_list[0]``, MBPP's stop sequences, and the program
-prompt + completion checked by ``test`` (after ``test_imports``). The function's name is the one the tests call
-that the canonical ``code`` defines. Problem ids are ``Mbpp/<task_id>``.
+prompt + completion checked by ``test`` alone, as bigcode's ``get_reference`` gives it (``test_imports`` are not
+run: a completion that uses ``math`` without importing it fails there, and here; the twenty-third session's parity
+round found it passing). The function's name is the one the tests call that the canonical ``code`` defines.
+Problem ids are ``Mbpp/<task_id>``.
 """
 
 from __future__ import annotations
@@ -31,7 +33,6 @@ SPEC = DatasetSpec(
     stop_sequences=STOP_SEQUENCES,
     test_field="test",
     test_style="script",
-    setup_fields=("test_imports",),
     solution_field="code",
     id_prefix="Mbpp/",
     citation="Liu et al. 2023 (arXiv:2305.01210); bigcode-evaluation-harness bigcode_eval/tasks/mbppplus.py",
