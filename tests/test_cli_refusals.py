@@ -579,3 +579,15 @@ def test_a_call_of_the_candidate_in_dead_code_makes_no_test(body, vacuous):
     asserts = body.replace("candidate(", "has_close_elements(").replace("    ", "", 1).replace("\n    ", "\n")
     if "return" not in body and "continue" not in body:  # module-level asserts: the same rule
         assert never_calls_the_candidate(asserts, "asserts", "has_close_elements") is vacuous
+
+
+@pytest.mark.parametrize("strategy", ["gpu", "multi-gpu", "cpu-offload", "int8"])
+def test_a_gpu_strategy_without_a_gpu_is_refused_before_any_model_loads(no_model_loads, capsys, strategy):
+    """A forced GPU strategy on a machine without one loaded the model, then ended in a traceback (the
+    twenty-third session's red-team round), where --device cuda was one line."""
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    assert_one_line_refusal(capsys, ["run", "--quiet", "--strategy", strategy],
+                            f"--strategy {strategy} needs a CUDA GPU, and none is visible on this machine",
+                            no_model_loads)

@@ -325,15 +325,20 @@ def display_names(models: list[str], names: str | None) -> dict[str, str]:
 
 def check_gpu_only_options(options: LoadingOptions) -> None:
     """Options that only make sense with a GPU fail fast, before any model is loaded."""
-    wants_gpu = (options.device or "").startswith("cuda") or options.gpu_memory is not None
+    from evalsuite.planner.strategies import strategy_named
+
+    gpu_strategy = bool(options.strategy) and options.strategy != "auto" and strategy_named(options.strategy).needs_gpu
+    wants_gpu = (options.device or "").startswith("cuda") or options.gpu_memory is not None or gpu_strategy
     if not wants_gpu:
         return
+    flag = ("--gpu-memory" if options.gpu_memory else f"--device {options.device}" if options.device
+            and options.device.startswith("cuda") else f"--strategy {options.strategy}")
     try:
         import torch
     except ImportError:
-        raise EvalsuiteError("--device cuda / --gpu-memory need PyTorch with CUDA; torch is not installed") from None
+        raise EvalsuiteError(f"{flag} needs PyTorch with CUDA; torch is not installed") from None
     if not torch.cuda.is_available():
-        flag = "--gpu-memory" if options.gpu_memory else f"--device {options.device}"
+        # a forced GPU strategy loaded the model, then ended in a traceback (the twenty-third session's red team)
         raise EvalsuiteError(f"{flag} needs a CUDA GPU, and none is visible on this machine")
     check_device_present(options.device)
 
