@@ -422,3 +422,20 @@ def test_a_ctrl_c_while_the_command_imports_is_one_line_not_a_traceback(monkeypa
     monkeypatch.setattr(cli, "build_parser", interrupted)
     assert cli.main(["run", "--models", "reference"]) == 128 + signal.SIGINT
     assert capsys.readouterr().err == "interrupted by SIGINT before the command started: nothing was written\n"
+
+
+def test_a_stop_during_the_checks_before_any_model_still_prints_the_json_document(monkeypatch, capsys):
+    """A stop in run's first second (its checks, before any model started) printed no --json document: the
+    object that carries it was made later (the twenty-third session's red-team round)."""
+    import json
+
+    from evalsuite.cli import Stopped, main, preflight
+
+    def stopped(*args, **kwargs):
+        raise Stopped(signal.SIGTERM)
+
+    monkeypatch.setattr(preflight, "check_model_files", stopped)
+    assert main(["run", "--models", "reference,other", "--json", "--quiet"]) == 128 + signal.SIGTERM
+    document = json.loads(capsys.readouterr().out)
+    assert document["interrupted"] == {"signal": "SIGTERM", "model": "", "not_started": ["reference", "other"]}
+    assert document["results"] == []

@@ -179,6 +179,17 @@ def main(args: argparse.Namespace) -> int:
         if json_out and stop.result is not None:
             print_json(stop.result.to_json())
         raise
+    except KeyboardInterrupt as stop:  # during the checks before any model started: none ran, all are left
+        if json_out and os.environ.get("RANK", "0") == "0":
+            from evalsuite.runs.results import Interruption, RunResult
+
+            name = signal.Signals(getattr(stop, "signum", None) or signal.SIGINT).name
+            try:
+                models = split_names(args.models)
+            except EvalsuiteError:
+                models = []
+            print_json(RunResult(scores=[], ks=[], failures=[], interrupted=Interruption(name, "", models)).to_json())
+        raise
     if result is None:  # a data-parallel worker rank (rank 0 reports), or a rank given no model
         return 0
     if json_out:
@@ -327,7 +338,7 @@ def check_gpu_only_options(options: LoadingOptions) -> None:
     """Options that only make sense with a GPU fail fast, before any model is loaded."""
     from evalsuite.planner.strategies import strategy_named
 
-    gpu_strategy = bool(options.strategy) and options.strategy != "auto" and strategy_named(options.strategy).needs_gpu
+    gpu_strategy = options.strategy not in (None, "", "auto") and strategy_named(str(options.strategy)).needs_gpu
     wants_gpu = (options.device or "").startswith("cuda") or options.gpu_memory is not None or gpu_strategy
     if not wants_gpu:
         return

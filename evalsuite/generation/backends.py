@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from evalsuite.errors import EvalsuiteError
 from evalsuite.registry import Registry
+from evalsuite.signals import stops_held
 
 if TYPE_CHECKING:
     from evalsuite.generation.base import Generator
@@ -44,7 +45,8 @@ def hf_backend(model: Any, options: Any) -> Generator:
     # a bare name is resolved before torch is imported: an unknown one fails with its own clear line
     spec = model if isinstance(model, ModelSpec) else resolve_model(model, revision=options.loading.revision)
     try:
-        from evalsuite.generation.hf.generator import HFGenerator
+        with stops_held():  # a stop inside torch's import left it half done (see evalsuite.signals)
+            from evalsuite.generation.hf.generator import HFGenerator
     except ImportError as exc:
         raise EvalsuiteError(f"the hf backend needs torch and transformers: pip install 'evalsuite[hf]' ({exc})") \
             from exc

@@ -24,6 +24,7 @@ from typing import Any
 from evalsuite.errors import EvalsuiteError, one_line
 from evalsuite.hub import hub_reachable
 from evalsuite.jsonl import sha256_file
+from evalsuite.signals import stops_held
 
 # File suffixes ``datasets`` packaged builders read; the builder is chosen from the suffix (``.gz`` stripped).
 BUILDERS = {".json": "json", ".jsonl": "json", ".parquet": "parquet"}
@@ -67,7 +68,8 @@ def rows_sha256(rows: Sequence[dict[str, Any]]) -> str:
 
 def _datasets():
     try:
-        import datasets
+        with stops_held():  # a stop inside the import left it half done (see evalsuite.signals)
+            import datasets
     except ImportError as exc:  # a core dependency; only a broken install gets here
         raise EvalsuiteError("the 'datasets' package is not installed (pip install datasets)") from exc
     return datasets
