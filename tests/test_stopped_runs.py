@@ -439,3 +439,20 @@ def test_a_stop_during_the_checks_before_any_model_still_prints_the_json_documen
     document = json.loads(capsys.readouterr().out)
     assert document["interrupted"] == {"signal": "SIGTERM", "model": "", "not_started": ["reference", "other"]}
     assert document["results"] == []
+
+
+def test_a_stop_during_a_held_import_arrives_once_it_is_done():
+    """evalsuite.signals.stops_held: the stop is delivered after the block, not inside it."""
+    from evalsuite.signals import stops_held
+
+    seen: list[str] = []
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: seen.append("stop"))
+    try:
+        with stops_held():
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.05)
+            seen.append("import done")
+        time.sleep(0.05)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert seen == ["import done", "stop"]
