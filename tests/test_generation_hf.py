@@ -486,3 +486,35 @@ def test_a_folder_without_tokenizer_files_is_refused_before_its_weights_load(tin
                  "--output", str(tmp_path / "runs"), "--no-leaderboard"]) == 2
     err = capsys.readouterr().err
     assert f"cannot load the tokenizer of model {str(folder)!r}" in err and "it has no vocabulary" in err, err
+
+
+@pytest.mark.parametrize("field, value, said", [
+    ("n_layer", "2", "Validation error for field 'n_layer': TypeError: Field 'n_layer' expected int"),
+    ("n_embd", -64, "its hidden_size is -64, not a positive number"),
+    ("n_head", 0, "its num_attention_heads is 0, not a positive number"),
+])
+def test_a_config_with_a_bad_value_is_one_line_before_the_weights_load(tiny_model_dir, tmp_path, capsys,
+                                                                      monkeypatch, field, value, said):
+    """Valid JSON holding a value of the wrong type or a size that is not positive ended in a traceback, after the
+    weights had loaded for a negative size (the twenty-third session's red-team round)."""
+    import json
+    import shutil
+
+    import evalsuite.models.weights as weights
+    from evalsuite.cli import main
+
+    folder = tmp_path / "bad-config"
+    shutil.copytree(tiny_model_dir("gpt2"), folder)
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps(dict(config, **{field: value})))
+
+    def no_weights(*args, **kwargs):
+        raise AssertionError("the weights loaded before the config was refused")
+
+    monkeypatch.setattr(weights, "load_causal_lm", no_weights)
+    assert main(["run", "--models", str(folder), "--limit", "1", "--max-new-tokens", "4", "--quiet",
+                 "--output", str(tmp_path / "runs"), "--no-leaderboard"]) == 2
+    err = capsys.readouterr().err
+    errors = [line for line in err.splitlines() if line.startswith("error")]
+    assert len(errors) == 1 and errors[0].startswith("error: cannot load the config of model") and said in errors[0]
+    assert "Traceback" not in err

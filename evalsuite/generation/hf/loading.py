@@ -120,8 +120,10 @@ def _config_and_tokenizer(spec: ModelSpec, trust: bool, location: str, extra: di
 
     try:
         config = AutoConfig.from_pretrained(location, trust_remote_code=trust, **extra)
-    except (OSError, ValueError) as exc:
+    except Exception as exc:  # noqa: BLE001 - the user's file: a value of the wrong type is a TypeError, or
+        # huggingface_hub's validation error; each was a traceback (the twenty-third session's red-team round)
         raise _load_error(spec, "config", exc) from exc
+    check_config_sizes(spec, config)
     spec = with_family(spec, getattr(config, "model_type", None))
     try:
         tokenizer = AutoTokenizer.from_pretrained(location, trust_remote_code=trust, **extra)
@@ -133,6 +135,26 @@ def _config_and_tokenizer(spec: ModelSpec, trust: bool, location: str, extra: di
         raise EvalsuiteError(f"cannot load the tokenizer of model {spec.name!r} from {spec.location}: it has no "
                              "vocabulary (no tokenizer.json, tokenizer_config.json or vocabulary files in the folder?)")
     return config, tokenizer, spec
+
+
+# The sizes every causal LM's config names (transformers maps each family's own names onto these).
+CONFIG_SIZES = ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size", "intermediate_size",
+                "num_key_value_heads", "max_position_embeddings")
+
+
+def check_config_sizes(spec: ModelSpec, config: Any) -> None:
+    """A size that is not a positive integer is refused before the weights load: ``n_embd: -64`` built the model
+    until torch refused a negative dimension, in a traceback."""
+    for name in CONFIG_SIZES:
+        try:
+            value = getattr(config, name, None)
+        except Exception:  # noqa: BLE001 - a family's property over a bad value
+            value = None
+        if value is None or isinstance(value, bool) or not isinstance(value, int):
+            continue
+        if value <= 0:
+            raise EvalsuiteError(f"cannot load the config of model {spec.name!r} from {spec.location}: its "
+                                 f"{name} is {value}, not a positive number")
 
 
 def generation_config_of(spec: ModelSpec, config: Any) -> Any | None:
@@ -152,7 +174,9 @@ def generation_config_of(spec: ModelSpec, config: Any) -> Any | None:
 
 
 def _load_error(spec: ModelSpec, what: str, exc: Exception) -> EvalsuiteError:
-    first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    first_line = (" ".join(lines[:2]) if lines[0].endswith(":") and len(lines) > 1 else lines[0]) if lines \
+        else type(exc).__name__
     hint = ""
     if spec.source == "hub":
         hint = " (not an alias in the registry nor a local directory, and the hub could not provide it)"
