@@ -55,6 +55,8 @@ def assert_one_line_refusal(capsys, argv: list[str], message: str, folder: Path)
     (["run", "--threads", "0"], "--threads must be at least 1"),
     (["run", "--isolation", "gvisor"], "--isolation must be one of auto, bwrap, none; got 'gvisor'"),
     (["run", "--max-new-tokens", "0"], "--max-new-tokens must be at least 1"),
+    (["run", "--k", ""], "--k expects comma-separated integers like 1,10,100, none empty; got ''"),
+    (["run", "--k", "1,"], "--k expects comma-separated integers like 1,10,100, none empty; got '1,'"),
     (["run", "--concurrency", "0", "--backend", "openai", "--base-url", "http://127.0.0.1:9/v1"],
      "--concurrency must be at least 1"),
     (["run", "--backend", "hf", "--base-url", "http://127.0.0.1:9/v1"], "--base-url is for --backend openai"),

@@ -141,7 +141,7 @@ def execute(args: argparse.Namespace):
     task = load_registry(args).get(args.task)
     if args.preset:
         task = _as_the_preset_scores(task, args)
-    ks = parse_ks(args.k or "1,10,100")
+    ks = parse_ks("1,10,100" if args.k is None else args.k)
     _given_sampling(args, n=1)  # --temperature nan, --max-new-tokens 0: refused now, not after the samples ran
     problems = task.problems()
     from evalsuite.cli.run import warn_partial

@@ -143,8 +143,11 @@ class _MergedThresholds(argparse.Action):
 
 
 def parse_ks(text: str) -> list[int]:
+    parts = [part.strip() for part in text.split(",")]
+    if not all(parts):  # "1," or "" or "1,,10": an empty item, as --models refuses one
+        raise EvalsuiteError(f"--k expects comma-separated integers like 1,10,100, none empty; got {text!r}")
     try:
-        ks = sorted({int(part) for part in text.split(",") if part.strip()})
+        ks = sorted({int(part) for part in parts})
     except ValueError:
         raise EvalsuiteError(f"--k expects comma-separated integers like 1,10,100; got {text!r}") from None
     if not ks or any(k < 1 for k in ks):

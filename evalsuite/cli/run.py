@@ -108,7 +108,7 @@ def sampling_from_args(args: argparse.Namespace):
                               top_p=float(values["top_p"]), top_k=int(values["top_k"]),
                               max_new_tokens=int(values["max_new_tokens"]), seed=seed,
                               max_length=None if values["max_length"] is None else int(values["max_length"]))
-    if args.k:
+    if args.k is not None:
         ks = parse_ks(args.k)
     elif preset_ks:
         ks = sorted(int(k) for k in preset_ks)
