@@ -593,3 +593,15 @@ def test_a_gpu_strategy_without_a_gpu_is_refused_before_any_model_loads(no_model
     assert_one_line_refusal(capsys, ["run", "--quiet", "--strategy", strategy],
                             f"--strategy {strategy} needs a CUDA GPU, and none is visible on this machine",
                             no_model_loads)
+
+
+def test_plan_refuses_in_one_line_what_run_refuses(tmp_path, capsys):
+    """`plan` on a folder whose config.json is not JSON ended in a traceback, and on a file that is no model planned
+    it as a hub id (exit 0), where `run` refuses both in one line (the twenty-third session's red-team round)."""
+    folder = tmp_path / "broken"
+    folder.mkdir()
+    (folder / "config.json").write_text("{not json")
+    for model, said in ((folder, "config.json: not valid JSON"), (folder / "config.json", "unknown model")):
+        assert main(["plan", "--models", str(model)]) == 2
+        err = capsys.readouterr().err
+        assert said in err and err.startswith("error: ") and "Traceback" not in err, err

@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from evalsuite.cli.option_groups import add_options, options_from_args
@@ -48,6 +49,10 @@ def main(args: argparse.Namespace) -> int:
     plans: list[dict[str, Any]] = []
     for name in split_names(args.models):
         spec = specs[name]
+        if spec is not None:
+            from evalsuite.generation.hf.loading import check_gguf_placement
+
+            check_gguf_placement(spec, loading)
         if spec is not None and spec.source == "builtin":  # `run`'s default model: nothing to place
             if args.json:
                 plans.append({"model": name, "strategy": "none", "note": "the built-in model (the canonical "
@@ -88,7 +93,7 @@ def _spec(name: str, revision: str | None):
     try:
         return resolve_model(name, revision=revision)
     except EvalsuiteError:
-        if revision is not None:
+        if revision is not None or Path(name).expanduser().exists():  # a folder or file on disk: run's refusal
             raise
         return None
 

@@ -265,9 +265,7 @@ def _load_model(spec: ModelSpec, options: GenerationOptions) -> LoadedModel:
     loading = options.loading
     trust = bool(loading.trust_remote_code or spec.trust_remote_code)
     planned = loading.planned
-    if spec.gguf_file and planned:
-        raise EvalsuiteError(f"{spec.name}: a GGUF checkpoint loads whole onto one device; --strategy, "
-                             "--gpu-memory, --cpu-memory and --offload-dir do not apply")
+    check_gguf_placement(spec, loading)
     before = local_revision(Path(spec.location)) if spec.source == "local" else None  # the files as found
     config, tokenizer, spec = load_config_and_tokenizer(spec, trust)
     device = pick_device(loading)
@@ -308,6 +306,13 @@ def _load_model(spec: ModelSpec, options: GenerationOptions) -> LoadedModel:
         placement["gguf_file"] = spec.gguf_file
     return LoadedModel(model=model, tokenizer=tokenizer, spec=spec, device=device, dtype=dtype,
                        revision=settled_revision(spec, config, before), placement=placement)
+
+
+def check_gguf_placement(spec: ModelSpec, loading: Any) -> None:
+    """A GGUF checkpoint is not placed by the planner: its placement flags are refused (run and plan alike)."""
+    if spec.gguf_file and loading.planned:
+        raise EvalsuiteError(f"{spec.name}: a GGUF checkpoint loads whole onto one device; --strategy, "
+                             "--gpu-memory, --cpu-memory and --offload-dir do not apply")
 
 
 def settled_revision(spec: ModelSpec, config: Any, before: str | None) -> str | None:
