@@ -470,20 +470,12 @@ def test_a_folder_without_tokenizer_files_is_refused_before_its_weights_load(tin
     ("empty prompt: the model needs at least one token"), which named neither the cause nor the folder."""
     import shutil
 
-    import evalsuite.models.weights as weights
-    from evalsuite.cli import main
-
     folder = tmp_path / "no-tokenizer"
     shutil.copytree(tiny_model_dir("gpt2"), folder)
     for name in ("tokenizer.json", "tokenizer_config.json", "vocab.json", "merges.txt", "special_tokens_map.json"):
         (folder / name).unlink(missing_ok=True)
 
-    def no_weights(*args, **kwargs):
-        raise AssertionError("the weights loaded before the tokenizer was refused")
-
-    monkeypatch.setattr(weights, "load_causal_lm", no_weights)
-    assert main(["run", "--models", str(folder), "--limit", "1", "--max-new-tokens", "4", "--quiet",
-                 "--output", str(tmp_path / "runs"), "--no-leaderboard"]) == 2
+    assert _run_without_loading_weights(monkeypatch, folder, tmp_path) == 2
     err = capsys.readouterr().err
     assert f"cannot load the tokenizer of model {str(folder)!r}" in err and "it has no vocabulary" in err, err
 
@@ -500,21 +492,26 @@ def test_a_config_with_a_bad_value_is_one_line_before_the_weights_load(tiny_mode
     import json
     import shutil
 
-    import evalsuite.models.weights as weights
-    from evalsuite.cli import main
-
     folder = tmp_path / "bad-config"
     shutil.copytree(tiny_model_dir("gpt2"), folder)
     config = json.loads((folder / "config.json").read_text())
     (folder / "config.json").write_text(json.dumps(dict(config, **{field: value})))
 
-    def no_weights(*args, **kwargs):
-        raise AssertionError("the weights loaded before the config was refused")
-
-    monkeypatch.setattr(weights, "load_causal_lm", no_weights)
-    assert main(["run", "--models", str(folder), "--limit", "1", "--max-new-tokens", "4", "--quiet",
-                 "--output", str(tmp_path / "runs"), "--no-leaderboard"]) == 2
+    assert _run_without_loading_weights(monkeypatch, folder, tmp_path) == 2
     err = capsys.readouterr().err
     errors = [line for line in err.splitlines() if line.startswith("error")]
     assert len(errors) == 1 and errors[0].startswith("error: cannot load the config of model") and said in errors[0]
     assert "Traceback" not in err
+
+
+def _run_without_loading_weights(monkeypatch, folder, tmp_path) -> int:
+    """``evalsuite run`` on ``folder``, failing the test if its weights start to load."""
+    import evalsuite.models.weights as weights
+    from evalsuite.cli import main
+
+    def no_weights(*args, **kwargs):
+        raise AssertionError("the weights loaded before the folder was refused")
+
+    monkeypatch.setattr(weights, "load_causal_lm", no_weights)
+    return main(["run", "--models", str(folder), "--limit", "1", "--max-new-tokens", "4", "--quiet",
+                 "--output", str(tmp_path / "runs"), "--no-leaderboard"])
