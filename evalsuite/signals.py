@@ -3,8 +3,10 @@
 A SIGTERM, SIGHUP or Ctrl-C raises in the main thread wherever it is (``evalsuite.cli.stops_as_interrupts``).
 Raised inside torch's or transformers' import, it left numpy half-imported: the run then ended in a traceback, or
 as "needs torch and transformers: pip install" (an ImportError), a broken install blamed for a stop (the
-twenty-third session's red-team round). Held back, the signal arrives once the import is done, where the run
-handles it as any other stop.
+twenty-third session's red-team round). Held back, the stop is raised once the import is done, where the run
+handles it as any other stop. The stop handler asks :func:`held` first; blocking the signals instead would not
+do: a process-directed signal goes to any thread that does not block it, and Python runs the handler in the main
+thread all the same.
 """
 
 from __future__ import annotations
@@ -14,20 +16,33 @@ import signal
 import threading
 from collections.abc import Iterator
 
-STOPS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+_depth = [0]  # stops_held blocks open in the main thread
+_pending: list[int] = []  # stops that arrived inside them, the first is raised at the end
 
 
 @contextlib.contextmanager
 def stops_held() -> Iterator[None]:
-    """Block the stop signals for the block (main thread only; elsewhere they never arrive anyway)."""
-    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
+    """Stops that arrive in the block are raised at its end (main thread only: handlers run nowhere else)."""
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)
+    _depth[0] += 1
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)  # a held signal is delivered here
+        _depth[0] -= 1
+        if not _depth[0] and _pending:
+            signum = _pending[0]
+            _pending.clear()
+            signal.raise_signal(signum)  # the handler runs now, outside the import
 
 
-__all__ = ["STOPS", "stops_held"]
+def held(signum: int) -> bool:
+    """For a stop handler: True when a :func:`stops_held` block is open, the stop then kept for its end."""
+    if _depth[0] and threading.current_thread() is threading.main_thread():
+        _pending.append(signum)
+        return True
+    return False
+
+
+__all__ = ["held", "stops_held"]

@@ -18,7 +18,7 @@ PACKAGES = ("evalsuite", "sandbox")  # the top-level packages of this repository
 # The evalsuite/ root: the plugin contract and shared leaf modules, which import no stage package; and the package's
 # face (__init__: the Python API, handing on to the commands), which nothing inside evalsuite imports.
 ROOT_MODULES = {"__init__", "__main__", "hookspecs", "version", "errors", "records", "jsonl", "environment", "progress",
-                "devices", "seeding", "flags", "hub", "untrusted", "sizes", "registry"}
+                "devices", "seeding", "flags", "hub", "untrusted", "sizes", "registry", "signals"}
 FACES = {"evalsuite", "evalsuite.__main__"}  # entry points for users, above every stage
 STAGES = ("cli", "runs", "tasks", "protocol", "models", "generation", "engine", "planner", "execution", "scoring",
           "reporting", "configs")
