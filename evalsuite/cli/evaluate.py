@@ -222,7 +222,7 @@ def _facts(args: argparse.Namespace, name: str, task, covered: list, kind: str, 
     """What the page and the leaderboard say about a samples file: evaluate cannot see how the samples were
     made, so the temperature and token budget are the ones given (``--temperature``, ``--max-new-tokens``)."""
     subset = problem_set(task, covered)
-    badges = [partial_badge(subset.n_problems, subset.of)] if subset else []
+    badges = [partial_badge(subset)] if subset else []
     other_data = task.runs_on_other_data()
     if other_data:
         badges.append(other_data_badge(task.dataset_sha256))

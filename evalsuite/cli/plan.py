@@ -36,6 +36,7 @@ def add_parser(subparsers) -> None:
 def main(args: argparse.Namespace) -> int:
     from evalsuite.cli import preflight
     from evalsuite.cli.options import split_names
+    from evalsuite.generation.hf.loading import check_gguf_placement
     from evalsuite.planner import detect_capacity, plan_model
     from evalsuite.planner.loaders import gpu_dtype
 
@@ -50,8 +51,6 @@ def main(args: argparse.Namespace) -> int:
     for name in split_names(args.models):
         spec = specs[name]
         if spec is not None:
-            from evalsuite.generation.hf.loading import check_gguf_placement
-
             check_gguf_placement(spec, loading)
         if spec is not None and spec.source == "builtin":  # `run`'s default model: nothing to place
             if args.json:

@@ -11,7 +11,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from evalsuite.reporting.model import KEY_FIELDS, OPTIONAL_KEY_FIELDS, EntrySettings, LeaderboardEntry
+from evalsuite.reporting.model import KEY_FIELDS, OPTIONAL_KEY_FIELDS, EntrySettings, LeaderboardEntry, ProblemSubset
 
 
 def interval_label(low: float, high: float, method: str | None) -> str:
@@ -27,9 +27,9 @@ def estimate_text(estimate: Any) -> str:
     return f"{estimate.value:.3f} {interval_label(estimate.ci_low, estimate.ci_high, estimate.ci_method)}"
 
 
-def partial_badge(n_problems: int, of: int) -> str:
+def partial_badge(subset: ProblemSubset) -> str:
     """How every view labels a partial problem set (``runs.identity.problem_set``)."""
-    return f"partial {n_problems}/{of}"
+    return f"partial {subset.n_problems}/{subset.of}"
 
 
 def other_data_badge(dataset_sha256: str) -> str:
@@ -68,7 +68,7 @@ def always_shown(settings: EntrySettings) -> list[str]:
     if settings.strip_prompt:
         parts.append("stripped prompt")
     if settings.problem_set is not None:
-        parts.append(partial_badge(settings.problem_set.n_problems, settings.problem_set.of))
+        parts.append(partial_badge(settings.problem_set))
     if settings.other_data:
         parts.append(other_data_badge(settings.dataset_sha256))
     return parts

@@ -169,7 +169,7 @@ class RunRecord:
         badges = []
         subset = self.task.problem_set
         if subset:
-            badges.append(partial_badge(subset.n_problems, subset.of))
+            badges.append(partial_badge(subset))
         if self.task.other_data:
             badges.append(other_data_badge(self.task.dataset_sha256))
         if self.prompt.get("style") == "instruct":

@@ -290,17 +290,13 @@ class _DeadCode(ast.NodeTransformer):
                         break
         return node
 
-    def visit_If(self, node: ast.If) -> Any:
+    def _false_constant_test(self, node: ast.If | ast.While) -> Any:
         self.generic_visit(node)
         if isinstance(node.test, ast.Constant) and not node.test.value:
             return node.orelse or ast.Pass()
         return node
 
-    def visit_While(self, node: ast.While) -> Any:
-        self.generic_visit(node)
-        if isinstance(node.test, ast.Constant) and not node.test.value:
-            return node.orelse or ast.Pass()
-        return node
+    visit_If = visit_While = _false_constant_test
 
 
 def _without_dead_code(tree: ast.Module) -> ast.Module:
