@@ -94,7 +94,7 @@ ARCHITECTURES: dict[str, tuple[int, dict[str, int]]] = {
         "futex_wait": 455, "futex_requeue": 456, "ustat": 136, "membarrier": 324, "sync": 162, "syncfs": 306,
         "fsync": 74, "fdatasync": 75, "sync_file_range": 277, "mbind": 237, "set_mempolicy": 238,
         "get_mempolicy": 239, "set_mempolicy_home_node": 450, "mmap": 9, "mprotect": 10, "pkey_mprotect": 329,
-        "personality": 135, "kcmp": 312, "sendto": 44, "sendmsg": 46, "sendmmsg": 307}),
+        "personality": 135, "kcmp": 312, "sendto": 44, "sendmsg": 46, "sendmmsg": 307, "ioctl": 16}),
     "aarch64": (0xC00000B7, {
         "clone": 220, "clone3": 435, "unshare": 97, "setns": 268, "mount": 40, "umount2": 39, "pivot_root": 41,
         "chroot": 51, "ptrace": 117, "add_key": 217, "request_key": 218, "keyctl": 219, "bpf": 280,
@@ -120,7 +120,7 @@ ARCHITECTURES: dict[str, tuple[int, dict[str, int]]] = {
         "futex_wait": 455, "futex_requeue": 456, "membarrier": 283, "sync": 81, "syncfs": 267, "fsync": 82,
         "fdatasync": 83, "sync_file_range": 84, "mbind": 235, "get_mempolicy": 236, "set_mempolicy": 237,
         "set_mempolicy_home_node": 450, "mmap": 222, "mprotect": 226, "pkey_mprotect": 288,
-        "personality": 92, "kcmp": 272, "sendto": 206, "sendmsg": 211, "sendmmsg": 269}),
+        "personality": 92, "kcmp": 272, "sendto": 206, "sendmsg": 211, "sendmmsg": 269, "ioctl": 29}),
 }
 # clone() flags that make a namespace (linux/sched.h).
 CLONE_NEWIPC, CLONE_NEWPID = 0x08000000, 0x20000000
@@ -195,6 +195,16 @@ NO_EFFECT = ("sync", "syncfs", "fsync", "fdatasync", "sync_file_range")
 # session's second red-team round). ctypes still calls functions; callbacks need a trampoline (see docs/sandbox.md).
 PROT_WRITE, PROT_EXEC, MAP_ANONYMOUS = 0x2, 0x4, 0x20
 NEW_CODE_CALLS = {"mmap": 2, "mprotect": 2, "pkey_mprotect": 2}  # where prot is; mmap's flags follow it
+# mmap with MAP_HUGETLB refused: each such call makes a hugetlbfs inode, numbered from the host-wide counter behind
+# socket inodes (get_next_ino), even where the host has no huge pages and the call fails. A sample burnt numbers
+# until the next sample's channel socket got the inode it wanted: 7 bits a sample, a false pass for a thief after
+# a right answer (the twenty-fourth session's red-team round). memfd_create and shmget, the other ways to it, are
+# refused whole.
+MAP_HUGETLB = 0x40000
+# ioctls that answer with the host's file system identity (its UUID, label, block device) or a file's place on the
+# host's disk: refused, the rest pass (terminal queries and the like, which programs make).
+IOCTL_REFUSED = (0x80111500, 0x80811501, 0x81009431, 0xC020660B)  # FS_IOC_GETFSUUID, _GETFSSYSFSPATH, _GETFSLABEL,
+# FS_IOC_FIEMAP
 # personality: only the query (0xffffffff) and PER_LINUX (0). READ_IMPLIES_EXEC (0x0400000) has the kernel add
 # PROT_EXEC to every readable mapping after the filter has read the call's arguments: a read-write mmap came out
 # executable (the twenty-first session's red-team round: 6 false passes in 10 runs through Flush+Reload).
@@ -224,7 +234,7 @@ SELF_TARGETS = {"kill": (1, 0, 0xFFFFFFFF), "rt_sigqueueinfo": (1, 0, 0xFFFFFFFF
                 "rt_tgsigqueueinfo": (1,)}
 # The calls build_program lets through on conditions (their arguments, or the zygote's filter), not refused whole.
 CONDITIONAL = frozenset({*SERVER_CALLS, *OPEN_FLAGS_ARGUMENT, *ZERO_ARGUMENT, *OPTION_CALLS, *NEW_CODE_CALLS,
-                         *SEND_CALLS, "personality", "clone", "madvise", "fcntl", "futex", *SAMPLE_ONLY})
+                         *SEND_CALLS, "personality", "clone", "madvise", "fcntl", "futex", "ioctl", *SAMPLE_ONLY})
 # ENOSYS: the C library and Python fall back to calls the filter can read. statx is also the only way to a file's
 # mount id (fstatat, the fallback, has none): the id of /tmp would tell whether the last sample left a trace there.
 NOT_IMPLEMENTED = ("clone3", "openat2", "statx")
@@ -289,14 +299,20 @@ def build_program(machine: str | None = None) -> list[tuple[int, int, int, int]]
     checked += [(None, _JEQ_K, command, "allow", "next") for command in FCNTL_ALLOWED]
     checked += [(None, _RET_K, _RET_ERRNO | _EPERM)]
     for name, index in NEW_CODE_CALLS.items():
-        checked += [(name, _LD_W_ABS, _OFFSET_ARG0 + _ARG_SIZE * index)]
-        if name == "mmap":  # executable: only from a file, and not writable
-            checked += [(None, _JSET_K, PROT_EXEC, "next", "allow"),
+        if name == "mmap":  # no huge pages (their inode numbers), and executable only from a file, not writable
+            checked += [(name, _LD_W_ABS, _OFFSET_ARG0 + _ARG_SIZE * (index + 1)),
+                        (None, _JSET_K, MAP_HUGETLB, "deny", "next"),
+                        (None, _LD_W_ABS, _OFFSET_ARG0 + _ARG_SIZE * index),
+                        (None, _JSET_K, PROT_EXEC, "next", "allow"),
                         (None, _JSET_K, PROT_WRITE, "deny", "next"),
                         (None, _LD_W_ABS, _OFFSET_ARG0 + _ARG_SIZE * (index + 1)),
                         (None, _JSET_K, MAP_ANONYMOUS, "deny", "allow")]
         else:
-            checked += [(None, _JSET_K, PROT_EXEC, "deny", "allow")]
+            checked += [(name, _LD_W_ABS, _OFFSET_ARG0 + _ARG_SIZE * index),
+                        (None, _JSET_K, PROT_EXEC, "deny", "allow")]
+    checked += [("ioctl", _LD_W_ABS, _OFFSET_ARG0 + _ARG_SIZE)]  # the request: an unsigned int, the low half
+    checked += [(None, _JEQ_K, request, "deny", "next") for request in IOCTL_REFUSED]
+    checked += [(None, _RET_K, _RET_ALLOW)]
     for name, index in SEND_CALLS.items():
         checked += [(name, _LD_W_ABS, _OFFSET_ARG0 + _ARG_SIZE * index), (None, _JSET_K, MSG_OOB, "deny", "allow")]
     checked += [("personality", _LD_W_ABS, _OFFSET_ARG0)]  # an unsigned int: the low half is all the kernel reads
@@ -323,7 +339,7 @@ def build_program(machine: str | None = None) -> list[tuple[int, int, int, int]]
         *[(None, _JEQ_K, numbers[name], name, "next") for name in OPEN_FLAGS_ARGUMENT if name in numbers],
         *[(None, _JEQ_K, numbers[name], name, "next")
           for name in (*ZERO_ARGUMENT, *OPTION_CALLS, *NEW_CODE_CALLS, *SEND_CALLS, "personality", "madvise", "fcntl",
-                       "futex")],
+                       "futex", "ioctl")],
         *[(None, _JEQ_K, number, "deny", "next") for number in refused],
         (None, _RET_K, _RET_ALLOW),
         ("clone", _LD_W_ABS, _OFFSET_ARG0),

@@ -186,6 +186,76 @@ def test_a_prefill_takes_the_next_waiting_prompts_into_its_forward_while_slots_a
         # forward and prompt 4 takes the slot prompt 0 frees
         assert ahead.stats.prefill_forwards == 2
 
+def test_a_pack_attends_prompt_by_prompt_where_the_model_uses_sdpa_and_through_a_dense_mask_otherwise(tiny):
+    """Packed prompts under SDPA attend in right-padded batches of similar lengths (packed_attention.py), at each
+    prompt's own length's cost; under eager attention (Gemma 2's soft-capping) through the dense mask. Either
+    way each prompt's logits, keys and values are those of the prompt run alone, and the model's attention
+    implementation is its own again after the forward."""
+    from evalsuite.engine import packed_attention
+
+    adapter = _engine(tiny).adapter
+    if not adapter.packs_prompts(4):
+        return
+    prompts = [[5, 6, 7], [20, 21], [30, 31, 32, 33], [40], [50, 51, 52, 53], [60, 61, 62]]
+    calls = []
+    original = packed_attention.packed_sdpa
+
+    def counted(*args, **kwargs):
+        calls.append(len(kwargs[packed_attention.KWARG].batches))
+        return original(*args, **kwargs)
+
+    implementation = tiny.config._attn_implementation
+    packed_attention.packed_sdpa = counted
+    from transformers import AttentionInterface
+
+    AttentionInterface.register(packed_attention.NAME, counted)
+    try:
+        packed = adapter.prefill(prompts)
+    finally:
+        AttentionInterface.register(packed_attention.NAME, original)
+        packed_attention.packed_sdpa = original
+    assert tiny.config._attn_implementation == implementation
+    layers = adapter.num_layers
+    if implementation == "sdpa":  # lengths 4, 4, 3, 3, 2, 1: batches {4, 4, 3, 3}, {2}, {1}
+        assert calls == [3] * layers
+    else:
+        assert implementation == "eager" and calls == []
+    for i, prompt in enumerate(prompts):
+        alone = adapter.prefill([prompt])
+        torch.testing.assert_close(packed.logits[i], alone.logits[-1], rtol=1e-4, atol=1e-4)
+        own = packed.owners == i
+        for (keys, values), (keys1, values1) in zip(packed.layers, alone.layers):
+            torch.testing.assert_close(keys[:, own], keys1, rtol=1e-4, atol=1e-4)
+            torch.testing.assert_close(values[:, own], values1, rtol=1e-4, atol=1e-4)
+
+
+def test_padded_batches_of_a_pack_group_similar_lengths_and_gather_every_token_back_to_its_place():
+    from evalsuite.engine.packed_attention import PackedBatches
+
+    lengths = [30, 600, 7, 1, 450, 44, 29, 100, 2, 598]
+    pack = PackedBatches.of(lengths, torch.device("cpu"))
+    sizes = [(batch.rows, batch.length) for batch in pack.batches]
+    assert sizes == [(3, 600), (1, 100), (2, 44), (1, 29), (1, 7), (1, 2), (1, 1)]  # each within 1.5x of its first
+    assert sum(rows * length ** 2 for rows, length in sizes) <= 1.5 ** 2 * sum(n * n for n in lengths)  # work
+    # each batch position reads a token of its own prompt (padding repeats the prompt's last token), and
+    # gathering the batches' outputs back by gather_back returns the pack's tokens in order
+    owner = torch.repeat_interleave(torch.arange(len(lengths)), torch.tensor(lengths))
+    laid_out = torch.cat([batch.index for batch in pack.batches])
+    assert torch.equal(laid_out[pack.gather_back], torch.arange(sum(lengths)))
+    for batch in pack.batches:
+        rows = owner[batch.index].view(batch.rows, batch.length)
+        assert torch.equal(rows, rows[:, :1].expand_as(rows))
+
+
+def test_packed_attention_refuses_to_run_without_the_packs_layout():
+    from evalsuite.engine.packed_attention import packed_sdpa
+    from evalsuite.errors import EvalsuiteError
+
+    q = torch.zeros(1, 2, 5, 4)
+    with pytest.raises(EvalsuiteError, match="without the pack"):
+        packed_sdpa(None, q, q, q, None)
+
+
 def test_prompts_are_packed_only_under_attention_that_takes_a_dense_mask(tiny):
     adapter = _engine(tiny).adapter
     if adapter.layout.positions == "alibi":

@@ -824,6 +824,37 @@ def test_an_out_of_band_byte_cannot_be_sent_on_the_channel():
 
 
 @needs_isolation
+def test_no_huge_page_mapping_and_no_host_file_system_identity():
+    """mmap with MAP_HUGETLB makes a hugetlbfs inode numbered from the host-wide counter behind the channel socket's
+    inode, even where it fails for want of huge pages: a sample set the next one's channel inode and a thief
+    returned a right sample's answers (the twenty-fourth session's red-team round). It is refused (EPERM), as are
+    the ioctls that tell the host's file system UUID, label and block device; a plain ioctl still works."""
+    body = """    import ctypes, errno, fcntl, mmap, os, struct, termios
+    try:
+        mmap.mmap(-1, 2 << 20, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | 0x40000)
+        said = ["mapped"]
+    except OSError as exc:
+        said = [errno.errorcode[exc.errno]]
+    fd = os.open(os.__file__, os.O_RDONLY)
+    for request, size in ((0x80111500, 17), (0x80811501, 129), (0x81009431, 256)):
+        try:
+            fcntl.ioctl(fd, request, bytes(size))
+            said.append("answered")
+        except OSError as exc:
+            said.append(errno.errorcode[exc.errno])
+    try:
+        fcntl.ioctl(fd, termios.TCGETS, bytes(64))
+    except OSError as exc:
+        said.append(errno.errorcode[exc.errno])  # ENOTTY: a file is no terminal, the call itself ran
+    if said != ["EPERM"] * 4 + ["ENOTTY"]:
+        raise ValueError(said)
+    return a + b
+"""
+    outcomes = run_jobs([job(0, body)], timeout_s=5.0)
+    assert outcomes[0].status == "passed", outcomes
+
+
+@needs_isolation
 def test_the_names_a_wrapped_script_binds_are_the_programs_but_not_its_wrapper():
     """bigcode runs completion + asserts (or MBPP+'s script) as one module: what the script binds at module level
     (its ``assertion`` helper, ``inputs``) replaces the completion's own, and there is no ``check``. The harness

@@ -45,10 +45,12 @@ from typing import Any
 import numpy as np
 import torch
 
+from evalsuite.engine import packed_attention
 from evalsuite.engine.fused_ops import add3_then_layer_norm, add_then_norm, fused_activation, silu_mul
 from evalsuite.engine.host_values import to_device
 from evalsuite.engine.kernels import ROTARY_HALF, ROTARY_INTERLEAVED, ROTARY_NONE, AttentionSpec, PositionTables
 from evalsuite.engine.matvec import applies, linear, module_linear, one_row_linear
+from evalsuite.engine.packed_attention import PackedBatches
 from evalsuite.registry import Registry
 
 # attend(layer_index, q [B, Hq, D], k [B, Hkv, D], v [B, Hkv, D]) -> [B, Hq * D]
@@ -626,12 +628,17 @@ class GenericAdapter:
                            self.device)
         total = len(owner)
         ids, positions_t, owner_t = packed[:total], packed[total:2 * total], packed[2 * total:3 * total]
-        visible = (owner_t[:, None] == owner_t[None, :]) & (positions_t[:, None] >= positions_t[None, :])
-        dtype = self.model.get_input_embeddings().weight.dtype
-        mask = torch.zeros(visible.shape, dtype=dtype, device=self.device).masked_fill_(~visible,
-                                                                                        torch.finfo(dtype).min)
-        out = self.model(input_ids=ids[None, :], attention_mask=mask[None, None], position_ids=positions_t[None, :],
-                         use_cache=True, logits_to_keep=packed[3 * total:], **self._cache_kwargs())
+        forward = dict(input_ids=ids[None, :], position_ids=positions_t[None, :], use_cache=True,
+                       logits_to_keep=packed[3 * total:], **self._cache_kwargs())
+        if packed_attention.usable(self.model):  # each prompt's attention at its own length's cost
+            with packed_attention.in_use(self.model):
+                out = self.model(**forward, **{packed_attention.KWARG: PackedBatches.of(lengths, self.device)})
+        else:  # a dense mask: every pair of the pack computed, the other prompts' masked off
+            visible = (owner_t[:, None] == owner_t[None, :]) & (positions_t[:, None] >= positions_t[None, :])
+            dtype = self.model.get_input_embeddings().weight.dtype
+            mask = torch.zeros(visible.shape, dtype=dtype, device=self.device).masked_fill_(~visible,
+                                                                                            torch.finfo(dtype).min)
+            out = self.model(**forward, attention_mask=mask[None, None])
         return Prefill(out.logits[0], [(k[0], v[0]) for k, v in _cache_layers(out.past_key_values)], owner_t,
                        positions_t)
 
@@ -653,7 +660,9 @@ class GenericAdapter:
         if any(self.windows):  # a plain cache keeps every key (a sliding-window cache drops old ones)
             from transformers import DynamicCache
 
-            return {"past_key_values": DynamicCache()}
+            # transformers 5.24 renamed the forward's ``past_key_values`` to ``cache`` (the old name warns)
+            name = "cache" if "cache" in inspect.signature(self.model.forward).parameters else "past_key_values"
+            return {name: DynamicCache()}
         return {}
 
 
