@@ -216,10 +216,10 @@ def test_a_pack_attends_prompt_by_prompt_where_the_model_uses_sdpa_and_through_a
         packed_attention.packed_sdpa = original
     assert tiny.config._attn_implementation == implementation
     layers = adapter.num_layers
-    if implementation == "sdpa":  # lengths 4, 4, 3, 3, 2, 1: batches {4, 4, 3, 3}, {2}, {1}
-        assert calls == [3] * layers
-    else:
-        assert implementation == "eager" and calls == []
+    if implementation == "sdpa" and not getattr(tiny.config, "attn_logit_softcapping", None):
+        assert calls == [3] * layers  # lengths 4, 4, 3, 3, 2, 1: batches {4, 4, 3, 3}, {2}, {1}
+    else:  # eager attention, or scores soft-capped (Gemma 2)
+        assert calls == []
     for i, prompt in enumerate(prompts):
         alone = adapter.prefill([prompt])
         torch.testing.assert_close(packed.logits[i], alone.logits[-1], rtol=1e-4, atol=1e-4)
@@ -245,6 +245,20 @@ def test_padded_batches_of_a_pack_group_similar_lengths_and_gather_every_token_b
     for batch in pack.batches:
         rows = owner[batch.index].view(batch.rows, batch.length)
         assert torch.equal(rows, rows[:, :1].expand_as(rows))
+
+
+def test_packed_attention_is_not_used_where_scores_are_soft_capped_or_attention_is_eager():
+    """Gemma 2 soft-caps its attention scores; transformers 5.17 gives it SDPA (5.24 refuses), so the
+    implementation's name alone does not tell: the soft-cap keeps the dense mask."""
+    from evalsuite.engine import packed_attention
+
+    model = _tiny("llama")
+    assert model.config._attn_implementation == "sdpa" and packed_attention.usable(model)
+    model.config.attn_logit_softcapping = 3.0
+    assert not packed_attention.usable(model)
+    model.config.attn_logit_softcapping = None
+    model.config._attn_implementation = "eager"
+    assert not packed_attention.usable(model)
 
 
 def test_packed_attention_refuses_to_run_without_the_packs_layout():

@@ -119,10 +119,11 @@ def _register() -> None:
 
 
 def usable(model) -> bool:
-    """Whether ``model``'s forward may run with :func:`packed_sdpa`: it attends through SDPA (eager models,
-    Gemma 2's soft-capping among them, keep the dense mask) and its attention modules look their function up
-    by name (transformers' attention interface)."""
-    if getattr(model.config, "_attn_implementation", None) != "sdpa":
+    """Whether ``model``'s forward may run with :func:`packed_sdpa`: it attends through SDPA without soft-capping
+    its attention scores (eager models, and Gemma 2, which soft-caps, keep the dense mask) and its attention
+    modules look their function up by name (transformers' attention interface)."""
+    config = model.config
+    if getattr(config, "_attn_implementation", None) != "sdpa" or getattr(config, "attn_logit_softcapping", None):
         return False
     try:
         from transformers import AttentionInterface  # noqa: F401
