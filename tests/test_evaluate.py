@@ -167,6 +167,28 @@ def test_rerun_replaces_outputs_atomically(tmp_path):
     assert sorted(p.name for p in out.iterdir()) == ["report.html", "results.jsonl", "summary.json"]
 
 
+def test_output_holding_a_run_or_another_files_scoring_is_refused_before_anything_runs(tmp_path, capsys):
+    """``--output`` pointed at a finished run's folder rewrote its results and page under its record and its
+    leaderboard entry; two samples files scored into one folder shared a run id and a page (the twenty-fourth
+    session's run-path round). The same file again is scored again."""
+    right = write_jsonl(tmp_path / "right.jsonl", [{"task_id": "example/0", "completion": "    return a + b\n"}])
+    wrong = write_jsonl(tmp_path / "wrong.jsonl", [{"task_id": "example/0", "completion": "    return a - b\n"}])
+    assert main(["run", "--quiet", "--tasks", "example", "--output", str(tmp_path / "runs"), "--no-leaderboard"]) == 0
+    run_folder = next((tmp_path / "runs").iterdir())
+    before = (run_folder / "summary.json").read_text()
+    capsys.readouterr()
+    assert evaluate(str(wrong), "--task", "example", "--k", "1", "--output", str(run_folder)) == 2
+    assert "holds a run of `evalsuite run` (record.json)" in capsys.readouterr().err
+    assert (run_folder / "summary.json").read_text() == before
+    scored = tmp_path / "scored"
+    assert evaluate(str(right), "--task", "example", "--k", "1", "--output", str(scored)) == 0
+    assert evaluate(str(right), "--task", "example", "--k", "1", "--output", str(scored)) == 0  # again: fine
+    capsys.readouterr()
+    assert evaluate(str(wrong), "--task", "example", "--k", "1", "--output", str(scored)) == 2
+    assert "holds the scoring of another samples file" in capsys.readouterr().err
+    assert json.loads((scored / "summary.json").read_text())["pass@1"] == 1.0
+
+
 def test_an_instruct_runs_completions_file_runs_each_program_alone(tmp_path):
     """An instruct run's completions.jsonl holds whole programs (marked prompt_style instruct); evaluate ran them
     after the prompt, so one starting with a __future__ import failed there (SyntaxError) and passed in the run."""

@@ -191,6 +191,23 @@ def test_strip_prompt_is_a_protocol_setting_in_the_identity_and_the_key(in_tmp):
     assert sorted(bool(e["settings"].get("strip_prompt")) for e in board(in_tmp)) == [False, True]
 
 
+def test_a_presets_own_asking_keys_its_leaderboard_entry(in_tmp, capsys):
+    """``--preset evalplus`` asks a base model by EvalPlus's direct completion (its stop set, the program
+    sanitized): its number and a plain run's are two entries, each labelled, never one replacing the other (the
+    twenty-fourth session's run-path round: one row, whichever ran last, 0.0 or 1.0)."""
+    common = ["run", "--quiet", "--limit", "3", "--temperature", "0", "--max-new-tokens", "768", "--n", "1"]
+    assert main(common) == 0
+    assert main([*common, "--preset", "evalplus"]) == 0
+    assert main(common) == 0  # the plain run again: replaces only its own entry
+    entries = board(in_tmp)
+    protocols = sorted(str(e["settings"].get("protocol")) for e in entries)
+    assert len(entries) == 2 and protocols[0].startswith("EvalPlus direct completion, stops #"), protocols
+    assert protocols[1] == "None" and len({e["settings_key"] for e in entries}) == 2
+    capsys.readouterr()
+    assert main(["leaderboard", "--no-html"]) == 0
+    assert "EvalPlus direct completion" in capsys.readouterr().out
+
+
 def test_presets_carry_their_prompt_protocol():
     import argparse
 

@@ -142,7 +142,7 @@ def test_update_leaderboard_round_trips_through_the_file(tmp_path: Path):
     assert loaded == second and len(first) == len(second) == 2
     assert sorted(e.run_id for e in loaded) == ["b", "c"]
     document = json.loads((tmp_path / "leaderboard.json").read_text())
-    assert document["schema_version"] == "1.5"
+    assert document["schema_version"] == "1.6"
     jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text())).validate(document)
 
 
@@ -206,8 +206,8 @@ def test_newer_major_version_is_refused_clearly(board_file: Path):
 
 
 def test_newer_minor_version_with_unknown_field_says_upgrade(board_file: Path):
-    _edit(board_file, lambda d: (d.update(schema_version="1.6"), d["entries"][0].update(tokens_per_s=12.0)))
-    with pytest.raises(EvalsuiteError, match=r"tokens_per_s.*schema 1\.6, newer .*upgrade evalsuite"):
+    _edit(board_file, lambda d: (d.update(schema_version="1.7"), d["entries"][0].update(tokens_per_s=12.0)))
+    with pytest.raises(EvalsuiteError, match=r"tokens_per_s.*schema 1\.7, newer .*upgrade evalsuite"):
         load_leaderboard(board_file)
 
 
@@ -306,7 +306,7 @@ def test_cli_reports_broken_file_and_bad_threshold(board_dir: Path, capsys):
     path.write_text(path.read_text().replace('"hardware": "cpu"', '"hardware": 7', 1))
     assert cli_main(["leaderboard", "--dir", str(board_dir)]) == 2
     assert capsys.readouterr().err == (f"error: {path}: invalid leaderboard at $.entries[0].hardware: "
-                                       "7 is not of type 'string' (schema 1.5)\n")
+                                       "7 is not of type 'string' (schema 1.6)\n")
     with pytest.raises(SystemExit) as info:
         cli_main(["leaderboard", "--dir", str(board_dir), "--fail-under", "pass@1=lots"])
     assert info.value.code == 2

@@ -10,6 +10,7 @@ labelled partial everywhere.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -155,6 +156,7 @@ def execute(args: argparse.Namespace):
         preflight.check_leaderboard(args.leaderboard)
     preflight.check_writable_dirs({"--output": args.output,
                                    **({"--leaderboard-dir": args.leaderboard} if args.leaderboard else {})})
+    _check_output_is_its_own(Path(args.output), sha256_file(args.samples))
     kind = samples[0]["kind"]
     missing = missing_problems(problems, samples)
     if missing:
@@ -199,6 +201,24 @@ def execute(args: argparse.Namespace):
                         report=page)
     return RunResult(scores=[result], ks=list(ks), command="evaluate",
                      leaderboard=leaderboard / "leaderboard.json" if leaderboard is not None else None)
+
+
+def _check_output_is_its_own(output: Path, samples_sha256: str) -> None:
+    """``--output`` may hold this samples file's earlier scoring (it is redone), not a generated run (its record
+    would describe completions the rewritten results no longer score, and its leaderboard entry would link to
+    another file's page) nor another samples file's scoring (two entries, one page)."""
+    if (output / "record.json").exists():
+        raise EvalsuiteError(f"--output {visible(str(output))} holds a run of `evalsuite run` (record.json): its "
+                             "results and page would be replaced by this samples file's; give another folder")
+    try:
+        earlier = json.loads((output / SUMMARY_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    scored = earlier.get("samples_sha256") if isinstance(earlier, dict) else None
+    if scored != samples_sha256:
+        what = f"another samples file ({visible(str(earlier.get('samples_file')))})" if scored else "another run"
+        raise EvalsuiteError(f"--output {visible(str(output))} holds the scoring of {what}: give another folder, "
+                             "or remove it")
 
 
 def _as_the_preset_scores(task, args: argparse.Namespace):

@@ -8,6 +8,8 @@ how a raw output becomes the program the sandbox runs. ``run`` decides it; ``eva
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -63,6 +65,9 @@ class Asking:
     strip_prompt: bool = False
     opened_fence: bool = False
     direct_completion: bool = False  # base style as EvalPlus completes a model without a chat template
+    # how a preset changed the asking beyond the style and stripping (EvalPlus's direct completion, a preset's
+    # stop set), as the leaderboard keys it: None where the model is asked the task's own way
+    protocol: str | None = None
 
     def prompt_for(self, task: Task, problem: Problem) -> str:
         text = task.format_prompt(problem)
@@ -97,11 +102,21 @@ def decide_asking(decision: PromptDecision, opens_code_fence: bool, task: Task, 
     the closing fence when the prompt opened one, then the model's; base: the task's, the model's, then the
     preset's."""
     if decision.style == "instruct":
-        asking = Asking("instruct", opened_fence=opens_code_fence)
+        asking = Asking("instruct", opened_fence=opens_code_fence,
+                        protocol=preset_stops_label(protocol.instruct_stops))
         fence = INSTRUCT_STOP_SEQUENCES if asking.opened_fence else ()
         return asking, merge_stops(protocol.instruct_stops or fence, model_stops)
     direct = protocol.direct_stops_for(task.name)
     if direct is not None:  # EvalPlus's stop set in place of the task's (evalplus/provider/utility.py)
-        return Asking("base", direct_completion=True), merge_stops(direct, model_stops)
-    asking = Asking("base", strip_prompt=protocol.strip_prompt)
-    return asking, merge_stops(stop_sequences_for(task, model_stops), protocol.stops_for(task.name))
+        label = f"EvalPlus direct completion, {preset_stops_label(direct)}"
+        return Asking("base", direct_completion=True, protocol=label), merge_stops(direct, model_stops)
+    extra = protocol.stops_for(task.name)
+    asking = Asking("base", strip_prompt=protocol.strip_prompt, protocol=preset_stops_label(extra))
+    return asking, merge_stops(stop_sequences_for(task, model_stops), extra)
+
+
+def preset_stops_label(stops: Sequence[str]) -> str | None:
+    """A preset's own stop sequences as the leaderboard names them (``stops #1a2b3c4d``); None for none."""
+    if not stops:
+        return None
+    return f"stops #{hashlib.sha256(json.dumps(list(stops)).encode('utf-8')).hexdigest()[:8]}"

@@ -45,6 +45,7 @@ class RunSummary:
     weights: str | None = None  # the precision the model ran in
     prompt_style: str | None = None  # "base" / "instruct"
     strip_prompt: bool = False
+    protocol: str | None = None  # a preset's asking beyond style and stripping (EvalPlus's direct completion)
     problem_set: ProblemSubset | None = None  # a --limit run's subset
     run_page: str | None = None  # the run's report.html; made relative to the leaderboard folder when added
     seed: int | None = None  # the sampling seed; None where it is not known
@@ -68,7 +69,7 @@ class RunSummary:
                    date=run_summary.get("date") or None,
                    evalsuite_version=run_summary.get("evalsuite_version") or None,
                    weights=run_summary.get("weights"), prompt_style=run_summary.get("prompt_style"),
-                   strip_prompt=bool(run_summary.get("strip_prompt")),
+                   strip_prompt=bool(run_summary.get("strip_prompt")), protocol=run_summary.get("protocol") or None,
                    problem_set=ProblemSubset.from_json(run_summary.get("problem_set")),
                    run_page=run_summary.get("run_page") or None)
 
@@ -109,7 +110,7 @@ def entry_from_run(run_summary: RunSummary | Mapping[str, Any]) -> LeaderboardEn
     with the same keys (``score``: a ``Score``, a ``ScoreSummary`` or summary.json's content)."""
     run = run_summary if isinstance(run_summary, RunSummary) else RunSummary.from_mapping(run_summary)
     settings = settings_for(run.sampling, run.prompt_template, run.dataset_sha256, run.weights, run.prompt_style,
-                            run.strip_prompt, run.problem_set, run.other_data)
+                            run.strip_prompt, run.problem_set, run.other_data, run.protocol)
     metrics, not_computable, base_metrics = _metrics(run.score)
     if not metrics:
         raise EvalsuiteError(f"{run.model} on {run.task}: no pass@k could be computed "

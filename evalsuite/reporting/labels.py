@@ -61,12 +61,15 @@ def _setting_text(name: str, value: Any) -> str:
 
 def always_shown(settings: EntrySettings) -> list[str]:
     """Settings every view names, whatever other rows exist: quantized weights, instruct prompting,
-    stripped prompts, and a partial problem set (a smoke test must never read as the model's score)."""
+    stripped prompts, a preset's own asking, and a partial problem set (a smoke test must never read as the
+    model's score)."""
     parts = [settings.weights] if settings.weights else []
     if settings.prompt_style == "instruct":
         parts.append("instruct")
     if settings.strip_prompt:
         parts.append("stripped prompt")
+    if settings.protocol:
+        parts.append(settings.protocol)
     if settings.problem_set is not None:
         parts.append(partial_badge(settings.problem_set))
     if settings.other_data:

@@ -21,6 +21,10 @@ task share an entry exactly when the settings that change the number are equal:
   ``strip_prompt: true`` (bigcode's stripped prompts), and ``problem_set`` for a ``--limit`` run (which
   problems of how many). A partial run therefore never replaces the full entry, and every view labels it
   ``(partial 5/164)``.
+* Schema 1.6 keys ``protocol`` where a preset asked the model otherwise than the task does, beyond style and
+  stripping: EvalPlus's direct completion (its stop set, the program sanitized) or a preset's own stop sequences
+  (named by their digest). Before it, ``--preset evalplus`` and a plain run of the same model shared an entry and
+  each replaced the other's number.
 * Schema 1.3 adds two unkeyed, optional fields: each metric's ``ci_method`` ("bootstrap", or "wilson" where
   every problem scored the same and the bootstrap would collapse to a point), and the entry's ``run_page``
   (the per-run report, relative to the leaderboard folder) that the page links to.
@@ -41,8 +45,8 @@ from evalsuite.version import __version__
 
 KEY_FIELDS = ("n", "temperature", "top_p", "top_k", "max_new_tokens", "prompt_template", "dataset_sha256")
 # keyed where present (see the module docstring): quantized weights; instruct prompting; stripped prompts; a
-# --limit run's problem subset; a prompt-plus-generation cap (--max-length)
-OPTIONAL_KEY_FIELDS = ("weights", "prompt_style", "strip_prompt", "problem_set", "max_length")
+# --limit run's problem subset; a prompt-plus-generation cap (--max-length); a preset's own asking
+OPTIONAL_KEY_FIELDS = ("weights", "prompt_style", "strip_prompt", "problem_set", "max_length", "protocol")
 QUANTIZED_WEIGHTS = ("int8", "nf4")
 METRIC_NAME = PASS_AT  # one pattern for pass@k names: the score's (summary.json) and the leaderboard's
 
@@ -202,6 +206,7 @@ class EntrySettings:
     strip_prompt: bool = False
     max_length: int | None = None
     problem_set: ProblemSubset | None = None
+    protocol: str | None = None  # a preset's asking beyond style and stripping (EvalPlus's direct completion)
     other_data: bool = False  # not keyed (dataset_sha256 is): the task's data is not its own, said in every view
 
     @property
@@ -225,6 +230,8 @@ class EntrySettings:
             out["max_length"] = self.max_length
         if self.problem_set is not None:
             out["problem_set"] = self.problem_set.to_json()
+        if self.protocol:
+            out["protocol"] = self.protocol
         if self.other_data:
             out["other_data"] = True
         return out
@@ -238,7 +245,7 @@ class EntrySettings:
                    strip_prompt=bool(data.get("strip_prompt", False)),
                    max_length=None if data.get("max_length") is None else int(data["max_length"]),
                    problem_set=ProblemSubset.from_json(data.get("problem_set")),
-                   other_data=bool(data.get("other_data", False)))
+                   protocol=data.get("protocol") or None, other_data=bool(data.get("other_data", False)))
 
     @property
     def key(self) -> str:
@@ -247,7 +254,8 @@ class EntrySettings:
 
 def settings_for(sampling: SamplingParams, prompt_template: str, dataset_sha256: str,
                  weights: str | None = None, prompt_style: str | None = None, strip_prompt: bool = False,
-                 problem_set: ProblemSubset | None = None, other_data: bool = False) -> EntrySettings:
+                 problem_set: ProblemSubset | None = None, other_data: bool = False,
+                 protocol: str | None = None) -> EntrySettings:
     """The normalised settings that change the number (see the module docstring for the choice).
 
     ``weights`` the precision the model ran in (only int8/nf4 are kept); ``prompt_style`` "base" or "instruct";
@@ -260,7 +268,8 @@ def settings_for(sampling: SamplingParams, prompt_template: str, dataset_sha256:
         prompt_template=str(prompt_template), dataset_sha256=str(dataset_sha256),
         weights=weights if weights in QUANTIZED_WEIGHTS else None,
         prompt_style="instruct" if prompt_style == "instruct" else None, strip_prompt=bool(strip_prompt),
-        max_length=sampling.max_length, problem_set=problem_set, other_data=bool(other_data))
+        max_length=sampling.max_length, problem_set=problem_set, other_data=bool(other_data),
+        protocol=protocol or None)
 
 
 def settings_key(settings: EntrySettings | Mapping[str, Any]) -> str:

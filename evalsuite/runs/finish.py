@@ -48,6 +48,7 @@ class RunFacts:
     weights: str | None = None
     prompt_style: str | None = None
     strip_prompt: bool = False
+    protocol: str | None = None  # a preset's asking beyond style and stripping (Asking.protocol)
     date: str | None = None  # None: when the entry is built
     board_model_id: str | None = None  # the leaderboard's model id where it differs from the page's
     other_data: bool = False  # the task's data is not its own (Task.runs_on_other_data)
@@ -73,7 +74,8 @@ class RunFacts:
                    prompt_template=record.task.prompt_template, sampling=sampling, seed=sampling.seed,
                    problem_set=record.task.problem_set, badges=record.badges(), details=details,
                    hardware=hardware, weights=record.weights, prompt_style=record.prompt["style"],
-                   strip_prompt=record.prompt["strip_prompt"], date=record.finished_at,
+                   strip_prompt=record.prompt["strip_prompt"], protocol=record.prompt.get("protocol"),
+                   date=record.finished_at,
                    other_data=record.task.other_data)
 
     def leaderboard_summary(self, scored: ScoreSummary, page: Path) -> RunSummary:
@@ -87,7 +89,8 @@ class RunFacts:
             score=scored, run_id=self.run_id, problem_set=self.problem_set,
             hardware=self.hardware if self.hardware is not None else hardware_summary(hardware()),
             run_page=str(page.resolve()), weights=self.weights or None, prompt_style=self.prompt_style or None,
-            strip_prompt=bool(self.strip_prompt), date=self.date or None, other_data=self.other_data)
+            strip_prompt=bool(self.strip_prompt), protocol=self.protocol or None, date=self.date or None,
+            other_data=self.other_data)
 
 
 @dataclass(frozen=True)

@@ -155,6 +155,8 @@ def run_one(generator: Generator, spec: ModelSpec, task: Task, config: RunConfig
     opened_fence = decision.style == "instruct" and generator.opens_code_fence()
     asking, stops = decide_asking(decision, opened_fence, task, model_stops, protocol)
     prompt = prompt_settings(decision, protocol, stops)
+    if asking.protocol:  # keys the leaderboard entry: another protocol's number never replaces this one's
+        prompt["protocol"] = asking.protocol
     if asking.direct_completion:
         prompt["direct_completion"] = ("EvalPlus 0.3.1 (evalplus/codegen.py): prompt.strip() + newline, its stop set, "
                                        "prompt + completion sanitized and run as the program")
