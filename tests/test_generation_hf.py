@@ -504,6 +504,33 @@ def test_a_config_with_a_bad_value_is_one_line_before_the_weights_load(tiny_mode
     assert "Traceback" not in err
 
 
+@pytest.mark.parametrize("broken, said", [
+    ("tokenizer.json", "cannot load the tokenizer of model"),
+    ("generation_config.json", "cannot load the generation config of model"),
+])
+def test_a_broken_tokenizer_or_generation_config_is_one_line_before_the_weights_load(tiny_model_dir, tmp_path,
+                                                                                    capsys, monkeypatch, broken, said):
+    """A tokenizer.json that is JSON but no tokenizer (a merge of tokens the vocabulary lacks) was a traceback; a
+    generation_config.json with a trailing comma was dropped in silence, and its extra end-of-sequence ids with
+    it (the twenty-fourth session's run-path round)."""
+    import json
+    import shutil
+
+    folder = tmp_path / "broken"
+    shutil.copytree(tiny_model_dir("gpt2"), folder)
+    if broken == "tokenizer.json":
+        tokenizer = json.loads((folder / broken).read_text())
+        tokenizer["model"]["merges"] = [["Zz", "Qq"]] + list(tokenizer["model"]["merges"])[:5]
+        tokenizer["model"]["vocab"] = {"a": 0}
+        (folder / broken).write_text(json.dumps(tokenizer))
+    else:
+        (folder / broken).write_text('{"bos_token_id": 0, "eos_token_id": [0, 17],}')
+    assert _run_without_loading_weights(monkeypatch, folder, tmp_path) == 2
+    err = capsys.readouterr().err
+    errors = [line for line in err.splitlines() if line.startswith("error")]
+    assert len(errors) == 1 and said in errors[0] and "Traceback" not in err, err
+
+
 def _run_without_loading_weights(monkeypatch, folder, tmp_path) -> int:
     """``evalsuite run`` on ``folder``, failing the test if its weights start to load."""
     import evalsuite.models.weights as weights

@@ -124,10 +124,12 @@ def _config_and_tokenizer(spec: ModelSpec, trust: bool, location: str, extra: di
         # huggingface_hub's validation error; each was a traceback (the twenty-third session's red-team round)
         raise _load_error(spec, "config", exc) from exc
     check_config_sizes(spec, config)
+    check_generation_config(spec, location, extra)
     spec = with_family(spec, getattr(config, "model_type", None))
     try:
         tokenizer = AutoTokenizer.from_pretrained(location, trust_remote_code=trust, **extra)
-    except (OSError, ValueError) as exc:
+    except Exception as exc:  # noqa: BLE001 - the user's files: tokenizers' own Exception for a tokenizer.json
+        # that is JSON but no tokenizer (a merge of tokens not in the vocabulary) was a traceback
         raise _load_error(spec, "tokenizer", exc) from exc
     if not getattr(tokenizer, "vocab_size", 1) or not tokenizer("def f(x):\n    return x\n")["input_ids"]:
         # transformers 5 makes an empty tokenizer of a folder without tokenizer files: every prompt was empty,
@@ -150,11 +152,28 @@ def check_config_sizes(spec: ModelSpec, config: Any) -> None:
             value = getattr(config, name, None)
         except Exception:  # noqa: BLE001 - a family's property over a bad value
             value = None
-        if value is None or isinstance(value, bool) or not isinstance(value, int):
+        if not isinstance(value, int) or isinstance(value, bool):  # absent, or a type transformers reports
             continue
         if value <= 0:
             raise EvalsuiteError(f"cannot load the config of model {spec.name!r} from {spec.location}: its "
                                  f"{name} is {value}, not a positive number")
+
+
+GENERATION_CONFIG = "generation_config.json"
+
+
+def check_generation_config(spec: ModelSpec, location: str, extra: dict) -> None:
+    """A local checkpoint's generation_config.json that cannot be read is refused before the weights load:
+    transformers drops it in silence (a trailing comma), and with it the extra end-of-sequence ids it names, so
+    completions ran on past them (the twenty-fourth session's run-path round)."""
+    from transformers import GenerationConfig
+
+    if spec.gguf_file or not (Path(location) / GENERATION_CONFIG).is_file():
+        return
+    try:
+        GenerationConfig.from_pretrained(location, **extra)
+    except Exception as exc:  # noqa: BLE001 - the user's file: transformers says OSError or ValueError
+        raise _load_error(spec, "generation config", exc) from exc
 
 
 def generation_config_of(spec: ModelSpec, config: Any) -> Any | None:
@@ -165,8 +184,9 @@ def generation_config_of(spec: ModelSpec, config: Any) -> Any | None:
     if not spec.gguf_file:
         try:
             return GenerationConfig.from_pretrained(location, **extra)
-        except (OSError, ValueError):
-            pass
+        except (OSError, ValueError) as exc:
+            if (Path(location) / GENERATION_CONFIG).is_file():  # see check_generation_config
+                raise _load_error(spec, "generation config", exc) from exc
     try:
         return GenerationConfig.from_model_config(config)
     except (TypeError, ValueError, AttributeError):
