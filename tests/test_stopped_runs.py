@@ -441,6 +441,26 @@ def test_a_stop_during_the_checks_before_any_model_still_prints_the_json_documen
     assert document["results"] == []
 
 
+def test_a_stop_while_run_imports_its_pipeline_still_prints_the_json_document(monkeypatch, capsys):
+    """The pipeline's import (~0.1 s) came before run's stop handling: a stop there printed no --json document (the
+    twenty-fourth session's run-path round: 12 of 28 timed stops)."""
+    import json
+
+    from evalsuite.cli import Stopped, main
+
+    class StopOnImport:
+        def find_spec(self, name, path=None, target=None):
+            if name == "evalsuite.runs.pipeline":
+                raise Stopped(signal.SIGTERM)
+            return None
+
+    monkeypatch.delitem(sys.modules, "evalsuite.runs.pipeline", raising=False)
+    monkeypatch.setattr(sys, "meta_path", [StopOnImport(), *sys.meta_path])
+    assert main(["run", "--models", "reference", "--json", "--quiet"]) == 128 + signal.SIGTERM
+    document = json.loads(capsys.readouterr().out)
+    assert document["interrupted"]["signal"] == "SIGTERM" and document["results"] == []
+
+
 def test_a_stop_during_a_held_import_arrives_once_it_is_done():
     """evalsuite.signals.stops_held: the stop is raised after the block, not inside it, even with other threads
     alive (a process-directed signal may go to any of them; the full suite's earlier tests leave some)."""

@@ -169,17 +169,21 @@ def warn_partial(tasks, limit: int | None, stream=None) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from evalsuite.runs.pipeline import EvaluationInterrupted, ModelFailed
-
     json_out = getattr(args, "json", False)
-    try:
+    try:  # everything inside, the pipeline's import too: a stop while it imports still prints the document
         with stdout_to_stderr(json_out):
             result = execute(args)
-    except (EvaluationInterrupted, ModelFailed) as stop:  # --json still says what the models came to
-        if json_out and stop.result is not None:
-            print_json(stop.result.to_json())
+    except EvalsuiteError as failed:  # ModelFailed carries what the models came to, for --json
+        reported = getattr(failed, "result", None)
+        if json_out and reported is not None:
+            print_json(reported.to_json())
         raise
-    except KeyboardInterrupt as stop:  # during the checks before any model started: none ran, all are left
+    except KeyboardInterrupt as stop:
+        if hasattr(stop, "result"):  # EvaluationInterrupted: what the models came to, for --json
+            if json_out and stop.result is not None:
+                print_json(stop.result.to_json())
+            raise
+        # during the imports or the checks before any model started: none ran, all are left
         if json_out and os.environ.get("RANK", "0") == "0":
             from evalsuite.runs.results import Interruption, RunResult
 
