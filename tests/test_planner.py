@@ -178,7 +178,19 @@ def test_plan_command_json_and_refusal_exit_code(capsys):
     code = cli_main(["plan", "--models", "bloom-7b1", "--gpus", "1", "--gpu-memory", "16GiB", "--json",
                      "--strategy", "nf4"])
     data = json.loads(capsys.readouterr().out)
-    assert code == 0 and data[0]["strategy"] == "nf4" and data[0]["forced"] is True
+    assert data[0]["strategy"] == "nf4" and data[0]["forced"] is True
+    assert code == (0 if data[0]["fits"] else 2)  # without bitsandbytes nf4 does not fit, and run refuses it
+    code = cli_main(["plan", "--models", "gpt-j-6b", "--gpus", "1", "--gpu-memory", "24GiB", "--json",
+                     "--strategy", "gpu"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 0 and data[0]["fits"] is True and "refused" not in data[0]
+    # a forced strategy that does not fit is what `run` refuses: exit 2 here too, the plan still shown (the
+    # twenty-fourth session's run-path round: "DOES NOT FIT" with exit 0, and "-4.3 GiB free")
+    code = cli_main(["plan", "--models", "gpt-j-6b", "--gpus", "1", "--gpu-memory", "1MiB", "--json",
+                     "--strategy", "gpu"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 2 and data[0]["refused"] == "--strategy gpu does not fit" and data[0]["fits"] is False
+    assert "> 0 B free on one GPU" in " ".join(data[0]["notes"]), data[0]["notes"]
 
 
 def test_unknown_model_without_config_is_a_clear_error():

@@ -73,8 +73,12 @@ def main(args: argparse.Namespace) -> int:
                 print(f"{name}\n  REFUSED         {exc}\n", file=sys.stdout)
             continue
         elapsed = time.perf_counter() - started
+        # a forced strategy that does not fit is what `run` refuses: refused here too (exit 2), its plan still shown
+        unfit = plan.forced and not plan.fits
+        refused += unfit
         if args.json:
-            plans.append({**plan.to_json(), "plan_seconds": elapsed})
+            plans.append({**plan.to_json(), "plan_seconds": elapsed,
+                          **({"refused": f"--strategy {plan.strategy} does not fit"} if unfit else {})})
         else:
             print(plan.render())
             print(f"  (planned in {elapsed:.1f} s, no weights loaded)\n")

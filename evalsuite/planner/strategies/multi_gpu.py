@@ -22,8 +22,9 @@ class MultiGpu(TransformersStrategy):
         rooms = [sizing.room(g, 1 / n) for g in gpus]
         slack = (n - 1) * sizing.shape.block_params * 2  # a block never splits: up to one block lost per seam
         if sizing.gpu_bytes > sum(rooms) - slack:
-            raise NoFit(f"{format_bytes(sizing.gpu_bytes)} of weights > {format_bytes(sum(rooms) - slack)} free on "
-                        f"{n} GPUs after the budget")
+            free = max(sum(rooms) - slack, 0)
+            raise NoFit(f"{format_bytes(sizing.gpu_bytes)} of weights > {format_bytes(free)} free on {n} GPUs "
+                        "after the budget")
         device_map, summary = sizing.device_map({sizing.cap.gpu_id(i): room for i, room in enumerate(rooms)},
                                                balanced=True)
         if device_map is not None and any(d in ("cpu", "disk") for d in device_map.values()):

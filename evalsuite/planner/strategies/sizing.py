@@ -81,8 +81,8 @@ class Sizing:
         (it imports the engine, and so torch)."""
         room = self.room(max(self.cap.gpus))
         if weight_bytes > room:
-            raise NoFit(f"{format_bytes(weight_bytes)} of {dtype} weights > {format_bytes(room)} free on one GPU "
-                        f"({format_bytes(max(self.cap.gpus))} - {format_bytes(self.budget.total)} budget)")
+            raise NoFit(f"{format_bytes(weight_bytes)} of {dtype} weights > {format_bytes(max(room, 0))} free on one "
+                        f"GPU ({format_bytes(max(self.cap.gpus))} - {format_bytes(self.budget.total)} budget)")
         plan = self.plan(strategy, dtype, weight_bytes, {}, step)
         engine_bytes = engine_workspace() if engine_workspace is not None else 0
         if engine_bytes and weight_bytes > room - engine_bytes:
