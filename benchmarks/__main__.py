@@ -48,6 +48,8 @@ SUITES: dict[str, Suite] = {
                                              "after run in one process"),
     "prefill-packs": Suite("bench_prefill_packs.py", "prefill seconds for HumanEval's prompts by the most tokens "
                                                      "one packed forward takes (GPU)"),
+    "prefill-profile": Suite("profile_prefill.py", "a small model's prefill of HumanEval's prompts: host against "
+                                                   "device time, its kernels, its synchronizations (GPU)"),
     "loading-strategies": Suite("bench_loading.py", "load time, peak memory and ms/token of each loading strategy "
                                                     "under a GPU cap (GPU)"),
     "cpu-run-under-load": Suite("cpu_run_under_load.py", "a CPU run on busy cores: progress, rate, interruption"),
