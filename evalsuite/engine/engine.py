@@ -2,7 +2,8 @@
 
 What makes it faster than ``model.generate`` (measured in benchmarks/bench_generate.py):
 - the prompt is run once and its keys and values stored once for all of its samples (kv_cache.py), and
-  prompts admitted together share one forward of the model (packed, each masked off from the others);
+  prompts admitted together share one forward of the model (packed; each attends to its own tokens only,
+  packed_attention.py);
 - a finished sample leaves its row at once and a waiting one takes it (scheduler.py), so no row decodes
   padding, and the batch is as large as free memory allows;
 - each decode step is one CUDA graph replay, with attention reading only the valid cache entries
