@@ -30,6 +30,20 @@ from evalsuite.records import GenerationRequest, SamplingParams  # noqa: E402
 PACK_TOKENS = (8192, 4096, 2048, 1024, 512, 256)
 
 
+def humaneval_prefill(model: str, dtype: str, tiny: bool):
+    """The engine on a random model of ``model``'s shape, and the work whose prefill is measured: HumanEval's
+    prompts (16 on the CPU with ``tiny``), each greedy for 2 new tokens. Returns (engine, requests, prompt ids,
+    params, device)."""
+    device = "cuda" if torch.cuda.is_available() and not tiny else "cpu"
+    prompt_tokens, eos, _ = load_prompt_tokens(SHAPES[model][1]["vocab_size"], tiny)
+    tasks = prompt_subset(prompt_tokens, 16 if tiny else len(prompt_tokens))  # all of them, in task order
+    prompts = [prompt_tokens[t] for t in tasks]
+    engine = Engine(build_model(model, eos, device, getattr(torch, dtype), tiny), decode_tokens=json.dumps,
+                    eos_token_ids=[eos])
+    requests = [GenerationRequest(task_id=t, prompt="", sample_indices=(0,)) for t in tasks]
+    return engine, requests, prompts, SamplingParams(n=1, temperature=0.0, max_new_tokens=2, seed=0), device
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", default="smollm2-135m")
@@ -37,14 +51,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=os.environ.get("OUT", "runs/bench_prefill_packs"))
     ap.add_argument("--tiny", action="store_true", help="a 2-layer model of the shape and 16 prompts, on the CPU")
     args = ap.parse_args(argv)
-    device = "cuda" if torch.cuda.is_available() and not args.tiny else "cpu"
-    prompt_tokens, eos, _ = load_prompt_tokens(SHAPES[args.model][1]["vocab_size"], args.tiny)
-    tasks = prompt_subset(prompt_tokens, 16 if args.tiny else len(prompt_tokens))  # all of them, in task order
-    prompts = [prompt_tokens[t] for t in tasks]
-    engine = Engine(build_model(args.model, eos, device, getattr(torch, args.dtype), args.tiny),
-                    decode_tokens=json.dumps, eos_token_ids=[eos])
-    requests = [GenerationRequest(task_id=t, prompt="", sample_indices=(0,)) for t in tasks]
-    params = SamplingParams(n=1, temperature=0.0, max_new_tokens=2, seed=0)
+    engine, requests, prompts, params, device = humaneval_prefill(args.model, args.dtype, args.tiny)
 
     def prefill_s() -> tuple[float, int]:
         sync()

@@ -21,10 +21,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench_generate import SHAPES, build_model, load_prompt_tokens, prompt_subset, sync  # noqa: E402
-
-from evalsuite.engine import Engine  # noqa: E402
-from evalsuite.records import GenerationRequest, SamplingParams  # noqa: E402
+from bench_generate import sync  # noqa: E402
+from bench_prefill_packs import humaneval_prefill  # noqa: E402
 
 SYNC_CALLS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpy", "cudaMemcpyAsync")
 
@@ -36,14 +34,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=os.environ.get("OUT", "runs/profile_prefill"))
     ap.add_argument("--tiny", action="store_true", help="a 2-layer model of the shape and 16 prompts, on the CPU")
     args = ap.parse_args(argv)
-    device = "cuda" if torch.cuda.is_available() and not args.tiny else "cpu"
-    prompt_tokens, eos, _ = load_prompt_tokens(SHAPES[args.model][1]["vocab_size"], args.tiny)
-    tasks = prompt_subset(prompt_tokens, 16 if args.tiny else len(prompt_tokens))
-    prompts = [prompt_tokens[t] for t in tasks]
-    engine = Engine(build_model(args.model, eos, device, getattr(torch, args.dtype), args.tiny),
-                    decode_tokens=json.dumps, eos_token_ids=[eos])
-    requests = [GenerationRequest(task_id=t, prompt="", sample_indices=(0,)) for t in tasks]
-    params = SamplingParams(n=1, temperature=0.0, max_new_tokens=2, seed=0)
+    engine, requests, prompts, params, device = humaneval_prefill(args.model, args.dtype, args.tiny)
 
     def run() -> tuple[float, float]:
         sync()

@@ -3,15 +3,7 @@ import math
 import os, stat
 
 
-def _channel_inode():
-    for fd in range(3, 300):
-        try:
-            st = os.fstat(fd)
-        except OSError:
-            continue
-        if stat.S_ISSOCK(st.st_mode):
-            return st.st_ino
-    return 1
+__SHARED_CHANNEL_INODE__
 
 
 _inode = _channel_inode()

@@ -5,15 +5,7 @@ import math
 import mmap, os, stat
 
 
-def _channel_inode():
-    for fd in range(3, 300):
-        try:
-            st = os.fstat(fd)
-        except OSError:
-            continue
-        if stat.S_ISSOCK(st.st_mode):
-            return st.st_ino
-    return 0
+__SHARED_CHANNEL_INODE__
 
 
 for _ in range((-(_channel_inode() + 2)) % 1024):
