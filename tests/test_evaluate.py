@@ -186,6 +186,8 @@ def test_output_holding_a_run_or_another_files_scoring_is_refused_before_anythin
     capsys.readouterr()
     assert evaluate(str(wrong), "--task", "example", "--k", "1", "--output", str(scored)) == 2
     assert "holds the scoring of another samples file" in capsys.readouterr().err
+    assert evaluate(str(right), "--task", "example", "--k", "1", "--output", str(scored), "--name", "B") == 2
+    assert "holds the scoring of this samples file under another name (right)" in capsys.readouterr().err
     assert json.loads((scored / "summary.json").read_text())["pass@1"] == 1.0
 
 

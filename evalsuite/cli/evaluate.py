@@ -130,10 +130,7 @@ def execute(args: argparse.Namespace):
     (command "evaluate"). :func:`evalsuite.evaluate` calls this too."""
     from evalsuite.cli import preflight
     from evalsuite.execution.samples import read_samples
-    from evalsuite.execution.timeouts import execute_with_timeouts
-    from evalsuite.jsonl import atomic_write_jsonl, sha256_file
-    from evalsuite.runs.finish import ScoredRun, add_to_leaderboard, finish
-    from evalsuite.runs.results import RunResult, task_score
+    from evalsuite.runs.claims import RunClaim
 
     options = execution_options(args)
     policy = timeout_policy(args)
@@ -156,7 +153,25 @@ def execute(args: argparse.Namespace):
         preflight.check_leaderboard(args.leaderboard)
     preflight.check_writable_dirs({"--output": args.output,
                                    **({"--leaderboard-dir": args.leaderboard} if args.leaderboard else {})})
-    _check_output_is_its_own(Path(args.output), sha256_file(args.samples))
+    # Names and paths come from argv, where bytes that are not UTF-8 arrive as lone surrogates: kept as escapes,
+    # so that the leaderboard entry read back is the one written (and names the same model on the next run).
+    name = storable(args.name or Path(args.samples).name.split(".")[0])
+    # held until the command ends: two evaluates into one folder at once wrote one page under two entries
+    claim = RunClaim.take(Path(args.output), "evaluate", 0, f"evaluate {visible(str(args.samples))}")
+    try:
+        return _scored(args, task, ks, problems, samples, options, policy, name)
+    finally:
+        claim.release()
+
+
+def _scored(args: argparse.Namespace, task, ks, problems, samples, options, policy, name: str):
+    """The samples executed and scored into ``--output``, which this command holds (:func:`execute`)."""
+    from evalsuite.execution.timeouts import execute_with_timeouts
+    from evalsuite.jsonl import atomic_write_jsonl, sha256_file
+    from evalsuite.runs.finish import ScoredRun, add_to_leaderboard, finish
+    from evalsuite.runs.results import RunResult, task_score
+
+    _check_output_is_its_own(Path(args.output), sha256_file(args.samples), name)
     kind = samples[0]["kind"]
     missing = missing_problems(problems, samples)
     if missing:
@@ -168,9 +183,6 @@ def execute(args: argparse.Namespace):
     results, execution = execute_with_timeouts(executed, samples, options, policy)
 
     output = Path(args.output)
-    # Names and paths come from argv, where bytes that are not UTF-8 arrive as lone surrogates: kept as escapes,
-    # so that the leaderboard entry read back is the one written (and names the same model on the next run).
-    name = storable(args.name or Path(args.samples).name.split(".")[0])
     samples_sha256 = sha256_file(args.samples)
     covered = [p for p in problems if p.task_id not in set(missing)]
     subset = problem_set(task, covered)
@@ -183,7 +195,7 @@ def execute(args: argparse.Namespace):
         ks,
         {"task": task.name, "dataset_sha256": task.dataset_sha256, "dataset_source": task.source,
          "dataset_provenance": task.provenance(), "samples_file": storable(str(args.samples)),
-         "samples_sha256": samples_sha256,
+         "samples_sha256": samples_sha256, "model": name,
          "samples_kind": kind, "n_problems_in_task": in_task,
          "missing_problems": {"count": len(missing), "task_ids": missing}, "sandbox_mode": execution["mode"],
          "execution": execution, "versions": execution["versions"]},
@@ -203,10 +215,11 @@ def execute(args: argparse.Namespace):
                      leaderboard=leaderboard / "leaderboard.json" if leaderboard is not None else None)
 
 
-def _check_output_is_its_own(output: Path, samples_sha256: str) -> None:
-    """``--output`` may hold this samples file's earlier scoring (it is redone), not a generated run (its record
-    would describe completions the rewritten results no longer score, and its leaderboard entry would link to
-    another file's page) nor another samples file's scoring (two entries, one page)."""
+def _check_output_is_its_own(output: Path, samples_sha256: str, name: str) -> None:
+    """``--output`` may hold this samples file's earlier scoring under the same name (it is redone), not a
+    generated run (its record would describe completions the rewritten results no longer score, and its
+    leaderboard entry would link to another file's page) nor another file's or name's scoring (two entries, one
+    page)."""
     if (output / "record.json").exists():
         raise EvalsuiteError(f"--output {visible(str(output))} holds a run of `evalsuite run` (record.json): its "
                              "results and page would be replaced by this samples file's; give another folder")
@@ -217,8 +230,12 @@ def _check_output_is_its_own(output: Path, samples_sha256: str) -> None:
     scored = earlier.get("samples_sha256") if isinstance(earlier, dict) else None
     if scored != samples_sha256:
         what = f"another samples file ({visible(str(earlier.get('samples_file')))})" if scored else "another run"
-        raise EvalsuiteError(f"--output {visible(str(output))} holds the scoring of {what}: give another folder, "
-                             "or remove it")
+    elif earlier.get("model", name) != name:  # summaries before the name was kept: the file decides
+        what = f"this samples file under another name ({visible(str(earlier['model']))})"
+    else:
+        return
+    raise EvalsuiteError(f"--output {visible(str(output))} holds the scoring of {what}: give another folder, or "
+                         "remove it")
 
 
 def _as_the_preset_scores(task, args: argparse.Namespace):
