@@ -201,10 +201,20 @@ NEW_CODE_CALLS = {"mmap": 2, "mprotect": 2, "pkey_mprotect": 2}  # where prot is
 # a right answer (the twenty-fourth session's red-team round). memfd_create and shmget, the other ways to it, are
 # refused whole.
 MAP_HUGETLB = 0x40000
-# ioctls that answer with the host's file system identity (its UUID, label, block device) or a file's place on the
-# host's disk: refused, the rest pass (terminal queries and the like, which programs make).
-IOCTL_REFUSED = (0x80111500, 0x80811501, 0x81009431, 0xC020660B)  # FS_IOC_GETFSUUID, _GETFSSYSFSPATH, _GETFSLABEL,
-# FS_IOC_FIEMAP
+# ioctl: only the terminal and descriptor requests programs make (isatty, the terminal's size, non-blocking mode,
+# close-on-exec, bytes waiting), the same numbers on x86-64 and aarch64; any other answers ENOTTY, as a request
+# a file does not support does. Refusing a list let through the others the file systems and sockets answer: ext4's
+# own UUID and extents, the host disk's allocation map (FS_IOC_GETFSMAP), a flag on a shared library folder's inode
+# that one sample set and every later one read (EXT4_IOC_PRECACHE_EXTENTS / _GETSTATE), and, on the call channel,
+# which is a socket of the host's network namespace, the host's interfaces, addresses and NIC counters
+# (SIOCGIFCONF, SIOCETHTOOL) (the twenty-fourth session's red-team rounds).
+IOCTL_ALLOWED = (
+    0x5401, 0x5402, 0x5403, 0x5404,  # TCGETS, TCSETS, TCSETSW, TCSETSF
+    0x5409, 0x540A, 0x540B,  # TCSBRK, TCXONC, TCFLSH
+    0x540F, 0x5410, 0x5411, 0x5413, 0x5414,  # TIOCGPGRP, TIOCSPGRP, TIOCOUTQ, TIOCGWINSZ, TIOCSWINSZ
+    0x541B, 0x5421, 0x5450, 0x5451, 0x5452,  # FIONREAD, FIONBIO, FIONCLEX, FIOCLEX, FIOASYNC
+)
+_ENOTTY = 25
 # personality: only the query (0xffffffff) and PER_LINUX (0). READ_IMPLIES_EXEC (0x0400000) has the kernel add
 # PROT_EXEC to every readable mapping after the filter has read the call's arguments: a read-write mmap came out
 # executable (the twenty-first session's red-team round: 6 false passes in 10 runs through Flush+Reload).
@@ -311,8 +321,8 @@ def build_program(machine: str | None = None) -> list[tuple[int, int, int, int]]
             checked += [(name, _LD_W_ABS, _OFFSET_ARG0 + _ARG_SIZE * index),
                         (None, _JSET_K, PROT_EXEC, "deny", "allow")]
     checked += [("ioctl", _LD_W_ABS, _OFFSET_ARG0 + _ARG_SIZE)]  # the request: an unsigned int, the low half
-    checked += [(None, _JEQ_K, request, "deny", "next") for request in IOCTL_REFUSED]
-    checked += [(None, _RET_K, _RET_ALLOW)]
+    checked += [(None, _JEQ_K, request, "ioctl allowed", "next") for request in IOCTL_ALLOWED]
+    checked += [(None, _RET_K, _RET_ERRNO | _ENOTTY), ("ioctl allowed", _RET_K, _RET_ALLOW)]
     for name, index in SEND_CALLS.items():
         checked += [(name, _LD_W_ABS, _OFFSET_ARG0 + _ARG_SIZE * index), (None, _JSET_K, MSG_OOB, "deny", "allow")]
     checked += [("personality", _LD_W_ABS, _OFFSET_ARG0)]  # an unsigned int: the low half is all the kernel reads
@@ -342,6 +352,10 @@ def build_program(machine: str | None = None) -> list[tuple[int, int, int, int]]
                        "futex", "ioctl")],
         *[(None, _JEQ_K, number, "deny", "next") for number in refused],
         (None, _RET_K, _RET_ALLOW),
+        # the answers only the dispatch above jumps to, here: a jump reaches at most 255 instructions on
+        ("enosys", _RET_K, _RET_ERRNO | _ENOSYS),
+        ("no effect", _RET_K, _RET_ERRNO | 0),  # the call is skipped and returns 0
+        ("kill", _RET_K, _RET_KILL),
         ("clone", _LD_W_ABS, _OFFSET_ARG0),
         (None, _JSET_K, CLONE_NAMESPACE_FLAGS | CLONE_PIDFD, "deny", "allow"),
         *exact_argument,
@@ -350,9 +364,6 @@ def build_program(machine: str | None = None) -> list[tuple[int, int, int, int]]
         ("allow", _RET_K, _RET_ALLOW),
         ("deny", _RET_K, _RET_ERRNO | _EPERM),
         ("eopnotsupp", _RET_K, _RET_ERRNO | _EOPNOTSUPP),
-        ("enosys", _RET_K, _RET_ERRNO | _ENOSYS),
-        ("no effect", _RET_K, _RET_ERRNO | 0),  # the call is skipped and returns 0
-        ("kill", _RET_K, _RET_KILL),
     ]
     return _assemble(source)
 

@@ -827,27 +827,34 @@ def test_an_out_of_band_byte_cannot_be_sent_on_the_channel():
 def test_no_huge_page_mapping_and_no_host_file_system_identity():
     """mmap with MAP_HUGETLB makes a hugetlbfs inode numbered from the host-wide counter behind the channel socket's
     inode, even where it fails for want of huge pages: a sample set the next one's channel inode and a thief
-    returned a right sample's answers (the twenty-fourth session's red-team round). It is refused (EPERM), as are
-    the ioctls that tell the host's file system UUID, label and block device; a plain ioctl still works."""
-    body = """    import ctypes, errno, fcntl, mmap, os, struct, termios
+    returned a right sample's answers (the twenty-fourth session's red-team round). It is refused (EPERM). ioctl
+    takes the terminal and descriptor requests programs make; every other request answers ENOTTY: the host file
+    system's UUID, label, block device and extents, ext4's own requests (one set a flag on a shared folder's inode
+    that later samples read), and the call channel's interface list (a socket of the host's network namespace)."""
+    body = """    import ctypes, errno, fcntl, mmap, os, stat, struct, termios
+    def _is_socket(fd):
+        try:
+            return stat.S_ISSOCK(os.fstat(fd).st_mode)
+        except OSError:
+            return False
     try:
         mmap.mmap(-1, 2 << 20, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | 0x40000)
         said = ["mapped"]
     except OSError as exc:
         said = [errno.errorcode[exc.errno]]
     fd = os.open(os.__file__, os.O_RDONLY)
-    for request, size in ((0x80111500, 17), (0x80811501, 129), (0x81009431, 256)):
+    channel = next(fd for fd in range(3, 64) if _is_socket(fd))
+    for target, request, size in ((fd, 0x80111500, 17), (fd, 0x80811501, 129), (fd, 0x81009431, 256),
+                                  (fd, 0x8008662C, 16), (fd, 0x40046629, 4), (channel, 0x8912, 16)):
         try:
-            fcntl.ioctl(fd, request, bytes(size))
+            fcntl.ioctl(target, request, bytes(size))
             said.append("answered")
         except OSError as exc:
             said.append(errno.errorcode[exc.errno])
-    try:
-        fcntl.ioctl(fd, termios.TCGETS, bytes(64))
-    except OSError as exc:
-        said.append(errno.errorcode[exc.errno])  # ENOTTY: a file is no terminal, the call itself ran
-    if said != ["EPERM"] * 4 + ["ENOTTY"]:
-        raise ValueError(said)
+    waiting = struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, bytes(4)))[0]  # allowed: bytes left to read
+    fcntl.ioctl(fd, termios.FIOCLEX)
+    if said != ["EPERM"] + ["ENOTTY"] * 6 or waiting != os.fstat(fd).st_size:
+        raise ValueError(said, waiting)
     return a + b
 """
     outcomes = run_jobs([job(0, body)], timeout_s=5.0)
