@@ -208,6 +208,30 @@ def test_a_presets_own_asking_keys_its_leaderboard_entry(in_tmp, capsys):
     assert "EvalPlus direct completion" in capsys.readouterr().out
 
 
+def test_an_entry_written_before_schema_1_6_by_evalplus_direct_completion_is_read_as_such(in_tmp, capsys):
+    """A schema 1.5 file carries no protocol: its --preset evalplus entry read as the plain protocol's number and a
+    gate passed on it (the twenty-fourth session's run-path round). The run's record beside its page says how the
+    model was asked."""
+    common = ["run", "--quiet", "--limit", "3", "--temperature", "0", "--max-new-tokens", "768", "--n", "1"]
+    assert main([*common, "--preset", "evalplus"]) == 0
+    path = in_tmp / "leaderboard" / "leaderboard.json"
+    document = json.loads(path.read_text())
+    from evalsuite.reporting.model import settings_key
+
+    for entry in document["entries"]:  # as 1.5 wrote it
+        entry["settings"].pop("protocol")
+        entry["settings_key"] = settings_key(entry["settings"])
+    document["schema_version"] = "1.5"
+    path.write_text(json.dumps(document))
+    assert main(common) == 0  # the plain protocol's run: an entry of its own, not a replacement
+    entries = board(in_tmp)
+    assert sorted(str(e["settings"].get("protocol")) for e in entries) == [
+        "EvalPlus direct completion (recorded before schema 1.6)", "None"]
+    capsys.readouterr()
+    assert main(["leaderboard", "--no-html"]) == 0
+    assert "recorded before schema 1.6" in capsys.readouterr().out
+
+
 def test_presets_carry_their_prompt_protocol():
     import argparse
 

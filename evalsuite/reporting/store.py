@@ -78,7 +78,37 @@ def load_leaderboard(path: str | Path) -> list[LeaderboardEntry]:
     except ValueError as exc:  # NaN or Infinity: Python writes them, JSON has no such number, and NaN passes every gate
         raise EvalsuiteError(f"{path}: {exc}") from exc
     validate_document(document, str(path))
-    return [LeaderboardEntry.from_json(data) for data in document["entries"]]
+    entries = [LeaderboardEntry.from_json(data) for data in document["entries"]]
+    if _minor(document.get("schema_version", "")) < PROTOCOL_SINCE:
+        entries = [_with_recorded_protocol(entry, path.parent) for entry in entries]
+    return entries
+
+
+# Schema 1.6 keys a preset's own asking (EvalPlus's direct completion): an entry written before it carries none,
+# and read as the plain protocol's number, which a gate then checked (the twenty-fourth session's run-path round).
+PROTOCOL_SINCE = 6
+RECORDED_DIRECT_COMPLETION = "EvalPlus direct completion (recorded before schema 1.6)"
+
+
+def _minor(version: str) -> int:
+    major, _, minor = str(version).partition(".")
+    return int(minor) if major == "1" and minor.isdigit() else PROTOCOL_SINCE
+
+
+def _with_recorded_protocol(entry: LeaderboardEntry, folder: Path) -> LeaderboardEntry:
+    """An entry of a schema before 1.6 whose run's record (next to its page) says EvalPlus's direct completion
+    asked the model, marked so: keyed apart from the plain protocol's, and named in every view."""
+    if entry.settings.protocol or not entry.run_page:
+        return entry
+    try:  # the record a generated run keeps beside its page; none for evaluate's scored samples
+        record = json.loads((folder / entry.run_page).with_name("record.json").read_text(encoding="utf-8"))
+        direct = isinstance(record, dict) and "direct_completion" in (record.get("prompt") or {})
+    except (OSError, ValueError):
+        return entry
+    if not direct:
+        return entry
+    return dataclasses.replace(entry, settings=dataclasses.replace(entry.settings,
+                                                                   protocol=RECORDED_DIRECT_COMPLETION))
 
 
 def save_leaderboard(path: str | Path, entries: Sequence[LeaderboardEntry]) -> None:
