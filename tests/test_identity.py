@@ -206,6 +206,9 @@ def test_a_presets_own_asking_keys_its_leaderboard_entry(in_tmp, capsys):
     capsys.readouterr()
     assert main(["leaderboard", "--no-html"]) == 0
     assert "EvalPlus direct completion" in capsys.readouterr().out
+    for folder in (in_tmp / "runs").iterdir():  # the run's own page names it too, as it names a stripped prompt
+        protocol = json.loads((folder / "record.json").read_text())["prompt"].get("protocol")
+        assert (protocol is not None) == ("EvalPlus direct completion" in (folder / "report.html").read_text())
 
 
 def test_an_entry_written_before_schema_1_6_by_evalplus_direct_completion_is_read_as_such(in_tmp, capsys):

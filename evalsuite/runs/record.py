@@ -174,6 +174,10 @@ class RunRecord:
             badges.append(other_data_badge(self.task.dataset_sha256))
         if self.prompt.get("style") == "instruct":
             badges.append("instruct")
+        if self.prompt.get("strip_prompt"):
+            badges.append("stripped prompt")
+        if self.prompt.get("protocol"):  # a preset's own asking, as the leaderboard names it
+            badges.append(str(self.prompt["protocol"]))
         if self.weights in ("int8", "nf4"):
             badges.append(self.weights)
         return tuple(badges)
