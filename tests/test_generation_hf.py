@@ -507,6 +507,8 @@ def test_a_config_with_a_bad_value_is_one_line_before_the_weights_load(tiny_mode
 @pytest.mark.parametrize("broken, said", [
     ("tokenizer.json", "cannot load the tokenizer of model"),
     ("generation_config.json", "cannot load the generation config of model"),
+    ("eos as text", "its eos_token_id is '17', not a token id"),
+    ("dangling link", "generation_config.json is not a readable file"),
 ])
 def test_a_broken_tokenizer_or_generation_config_is_one_line_before_the_weights_load(tiny_model_dir, tmp_path,
                                                                                     capsys, monkeypatch, broken, said):
@@ -523,6 +525,11 @@ def test_a_broken_tokenizer_or_generation_config_is_one_line_before_the_weights_
         tokenizer["model"]["merges"] = [["Zz", "Qq"]] + list(tokenizer["model"]["merges"])[:5]
         tokenizer["model"]["vocab"] = {"a": 0}
         (folder / broken).write_text(json.dumps(tokenizer))
+    elif broken == "eos as text":
+        (folder / "generation_config.json").write_text('{"bos_token_id": 0, "eos_token_id": "17"}')
+    elif broken == "dangling link":
+        (folder / "generation_config.json").unlink(missing_ok=True)
+        (folder / "generation_config.json").symlink_to(folder / "blobs" / "gone")
     else:
         (folder / broken).write_text('{"bos_token_id": 0, "eos_token_id": [0, 17],}')
     assert _run_without_loading_weights(monkeypatch, folder, tmp_path) == 2

@@ -6,6 +6,7 @@ This is the single place that decides placement, so the memory planner can repla
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -168,12 +169,21 @@ def check_generation_config(spec: ModelSpec, location: str, extra: dict) -> None
     completions ran on past them (the twenty-fourth session's run-path round)."""
     from transformers import GenerationConfig
 
-    if spec.gguf_file or not (Path(location) / GENERATION_CONFIG).is_file():
+    path = Path(location) / GENERATION_CONFIG
+    if spec.gguf_file or not os.path.lexists(path):
         return
+    if not path.is_file():  # a dangling link (a snapshot copied without its blobs), a folder
+        raise EvalsuiteError(f"cannot load the generation config of model {spec.name!r} from {spec.location}: "
+                             f"{GENERATION_CONFIG} is not a readable file")
     try:
-        GenerationConfig.from_pretrained(location, **extra)
+        config = GenerationConfig.from_pretrained(location, **extra)
     except Exception as exc:  # noqa: BLE001 - the user's file: transformers says OSError or ValueError
         raise _load_error(spec, "generation config", exc) from exc
+    eos = config.eos_token_id
+    ids = eos if isinstance(eos, (list, tuple)) else [eos] if eos is not None else []
+    if not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):  # "17" was dropped, not used
+        raise EvalsuiteError(f"cannot load the generation config of model {spec.name!r} from {spec.location}: "
+                             f"its eos_token_id is {eos!r}, not a token id or a list of them")
 
 
 def generation_config_of(spec: ModelSpec, config: Any) -> Any | None:
