@@ -21,9 +21,10 @@ caller's own memory), ``statx`` (ENOSYS: the mount id of ``/tmp`` would tell whe
 there; the C library falls back to ``fstatat``), ``statmount``/``listmount``, ``statfs``/``fstatfs`` (a
 new tmpfs has a random ``f_fsid``: a sample that leaves a trace in ``/tmp`` would re-roll it for the next one, which a
 learner can use as "keep the last guess" or "draw a new one"; ``ustat``, which the server uses for free blocks
-and inodes, has no fsid), ``sysinfo`` (host load and memory), ``kcmp`` (the order of two of the sample's own
-files' kernel objects: the file slab hands freed ones back newest first on a CPU, so the order one sample freed
-files in was the order the next one got them back).
+and inodes, has no fsid), ``sysinfo`` (host load and memory), ``adjtimex``/``clock_adjtime`` and ``lsm_*`` (the
+host's clock discipline and security modules), ``kcmp`` (the order of two of the sample's own files' kernel
+objects: the file slab hands freed ones back newest first on a CPU, so the order one sample freed files in was the
+order the next one got them back).
 Concurrent samples of other workers: ``flock``, ``fcntl`` record locks, leases and ``F_NOTIFY``, and ``inotify``
 (``fanotify`` too), each a signal carried by a read-only file every sample can open (the stdlib, ``/dev/null``):
 ``fcntl`` keeps only the commands on the caller's own descriptors. Shared futexes: a futex word in a page of a
@@ -94,7 +95,9 @@ ARCHITECTURES: dict[str, tuple[int, dict[str, int]]] = {
         "futex_wait": 455, "futex_requeue": 456, "ustat": 136, "membarrier": 324, "sync": 162, "syncfs": 306,
         "fsync": 74, "fdatasync": 75, "sync_file_range": 277, "mbind": 237, "set_mempolicy": 238,
         "get_mempolicy": 239, "set_mempolicy_home_node": 450, "mmap": 9, "mprotect": 10, "pkey_mprotect": 329,
-        "personality": 135, "kcmp": 312, "sendto": 44, "sendmsg": 46, "sendmmsg": 307, "ioctl": 16}),
+        "personality": 135, "kcmp": 312, "sendto": 44, "sendmsg": 46, "sendmmsg": 307, "ioctl": 16,
+        "adjtimex": 159, "clock_adjtime": 305, "lsm_get_self_attr": 459, "lsm_set_self_attr": 460,
+        "lsm_list_modules": 461}),
     "aarch64": (0xC00000B7, {
         "clone": 220, "clone3": 435, "unshare": 97, "setns": 268, "mount": 40, "umount2": 39, "pivot_root": 41,
         "chroot": 51, "ptrace": 117, "add_key": 217, "request_key": 218, "keyctl": 219, "bpf": 280,
@@ -120,7 +123,9 @@ ARCHITECTURES: dict[str, tuple[int, dict[str, int]]] = {
         "futex_wait": 455, "futex_requeue": 456, "membarrier": 283, "sync": 81, "syncfs": 267, "fsync": 82,
         "fdatasync": 83, "sync_file_range": 84, "mbind": 235, "get_mempolicy": 236, "set_mempolicy": 237,
         "set_mempolicy_home_node": 450, "mmap": 222, "mprotect": 226, "pkey_mprotect": 288,
-        "personality": 92, "kcmp": 272, "sendto": 206, "sendmsg": 211, "sendmmsg": 269, "ioctl": 29}),
+        "personality": 92, "kcmp": 272, "sendto": 206, "sendmsg": 211, "sendmmsg": 269, "ioctl": 29,
+        "adjtimex": 171, "clock_adjtime": 266, "lsm_get_self_attr": 459, "lsm_set_self_attr": 460,
+        "lsm_list_modules": 461}),
 }
 # clone() flags that make a namespace (linux/sched.h).
 CLONE_NEWIPC, CLONE_NEWPID = 0x08000000, 0x20000000
@@ -359,8 +364,8 @@ def build_program(machine: str | None = None) -> list[tuple[int, int, int, int]]
         ("clone", _LD_W_ABS, _OFFSET_ARG0),
         (None, _JSET_K, CLONE_NAMESPACE_FLAGS | CLONE_PIDFD, "deny", "allow"),
         *exact_argument,
-        *checked,  # jumps go forward only: "allow" comes after these blocks
         *open_flags,
+        *checked,  # jumps go forward only: "allow" comes after these blocks
         ("allow", _RET_K, _RET_ALLOW),
         ("deny", _RET_K, _RET_ERRNO | _EPERM),
         ("eopnotsupp", _RET_K, _RET_ERRNO | _EOPNOTSUPP),
