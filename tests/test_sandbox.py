@@ -853,7 +853,10 @@ def test_no_huge_page_mapping_and_no_host_file_system_identity():
             said.append(errno.errorcode[exc.errno])
     waiting = struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, bytes(4)))[0]  # allowed: bytes left to read
     fcntl.ioctl(fd, termios.FIOCLEX)
-    if said != ["EPERM"] + ["ENOTTY"] * 6 or waiting != os.fstat(fd).st_size:
+    libc = ctypes.CDLL(None, use_errno=True)  # the host's clock discipline, read-only: refused too
+    said.append(errno.errorcode[ctypes.get_errno()] if libc.adjtimex(ctypes.create_string_buffer(256)) == -1
+                else "answered")
+    if said != ["EPERM"] + ["ENOTTY"] * 6 + ["EPERM"] or waiting != os.fstat(fd).st_size:
         raise ValueError(said, waiting)
     return a + b
 """
