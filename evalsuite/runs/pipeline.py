@@ -154,7 +154,9 @@ def run_one(generator: Generator, spec: ModelSpec, task: Task, config: RunConfig
     decision = generator.decide_prompt_style(protocol.style)
     opened_fence = decision.style == "instruct" and generator.opens_code_fence()
     asking, stops = decide_asking(decision, opened_fence, task, model_stops, protocol)
-    prompt = prompt_settings(decision, protocol, stops)
+    # EvalPlus's direct completion strips every prompt itself: --strip-prompt there is the same run, not another
+    prompt = prompt_settings(decision, replace(protocol, strip_prompt=False) if asking.direct_completion else protocol,
+                             stops)
     if asking.protocol:  # keys the leaderboard entry: another protocol's number never replaces this one's
         prompt["protocol"] = asking.protocol
     if asking.direct_completion:

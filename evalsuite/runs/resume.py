@@ -80,6 +80,10 @@ def prompt_key(protocol: Any, task_name: str) -> dict[str, Any]:
     direct = protocol.direct_stops_for(task_name) if hasattr(protocol, "direct_stops_for") else None
     if direct is not None:
         key["direct_completion"] = list(direct)
+    if stops or direct is not None or getattr(protocol, "instruct_stops", ()):
+        # a preset's asking names the run folder since leaderboard schema 1.6 (Asking.protocol): its earlier runs
+        # are found by their folder, not skipped to here (the skip then asked a stand-in model to fill a new one)
+        key["protocol_in_identity"] = True
     return key
 
 

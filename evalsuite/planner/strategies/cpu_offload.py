@@ -21,7 +21,7 @@ class CpuOffload(TransformersStrategy):
         gpu_room, index = sizing.room(cap.gpus[position]), cap.gpu_id(position)
         ram = cpu_room(cap)
         if gpu_room < 2 * shape.block_params * 2:
-            raise NoFit(f"{format_bytes(gpu_room)} left on the GPU after the budget; offloading needs room for "
+            raise NoFit(f"{format_bytes(max(gpu_room, 0))} left on the GPU after the budget; offloading needs room for "
                         f"at least two blocks ({format_bytes(4 * shape.block_params)})")
         max_memory: dict[Any, int] = {index: gpu_room, "cpu": ram}
         disk_room = int(cap.disk * 0.95) if cap.disk else 0

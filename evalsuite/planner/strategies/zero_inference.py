@@ -51,7 +51,7 @@ class ZeroInference(LoadingStrategy):
         working_set = 2 * max(2 * shape.block_params, shape.outside_blocks_params + shape.block_params)
         if gpu_room < working_set:
             raise NoFit(f"the GPU's working set (two blocks or the embeddings, {format_bytes(working_set)}) > "
-                        f"{format_bytes(gpu_room)} left after the budget")
+                        f"{format_bytes(max(gpu_room, 0))} left after the budget")
         ram = cpu_room(cap)
         if sizing.gpu_bytes <= ram:
             where, rate = "cpu", speed.zero_cpu_bytes_per_s
