@@ -68,7 +68,7 @@ def test_results_rows_ids_order_and_not_computable_k(tmp_path):
     assert summary["pass@2"] == pytest.approx((1 - 2 / 3 * 1 / 2 + 1) / 2)
     assert "pass@3" not in summary and "smallest n is 2" in summary["not_computable"]["pass@3"]
     assert summary["per_problem"] == {"example/0": {"n": 3, "c": 1}, "example/1": {"n": 2, "c": 1}}
-    assert sorted(p.name for p in out.iterdir()) == ["report.html", "results.jsonl", "summary.json"]
+    assert sorted(p.name for p in out.iterdir()) == [".claim.rank0", "report.html", "results.jsonl", "summary.json"]
 
 
 def test_results_carry_the_checkers_failure_detail(tmp_path):
@@ -164,7 +164,7 @@ def test_rerun_replaces_outputs_atomically(tmp_path):
     (out / "results.jsonl").write_text("stale\n" * 1000)
     assert evaluate(str(samples), "--task", "example", "--k", "1", "--output", str(out)) == 0
     assert (out / "results.jsonl").read_text().count("\n") == 1
-    assert sorted(p.name for p in out.iterdir()) == ["report.html", "results.jsonl", "summary.json"]
+    assert sorted(p.name for p in out.iterdir()) == [".claim.rank0", "report.html", "results.jsonl", "summary.json"]
 
 
 def test_output_holding_a_run_or_another_files_scoring_is_refused_before_anything_runs(tmp_path, capsys):
@@ -188,6 +188,8 @@ def test_output_holding_a_run_or_another_files_scoring_is_refused_before_anythin
     assert "holds the scoring of another samples file" in capsys.readouterr().err
     assert evaluate(str(right), "--task", "example", "--k", "1", "--output", str(scored), "--name", "B") == 2
     assert "holds the scoring of this samples file under another name (right)" in capsys.readouterr().err
+    assert evaluate(str(right), "--task", "example", "--k", "1", "--output", str(scored), "--temperature", "0.8") == 2
+    assert "under another sampling" in capsys.readouterr().err
     assert json.loads((scored / "summary.json").read_text())["pass@1"] == 1.0
 
 

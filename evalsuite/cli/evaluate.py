@@ -157,7 +157,8 @@ def execute(args: argparse.Namespace):
     # so that the leaderboard entry read back is the one written (and names the same model on the next run).
     name = storable(args.name or Path(args.samples).name.split(".")[0])
     # held until the command ends: two evaluates into one folder at once wrote one page under two entries
-    claim = RunClaim.take(Path(args.output), "evaluate", 0, f"evaluate {visible(str(args.samples))}")
+    # (in the folder itself, as a run's: seen by every process that writes it, whatever its cache folder)
+    claim = RunClaim.take_in(Path(args.output), 0, f"evaluate {visible(str(args.samples))}")
     try:
         return _scored(args, task, ks, problems, samples, options, policy, name)
     finally:
@@ -171,7 +172,10 @@ def _scored(args: argparse.Namespace, task, ks, problems, samples, options, poli
     from evalsuite.runs.finish import ScoredRun, add_to_leaderboard, finish
     from evalsuite.runs.results import RunResult, task_score
 
-    _check_output_is_its_own(Path(args.output), sha256_file(args.samples), name)
+    given = _given_sampling(args, n=_samples_per_problem(samples))
+    scoring = {"samples_sha256": sha256_file(args.samples), "model": name, "task": task.name,
+               "sampling": given.describe()}
+    _check_output_is_its_own(Path(args.output), scoring)
     kind = samples[0]["kind"]
     missing = missing_problems(problems, samples)
     if missing:
@@ -195,7 +199,7 @@ def _scored(args: argparse.Namespace, task, ks, problems, samples, options, poli
         ks,
         {"task": task.name, "dataset_sha256": task.dataset_sha256, "dataset_source": task.source,
          "dataset_provenance": task.provenance(), "samples_file": storable(str(args.samples)),
-         "samples_sha256": samples_sha256, "model": name,
+         "samples_sha256": samples_sha256, "model": name, "sampling": scoring["sampling"],
          "samples_kind": kind, "n_problems_in_task": in_task,
          "missing_problems": {"count": len(missing), "task_ids": missing}, "sandbox_mode": execution["mode"],
          "execution": execution, "versions": execution["versions"]},
@@ -215,11 +219,11 @@ def _scored(args: argparse.Namespace, task, ks, problems, samples, options, poli
                      leaderboard=leaderboard / "leaderboard.json" if leaderboard is not None else None)
 
 
-def _check_output_is_its_own(output: Path, samples_sha256: str, name: str) -> None:
-    """``--output`` may hold this samples file's earlier scoring under the same name (it is redone), not a
-    generated run (its record would describe completions the rewritten results no longer score, and its
-    leaderboard entry would link to another file's page) nor another file's or name's scoring (two entries, one
-    page)."""
+def _check_output_is_its_own(output: Path, scoring: dict[str, str]) -> None:
+    """``--output`` may hold this samples file's earlier scoring under the same name, task and sampling settings
+    (it is redone), not a generated run (its record would describe completions the rewritten results no longer
+    score, and its leaderboard entry would link to another file's page) nor another scoring (two leaderboard
+    entries, one page): ``scoring`` says this one as the summary keeps it."""
     if (output / "record.json").exists():
         raise EvalsuiteError(f"--output {visible(str(output))} holds a run of `evalsuite run` (record.json): its "
                              "results and page would be replaced by this samples file's; give another folder")
@@ -228,12 +232,14 @@ def _check_output_is_its_own(output: Path, samples_sha256: str, name: str) -> No
     except (OSError, ValueError):
         return
     scored = earlier.get("samples_sha256") if isinstance(earlier, dict) else None
-    if scored != samples_sha256:
+    if scored != scoring["samples_sha256"]:
         what = f"another samples file ({visible(str(earlier.get('samples_file')))})" if scored else "another run"
-    elif earlier.get("model", name) != name:  # summaries before the name was kept: the file decides
-        what = f"this samples file under another name ({visible(str(earlier['model']))})"
-    else:
-        return
+    else:  # what summaries before a field was kept lack is taken as the same
+        differs = [name for name in ("model", "task", "sampling") if earlier.get(name, scoring[name]) != scoring[name]]
+        if not differs:
+            return
+        what = "this samples file under another " + " and ".join(
+            f"{'name' if name == 'model' else name} ({visible(str(earlier[name]))})" for name in differs)
     raise EvalsuiteError(f"--output {visible(str(output))} holds the scoring of {what}: give another folder, or "
                          "remove it")
 
