@@ -247,8 +247,8 @@ def test_wrong_solutions_fail_and_the_plus_tests_catch_what_the_base_tests_miss(
                                                "def fib(n):\n  return Eq()"},
     ])
     assert main(["evaluate", str(samples), "--task", "mbpp", *task_data_args(["mbpp"]), "--k", "1",
-                 "--output", str(out), "--quiet"]) == 0
-    results = [row for _, row in read_jsonl(out / "results.jsonl")]
+                 "--output", str(tmp_path / "out-mbpp"), "--quiet"]) == 0
+    results = [row for _, row in read_jsonl(tmp_path / "out-mbpp" / "results.jsonl")]
     assert results[0]["result"] == "failed: AssertionError"  # misses the upper-case vowels
     assert results[1]["flags"] == ["non_plain_value"]  # an always-equal object cannot fake MBPP's asserts
 
