@@ -228,11 +228,10 @@ def test_an_entry_written_before_schema_1_6_by_evalplus_direct_completion_is_rea
     path.write_text(json.dumps(document))
     assert main(common) == 0  # the plain protocol's run: an entry of its own, not a replacement
     entries = board(in_tmp)
-    assert sorted(str(e["settings"].get("protocol")) for e in entries) == [
-        "EvalPlus direct completion (recorded before schema 1.6)", "None"]
-    capsys.readouterr()
-    assert main(["leaderboard", "--no-html"]) == 0
-    assert "recorded before schema 1.6" in capsys.readouterr().out
+    protocols = sorted(str(e["settings"].get("protocol")) for e in entries)
+    assert protocols[0].startswith("EvalPlus direct completion, stops #") and protocols[1] == "None", protocols
+    assert main([*common, "--preset", "evalplus"]) == 0  # this version's run of it: the same entry, replaced
+    assert len(board(in_tmp)) == 2
 
 
 def test_presets_carry_their_prompt_protocol():

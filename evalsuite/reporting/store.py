@@ -84,10 +84,11 @@ def load_leaderboard(path: str | Path) -> list[LeaderboardEntry]:
     return entries
 
 
-# Schema 1.6 keys a preset's own asking (EvalPlus's direct completion): an entry written before it carries none,
-# and read as the plain protocol's number, which a gate then checked (the twenty-fourth session's run-path round).
+# Schema 1.6 keys a preset's own asking (EvalPlus's direct completion, a preset's stop set): an entry written before
+# it carries none, and read as the plain protocol's number, which a gate then checked (the twenty-fourth session's
+# run-path rounds).
 PROTOCOL_SINCE = 6
-RECORDED_DIRECT_COMPLETION = "EvalPlus direct completion (recorded before schema 1.6)"
+RECORDED_DIRECT_COMPLETION = "EvalPlus direct completion (recorded before schema 1.6)"  # by no preset found
 
 
 def _minor(version: str) -> int:
@@ -96,19 +97,42 @@ def _minor(version: str) -> int:
 
 
 def _with_recorded_protocol(entry: LeaderboardEntry, folder: Path) -> LeaderboardEntry:
-    """An entry of a schema before 1.6 whose run's record (next to its page) says EvalPlus's direct completion
-    asked the model, marked so: keyed apart from the plain protocol's, and named in every view."""
+    """An entry of a schema before 1.6 whose run's record (next to its page) shows a preset's own asking gets the
+    protocol a run of this version would: keyed apart from the plain protocol's, named in every view."""
     if entry.settings.protocol or not entry.run_page:
         return entry
     try:  # the record a generated run keeps beside its page; none for evaluate's scored samples
         record = json.loads((folder / entry.run_page).with_name("record.json").read_text(encoding="utf-8"))
-        direct = isinstance(record, dict) and "direct_completion" in (record.get("prompt") or {})
-    except (OSError, ValueError):
+        prompt, stops = dict(record["prompt"]), [str(stop) for stop in record["task"]["stop_sequences"]]
+    except (OSError, ValueError, TypeError, KeyError):
         return entry
-    if not direct:
+    protocol = recorded_protocol(entry.task, str(prompt.get("style")), "direct_completion" in prompt, stops)
+    if protocol is None:
         return entry
-    return dataclasses.replace(entry, settings=dataclasses.replace(entry.settings,
-                                                                   protocol=RECORDED_DIRECT_COMPLETION))
+    return dataclasses.replace(entry, settings=dataclasses.replace(entry.settings, protocol=protocol))
+
+
+def recorded_protocol(task: str, style: str, direct: bool, stops: list[str]) -> str | None:
+    """The protocol (:attr:`evalsuite.protocol.asking.Asking.protocol`) a run asked ``style``-wise with the stop
+    sequences ``stops`` (a preset's come first for instruct and direct completion, after the task's otherwise)
+    was under, by the shipped presets."""
+    from evalsuite.protocol.asking import preset_stops_label
+    from evalsuite.protocol.presets import list_presets
+
+    for preset in list_presets():
+        if direct:
+            own = (preset.prompt.get("direct_completion_stop_sequences") or {}).get(task)
+            if own and stops[:len(own)] == list(own):
+                return f"EvalPlus direct completion, {preset_stops_label(own)}"
+        elif style == "instruct":
+            own = preset.prompt.get("instruct_stop_sequences")
+            if own and stops[:len(own)] == list(own):
+                return preset_stops_label(own)
+        else:
+            own = (preset.prompt.get("stop_sequences") or {}).get(task)
+            if own and all(stop in stops for stop in own):
+                return preset_stops_label(own)
+    return RECORDED_DIRECT_COMPLETION if direct else None
 
 
 def save_leaderboard(path: str | Path, entries: Sequence[LeaderboardEntry]) -> None:
