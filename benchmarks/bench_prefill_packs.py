@@ -44,13 +44,18 @@ def humaneval_prefill(model: str, dtype: str, tiny: bool):
     return engine, requests, prompts, SamplingParams(n=1, temperature=0.0, max_new_tokens=2, seed=0), device
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def prefill_arguments(description: str, out: str) -> argparse.ArgumentParser:
+    """The arguments of the scripts that study HumanEval's prefill on one shape (this one, profile_prefill.py)."""
+    ap = argparse.ArgumentParser(description=description)
     ap.add_argument("--model", default="smollm2-135m")
     ap.add_argument("--dtype", default="float32")
-    ap.add_argument("--out", default=os.environ.get("OUT", "runs/bench_prefill_packs"))
+    ap.add_argument("--out", default=os.environ.get("OUT", out))
     ap.add_argument("--tiny", action="store_true", help="a 2-layer model of the shape and 16 prompts, on the CPU")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main(argv=None) -> int:
+    args = prefill_arguments(__doc__.split("\n")[0], "runs/bench_prefill_packs").parse_args(argv)
     engine, requests, prompts, params, device = humaneval_prefill(args.model, args.dtype, args.tiny)
 
     def prefill_s() -> tuple[float, int]:

@@ -9,9 +9,7 @@ the host-device synchronizations, so a slow prefill can be told apart as host-bo
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -22,18 +20,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench_generate import sync  # noqa: E402
-from bench_prefill_packs import humaneval_prefill  # noqa: E402
+from bench_prefill_packs import humaneval_prefill, prefill_arguments  # noqa: E402
 
 SYNC_CALLS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpy", "cudaMemcpyAsync")
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--model", default="smollm2-135m")
-    ap.add_argument("--dtype", default="float32")
-    ap.add_argument("--out", default=os.environ.get("OUT", "runs/profile_prefill"))
-    ap.add_argument("--tiny", action="store_true", help="a 2-layer model of the shape and 16 prompts, on the CPU")
-    args = ap.parse_args(argv)
+    args = prefill_arguments(__doc__.split("\n")[0], "runs/profile_prefill").parse_args(argv)
     engine, requests, prompts, params, device = humaneval_prefill(args.model, args.dtype, args.tiny)
 
     def run() -> tuple[float, float]:
