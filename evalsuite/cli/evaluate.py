@@ -187,7 +187,7 @@ def _scored(args: argparse.Namespace, task, ks, problems, samples, options, poli
     results, execution = execute_with_timeouts(executed, samples, options, policy)
 
     output = Path(args.output)
-    samples_sha256 = sha256_file(args.samples)
+    samples_sha256 = scoring["samples_sha256"]
     covered = [p for p in problems if p.task_id not in set(missing)]
     subset = problem_set(task, covered)
     in_task = subset.of if subset else len(problems)  # the benchmark's count, where the data holds a part of it

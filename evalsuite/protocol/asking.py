@@ -108,11 +108,16 @@ def decide_asking(decision: PromptDecision, opens_code_fence: bool, task: Task, 
         return asking, merge_stops(protocol.instruct_stops or fence, model_stops)
     direct = protocol.direct_stops_for(task.name)
     if direct is not None:  # EvalPlus's stop set in place of the task's (evalplus/provider/utility.py)
-        label = f"EvalPlus direct completion, {preset_stops_label(direct)}"
-        return Asking("base", direct_completion=True, protocol=label), merge_stops(direct, model_stops)
+        return (Asking("base", direct_completion=True, protocol=direct_completion_label(direct)),
+                merge_stops(direct, model_stops))
     extra = protocol.stops_for(task.name)
     asking = Asking("base", strip_prompt=protocol.strip_prompt, protocol=preset_stops_label(extra))
     return asking, merge_stops(stop_sequences_for(task, model_stops), extra)
+
+
+def direct_completion_label(stops: Sequence[str]) -> str:
+    """EvalPlus's direct completion with its stop set ``stops``, as the leaderboard names it."""
+    return f"EvalPlus direct completion, {preset_stops_label(stops)}"
 
 
 def preset_stops_label(stops: Sequence[str]) -> str | None:

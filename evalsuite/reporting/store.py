@@ -116,14 +116,14 @@ def recorded_protocol(task: str, style: str, direct: bool, stops: list[str]) -> 
     """The protocol (:attr:`evalsuite.protocol.asking.Asking.protocol`) a run asked ``style``-wise with the stop
     sequences ``stops`` (a preset's come first for instruct and direct completion, after the task's otherwise)
     was under, by the shipped presets."""
-    from evalsuite.protocol.asking import preset_stops_label
+    from evalsuite.protocol.asking import direct_completion_label, preset_stops_label
     from evalsuite.protocol.presets import list_presets
 
     for preset in list_presets():
         if direct:
             own = (preset.prompt.get("direct_completion_stop_sequences") or {}).get(task)
             if own and stops[:len(own)] == list(own):
-                return f"EvalPlus direct completion, {preset_stops_label(own)}"
+                return direct_completion_label(own)
         elif style == "instruct":
             own = preset.prompt.get("instruct_stop_sequences")
             if own and stops[:len(own)] == list(own):

@@ -194,9 +194,8 @@ def generation_config_of(spec: ModelSpec, config: Any) -> Any | None:
     if not spec.gguf_file:
         try:
             return GenerationConfig.from_pretrained(location, **extra)
-        except (OSError, ValueError) as exc:
-            if (Path(location) / GENERATION_CONFIG).is_file():  # see check_generation_config
-                raise _load_error(spec, "generation config", exc) from exc
+        except (OSError, ValueError):  # none there (load_config_and_tokenizer refused an unreadable one)
+            pass
     try:
         return GenerationConfig.from_model_config(config)
     except (TypeError, ValueError, AttributeError):
