@@ -167,7 +167,7 @@ def main(argv=None) -> int:
         mid = list(itertools.product((32, 64), (2, 4), (2,), (1, 2, 4, 8)))
     none = (None, None, 2, None)  # the defaults (what the engine runs)
     if args.large_only:
-        grid = list(itertools.product((16, 32, 64), (1, 2, 4), (2, 3), (1,), ("longest",)))
+        grid = list(itertools.product((16, 32, 64), (1, 2, 4), (1, 2, 3, 4), (1,), ("longest",)))
         for uniform in (False, True):  # the engine's path: shared prompts for MHA, per row for GQA
             results.append(sweep(args.rows, 200 if HKV == HEADS else 0, [none] + grid, 4, 400, 512,
                                  args.rows + 1, uniform))

@@ -354,21 +354,24 @@ def baseline_bs1_ms(model, prompt, eos, short=8, long=72) -> float:
 
 
 # --------------------------------------------------------------------------------------------- engine
-def engine_warm_up(engine, requests, prompt_ids, params) -> float:
-    """16 samples of the first prompt, 8 tokens each, untimed in the figures: Triton compiles the engine's
-    kernels on the first use on a machine (~3.6 s for GPT-J-6B on the reference GPU) and keeps them in its disk
-    cache, so every later run, the user's too, starts warm. 16 rows, so that batches of 1, 2-8 and 16 reach
-    each kind of integer argument Triton specializes on (1, a multiple of 16, other). That is not all of it: at
-    512 rows the timed run's eager warm-up still took 0.92-1.67 s in the first process on a fresh machine, ~0.05-0.1
-    s in any later run there (``warm_up_s``; tenth, eleventh and thirteenth sessions). A warm-up call of 512
-    samples of 8 tokens did not take it off (thirteenth session: 1.01 s in the timed run after it), so it
-    depends on the cache's shape (a generate call's arena and block sizes), which only the timed workload has.
-    Returns this call's seconds (the first-use cost)."""
+def engine_warm_up(engine, requests, prompt_ids, params, **workload) -> float:
+    """Untimed in the figures: Triton compiles the engine's kernels on their first use on a machine (~3.6 s for
+    GPT-J-6B on the reference GPU) and keeps them in its disk cache, so every later run, the user's too, starts
+    warm. Two calls: 16 samples of the first prompt, 8 tokens each (batches of 1, 2-8 and 16 reach each kind of
+    integer argument Triton specializes on: 1, a multiple of 16, other); then the timed workload's own call
+    (``workload``: generate's keyword arguments), closed at its first completion. The second is there because
+    some specializations depend on the call's cache shape (its arena and block sizes), which only the timed
+    workload has: without it the timed run's set-up still compiled 2 kernels (1.02 s of 1.65 s set-up, GPT-J
+    realistic, one H200, twenty-fourth session; 0.92-1.67 s in earlier sessions' first processes).
+    Returns both calls' seconds (the first-use cost)."""
     first = replace(requests[0], sample_indices=requests[0].sample_indices[:16])
     sync()
     start = time.perf_counter()
     for _ in engine.generate([first], replace(params, max_new_tokens=8), prompt_ids=prompt_ids[:1]):
         pass
+    completions = engine.generate(requests, params, prompt_ids=prompt_ids, **workload)
+    next(completions, None)
+    completions.close()  # the call's cache and graphs are freed (its ``finally``)
     sync()
     return round(time.perf_counter() - start, 2)
 
@@ -389,14 +392,14 @@ def timed_realistic_run(engine, requests, prompt_ids, params, lengths, keep: lis
 
 
 def engine_throughput(engine, requests, prompt_ids, params, variant, lengths) -> dict:
-    first_use_s = engine_warm_up(engine, requests, prompt_ids, params)
+    forced = (lambda task, i: lengths[(task, i)]) if variant != "fixed" else None
+    workload = {"ignore_eos": variant == "fixed", "forced_lengths": forced}
+    first_use_s = engine_warm_up(engine, requests, prompt_ids, params, **workload)
     peak_reset()
     tokens = completions = 0
     sync()
     start = time.perf_counter()
-    forced = (lambda task, i: lengths[(task, i)]) if variant != "fixed" else None
-    for completion in engine.generate(requests, params, prompt_ids=prompt_ids, ignore_eos=variant == "fixed",
-                                      forced_lengths=forced):
+    for completion in engine.generate(requests, params, prompt_ids=prompt_ids, **workload):
         tokens += completion.num_tokens
         completions += 1
     sync()

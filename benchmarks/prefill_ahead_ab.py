@@ -37,7 +37,7 @@ def main(argv=None) -> int:
     params = SamplingParams(n=200, temperature=0.8, top_p=0.95, max_new_tokens=512, seed=0)
     requests, lengths = realistic_samples(tasks, 200)
     prompts = [prompt_tokens[t] for t in tasks]
-    engine_warm_up(engine, requests, prompts, params)
+    engine_warm_up(engine, requests, prompts, params, forced_lengths=lambda t, i: lengths[(t, i)])
     take_ahead = engine_module._Loop._take_ahead
     runs = []
     try:

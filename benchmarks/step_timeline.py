@@ -5,7 +5,7 @@ decode step's host time and width recorded (the loop reads tokens a step late, s
 step launches follows the device's step time; a step's width is its graph bucket, the busy rows rounded up).
 Prints steps, seconds and ms/step per range of widths, and the same as JSON under --out.
 
-    python benchmarks/step_timeline.py [--model gptj-6b] [--max-rows 512]      # GPU, ~1.5 minutes
+    python benchmarks/step_timeline.py [--model gptj-6b] [--max-rows 512[,768,...]]   # GPU, ~1 minute a run
 """
 
 from __future__ import annotations
@@ -48,18 +48,32 @@ def ranges_of(widths: list[int], gaps: list[float], edges: list[int]) -> list[St
 
 def main(argv=None) -> int:
     ap = one_shape_arguments(__doc__.split("\n")[0], "runs/step_timeline")
-    ap.add_argument("--max-rows", type=int, default=0)
+    ap.add_argument("--max-rows", default="0", help="the engine's largest decode batch; comma-separated: one run "
+                                                    "each, one model (0: the engine's default)")
     args = ap.parse_args(argv)
     prompt_tokens, eos, _ = load_prompt_tokens(SHAPES[args.model][1]["vocab_size"], False)
     tasks = prompt_subset(prompt_tokens, args.prompts)
     model = build_model(args.model, eos, "cuda", torch.bfloat16, False)
-    options = EngineOptions(**({"max_rows": args.max_rows} if args.max_rows else {}))
-    engine = Engine(model, decode_tokens=json.dumps, eos_token_ids=[eos], options=options)
     params = SamplingParams(n=args.n, temperature=0.8, top_p=0.95, max_new_tokens=512, seed=0)
     requests, lengths = realistic_samples(tasks, args.n)
     prompts = [prompt_tokens[t] for t in tasks]
-    engine_warm_up(engine, requests, prompts, params)
+    results = []
+    for max_rows in (int(v) for v in args.max_rows.split(",")):
+        options = EngineOptions(**({"max_rows": max_rows} if max_rows else {}))
+        engine = Engine(model, decode_tokens=json.dumps, eos_token_ids=[eos], options=options)
+        results.append(timeline(engine, requests, prompts, params, lengths) | {"model": args.model,
+                                                                               "max_rows": options.max_rows})
+        engine.close()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"step_timeline_{args.model}.json").write_text(json.dumps(results if len(results) > 1 else results[0]))
+    return 0
 
+
+def timeline(engine, requests, prompts, params, lengths) -> dict:
+    """One timed realistic run after its warm-up, every decode step's host time and width recorded; printed as a
+    table by range of widths."""
+    engine_warm_up(engine, requests, prompts, params, forced_lengths=lambda t, i: lengths[(t, i)])
     marks: list[float] = []
     widths: list[int] = []
     original = DecodeRunner.step
@@ -76,24 +90,23 @@ def main(argv=None) -> int:
         DecodeRunner.step = original
     gaps = [b - a for a, b in zip(marks, marks[1:])] + [0.0]
     stats = engine.stats
-    edges = [0, 64, 128, 256, 384, 448, 10**6]
+    top = max(widths, default=1)
+    edges = [0, 64, 128, 256, 384, 448] + [e for e in (512, 640, 768, 896) if e < top] + [10**6]
     table = ranges_of(widths, gaps, edges)
-    result = {"model": args.model, "device": torch.cuda.get_device_name(), "torch": torch.__version__,
+    result = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "rows": stats.rows,
               "tokens": tokens, "wall_s": round(wall, 2), "tokens_per_s": round(tokens / wall, 1),
-              "steps": len(widths), "setup_s": stats.capture_s, "prefill_s": stats.prefill_s,
+              "steps": len(widths), "setup_s": stats.capture_s, "warm_up_s": stats.warm_up_s,
+              "prefill_s": stats.prefill_s, "mean_batch": round(sum(widths) / max(1, len(widths)), 1),
               "by_bucket": [vars(r) | {"ms_per_step": round(1000 * r.seconds / r.steps, 2) if r.steps else None}
                             for r in table],
               "widths": widths, "gaps_ms": [round(1000 * g, 3) for g in gaps]}
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / f"step_timeline_{args.model}.json").write_text(json.dumps(result))
-    print(f"{tokens} tokens in {wall:.2f} s ({tokens / wall:,.0f} tok/s), {len(widths)} steps, "
-          f"set-up {stats.capture_s:.2f} s, prefill {stats.prefill_s:.2f} s")
+    print(f"{stats.rows} rows: {tokens} tokens in {wall:.2f} s ({tokens / wall:,.0f} tok/s), {len(widths)} steps, "
+          f"set-up {stats.capture_s:.2f} s (warm-up {stats.warm_up_s:.2f}), prefill {stats.prefill_s:.2f} s")
     print("| bucket rows | steps | s | ms/step | row-steps |")
     for r in table:
         ms = f"{1000 * r.seconds / r.steps:.2f}" if r.steps else "-"
         print(f"| {r.low}-{r.high - 1} | {r.steps} | {r.seconds:.2f} | {ms} | {r.row_steps} |")
-    return 0
+    return result
 
 
 if __name__ == "__main__":
