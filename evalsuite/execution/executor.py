@@ -94,7 +94,8 @@ def execute_samples(task: Task, samples: Sequence[Mapping[str, Any]], options: E
             continue
         jobs.append(sandbox.Job(job_id, program.problem_key, program.candidate, program.test, program.check,
                                 timeout_s=(timeouts or {}).get(problem.task_id), prelude=program.prelude,
-                                entry_point=program.entry_point, wrapper=program.wrapper))
+                                entry_point=program.entry_point, wrapper=program.wrapper,
+                                whole_program=program.whole_program))
 
     outcomes: list[sandbox.Outcome | None] = [None] * len(samples)
     for job_id in unchecked:

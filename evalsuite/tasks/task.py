@@ -51,7 +51,9 @@ class Program:
     the candidate's function the test calls (through the call channel); by default read from ``check(name)``.
     ``wrapper``: the function the task wrapped module-level asserts or a script in (bigcode's MBPP program runs them
     as module code): they name the entry point at each call, so a candidate that rebinds the name is called as
-    rebound; empty where the test binds it once, as ``check(entry_point)`` does.
+    rebound; empty where the test binds it once, as ``check(entry_point)`` does. ``whole_program``: the candidate
+    replaces the prompt (an instruct answer, EvalPlus's ``solution``), so the prelude's definitions reach the test
+    only where the candidate defined the same names (the peer's test sees only the program's).
     """
 
     problem_key: str
@@ -61,6 +63,7 @@ class Program:
     prelude: str = ""
     entry_point: str = ""
     wrapper: str = ""
+    whole_program: bool = False
 
 
 def truncate_at_stop(text: str, stop_sequences: Sequence[str]) -> str:
@@ -167,8 +170,9 @@ class Task:
 
     def build_solution_program(self, problem: Problem, solution: str) -> Program:
         """An instruct-style answer is a whole program (EvalPlus runs the sanitized solution alone): it
-        replaces prompt + completion; the trusted test and check stay the task's."""
-        return dataclasses.replace(self.build_program(problem, ""), candidate=solution)
+        replaces prompt + completion; the trusted test and check stay the task's, and the prompt's definitions
+        reach the test only where the program defines them too."""
+        return dataclasses.replace(self.build_program(problem, ""), candidate=solution, whole_program=True)
 
     def __repr__(self) -> str:
         return f"<Task {self.name}>"
