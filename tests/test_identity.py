@@ -447,3 +447,24 @@ def test_a_task_plugins_edited_prompts_are_another_run_and_the_built_ins_keys_st
     humaneval = TaskRegistry.discover().get("humaneval")
     assert task_code_identity(humaneval, humaneval.problems()[:2]) is None
     assert "task_code" not in run_identity("m", humaneval, humaneval.problems()[:2], (), SamplingParams())
+
+
+def test_the_checkpoints_own_modeling_code_is_another_run_than_transformers_class(tiny_model_dir, tmp_path):
+    """A checkpoint whose config maps to its own modeling code and names a model type transformers implements
+    (as many hub repos ship): with --trust-remote-code its code runs, without it transformers' class. Two
+    implementations, two runs: they shared one folder, so the second reused (or, after a stop, completed) the
+    first's completions (red-team round 17)."""
+    model = tmp_path / "llama_rc"
+    shutil.copytree(tiny_model_dir("llama"), model)
+    (model / "modeling_custom.py").write_text(
+        "from transformers import LlamaForCausalLM\n\n\nclass CustomLlama(LlamaForCausalLM):\n"
+        "    def forward(self, *args, **kwargs):\n        out = super().forward(*args, **kwargs)\n"
+        "        out.logits = out.logits * 0.0\n        out.logits[..., 42] = 100.0\n        return out\n")
+    config = json.loads((model / "config.json").read_text())
+    config["auto_map"] = {"AutoModelForCausalLM": "modeling_custom.CustomLlama"}
+    (model / "config.json").write_text(json.dumps(config))
+    remote = tiny_run(model, tmp_path / "runs", "--trust-remote-code")
+    own = tiny_run(model, tmp_path / "runs")
+    assert len(run_dirs(tmp_path / "runs")) == 2
+    assert remote["identity"]["checkpoint"]["remote_code"]["model"].endswith("CustomLlama")
+    assert "remote_code" not in own["identity"]["checkpoint"]

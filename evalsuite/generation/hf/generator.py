@@ -166,6 +166,9 @@ class HFGenerator(Generator):
             "versions": {"torch": torch.__version__, "transformers": transformers.__version__}}
         if engine == "evalsuite" and self.options.hf.batch_invariant:  # other sampled tokens: another run (named
             identity["batch_invariant"] = True  # only where set, so the folders of earlier runs stay as they were)
+        remote = remote_code_classes(self.model, self.loaded.tokenizer)
+        if remote:  # the checkpoint's own modeling code ran (--trust-remote-code), not transformers' class for its
+            identity["remote_code"] = remote  # model type: another implementation, another run (named only then)
         return identity
 
     def _engine_description(self) -> Any:
@@ -335,4 +338,15 @@ def _peak_reserved_gib(device: Any) -> float | None:
     if getattr(device, "type", None) != "cuda":
         return None
     return round(torch.cuda.max_memory_reserved(device) / 2**30, 3)
+
+
+def remote_code_classes(model: Any, tokenizer: Any) -> dict[str, str]:
+    """The model's and tokenizer's classes where either came from the checkpoint's own code (transformers loads
+    it as ``transformers_modules.*`` under ``trust_remote_code``); empty where transformers' own classes ran."""
+    out = {}
+    for role, obj in (("model", model), ("tokenizer", tokenizer)):
+        cls = type(obj)
+        if cls.__module__.startswith("transformers_modules"):
+            out[role] = f"{cls.__module__}.{cls.__qualname__}"
+    return out
 
