@@ -193,6 +193,28 @@ def test_output_holding_a_run_or_another_files_scoring_is_refused_before_anythin
     assert json.loads((scored / "summary.json").read_text())["pass@1"] == 1.0
 
 
+def test_output_holding_this_files_scoring_on_other_task_data_is_refused(tmp_path, capsys):
+    """The same samples file, name, task and sampling scored against an edited copy of HumanEval (a team's
+    patched benchmark beside the original) into the same --output: two leaderboard rows linked to one page, which
+    said the second's number (red-team round 17)."""
+    rows = humaneval_rows()
+    samples = write_jsonl(tmp_path / "s.jsonl", [{"task_id": r["task_id"], "completion": r["canonical_solution"]}
+                                                 for r in rows[:2]])
+    edited = write_jsonl(tmp_path / "edited.jsonl",
+                         [dict(r, test="def check(candidate):\n    assert candidate is None\n") if i < 2 else r
+                          for i, r in enumerate(rows)])
+    out = tmp_path / "ev"
+    assert evaluate(str(samples), "--task", "humaneval", "--k", "1", "--output", str(out)) == 0
+    capsys.readouterr()
+    assert evaluate(str(samples), "--task", "humaneval", "--k", "1", "--output", str(out),
+                    "--task-data", f"humaneval={edited}") == 2
+    assert "holds the scoring of this samples file under another task data" in capsys.readouterr().err
+    assert json.loads((out / "summary.json").read_text())["pass@1"] == 1.0
+    assert evaluate(str(samples), "--task", "humaneval", "--k", "1", "--output", str(tmp_path / "ev2"),
+                    "--task-data", f"humaneval={edited}") == 0
+    assert json.loads((tmp_path / "ev2" / "summary.json").read_text())["pass@1"] == 0.0
+
+
 def test_an_instruct_runs_completions_file_runs_each_program_alone(tmp_path):
     """An instruct run's completions.jsonl holds whole programs (marked prompt_style instruct); evaluate ran them
     after the prompt, so one starting with a __future__ import failed there (SyntaxError) and passed in the run."""

@@ -173,8 +173,11 @@ def _scored(args: argparse.Namespace, task, ks, problems, samples, options, poli
     from evalsuite.runs.results import RunResult, task_score
 
     given = _given_sampling(args, n=_samples_per_problem(samples))
+    from evalsuite.tasks.evalplus_tasks import EvalPlusTask
+
     scoring = {"samples_sha256": sha256_file(args.samples), "model": name, "task": task.name,
-               "sampling": given.describe()}
+               "sampling": given.describe(), "dataset_sha256": task.dataset_sha256,
+               "evaluation": "evalplus" if isinstance(task, EvalPlusTask) else "test code"}
     _check_output_is_its_own(Path(args.output), scoring)
     kind = samples[0]["kind"]
     missing = missing_problems(problems, samples)
@@ -200,7 +203,7 @@ def _scored(args: argparse.Namespace, task, ks, problems, samples, options, poli
         {"task": task.name, "dataset_sha256": task.dataset_sha256, "dataset_source": task.source,
          "dataset_provenance": task.provenance(), "samples_file": storable(str(args.samples)),
          "samples_sha256": samples_sha256, "model": name, "sampling": scoring["sampling"],
-         "samples_kind": kind, "n_problems_in_task": in_task,
+         "evaluation": scoring["evaluation"], "samples_kind": kind, "n_problems_in_task": in_task,
          "missing_problems": {"count": len(missing), "task_ids": missing}, "sandbox_mode": execution["mode"],
          "execution": execution, "versions": execution["versions"]},
         facts=_facts(args, name, task, covered, kind, samples, samples_sha256, execution["mode"]))
@@ -235,11 +238,13 @@ def _check_output_is_its_own(output: Path, scoring: dict[str, str]) -> None:
     if scored != scoring["samples_sha256"]:
         what = f"another samples file ({visible(str(earlier.get('samples_file')))})" if scored else "another run"
     else:  # what summaries before a field was kept lack is taken as the same
-        differs = [name for name in ("model", "task", "sampling") if earlier.get(name, scoring[name]) != scoring[name]]
+        differs = [name for name in ("model", "task", "sampling", "dataset_sha256", "evaluation")
+                   if earlier.get(name, scoring[name]) != scoring[name]]
         if not differs:
             return
+        said = {"model": "name", "dataset_sha256": "task data", "evaluation": "evaluation"}
         what = "this samples file under another " + " and ".join(
-            f"{'name' if name == 'model' else name} ({visible(str(earlier[name]))})" for name in differs)
+            f"{said.get(name, name)} ({visible(str(earlier[name]))})" for name in differs)
     raise EvalsuiteError(f"--output {visible(str(output))} holds the scoring of {what}: give another folder, or "
                          "remove it")
 
