@@ -456,6 +456,31 @@ def test_the_pages_are_drawn_while_the_leaderboard_is_still_locked(tmp_path, mon
     assert seen == [1]
 
 
+def test_the_leaderboard_command_draws_its_pages_under_the_lock_too(board_dir: Path, monkeypatch):
+    """`evalsuite leaderboard` loaded and drew index.html without the folder's lock: a run adding an entry meanwhile
+    was missing from the page until the next write (red-team round 17)."""
+    import fcntl
+    import os
+
+    from evalsuite.reporting import publish
+
+    seen = []
+
+    def draw(directory, entries):
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            with pytest.raises(BlockingIOError):  # a run's store_entries could not take the lock now
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        finally:
+            os.close(fd)
+        seen.append(len(entries))
+        return directory / "index.html"
+
+    monkeypatch.setattr(publish, "write_leaderboard_pages", draw)
+    assert cli_main(["leaderboard", "--dir", str(board_dir)]) == 0
+    assert seen and seen[0] > 0
+
+
 def test_a_read_only_leaderboard_folder_still_prints_and_gates(board_dir: Path, capsys, monkeypatch):
     """Its page could not be written: a traceback, exit 1, no table, no gate. Now a warning, and the rest stands."""
     from evalsuite.reporting import publish

@@ -13,7 +13,7 @@ from evalsuite.errors import EvalsuiteError
 from evalsuite.reporting.gate import check_fail_under, raise_shortfalls
 from evalsuite.reporting.labels import display_labels, estimate_text
 from evalsuite.reporting.model import LeaderboardEntry
-from evalsuite.reporting.store import LEADERBOARD_FILE, load_leaderboard
+from evalsuite.reporting.store import LEADERBOARD_FILE, load_leaderboard, locked
 from evalsuite.reporting.terminal import Table
 from evalsuite.reporting.views.leaderboard_page import HTML_FILE
 from evalsuite.untrusted import visible
@@ -88,7 +88,9 @@ def main(args: argparse.Namespace) -> int:
     if not args.dir.is_dir():  # a typo: say so, rather than make the folder and show an empty board
         raise EvalsuiteError(f"no leaderboard folder {args.dir} (`evalsuite run` makes it; --leaderboard-dir "
                              "names the one to read)")
-    with stdout_to_stderr(json_out):
+    # under the folder's lock, as a run's store_entries draws them: a run saving meanwhile would be missing from
+    # the page (or shown with its replaced entry's number) until the next write
+    with stdout_to_stderr(json_out), locked(args.dir):
         entries = load_leaderboard(path)
         shown = [e for e in entries
                  if (args.model is None or e.model in args.model or e.model_id in args.model)

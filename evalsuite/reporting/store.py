@@ -146,7 +146,7 @@ def save_leaderboard(path: str | Path, entries: Sequence[LeaderboardEntry]) -> N
 
 
 @contextlib.contextmanager
-def _locked(directory: Path) -> Iterator[None]:
+def locked(directory: Path) -> Iterator[None]:
     """Serialise read-merge-write across processes (two runs finishing at once must not drop an entry).
 
     The lock is taken on the directory itself, so no lock file is left next to the leaderboard.
@@ -173,7 +173,7 @@ def store_entries(directory: str | Path, new_entries: Sequence[LeaderboardEntry]
     directory = Path(directory)
     path = directory / LEADERBOARD_FILE
     new_entries = [_relative_page(entry, directory) for entry in new_entries]
-    with _locked(directory):
+    with locked(directory):
         old = load_leaderboard(path)
         _warn_other_checkpoint(old, new_entries)
         entries = merge(old, new_entries)
