@@ -481,6 +481,30 @@ def test_the_leaderboard_command_draws_its_pages_under_the_lock_too(board_dir: P
     assert seen and seen[0] > 0
 
 
+def test_an_entry_whose_run_was_scored_again_elsewhere_keeps_its_numbers_and_loses_its_link(tmp_path, capsys,
+                                                                                            monkeypatch):
+    """A finished run on a leaderboard, rerun into the same folder with --no-leaderboard and another --timeout:
+    its page and summary now say 0.0 while the entry says 1.0 and linked there, and the comparison view read the
+    new tallies as the entry's (red-team round 17). Now the leaderboard says so, drops the link and the tallies."""
+    monkeypatch.setenv("EVALSUITE_CACHE_DIR", str(tmp_path / "cache"))
+    runs, board = tmp_path / "runs", tmp_path / "lb"
+    base = ["run", "--limit", "3", "--output", str(runs), "--quiet"]
+    assert cli_main(base + ["--leaderboard-dir", str(board)]) == 0
+    assert "report.html" in (board / "index.html").read_text()
+    assert cli_main(base + ["--no-leaderboard", "--timeout", "0.000001"]) == 0
+    capsys.readouterr()
+    assert cli_main(["leaderboard", "--dir", str(board)]) == 0
+    err = capsys.readouterr().err
+    assert "scored again since" in err and "pass@1 0.000" in err
+    assert "report.html" not in (board / "index.html").read_text()
+    entry = json.loads((board / "leaderboard.json").read_text())["entries"][0]
+    assert entry["metrics"]["pass@1"]["value"] == 1.0 and entry["run_page"]  # the stored entry is as it was
+    assert cli_main(base + ["--leaderboard-dir", str(board)]) == 0  # a rerun here puts the two back in step
+    capsys.readouterr()
+    assert cli_main(["leaderboard", "--dir", str(board)]) == 0
+    assert "scored again" not in capsys.readouterr().err and "report.html" in (board / "index.html").read_text()
+
+
 def test_a_read_only_leaderboard_folder_still_prints_and_gates(board_dir: Path, capsys, monkeypatch):
     """Its page could not be written: a traceback, exit 1, no table, no gate. Now a warning, and the rest stands."""
     from evalsuite.reporting import publish

@@ -103,9 +103,16 @@ def main(args: argparse.Namespace) -> int:
             print(f"no entries in {path} match the --model/--task selection")
         else:
             print(f"no entries yet in {path}; `evalsuite run` adds them")
+        from evalsuite.reporting.publish import pages_rescored_since, write_leaderboard_pages
+
+        labels = display_labels(entries)
+        for key, said in pages_rescored_since(args.dir, shown).items():
+            print(f"warning: {labels[key]} on {key[1]}: its run was scored again since it was added here (a rerun "
+                  f"into the same folder that updated another leaderboard or none): the run's page now says {said}; "
+                  "the entry keeps its own numbers and loses its link (rerun with this --leaderboard-dir to "
+                  "update it)", file=sys.stderr)
         written = None
         if not args.no_html:
-            from evalsuite.reporting.publish import write_leaderboard_pages
 
             try:
                 written = write_leaderboard_pages(args.dir, entries)  # the pages always show everything

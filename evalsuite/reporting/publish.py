@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from evalsuite.reporting.model import LeaderboardEntry
-from evalsuite.reporting.store import run_tallies, store_entries
+from evalsuite.reporting.store import linked_summary, rescored_since, run_tallies, store_entries
 from evalsuite.reporting.views import write_leaderboard_views
 
 
@@ -39,6 +39,21 @@ def write_leaderboard_pages(directory: str | Path, entries: Sequence[Leaderboard
 
 def with_pages_found(directory: str | Path, entries: Sequence[LeaderboardEntry]) -> list[LeaderboardEntry]:
     """The entries as the pages show them: one whose run folder was deleted since keeps its row and loses its link,
-    which led nowhere. The stored entry keeps it (the folder may come back, from a backup)."""
-    return [entry if not entry.run_page or (Path(directory) / entry.run_page).is_file()
+    which led nowhere; so does one whose run was scored again since into the same folder by a rerun that added
+    to another leaderboard or none (its page says other numbers: :func:`pages_rescored_since`). The stored entry
+    keeps its link (the folder may come back, from a backup; a rerun here puts it back in step)."""
+    rescored = pages_rescored_since(directory, entries)
+    return [entry if not entry.run_page or ((Path(directory) / entry.run_page).is_file() and entry.key not in rescored)
             else dataclasses.replace(entry, run_page=None) for entry in entries]
+
+
+def pages_rescored_since(directory: str | Path, entries: Sequence[LeaderboardEntry]) -> dict[tuple, str]:
+    """Entry key -> what its linked run's summary says now, for each entry whose run page no longer says its
+    numbers."""
+    out = {}
+    for entry in entries:
+        summary = linked_summary(directory, entry)
+        said = rescored_since(entry, summary) if summary is not None else None
+        if said:
+            out[entry.key] = said
+    return out

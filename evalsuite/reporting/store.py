@@ -201,16 +201,43 @@ def _warn_other_checkpoint(old: Sequence[LeaderboardEntry], new: Sequence[Leader
                   f"{entry.model_id}; give one of them another --name to keep both", file=sys.stderr)
 
 
-def problem_tallies(directory: str | Path, entry: LeaderboardEntry) -> dict[str, ProblemTally] | None:
-    """The entry's problems as its run's summary.json (next to its run page; a relative page is under the leaderboard
-    ``directory``) counts them; None where there is no page or the summary cannot be read."""
+def linked_summary(directory: str | Path, entry: LeaderboardEntry) -> dict[str, Any] | None:
+    """The summary.json next to the entry's run page (a relative page is under the leaderboard ``directory``);
+    None where there is no page or the summary cannot be read."""
     if not entry.run_page:
         return None
     try:
         summary = json.loads((Path(directory) / entry.run_page).parent.joinpath(SUMMARY_FILE)
                              .read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return summary if isinstance(summary, dict) else None
+
+
+def rescored_since(entry: LeaderboardEntry, summary: Mapping[str, Any]) -> str | None:
+    """What the linked run's summary says where it no longer says the entry's numbers (the folder was scored
+    again since, by a rerun whose leaderboard is another one or none): e.g. ``pass@1 0.000``; None where it agrees
+    (or says nothing to compare)."""
+    differs = []
+    for name, metric in sorted(entry.metrics.items()):
+        value = summary.get(name)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value - metric.value) > 1e-9:
+            differs.append(f"{name} {value:.3f}")
+    problems = summary.get("n_problems")
+    if isinstance(problems, int) and not isinstance(problems, bool) and problems != entry.n_problems:
+        differs.append(f"{problems} problems")
+    return ", ".join(differs) or None
+
+
+def problem_tallies(directory: str | Path, entry: LeaderboardEntry) -> dict[str, ProblemTally] | None:
+    """The entry's problems as its run's summary.json counts them; None where there is no page, the summary cannot be
+    read, or it was scored again since and no longer says the entry's numbers (its tallies are not the entry's)."""
+    summary = linked_summary(directory, entry)
+    if summary is None or rescored_since(entry, summary):
+        return None
+    try:
         return tallies_from_json(summary["per_problem"])
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    except (ValueError, KeyError, TypeError, AttributeError):
         return None
 
 
