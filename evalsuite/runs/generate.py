@@ -21,6 +21,10 @@ from evalsuite.runs.rundir import RunDir
 from evalsuite.runs.stops import stops_held
 from evalsuite.tasks.task import Problem, Task
 
+# A completions row's field: the model's output cut at the stop sequences, before the task's postprocessing (or an
+# instruct answer's extraction) made ``completion`` of it; kept so that scoring makes ``completion`` again
+STOPPED_TEXT = "stopped_text"
+
 
 def generate_missing(generator: Generator, task: Task, problems: Sequence[Problem], stops: Sequence[str],
                      sampling: SamplingParams, run_dir: RunDir, label: str, show_progress: bool,
@@ -66,6 +70,7 @@ def generate_missing(generator: Generator, task: Task, problems: Sequence[Proble
             done[expected] = {}
             row = completion.to_json()
             raw = completion.text if completion.raw_text is None else completion.raw_text
+            row[STOPPED_TEXT] = completion.text  # what completion is made from, again at each scoring
             row.update(asking.completion_row(task, by_id[completion.task_id], completion.text, raw))
             if invocation_id is not None:
                 row["invocation_id"] = invocation_id
@@ -115,9 +120,14 @@ def finished_before(stream: Iterator[Completion], stop: KeyboardInterrupt) -> It
         return
 
 
-def load_completions(run_dir: RunDir, problems: Sequence[Problem], n: int,
-                     valid_ids: set[str]) -> list[dict[str, Any]]:
-    """The completions of ``problems``, in problem order then completion_id: the order results are written in."""
+def load_completions(run_dir: RunDir, problems: Sequence[Problem], n: int, valid_ids: set[str],
+                     task: Task, asking: Asking) -> list[dict[str, Any]]:
+    """The completions of ``problems``, in problem order then completion_id: the order results are written in.
+    Each row's ``completion`` (what the sandbox runs) is made again from the model's output as it was cut at the
+    stops (:data:`STOPPED_TEXT`), by the task's postprocessing or an instruct answer's extraction as they are now:
+    rows kept from an earlier invocation whose code has changed since (a plugin's ``postprocess``, its helpers,
+    a spec's entry point) are scored as the new rows are, never each by its own code (red-team round 18). Rows
+    saved before the field was kept are run as they were saved."""
     done = run_dir.existing_completions(valid_ids, n)
     ordered = []
     for problem in problems:
@@ -125,5 +135,8 @@ def load_completions(run_dir: RunDir, problems: Sequence[Problem], n: int,
             row = done.get((problem.task_id, index))
             if row is None:
                 raise EvalsuiteError(f"{run_dir.completions}: completion {index} of {problem.task_id} is missing")
+            stopped, raw = row.get(STOPPED_TEXT), row.get("raw_completion")
+            if isinstance(stopped, str) and isinstance(raw, str):
+                row = {**row, **asking.completion_row(task, problem, stopped, raw)}
             ordered.append(row)
     return ordered

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from evalsuite.errors import EvalsuiteError
@@ -48,27 +46,18 @@ def problem_set(task: Task, problems: Sequence[Problem]) -> ProblemSubset | None
 
 
 def task_code_identity(task: Task, problems: Sequence[Problem]) -> dict[str, str] | None:
-    """What a task plugin's own Python code (``--task-dir``, an installed package) decides: the prompts it formats
-    for these problems, and the source of the module(s) defining its class, whose ``postprocess`` shapes each
-    kept completion. None for evalsuite's own task classes (the built-ins and the YAML specs' DatasetTask, whose
-    prompt template and data are keyed already), so their runs keep their keys. Without it, an edited
-    ``format_prompt`` resumed the earlier prompts' completions into the same run (red-team round 17)."""
-    cls = type(task)
-    if cls.__module__.split(".")[0] == "evalsuite":
+    """What a task plugin's own code decides of the completions: the prompts it formats for these problems. None
+    for evalsuite's own task classes used as they are (the built-ins, the YAML specs' DatasetTask: their prompt
+    template and data are keyed already), so those runs keep their keys. Without it, an edited ``format_prompt``
+    (a subclass's, or one set on an instance of evalsuite's Task) resumed the earlier prompts' completions into
+    the same run (red-team rounds 17 and 18). A plugin's ``postprocess`` needs no key: scoring makes each row's
+    completion again from the model's output (:func:`evalsuite.runs.generate.load_completions`)."""
+    if not isinstance(task, Task):
         return None
-    sources = hashlib.sha256()
-    for klass in cls.__mro__:
-        module = sys.modules.get(klass.__module__)
-        path = getattr(module, "__file__", None)
-        if klass.__module__.split(".")[0] in ("evalsuite", "builtins") or not path:
-            continue
-        try:
-            sources.update(Path(path).read_bytes())
-        except OSError:
-            sources.update(path.encode())
+    if type(task).__module__.split(".")[0] == "evalsuite" and "format_prompt" not in vars(task):
+        return None
     prompts = json.dumps([task.format_prompt(p) for p in problems], ensure_ascii=False)
-    return {"source_sha256": sources.hexdigest(),
-            "prompts_sha256": hashlib.sha256(prompts.encode("utf-8", "surrogatepass")).hexdigest()}
+    return {"prompts_sha256": hashlib.sha256(prompts.encode("utf-8", "surrogatepass")).hexdigest()}
 
 
 def prompt_settings(decision: PromptDecision, protocol: PromptProtocol, stops: Sequence[str]) -> dict[str, Any]:

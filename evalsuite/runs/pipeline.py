@@ -229,7 +229,7 @@ def run_one(generator: Generator, spec: ModelSpec, task: Task, config: RunConfig
                                                  tally=invocation)
             generate_seconds = time.perf_counter() - started
 
-            samples = load_completions(run_dir, my_problems, config.sampling.n, valid_ids)
+            samples = load_completions(run_dir, my_problems, config.sampling.n, valid_ids, task, asking)
             executing = time.perf_counter()
             executed = asking.executed(task)
             results, execution_info = execute_with_timeouts(executed, samples, config.execution, config.timeouts)

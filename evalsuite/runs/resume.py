@@ -28,6 +28,7 @@ from evalsuite.records import Completion, GenerationRequest, SamplingParams
 from evalsuite.runs.identity import task_code_identity
 from evalsuite.runs.record import RECORD_FILE, RunRecord
 from evalsuite.runs.rundir import RunDir
+from evalsuite.tasks.task import Task
 from evalsuite.version import __version__
 
 
@@ -64,7 +65,7 @@ def request_key(spec: Any, task: Any, problem_ids: Sequence[str], config: Any) -
         "versions": {name: _version(name) for name in ("torch", "transformers", "accelerate", "gguf")},
         "gpus": {"visible": os.environ.get("CUDA_VISIBLE_DEVICES"), "present": os.path.exists("/dev/nvidiactl")},
     }
-    by_id = {p.task_id: p for p in task.problems()}
+    by_id = {p.task_id: p for p in task.problems()} if isinstance(task, Task) else {}
     code = task_code_identity(task, [by_id[i] for i in problem_ids if i in by_id])
     if code is not None:  # a task plugin's own code: its edited prompts are another run (run_identity keys them too)
         blob["task_code"] = code
