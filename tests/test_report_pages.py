@@ -130,7 +130,7 @@ def test_side_by_side_data_cannot_close_the_script_element(tmp_path: Path):
 def test_leaderboard_json_and_terminal_table_carry_the_interval_method(tmp_path: Path):
     entries = update_leaderboard(tmp_path, [_entry("none-pass", (0,) * 10), _entry("mixed", (1, 0) * 5)])
     document = json.loads((tmp_path / "leaderboard.json").read_text())
-    assert document["schema_version"] == "1.6"
+    assert document["schema_version"] == "1.7"
     methods = {e["model"]: e["metrics"]["pass@1"]["ci_method"] for e in document["entries"]}
     assert methods == {"none-pass": "wilson", "mixed": "bootstrap"}
     none_pass = next(e for e in document["entries"] if e["model"] == "none-pass")

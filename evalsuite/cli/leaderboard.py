@@ -106,7 +106,8 @@ def main(args: argparse.Namespace) -> int:
         from evalsuite.reporting.publish import pages_rescored_since, write_leaderboard_pages
 
         labels = display_labels(entries)
-        for key, said in pages_rescored_since(args.dir, shown).items():
+        rescored = pages_rescored_since(args.dir, shown)
+        for key, said in rescored.items():
             print(f"warning: {labels[key]} on {key[1]}: its run was scored again since it was added here (a rerun "
                   f"into the same folder that updated another leaderboard or none): the run's page now says {said}; "
                   "the entry keeps its own numbers and loses its link (rerun with this --leaderboard-dir to "
@@ -127,7 +128,7 @@ def main(args: argparse.Namespace) -> int:
         from evalsuite.runs.results import FailUnder, leaderboard_json
 
         gate = FailUnder(dict(args.fail_under), shortfalls) if args.fail_under else None
-        print_json(leaderboard_json(path, shown, written, gate))
+        print_json(leaderboard_json(path, shown, written, gate, rescored))
     raise_shortfalls(shortfalls)
     if args.fail_under and not json_out:
         print(f"--fail-under met by all {len(shown)} selected entr{'y' if len(shown) == 1 else 'ies'}")

@@ -50,6 +50,7 @@ class RunSummary:
     run_page: str | None = None  # the run's report.html; made relative to the leaderboard folder when added
     seed: int | None = None  # the sampling seed; None where it is not known
     other_data: bool = False  # the task's data is not its own: labelled in every view
+    scoring_sha256: str | None = None  # scoring_digest of the summary.json written with it (the entry keeps it)
 
     REQUIRED: ClassVar[tuple[str, ...]] = ("model", "model_id", "task", "dataset_sha256", "prompt_template",
                                            "sampling", "score", "run_id", "hardware")
@@ -71,7 +72,8 @@ class RunSummary:
                    weights=run_summary.get("weights"), prompt_style=run_summary.get("prompt_style"),
                    strip_prompt=bool(run_summary.get("strip_prompt")), protocol=run_summary.get("protocol") or None,
                    problem_set=ProblemSubset.from_json(run_summary.get("problem_set")),
-                   run_page=run_summary.get("run_page") or None)
+                   run_page=run_summary.get("run_page") or None,
+                   scoring_sha256=run_summary.get("scoring_sha256") or None)
 
 
 def _sampling(given: SamplingParams | Mapping[str, Any]) -> tuple[SamplingParams, int | None]:
@@ -125,6 +127,7 @@ def entry_from_run(run_summary: RunSummary | Mapping[str, Any]) -> LeaderboardEn
         not_computable=not_computable, seed=None if run.seed is None else int(run.seed),
         run_page=str(run.run_page) if run.run_page else None,
         base_metrics=base_metrics,
+        scoring_sha256=run.scoring_sha256,
     )
     validate_document(document([entry]), "<new entry>")  # fail at the source, not at the next read
     return entry

@@ -15,7 +15,7 @@ from typing import Any
 from evalsuite.errors import EvalsuiteError
 from evalsuite.version import __version__
 
-SCHEMA_VERSION = "1.6"
+SCHEMA_VERSION = "1.7"
 SCHEMA_PATH = Path(__file__).parent / "leaderboard.schema.json"
 _VERSION = re.compile(r"[0-9]+\.[0-9]+")
 

@@ -22,7 +22,7 @@ from evalsuite.errors import EvalsuiteError
 from evalsuite.jsonl import atomic_write_json
 from evalsuite.reporting.model import LeaderboardEntry, merge, settings_key, sort_entries, utc_now_iso
 from evalsuite.reporting.schema import SCHEMA_VERSION, check_schema
-from evalsuite.scoring.summary import SUMMARY_FILE, ProblemTally, tallies_from_json
+from evalsuite.scoring.summary import SUMMARY_FILE, ProblemTally, scoring_digest, tallies_from_json
 
 LEADERBOARD_FILE = "leaderboard.json"
 
@@ -215,9 +215,10 @@ def linked_summary(directory: str | Path, entry: LeaderboardEntry) -> dict[str, 
 
 
 def rescored_since(entry: LeaderboardEntry, summary: Mapping[str, Any]) -> str | None:
-    """What the linked run's summary says where it no longer says the entry's numbers (the folder was scored
-    again since, by a rerun whose leaderboard is another one or none): e.g. ``pass@1 0.000``; None where it agrees
-    (or says nothing to compare)."""
+    """What the linked run's summary says where it no longer says what it said when the entry was made (the
+    folder was scored again since, by a rerun whose leaderboard is another one or none): e.g. ``pass@1 0.000``,
+    or ``other problems' results`` where pass@k reads the same; None where it agrees. An entry from before
+    schema 1.7 (no digest) is compared by its numbers alone."""
     differs = []
     for name, metric in sorted(entry.metrics.items()):
         value = summary.get(name)
@@ -226,6 +227,8 @@ def rescored_since(entry: LeaderboardEntry, summary: Mapping[str, Any]) -> str |
     problems = summary.get("n_problems")
     if isinstance(problems, int) and not isinstance(problems, bool) and problems != entry.n_problems:
         differs.append(f"{problems} problems")
+    if not differs and entry.scoring_sha256 and scoring_digest(summary) != entry.scoring_sha256:
+        differs.append("other problems' results")
     return ", ".join(differs) or None
 
 

@@ -25,7 +25,7 @@ from evalsuite.reporting.views import write_run_views
 from evalsuite.reporting.views.contract import RunHeader, sample_views
 from evalsuite.runs.record import RECORD_FILE, RunRecord
 from evalsuite.scoring import Score, ScoreSummary, score
-from evalsuite.scoring.summary import SUMMARY_FILE
+from evalsuite.scoring.summary import SUMMARY_FILE, scoring_digest
 from evalsuite.tasks.task import Problem, Task
 
 
@@ -79,7 +79,8 @@ class RunFacts:
                    other_data=record.task.other_data)
 
     def leaderboard_summary(self, scored: ScoreSummary, page: Path) -> RunSummary:
-        """What :func:`evalsuite.reporting.entries.entry_from_run` builds the run's leaderboard entry from."""
+        """What :func:`evalsuite.reporting.entries.entry_from_run` builds the run's leaderboard entry from (with
+        ``scored``'s digest as summary.json holds it: the entry tells a page scored again since by it)."""
         from evalsuite.environment import hardware, hardware_summary
 
         return RunSummary(
@@ -90,7 +91,7 @@ class RunFacts:
             hardware=self.hardware if self.hardware is not None else hardware_summary(hardware()),
             run_page=str(page.resolve()), weights=self.weights or None, prompt_style=self.prompt_style or None,
             strip_prompt=bool(self.strip_prompt), protocol=self.protocol or None, date=self.date or None,
-            other_data=self.other_data)
+            other_data=self.other_data, scoring_sha256=scoring_digest(scored.to_json()))
 
 
 @dataclass(frozen=True)

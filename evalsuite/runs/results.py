@@ -8,7 +8,7 @@ covers ``evalsuite leaderboard --json``. Nothing here imports torch.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -17,7 +17,7 @@ from typing import Any
 from evalsuite.scoring.passk import PassAtK  # one type for pass@k everywhere: scores, API results, --json
 from evalsuite.scoring.score import Score
 
-OUTPUT_SCHEMA_VERSION = "1.4"
+OUTPUT_SCHEMA_VERSION = "1.5"
 OUTPUT_SCHEMA_PATH = Path(__file__).parent.parent / "reporting" / "cli_output.schema.json"
 
 
@@ -182,8 +182,9 @@ def score_from_outcome(outcome: Any) -> TaskScore:
 
 
 def leaderboard_json(path: Path, entries: Sequence[Any], html: Path | None,
-                     fail_under: FailUnder | None) -> dict[str, Any]:
-    """What ``evalsuite leaderboard --json`` prints: the selected entries as leaderboard.json stores them."""
+                     fail_under: FailUnder | None, rescored: Mapping[tuple, str] | None = None) -> dict[str, Any]:
+    """What ``evalsuite leaderboard --json`` prints: the selected entries as leaderboard.json stores them, and for
+    each what its run page says where it was scored again since (``rescored``: by entry key; else null)."""
     from evalsuite.reporting.labels import display_labels, is_partial
     from evalsuite.reporting.model import sort_entries
 
@@ -194,6 +195,7 @@ def leaderboard_json(path: Path, entries: Sequence[Any], html: Path | None,
             "entries": [entry.to_json() for entry in ordered],
             "labels": [labels[entry.key] for entry in ordered],
             "partial": [is_partial(entry) for entry in ordered],
+            "rescored_since": [(rescored or {}).get(entry.key) for entry in ordered],
             "fail_under": None if fail_under is None else fail_under.to_json()}
 
 

@@ -8,6 +8,8 @@ file's content, key for key in the order it has always had; :meth:`ScoreSummary.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -80,6 +82,15 @@ class SetScore:
 # summary.json's keys the score writes (with the pass@k ones); the others are the command's own fields.
 SCORE_KEYS = ("ci95", "ci_method", "not_computable", "n_samples", "n_problems", "n_passed", "n_failed",
               "n_timed_out", "timed_out_per_problem", "flags", "sets", "per_problem")
+
+
+def scoring_digest(summary: Mapping[str, Any]) -> str:
+    """sha256 of what a summary.json (its content, or ``ScoreSummary.to_json()``) says the scoring found: pass@k,
+    the counts, EvalPlus's sets and every problem's tally. A leaderboard entry keeps it, so that a run page whose
+    folder was scored again since (by a rerun for another leaderboard or none) is told apart even where its pass@k
+    reads the same (other problems passed)."""
+    said = {key: value for key, value in summary.items() if key in SCORE_KEYS or key.startswith("pass@")}
+    return hashlib.sha256(json.dumps(said, sort_keys=True, default=str).encode()).hexdigest()
 
 
 @dataclass(frozen=True)
