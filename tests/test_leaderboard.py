@@ -533,6 +533,8 @@ def test_a_page_scored_again_with_the_same_pass_at_k_on_other_problems_is_told_a
     (entry,) = load_leaderboard(board / "leaderboard.json")
     assert entry.scoring_sha256 and problem_tallies(board, entry)
     summary = json.loads((out / "summary.json").read_text())
+    other_k = {**summary, "pass@2": 0.75, "ci95": {"pass@1": [0.1, 0.9]}, "n_failed": 0, "n_timed_out": 1}
+    assert rescored_since(entry, other_k) is None  # another k, interval or failure kind: the same tallies (round 19)
     summary["per_problem"] = {rows[0]["task_id"]: {"n": 1, "c": 0}, rows[1]["task_id"]: {"n": 1, "c": 1}}
     (out / "summary.json").write_text(json.dumps(summary))  # what a rerun passing problem 1 instead writes
     assert rescored_since(entry, summary) == "other problems' results"

@@ -115,3 +115,13 @@ def test_score_summary_is_summary_json_and_reads_back_to_the_same_bytes():
     assert "per_problem" not in summary.to_json(per_problem=False)
     with pytest.raises(EvalsuiteError, match="pass@1 but no ci95"):
         ScoreSummary.from_json({"pass@1": 0.5})
+
+
+def test_the_interval_does_not_depend_on_the_order_the_problems_came_in():
+    """The same verdicts in another order gave another bootstrap interval (red-team round 19)."""
+    from evalsuite.scoring.passk import estimate
+
+    counts = {f"t/{i}": (4, (i * 7) % 5) for i in range(20)}
+    shuffled = dict(sorted(counts.items(), key=lambda item: hash(item[0]) % 97))
+    assert list(shuffled) != list(counts)
+    assert estimate(counts, 1) == estimate(shuffled, 1)

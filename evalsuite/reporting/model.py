@@ -25,9 +25,9 @@ task share an entry exactly when the settings that change the number are equal:
   stripping: EvalPlus's direct completion (its stop set, the program sanitized) or a preset's own stop sequences
   (named by their digest). Before it, ``--preset evalplus`` and a plain run of the same model shared an entry and
   each replaced the other's number.
-* Schema 1.7 adds an unkeyed, optional ``scoring_sha256``: what the run's summary.json said when the entry was
-  made, so that a run page scored again since (a rerun into the same folder for another leaderboard or none) is
-  told apart, and its link and problem tallies are not shown as the entry's.
+* Schema 1.7 adds an unkeyed, optional ``scoring_sha256``: the digest of the per-problem tallies the run's
+  summary.json held when the entry was made, so that a run page scored again since (a rerun into the same
+  folder for another leaderboard or none) is told apart, and its link and tallies are not shown as the entry's.
 * Schema 1.3 adds two unkeyed, optional fields: each metric's ``ci_method`` ("bootstrap", or "wilson" where
   every problem scored the same and the bootstrap would collapse to a point), and the entry's ``run_page``
   (the per-run report, relative to the leaderboard folder) that the page links to.
@@ -108,8 +108,8 @@ class LeaderboardEntry:
     run_page: str | None = None  # the run's report.html, relative to the leaderboard folder (schema 1.3)
     # EvalPlus-style tasks (schema 1.4): pass@k over the base inputs alone; ``metrics`` are the plus figures
     base_metrics: dict[str, Metric] = field(default_factory=dict)
-    # what the run's summary.json said when the entry was made (schema 1.7; scoring.summary.scoring_digest): a page
-    # scored again since says otherwise, and loses the entry's link (reporting.store.rescored_since)
+    # the per-problem tallies the run's summary.json held when the entry was made (schema 1.7;
+    # scoring.summary.scoring_digest): a page scored again since holds others, and loses the entry's link
     scoring_sha256: str | None = None
 
     @property

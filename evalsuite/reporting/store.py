@@ -220,10 +220,13 @@ def rescored_since(entry: LeaderboardEntry, summary: Mapping[str, Any]) -> str |
     or ``other problems' results`` where pass@k reads the same; None where it agrees. An entry from before
     schema 1.7 (no digest) is compared by its numbers alone."""
     differs = []
-    for name, metric in sorted(entry.metrics.items()):
-        value = summary.get(name)
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value - metric.value) > 1e-9:
-            differs.append(f"{name} {value:.3f}")
+    sets = summary.get("sets")
+    base = sets.get("base") if isinstance(sets, dict) else None
+    for prefix, metrics, said in (("", entry.metrics, summary), ("base ", entry.base_metrics, base)):
+        for name, metric in sorted(metrics.items()):
+            value = said.get(name) if isinstance(said, dict) else None
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value - metric.value) > 1e-9:
+                differs.append(f"{prefix}{name} {value:.3f}")
     problems = summary.get("n_problems")
     if isinstance(problems, int) and not isinstance(problems, bool) and problems != entry.n_problems:
         differs.append(f"{problems} problems")

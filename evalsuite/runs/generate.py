@@ -12,12 +12,12 @@ from typing import Any
 
 from evalsuite.errors import EvalsuiteError
 from evalsuite.generation.base import Generator
-from evalsuite.jsonl import JsonlAppender, read_jsonl
+from evalsuite.jsonl import JsonlAppender, atomic_write_jsonl, read_jsonl
 from evalsuite.progress import TokenProgress, progress_bar
 from evalsuite.protocol.asking import Asking
 from evalsuite.records import Completion, GenerationRequest, SamplingParams
 from evalsuite.runs.invocations import Invocation, made_by
-from evalsuite.runs.rundir import RunDir
+from evalsuite.runs.rundir import SEAL_FIELD, RunDir
 from evalsuite.runs.stops import stops_held
 from evalsuite.tasks.task import Problem, Task
 
@@ -122,12 +122,8 @@ def finished_before(stream: Iterator[Completion], stop: KeyboardInterrupt) -> It
 
 def load_completions(run_dir: RunDir, problems: Sequence[Problem], n: int, valid_ids: set[str],
                      task: Task, asking: Asking) -> list[dict[str, Any]]:
-    """The completions of ``problems``, in problem order then completion_id: the order results are written in.
-    Each row's ``completion`` (what the sandbox runs) is made again from the model's output as it was cut at the
-    stops (:data:`STOPPED_TEXT`), by the task's postprocessing or an instruct answer's extraction as they are now:
-    rows kept from an earlier invocation whose code has changed since (a plugin's ``postprocess``, its helpers,
-    a spec's entry point) are scored as the new rows are, never each by its own code (red-team round 18). Rows
-    saved before the field was kept are run as they were saved."""
+    """The completions of ``problems``, in problem order then completion_id (the order results are written in),
+    each :func:`remade` by the task's code as it is now."""
     done = run_dir.existing_completions(valid_ids, n)
     ordered = []
     for problem in problems:
@@ -135,8 +131,42 @@ def load_completions(run_dir: RunDir, problems: Sequence[Problem], n: int, valid
             row = done.get((problem.task_id, index))
             if row is None:
                 raise EvalsuiteError(f"{run_dir.completions}: completion {index} of {problem.task_id} is missing")
-            stopped, raw = row.get(STOPPED_TEXT), row.get("raw_completion")
-            if isinstance(stopped, str) and isinstance(raw, str):
-                row = {**row, **asking.completion_row(task, problem, stopped, raw)}
-            ordered.append(row)
+            ordered.append(remade(row, problem, task, asking))
     return ordered
+
+
+def remade(row: dict[str, Any], problem: Problem, task: Task, asking: Asking) -> dict[str, Any]:
+    """``row`` with its ``completion`` (what the sandbox runs) made again from the model's output as it was cut at
+    the stops (:data:`STOPPED_TEXT`; an instruct answer from its whole output) by the task's postprocessing or an
+    instruct answer's extraction as they are now: rows kept from an earlier invocation whose code has changed
+    since (a plugin's ``postprocess`` or its helpers, a spec's entry point) are scored as the new rows are, never
+    each by its own code (red-team rounds 18 and 19). A base row saved before the field was kept is as saved."""
+    stopped, raw = row.get(STOPPED_TEXT), row.get("raw_completion")
+    if not isinstance(raw, str):
+        return row
+    if isinstance(stopped, str):
+        return {**row, **asking.completion_row(task, problem, stopped, raw)}
+    if asking.style == "instruct":  # extracted from the whole output: the cut text is not needed
+        return {**row, **asking.completion_row(task, problem, raw, raw)}
+    return row
+
+
+def keep_remade(run_dir: RunDir, rows: Sequence[dict[str, Any]]) -> int:
+    """Write the completions files again where a row's ``completion`` was :func:`remade` otherwise than saved, so
+    that completions.jsonl, the run page and ``evaluate`` of that file say what the score ran (each row sealed
+    again, each file replaced whole); call with every rank's rows, once generation is over everywhere. Returns
+    how many rows changed."""
+    by_key = {(row["task_id"], row["completion_id"]): row for row in rows}
+    changed = 0
+    for path in run_dir.completion_files():
+        saved = [row for _, row in read_jsonl(path, tolerate_torn_tail=True)]
+        now = []
+        for row in saved:
+            new = by_key.get((row.get("task_id"), row.get("completion_id")))
+            if new is not None and new.get("completion") != row.get("completion"):
+                changed += 1
+                row = run_dir.sealed({k: v for k, v in new.items() if k != SEAL_FIELD})
+            now.append(row)
+        if now != saved:
+            atomic_write_jsonl(path, now)
+    return changed

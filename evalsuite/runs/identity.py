@@ -47,14 +47,18 @@ def problem_set(task: Task, problems: Sequence[Problem]) -> ProblemSubset | None
 
 def task_code_identity(task: Task, problems: Sequence[Problem]) -> dict[str, str] | None:
     """What a task plugin's own code decides of the completions: the prompts it formats for these problems. None
-    for evalsuite's own task classes used as they are (the built-ins, the YAML specs' DatasetTask: their prompt
-    template and data are keyed already), so those runs keep their keys. Without it, an edited ``format_prompt``
-    (a subclass's, or one set on an instance of evalsuite's Task) resumed the earlier prompts' completions into
-    the same run (red-team rounds 17 and 18). A plugin's ``postprocess`` needs no key: scoring makes each row's
+    for evalsuite's own tasks (the built-ins and the YAML specs, whose prompt template and data are keyed already),
+    so their runs keep their keys. A Python plugin (``--task-dir``, an installed package) may build its prompts in
+    code, in a subclass's ``format_prompt``, one set on an instance, or the problems' text itself under a
+    ``dataset_sha256`` it declares: without this, an edited plugin resumed the earlier prompts' completions into
+    the same run (red-team rounds 17-19). A plugin's ``postprocess`` needs no key: scoring makes each row's
     completion again from the model's output (:func:`evalsuite.runs.generate.load_completions`)."""
     if not isinstance(task, Task):
         return None
-    if type(task).__module__.split(".")[0] == "evalsuite" and "format_prompt" not in vars(task):
+    origin = task.registered_by
+    evalsuites_own = (origin.startswith(("builtin:", "spec:")) if origin
+                      else type(task).__module__.split(".")[0] == "evalsuite")  # made outside the registry
+    if evalsuites_own and "format_prompt" not in vars(task):
         return None
     prompts = json.dumps([task.format_prompt(p) for p in problems], ensure_ascii=False)
     return {"prompts_sha256": hashlib.sha256(prompts.encode("utf-8", "surrogatepass")).hexdigest()}

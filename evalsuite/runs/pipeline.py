@@ -35,7 +35,7 @@ from evalsuite.runs.claims import RunClaim, claim_name
 from evalsuite.runs.config import RunConfig, validate_config
 from evalsuite.runs.distributed import DistContext, RankLost, context_from_env, shutdown
 from evalsuite.runs.finish import RunFacts, ScoredRun, add_to_leaderboard, entries_saved, finish
-from evalsuite.runs.generate import generate_missing, load_completions
+from evalsuite.runs.generate import generate_missing, keep_remade, load_completions, remade
 from evalsuite.runs.identity import check_has_problems, problem_set, prompt_settings, run_identity, select_problems
 from evalsuite.runs.invocations import Invocation, earlier_invocations, made_by
 from evalsuite.runs.invocations import totals as invocation_totals
@@ -293,8 +293,13 @@ def run_one(generator: Generator, spec: ModelSpec, task: Task, config: RunConfig
             record.per_problem = per_problem_results(results)
             return record
 
+        # every rank's rows as scored (remade by the task's code as it is now), kept so in the completions files
+        by_id = {p.task_id: p for p in problems}
+        rows = [remade(row, by_id[row["task_id"]], task, asking)
+                for row in run_dir.existing_completions(valid_ids, config.sampling.n).values()]
+        keep_remade(run_dir, rows)
         scored_run = ScoredRun(folder=run_dir.path, task=task, executed=executed, problems=problems, results=results,
-                               samples=run_dir.existing_completions(valid_ids, config.sampling.n).values(),
+                               samples=rows,
                                prompts={p.task_id: asking.prompt_for(task, p) for p in problems},
                                leaderboard_dir=config.leaderboard_dir)
         summary_fields = {"run_id": run_dir.run_id, "model": model_name, "task": task.name,

@@ -59,10 +59,12 @@ def computable_ks(ks: Sequence[int], counts: Mapping[str, tuple[int, int]]) -> t
 
 
 def estimate(counts: Mapping[str, tuple[int, int]], k: int, bootstrap: int = 1000, seed: int = 0) -> PassAtK:
-    """Mean pass@k over problems (``counts``: task_id -> (n, c)), with its 95% interval."""
+    """Mean pass@k over problems (``counts``: task_id -> (n, c)), with its 95% interval. The problems are taken in
+    task-id order, so that the bootstrap's interval is one function of the verdicts, whatever order the samples
+    came in (a samples file's rows shuffled gave another interval: red-team round 19)."""
     from evalsuite.scoring.intervals import mean_interval
 
-    per_problem = [pass_at_k(n, c, k) for n, c in counts.values()]
+    per_problem = [pass_at_k(*counts[task_id], k) for task_id in sorted(counts)]
     if not per_problem:
         raise EvalsuiteError("no problems were scored")
     interval = mean_interval(per_problem, bootstrap, seed)

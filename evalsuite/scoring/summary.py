@@ -85,12 +85,11 @@ SCORE_KEYS = ("ci95", "ci_method", "not_computable", "n_samples", "n_problems", 
 
 
 def scoring_digest(summary: Mapping[str, Any]) -> str:
-    """sha256 of what a summary.json (its content, or ``ScoreSummary.to_json()``) says the scoring found: pass@k,
-    the counts, EvalPlus's sets and every problem's tally. A leaderboard entry keeps it, so that a run page whose
-    folder was scored again since (by a rerun for another leaderboard or none) is told apart even where its pass@k
-    reads the same (other problems passed)."""
-    said = {key: value for key, value in summary.items() if key in SCORE_KEYS or key.startswith("pass@")}
-    return hashlib.sha256(json.dumps(said, sort_keys=True, default=str).encode()).hexdigest()
+    """sha256 of every problem's tally in a summary.json (its content, or ``ScoreSummary.to_json()``): what decides
+    its pass@k for every k. A leaderboard entry keeps it, so that a run page whose folder was scored again since
+    (by a rerun for another leaderboard or none) is told apart even where its pass@k reads the same (other
+    problems passed), and not where only the k asked for, an interval or a failure's kind changed."""
+    return hashlib.sha256(json.dumps(summary.get("per_problem"), sort_keys=True, default=str).encode()).hexdigest()
 
 
 @dataclass(frozen=True)

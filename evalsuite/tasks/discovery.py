@@ -123,6 +123,7 @@ class TaskRegistry:
                 if not isinstance(task, Task):
                     raise EvalsuiteError(
                         f"plugin {impl.plugin_name} returned {type(task).__name__}, not an evalsuite Task")
+                task.registered_by = impl.plugin_name
                 entries.append(RegisteredTask(task=task, plugin=impl.plugin_name))
         return cls(entries)
 

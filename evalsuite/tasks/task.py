@@ -91,6 +91,9 @@ class Task:
     description: str = ""
     problem_count: int | None = None  # how many problems the task's own data holds, where that is known
     stop_sequences: tuple[str, ...] = DEFAULT_STOP_SEQUENCES
+    # the plugin that registered it ("builtin:task_humaneval", "spec:...", "dir:...", "entrypoint:..."; the
+    # registry sets it): a plugin's own Python code may decide its prompts, which the run's key then names
+    registered_by: str = ""
 
     def __init__(self, name: str | None = None, problems: Sequence[Problem] | None = None,
                  description: str | None = None, dataset_sha256: str = "",
