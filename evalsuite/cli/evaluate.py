@@ -171,10 +171,9 @@ def _scored(args: argparse.Namespace, task, ks, problems, samples, options, poli
     from evalsuite.jsonl import atomic_write_jsonl, sha256_file
     from evalsuite.runs.finish import ScoredRun, add_to_leaderboard, finish
     from evalsuite.runs.results import RunResult, task_score
-
-    given = _given_sampling(args, n=_samples_per_problem(samples))
     from evalsuite.tasks.evalplus_tasks import EvalPlusTask
 
+    given = _given_sampling(args, n=_samples_per_problem(samples))
     scoring = {"samples_sha256": sha256_file(args.samples), "model": name, "task": task.name,
                "sampling": given.describe(), "dataset_sha256": task.dataset_sha256,
                "evaluation": "evalplus" if isinstance(task, EvalPlusTask) else "test code"}

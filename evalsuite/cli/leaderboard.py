@@ -114,7 +114,6 @@ def main(args: argparse.Namespace) -> int:
                   "update it)", file=sys.stderr)
         written = None
         if not args.no_html:
-
             try:
                 written = write_leaderboard_pages(args.dir, entries)  # the pages always show everything
             except OSError as exc:  # a read-only folder: the table, the JSON and the gate still stand

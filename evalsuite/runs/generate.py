@@ -7,7 +7,7 @@ Why apart from the pipeline: this is the one place that talks to a :class:`Gener
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from evalsuite.errors import EvalsuiteError
@@ -151,22 +151,22 @@ def remade(row: dict[str, Any], problem: Problem, task: Task, asking: Asking) ->
     return row
 
 
-def keep_remade(run_dir: RunDir, rows: Sequence[dict[str, Any]]) -> int:
-    """Write the completions files again where a row's ``completion`` was :func:`remade` otherwise than saved, so
-    that completions.jsonl, the run page and ``evaluate`` of that file say what the score ran (each row sealed
-    again, each file replaced whole); call with every rank's rows, once generation is over everywhere. Returns
-    how many rows changed."""
-    by_key = {(row["task_id"], row["completion_id"]): row for row in rows}
-    changed = 0
+def keep_remade(run_dir: RunDir, saved: Mapping[tuple[str, int], dict[str, Any]],
+                rows: Mapping[tuple[str, int], dict[str, Any]]) -> int:
+    """Write the completions files again where a row's ``completion`` was :func:`remade` otherwise than ``saved``
+    (the rows as read), so that completions.jsonl, the run page and ``evaluate`` of that file say what the score
+    ran (each such row sealed again, each file holding one replaced whole); call with every rank's rows, once
+    generation is over everywhere. The files are read again only where a row changed. Returns how many did."""
+    changed: dict[tuple[Any, Any], dict[str, Any]] = {
+        key: row for key, row in rows.items() if row.get("completion") != saved[key].get("completion")}
+    if not changed:
+        return 0
     for path in run_dir.completion_files():
-        saved = [row for _, row in read_jsonl(path, tolerate_torn_tail=True)]
+        kept = [row for _, row in read_jsonl(path, tolerate_torn_tail=True)]
         now = []
-        for row in saved:
-            new = by_key.get((row.get("task_id"), row.get("completion_id")))
-            if new is not None and new.get("completion") != row.get("completion"):
-                changed += 1
-                row = run_dir.sealed({k: v for k, v in new.items() if k != SEAL_FIELD})
-            now.append(row)
-        if now != saved:
+        for row in kept:
+            new = changed.get((row.get("task_id"), row.get("completion_id")))
+            now.append(row if new is None else run_dir.sealed({k: v for k, v in new.items() if k != SEAL_FIELD}))
+        if now != kept:
             atomic_write_jsonl(path, now)
-    return changed
+    return len(changed)

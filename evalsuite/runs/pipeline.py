@@ -295,11 +295,11 @@ def run_one(generator: Generator, spec: ModelSpec, task: Task, config: RunConfig
 
         # every rank's rows as scored (remade by the task's code as it is now), kept so in the completions files
         by_id = {p.task_id: p for p in problems}
-        rows = [remade(row, by_id[row["task_id"]], task, asking)
-                for row in run_dir.existing_completions(valid_ids, config.sampling.n).values()]
-        keep_remade(run_dir, rows)
+        saved = run_dir.existing_completions(valid_ids, config.sampling.n)
+        rows = {key: remade(row, by_id[key[0]], task, asking) for key, row in saved.items()}
+        keep_remade(run_dir, saved, rows)
         scored_run = ScoredRun(folder=run_dir.path, task=task, executed=executed, problems=problems, results=results,
-                               samples=rows,
+                               samples=rows.values(),
                                prompts={p.task_id: asking.prompt_for(task, p) for p in problems},
                                leaderboard_dir=config.leaderboard_dir)
         summary_fields = {"run_id": run_dir.run_id, "model": model_name, "task": task.name,
