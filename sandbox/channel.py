@@ -38,7 +38,9 @@ malformed message, a non-canonical encoding, an unknown kind, an over-long messa
 
 from __future__ import annotations
 
+import array
 import builtins
+import collections
 import contextlib
 import functools
 import io
@@ -76,7 +78,9 @@ PRELOAD = ("typing", "math", "re", "collections", "itertools", "functools", "str
 # Built-in exception classes, captured at import (before any sample code can run in this process).
 BUILTIN_EXCEPTIONS: dict[str, type[BaseException]] = {
     name: cls for name, cls in vars(builtins).items() if isinstance(cls, type) and issubclass(cls, BaseException)}
-_BUILTIN_NAMES: dict[type, str] = {cls: name for name, cls in BUILTIN_EXCEPTIONS.items()}
+# by the class's id: a dict keyed by the class would run a metaclass's ``__hash__`` and ``__eq__`` (red-team round
+# 20: a program's exception class equal to ``ValueError`` was rebuilt as exactly ``ValueError``)
+_BUILTIN_NAMES: dict[int, str] = {id(cls): name for name, cls in BUILTIN_EXCEPTIONS.items()}
 
 
 class ChannelFailure(BaseException):
@@ -339,7 +343,7 @@ def builtin_class_of(exc: BaseException) -> tuple[str, bool]:
     The MRO is read through ``type.__dict__`` so that a metaclass cannot substitute its own."""
     kind = type(exc)
     for cls in type.__dict__["__mro__"].__get__(kind):
-        name = _BUILTIN_NAMES.get(cls)
+        name = _BUILTIN_NAMES.get(id(cls))
         if name is not None:
             return name, cls is kind
     return "Exception", False
@@ -722,21 +726,35 @@ def _is_iterator(value: Any) -> bool:
     """One of the interpreter's own iterators (a generator, ``map``, ``zip``, a list's or a dict's iterator,
     itertools'), exactly that type: a program's own class with ``__next__``, or a subclass of one of these, keeps
     its own truth, ``==`` and length, which an iterator over its items would not (red-team round 19), so it stays
-    non-plain."""
-    return type(value) in _DRAWN_ITERATORS
+    non-plain. Compared by the type's id: ``type(value) in a set`` would run a metaclass's ``__hash__`` and ``__eq__``
+    (red-team round 20: a class whose metaclass made it equal to ``map`` was drawn)."""
+    return id(type(value)) in _DRAWN_ITERATOR_IDS
 
 
-_EMPTY_CONTAINERS: tuple[Any, ...] = ([], (), "", b"", bytearray(), range(1), range(1 << 70), {}, set(), frozenset(),
-                                     {}.values(), {}.items(), reversed([]), memoryview(b""))
+class _SequenceProtocol:
+    """A class iterated through ``__getitem__``: its iterator is the interpreter's plain ``iterator`` type."""
+
+    def __getitem__(self, index: int) -> Any:
+        raise IndexError(index)
+
+
+_ORDERED: collections.OrderedDict[Any, Any] = collections.OrderedDict()
+_EMPTY_CONTAINERS: tuple[Any, ...] = ([], (), "", "\u00e9", b"", bytearray(), range(1), range(1 << 70), {}, set(),
+                                     frozenset(), {}.values(), {}.items(), reversed([]), memoryview(b""),
+                                     collections.deque(), _ORDERED, _ORDERED.keys(), _ORDERED.values(),
+                                     _ORDERED.items(), array.array("b"), _SequenceProtocol())
 _DRAWN_ITERATORS = frozenset({
     types.GeneratorType, map, filter, zip, enumerate, reversed,
     *(type(iter(container)) for container in _EMPTY_CONTAINERS),
     type(reversed(range(1))), type(reversed({})), type(reversed({}.values())), type(reversed({}.items())),
+    type(reversed(collections.deque())), type(reversed(_ORDERED)), type(reversed(_ORDERED.values())),
+    type(reversed(_ORDERED.items())), type(iter(int, 1)),
     itertools.count, itertools.cycle, itertools.repeat, itertools.chain, itertools.islice, itertools.accumulate,
     itertools.compress, itertools.dropwhile, itertools.takewhile, itertools.filterfalse, itertools.starmap,
     itertools.product, itertools.permutations, itertools.combinations, itertools.combinations_with_replacement,
     itertools.groupby, itertools.zip_longest, itertools.pairwise, type(itertools.tee([])[0]),
 })
+_DRAWN_ITERATOR_IDS = frozenset(map(id, _DRAWN_ITERATORS))
 
 
 def _stdin_as_in_a_multiprocessing_child() -> None:

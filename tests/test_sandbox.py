@@ -499,6 +499,15 @@ def test_verdicts_reasons_and_the_samples_own_error_text():
         job(9, "    return a + b\n", test="def check(candidate):\n    assert candidate(b=2, a=1) == 3\n", key="t/kw"),
         job(10, "    return a + b\n", test="def check(candidate):\n    assert candidate(object(), 1) == 3\n",
             key="t/arg"),
+        # an exception class whose metaclass makes it equal to ValueError is not one: the test's except clause
+        # does not catch it in Python (red-team round 20: it was rebuilt as exactly ValueError, and caught)
+        job(11, "    class Meta(type):\n        def __eq__(cls, other):\n"
+                "            return other is ValueError or type.__eq__(cls, other)\n\n"
+                "        def __hash__(cls):\n            return hash(ValueError)\n\n"
+                "    class Fake(Exception, metaclass=Meta):\n        pass\n    raise Fake('expected')\n",
+            test="def check(candidate):\n    try:\n        candidate(1, 2)\n"
+            "    except ValueError as e:\n        assert str(e) == 'expected'\n    else:\n        assert False\n",
+            key="t/raises"),
     ], timeout_s=3.0)
     got = {i: (o.status, o.reason, o.flags) for i, o in outcomes.items()}
     assert got[0] == ("passed", "", ())
@@ -512,6 +521,7 @@ def test_verdicts_reasons_and_the_samples_own_error_text():
     assert got[8] == ("passed", "", ())  # the candidate's exception reaches the test as a built-in exception
     assert got[9] == ("passed", "", ())
     assert got[10] == ("failed", "unsupported argument", ())
+    assert got[11] == ("failed", "exception", ())
 
 
 @needs_isolation
