@@ -123,6 +123,29 @@ def test_changed_data_changes_the_sha(tmp_path):
     assert changed.dataset_sha256 != loaded("mbpp", FILES["mbpp"]).dataset_sha256
 
 
+@pytest.mark.parametrize("form", ["file", "folder"])
+def test_a_file_replaced_with_the_same_modification_time_is_read_again(tmp_path, form):
+    """datasets keys its cache of a local file by path and modification time: a corrected file unpacked from a
+    reproducible archive (same mtime, same size) was served from the old one's cache (red-team round 20)."""
+    import os
+
+    rows = [row for _, row in read_jsonl(FILES["mbpp"])][:3]
+    changed = [dict(row) for row in rows]
+    changed[1]["test_list"] = [t.replace("==", "!=") for t in changed[1]["test_list"]]
+    folder = tmp_path / "copy"
+    folder.mkdir()
+    path = folder / "test.jsonl"
+    target = folder if form == "folder" else path
+    write_jsonl(path, rows)
+    os.utime(path, (1_700_000_000, 1_700_000_000))
+    first = loaded("mbpp", target)
+    write_jsonl(path, changed)
+    os.utime(path, (1_700_000_000, 1_700_000_000))
+    again = loaded("mbpp", target)
+    assert again.problems()[1].test != first.problems()[1].test
+    assert again.dataset_sha256 == loaded("mbpp", write_jsonl(tmp_path / "fresh.jsonl", changed)).dataset_sha256
+
+
 def test_missing_data_is_one_line_saying_where_to_get_it(tmp_path, capsys):
     assert main(["run", "--tasks", "mbpp-plus", "--quiet", "--output", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip()

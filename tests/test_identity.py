@@ -564,3 +564,25 @@ def test_an_instruct_row_saved_without_its_stopped_text_is_extracted_again():
     assert "def f(x)" in again["completion"]
     base = {"task_id": "t/0", "completion_id": 0, "completion": "    return 1\n", "raw_completion": "    return 1\n"}
     assert remade(base, problem, task, Asking()) == base
+
+
+@pytest.mark.skipif(__import__("sandbox").detect_isolation() == "none", reason="needs bubblewrap")
+def test_the_reference_models_corrected_solutions_are_another_run(tmp_path, capsys):
+    """A spec's solution_field corrected: the reference model's check row was resumed from its earlier, wrong
+    answers (red-team round 20: 0.0 while selfcheck passed). Its answers key its run."""
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    row = {"task_id": "t/0", "prompt": "def inc(x):\n", "canonical_solution": "    return x + 1\n",
+           "draft": "    return None\n", "entry_point": "inc", "test": "def check(f):\n    assert f(1) == 2\n"}
+    (tasks / "rows.jsonl").write_text(json.dumps(row) + "\n")
+    scores = []
+    for field in ("draft", "canonical_solution"):
+        (tasks / "task_mini.yaml").write_text(
+            f"name: mini\ndata: rows.jsonl\nprompt: \"{{prompt}}\"\ntest_field: test\n"
+            f"entry_point_field: entry_point\nsolution_field: {field}\n")
+        capsys.readouterr()
+        assert main(["run", "--models", "reference", "--task-dir", str(tasks), "--tasks", "mini", "--quiet", "--json",
+                     "--no-leaderboard", "--timeout", "5", "--output", str(tmp_path / "runs")]) == 0
+        scores.append(json.loads(capsys.readouterr().out)["results"][0]["pass_at"]["pass@1"]["value"])
+    assert scores == [0.0, 1.0]
+    assert len(run_dirs(tmp_path / "runs")) == 2

@@ -226,3 +226,28 @@ def test_names_that_read_alike_as_folder_names_are_two_runs(tmp_path, capsys):
     entries = json.loads((tmp_path / "lb" / "leaderboard.json").read_text())["entries"]
     assert sorted(e["model"] for e in entries) == ["team/model", "team_model"]
     assert len({e["run_page"] for e in entries}) == 2
+
+
+@pytest.mark.skipif(detect_isolation() == "none", reason="needs bubblewrap")
+def test_the_api_called_twice_in_one_process_runs_the_edited_task_file(tmp_path):
+    """A notebook or sweep script: evalsuite.run over a --task-dir plugin, the plugin fixed, run again in the same
+    process. The second call ran the first version, kept in sys.modules by path (red-team round 20: 0.0 where the
+    command line gave 1.0); a task file is imported by its path and contents."""
+    import evalsuite
+
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    plugin = (
+        "from evalsuite.hookspecs import hookimpl\nfrom evalsuite.tasks.task import Problem, Task\n\n\n"
+        "class Mini(Task):\n    def postprocess(self, problem, completion):\n        return {body}\n\n\n"
+        "@hookimpl\ndef evalsuite_register_tasks():\n"
+        "    return [Mini(name='mini', problems=[Problem(task_id='m/0', prompt='def inc(x):\\n', "
+        "test='def check(f):\\n    assert f(1) == 2\\n', entry_point='inc', "
+        "canonical_solution='    return x + 1\\n')])]\n")
+    scores = []
+    for body in ("'    return None\\n'", "completion"):
+        (tasks / "task_mini.py").write_text(plugin.format(body=body))
+        result = evalsuite.run(models="reference", tasks="mini", task_dir=str(tasks), output=str(tmp_path / "runs"),
+                               no_leaderboard=True, quiet=True)
+        scores.append(result.scores[0].pass_at[1].value)
+    assert scores == [0.0, 1.0]

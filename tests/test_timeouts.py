@@ -137,3 +137,33 @@ def test_instruct_runs_calibrate_with_the_canonical_solution_as_a_whole_program(
     problems = task.problems()[:4]
     calibration = calibrate(SolutionTask(task), problems, ExecutionOptions(workers=1, show_progress=False))
     assert calibration.failed == {} and len(calibration.times_s) == 4
+
+
+def test_a_test_changed_over_the_same_data_is_timed_again(tmp_path):
+    """The cache is keyed by the data's sha256; a spec switching its test_field to a heavier test of the same data
+    file kept the light test's times, and the heavy test's correct samples timed out (red-team round 20). Each
+    time carries the digest of the program timed, and a changed program is timed again."""
+    directory = tmp_path / "tasks"
+    directory.mkdir()
+    row = {"task_id": "t/0", "prompt": "def inc(x):\n", "canonical_solution": "    return x + 1\n",
+           "entry_point": "inc", "test": "def check(f):\n    assert f(1) == 2\n",
+           "test_heavy": "import time\ndef check(f):\n    time.sleep(0.6)\n    assert f(1) == 2\n"}
+    (directory / "rows.jsonl").write_text(json.dumps(row) + "\n")
+
+    def spec(test_field: str):
+        (directory / "task_mini.yaml").write_text(
+            f"name: mini\ndata: rows.jsonl\nprompt: \"{{prompt}}\"\ntest_field: {test_field}\ntest_style: check\n"
+            "entry_point_field: entry_point\nsolution_field: canonical_solution\n")
+        task = TaskRegistry.discover([directory]).get("mini")
+        return task, task.problems()
+
+    options = ExecutionOptions(workers=1, show_progress=False)
+    light, problems = spec("test")
+    first = calibrate(light, problems, options)
+    assert first.measured_now == 1 and first.times_s["t/0"] < 0.6
+    heavy, problems = spec("test_heavy")
+    assert heavy.dataset_sha256 == light.dataset_sha256  # the same data: the same cache file
+    again = calibrate(heavy, problems, options)
+    assert again.measured_now == 1 and again.times_s["t/0"] >= 0.6
+    assert calibrate(heavy, problems, options).measured_now == 0  # and cached as such
+    assert calibrate(light, spec("test")[1], options).measured_now == 1  # the light one timed again in its turn

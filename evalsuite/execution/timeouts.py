@@ -10,8 +10,9 @@ gives a sample ``max(min_time_limit, gt_time_limit_factor * gt_time)`` (``untrus
   program a sample becomes (prompt + solution, then the trusted test), and its wall time (fork to verdict,
   what the limit is applied to) is recorded;
 * the times are cached per machine, task data (sha256) and evalsuite version under
-  ``~/.cache/evalsuite/timeouts/`` (``$EVALSUITE_CACHE_DIR`` or ``$XDG_CACHE_HOME`` move it), so this happens
-  once; ``--recalibrate`` measures again;
+  ``~/.cache/evalsuite/timeouts/`` (``$EVALSUITE_CACHE_DIR`` or ``$XDG_CACHE_HOME`` move it), each with the
+  digest of the program timed (a spec's or plugin's test changed over the same data is timed again), so this
+  happens once; ``--recalibrate`` measures again;
 * each sample gets ``max(floor, factor x time)``; a problem with no canonical solution, or one that did not pass
   while being timed, gets the fallback limit (``TimeoutPolicy.fallback_s``) and is listed in the record.
 
@@ -25,6 +26,7 @@ rule instead, per test input, from the ground truth's time on each input (:func:
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -52,7 +54,7 @@ DEFAULT_FLOOR_S = 1.0  # EvalPlus DEFAULT_MIN_TIME_LIMIT
 DEFAULT_FACTOR = 4.0  # EvalPlus DEFAULT_GT_TIME_LIMIT_FACTOR
 # A canonical solution's own limit while it is timed: EvalPlus's cap on one task (EVALPLUS_TIMEOUT_PER_TASK).
 CALIBRATION_LIMIT_S = 60.0
-CACHE_SCHEMA = "evalsuite.timeout-calibration/1"
+CACHE_SCHEMA = "evalsuite.timeout-calibration/2"  # 2: the digest of each timed program
 
 
 MAX_LIMIT_S = 86_400.0  # a day: a sample's limit past it is a typo (`inf`, `1e10` overflowed the sandbox's clock)
@@ -118,9 +120,19 @@ def calibration_path(task: Task) -> Path:
             / f"{safe_file_name(task.name)}-{task.dataset_sha256[:16]}-evalsuite{__version__}.json")
 
 
+def timed_program_digest(task: Task, problem: Problem) -> str:
+    """The sha256 of the program a problem's calibration times: its canonical solution as the task builds a
+    sample's program. Why: the cache is keyed by the data's sha256, but a spec's ``test_field`` or a plugin's
+    ``build_program`` can change the test over the same data; a time measured for a light test then set the limit
+    of a heavy one, whose correct samples timed out (red-team round 20)."""
+    program = task.build_program(problem, task.canonical_completion(problem))
+    blob = json.dumps(dataclasses.asdict(program), sort_keys=True, default=str).encode()
+    return hashlib.sha256(blob).hexdigest()
+
+
 def _read_cache(path: Path, task: Task) -> dict[str, Any]:
     """The cached times for this task data on this machine, or an empty entry (missing, stale or unreadable)."""
-    empty: dict[str, Any] = {"times_s": {}, "failed": {}}
+    empty: dict[str, Any] = {"times_s": {}, "failed": {}, "programs": {}}
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError):
@@ -128,7 +140,8 @@ def _read_cache(path: Path, task: Task) -> dict[str, Any]:
     if (not isinstance(data, dict) or data.get("schema") != CACHE_SCHEMA
             or data.get("dataset_sha256") != task.dataset_sha256 or data.get("evalsuite") != __version__):
         return empty
-    return {"times_s": dict(data.get("times_s") or {}), "failed": dict(data.get("failed") or {})}
+    return {"times_s": dict(data.get("times_s") or {}), "failed": dict(data.get("failed") or {}),
+            "programs": dict(data.get("programs") or {})}
 
 
 # -- calibration -----------------------------------------------------------------------------------------
@@ -155,11 +168,13 @@ def calibrate(task: Task, problems: Sequence[Problem], options: ExecutionOptions
     """Time the canonical solution of each problem not yet in the cache, once, in the sandbox."""
     task.problems()  # the cache is keyed by the data's sha256, known once loaded
     path = calibration_path(task)
-    cached = {"times_s": {}, "failed": {}} if recalibrate else _read_cache(path, task)
+    cached = {"times_s": {}, "failed": {}, "programs": {}} if recalibrate else _read_cache(path, task)
+    digests = {p.task_id: timed_program_digest(task, p) for p in problems if p.canonical_solution is not None}
     # A failed canonical solution is timed again next time: it may have failed for a transient reason (a broken
     # checkout, a sandbox that could not start), and a cached failure would fix that run's fallback limits for good.
     todo = [p for p in problems if p.canonical_solution is not None
-            and (recalibrate or p.task_id not in cached["times_s"])]
+            and (recalibrate or p.task_id not in cached["times_s"]
+                 or cached["programs"].get(p.task_id) != digests[p.task_id])]
     if todo:
         if options.show_progress:
             print(f"timing {len(todo)} canonical solution(s) of {task.name} once, for calibrated timeouts "
@@ -169,13 +184,13 @@ def calibrate(task: Task, problems: Sequence[Problem], options: ExecutionOptions
         for result in results:
             cached["times_s"].pop(result.task_id, None)
             cached["failed"].pop(result.task_id, None)
+            cached["programs"][result.task_id] = digests[result.task_id]
             if result.passed:
                 cached["times_s"][result.task_id] = round(result.duration_s, 6)
             else:
                 cached["failed"][result.task_id] = result.result
         on_disk = _read_cache(path, task)  # another process may have added problems meanwhile
-        merged = {"times_s": {**on_disk["times_s"], **cached["times_s"]},
-                  "failed": {**on_disk["failed"], **cached["failed"]}}
+        merged = {key: {**on_disk[key], **cached[key]} for key in ("times_s", "failed", "programs")}
         for task_id in merged["times_s"]:
             merged["failed"].pop(task_id, None)
         save_to_cache(path, {
@@ -186,7 +201,10 @@ def calibrate(task: Task, problems: Sequence[Problem], options: ExecutionOptions
             "sandbox": {"mode": info.get("mode"), "workers": info.get("workers")},
             **merged}, "the timeout calibration")
         cached = merged
-    return Calibration(path=path, times_s=cached["times_s"], failed=cached["failed"], measured_now=len(todo))
+    # only times of the programs this run's samples become (another process may have timed another version since)
+    times = {task_id: seconds for task_id, seconds in cached["times_s"].items()
+             if task_id in digests and cached["programs"].get(task_id) == digests[task_id]}
+    return Calibration(path=path, times_s=times, failed=cached["failed"], measured_now=len(todo))
 
 
 def resolve_timeouts(task: Task, problems: Sequence[Problem], options: ExecutionOptions,

@@ -71,5 +71,10 @@ class Generator(ABC):
         engine, library versions); part of the run identity. Never secrets."""
         return {}
 
+    def answers_identity(self, canonical_solutions: Sequence[str | None]) -> dict[str, Any]:
+        """What of the run's problems beyond their prompts decides the completions (the reference model answers
+        with their canonical solutions); part of the run identity. Most models: nothing."""
+        return {}
+
     def close(self) -> None:  # noqa: B027 - a no-op where a backend holds nothing (a server)
         """Free the model's memory."""

@@ -8,12 +8,20 @@ so the extraction path is checked end to end too.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 from evalsuite.errors import EvalsuiteError
 from evalsuite.generation.base import Generator
 from evalsuite.records import Completion, GenerationRequest, SamplingParams
+
+
+def canonical_solutions_sha256(solutions: Sequence[str | None]) -> str:
+    """The digest of the answers the reference model gives: a spec's corrected ``solution_field`` is another run,
+    never the earlier answers resumed (red-team round 20)."""
+    return hashlib.sha256(json.dumps(list(solutions), ensure_ascii=False).encode("utf-8", "surrogatepass")).hexdigest()
 
 
 class ReferenceGenerator(Generator):
@@ -28,6 +36,9 @@ class ReferenceGenerator(Generator):
             for index in request.sample_indices:
                 yield Completion(task_id=request.task_id, sample_index=index, text=text,
                                  finish_reason="stop", num_tokens=0)
+
+    def answers_identity(self, canonical_solutions: Sequence[str | None]) -> dict[str, Any]:
+        return {"canonical_solutions_sha256": canonical_solutions_sha256(canonical_solutions)}
 
     def decide_prompt_style(self, requested: str):
         from evalsuite.protocol.prompting import decide_style

@@ -163,7 +163,9 @@ def run_one(generator: Generator, spec: ModelSpec, task: Task, config: RunConfig
         prompt["direct_completion"] = ("EvalPlus 0.3.1 (evalplus/codegen.py): prompt.strip() + newline, its stop set, "
                                        "prompt + completion sanitized and run as the program")
     identity = run_identity(model_id, task, problems, stops, config.sampling, generator.weights_identity(),
-                            prompt=prompt, model=generator.identity(), revision=revision)
+                            prompt=prompt, revision=revision,
+                            model=generator.identity() | generator.answers_identity(
+                                [p.canonical_solution for p in problems]))
     run_dir = RunDir.for_run(config.output_dir, model_name, task.name, run_key(identity))
     claim = RunClaim.take(config.output_dir, f"folder__{run_dir.run_id}", ctx.rank, f"{model_name}/{task.name}")
     if claims is not None:

@@ -23,6 +23,7 @@ from typing import Any
 
 from evalsuite.errors import EvalsuiteError
 from evalsuite.generation.base import Generator
+from evalsuite.generation.reference import canonical_solutions_sha256
 from evalsuite.protocol.prompting import PromptDecision
 from evalsuite.records import Completion, GenerationRequest, SamplingParams
 from evalsuite.runs.identity import task_code_identity
@@ -66,7 +67,10 @@ def request_key(spec: Any, task: Any, problem_ids: Sequence[str], config: Any) -
         "gpus": {"visible": os.environ.get("CUDA_VISIBLE_DEVICES"), "present": os.path.exists("/dev/nvidiactl")},
     }
     by_id = {p.task_id: p for p in task.problems()} if isinstance(task, Task) else {}
-    code = task_code_identity(task, [by_id[i] for i in problem_ids if i in by_id])
+    problems = [by_id[i] for i in problem_ids if i in by_id]
+    if spec.source == "builtin":  # the reference model: its answers are the canonical solutions
+        blob["answers"] = canonical_solutions_sha256([p.canonical_solution for p in problems])
+    code = task_code_identity(task, problems)
     if code is not None:  # a task plugin's own code: its edited prompts are another run (run_identity keys them too)
         blob["task_code"] = code
     return hashlib.sha256(json.dumps(blob, sort_keys=True, default=str).encode()).hexdigest()

@@ -149,7 +149,7 @@ def _pick_split(loaded: Any, split: str, where: str) -> Any:
     raise EvalsuiteError(f"{where}: no split {split!r}; it has {', '.join(sorted(loaded))}")
 
 
-def _load_local(path: Path, source: HubSource | None, split: str) -> Any:
+def _load_local(path: Path, source: HubSource | None, split: str, cache_dir: str) -> Any:
     """A local file through ``datasets``' json/parquet builder, or a folder (a hub snapshot) as a dataset repo."""
     datasets = _datasets()
     if not path.exists():
@@ -158,18 +158,28 @@ def _load_local(path: Path, source: HubSource | None, split: str) -> Any:
         builder = _builder_for(path)
         if builder is None:
             raise EvalsuiteError(f"{path}: not a json, jsonl or parquet file (optionally .gz)")
-        loaded = datasets.load_dataset(builder, data_files={split: str(path)})
+        loaded = datasets.load_dataset(builder, data_files={split: str(path)}, cache_dir=cache_dir)
     else:
         if not _local_files(path):
             raise EvalsuiteError(f"{path}: no json, jsonl or parquet files in this folder")
         config = source.config if source else None
         try:  # a hub snapshot: its README names the configs (mbpp: full, sanitized)
-            loaded = datasets.load_dataset(str(path), name=config)
+            loaded = datasets.load_dataset(str(path), name=config, cache_dir=cache_dir)
         except ValueError:  # a plain folder of data files has no configs
             if config is None:
                 raise
-            loaded = datasets.load_dataset(str(path))
+            loaded = datasets.load_dataset(str(path), cache_dir=cache_dir)
     return _pick_split(loaded, split, str(path))
+
+
+def _cache_dir_for(files: list[dict]) -> str:
+    """A ``datasets`` cache folder of the local files' own: named by their paths and contents. Why: ``datasets``
+    keys its Arrow cache of a local file by path and modification time only, so a file replaced by another with
+    the same modification time (unpacked from a reproducible archive, copied with ``cp -p``) was served from the
+    old one's cache while the record named the new file (red-team round 20). A folder per content also keeps
+    concurrent runs over different versions apart."""
+    digest = hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()[:20]
+    return str(Path(_datasets().config.HF_DATASETS_CACHE) / "evalsuite-local" / digest)
 
 
 def missing_data_message(task_name: str, source: HubSource | None, why: str) -> str:
@@ -196,14 +206,16 @@ def load_task_dataset(task_name: str, source: HubSource | None, data_path: str |
         found = _local_files(path) if path.exists() else []
         if found and all(p.stat().st_size == 0 for p in found):  # datasets says only "StopIteration"
             raise EvalsuiteError(f"{path}: the data file is empty (no rows)")
+        files = [{"path": str(p), "sha256": sha256_file(p)} for p in found]
         try:
             with quiet_progress():
-                data = _load_local(path, source, split)
+                data = _load_local(path, source, split, _cache_dir_for(files))
         except EvalsuiteError:
             raise
         except Exception as exc:  # datasets' own errors (bad JSON, mixed types): name the file, one line
             raise EvalsuiteError(f"{path}: cannot load with datasets: {_why(exc)}") from None
-        files = [{"path": str(p), "sha256": sha256_file(p)} for p in _local_files(path)]
+        if files != [{"path": str(p), "sha256": sha256_file(p)} for p in _local_files(path)]:
+            raise EvalsuiteError(f"{path}: the data changed while it was read; run again")
         provenance = {"loader": "datasets", "datasets_version": datasets.__version__, "local": str(path),
                       "files": files, "split": split}
         if source is not None:
