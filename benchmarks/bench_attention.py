@@ -80,7 +80,9 @@ def time_graph(fn, layers, reps: int = 20) -> float:
 def sweep(batch: int, shared: int, configs, n_layers: int, pcap: int, gcap: int, slots_g: int,
           uniform: bool = False) -> dict:
     """configs: (block_n, num_warps, num_stages, split[, order]); None: the engine's default. order: "longest"
-    (programs start with the rows that read the most keys, the engine's order) or "rows" (row order)."""
+    (programs start with the rows that read the most keys), "rows" (row order), or "balanced" / "balanced2" (the
+    engine's order at batches that fill the GPU: longest first, rows longer than 1 / 2 times the mean in parts,
+    kernels.balanced_work)."""
     p_slot, p_len, g_len = workload(batch, gcap=gcap, uniform=uniform)
     i32 = dict(dtype=torch.int32, device="cuda")
     p_slot_t, p_len_t = torch.tensor(p_slot, **i32), torch.tensor(p_len, **i32)
@@ -108,11 +110,16 @@ def sweep(batch: int, shared: int, configs, n_layers: int, pcap: int, gcap: int,
         order = config[4] if len(config) > 4 else "longest"
         row_order = (torch.arange(batch, dtype=torch.int32, device="cuda") if order == "rows"
                      else K.longest_rows_first(p_len_t, g_len_t, bool(shared)))
+        work = None
+        if order.startswith("balanced"):
+            work = K.balanced_work(p_len_t, g_len_t, bool(shared), row_order,
+                                   block_n or K.attention_block_n(D, balanced=True),
+                                   spread=int(order.removeprefix("balanced") or 1))
 
         def fn(kp, vp, kg, vg):
             return K.decode_attention_triton(q, kp, vp, kg, vg, p_slot_t, p_len_t, g_slot_t, g_len_t, SPEC, tables,
                                              shared_prefix=shared, groups=groups, split=split, block_n=block_n,
-                                             num_warps=warps, num_stages=stages, row_order=row_order)
+                                             num_warps=warps, num_stages=stages, row_order=row_order, work=work)
         return fn, order
 
     # the GPU's clocks rise under load: without a warm-up the first config timed (the defaults) read ~12% slow, and
@@ -151,7 +158,9 @@ def main(argv=None) -> int:
     ap.add_argument("--large-only", action="store_true",
                     help="only the large batch (--rows): longest rows first, a grid of blocks, warps and stages, "
                          "realistic and uniform lengths")
-    ap.add_argument("--rows", type=int, default=255, help="rows of --large-only")
+    ap.add_argument("--rows", type=int, default=255, help="rows of --large-only and --balanced")
+    ap.add_argument("--balanced", action="store_true",
+                    help="only the large batch (--rows): longest first against long rows in parts, a few tilings")
     args = ap.parse_args(argv)
     set_shape(args.shape)
     out = Path(args.out)
@@ -166,7 +175,13 @@ def main(argv=None) -> int:
         small = list(itertools.product((32, 64), (2, 4), (2,), (4, 8, 16)))
         mid = list(itertools.product((32, 64), (2, 4), (2,), (1, 2, 4, 8)))
     none = (None, None, 2, None)  # the defaults (what the engine runs)
-    if args.large_only:
+    if args.balanced:
+        grid = [(None, None, 2, None, "balanced2")]  # the engine's defaults for long rows in parts
+        grid += list(itertools.product((16, 32), (1, 2), (2,), (1,), ("longest", "balanced2", "balanced4")))
+        for uniform in (False, True):
+            results.append(sweep(args.rows, 200 if HKV == HEADS else 0, [none] + grid, 4, 400, 512,
+                                 args.rows + 1, uniform))
+    elif args.large_only:
         grid = list(itertools.product((16, 32, 64), (1, 2, 4), (1, 2, 3, 4), (1,), ("longest",)))
         for uniform in (False, True):  # the engine's path: shared prompts for MHA, per row for GQA
             results.append(sweep(args.rows, 200 if HKV == HEADS else 0, [none] + grid, 4, 400, 512,

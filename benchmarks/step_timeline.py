@@ -50,6 +50,8 @@ def main(argv=None) -> int:
     ap = one_shape_arguments(__doc__.split("\n")[0], "runs/step_timeline")
     ap.add_argument("--max-rows", default="0", help="the engine's largest decode batch; comma-separated: one run "
                                                     "each, one model (0: the engine's default)")
+    ap.add_argument("--balance", default="on", help="long rows' attention in parts (EngineOptions."
+                                                     "balance_attention): on, off, or both (one run each)")
     args = ap.parse_args(argv)
     prompt_tokens, eos, _ = load_prompt_tokens(SHAPES[args.model][1]["vocab_size"], False)
     tasks = prompt_subset(prompt_tokens, args.prompts)
@@ -58,12 +60,15 @@ def main(argv=None) -> int:
     requests, lengths = realistic_samples(tasks, args.n)
     prompts = [prompt_tokens[t] for t in tasks]
     results = []
+    balances = {"on": [True], "off": [False], "both": [True, False]}[args.balance]
     for max_rows in (int(v) for v in args.max_rows.split(",")):
-        options = EngineOptions(**({"max_rows": max_rows} if max_rows else {}))
-        engine = Engine(model, decode_tokens=json.dumps, eos_token_ids=[eos], options=options)
-        results.append(timeline(engine, requests, prompts, params, lengths) | {"model": args.model,
-                                                                               "max_rows": options.max_rows})
-        engine.close()
+        for balance in balances:
+            print(f"max_rows {max_rows or 'default'}, balance_attention {balance}", flush=True)
+            options = EngineOptions(balance_attention=balance, **({"max_rows": max_rows} if max_rows else {}))
+            engine = Engine(model, decode_tokens=json.dumps, eos_token_ids=[eos], options=options)
+            results.append(timeline(engine, requests, prompts, params, lengths)
+                           | {"model": args.model, "max_rows": options.max_rows, "balance_attention": balance})
+            engine.close()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / f"step_timeline_{args.model}.json").write_text(json.dumps(results if len(results) > 1 else results[0]))
@@ -100,8 +105,11 @@ def timeline(engine, requests, prompts, params, lengths) -> dict:
               "by_bucket": [vars(r) | {"ms_per_step": round(1000 * r.seconds / r.steps, 2) if r.steps else None}
                             for r in table],
               "widths": widths, "gaps_ms": [round(1000 * g, 3) for g in gaps]}
+    result["capture_s_by_bucket"] = stats.capture_s_by_bucket
+    slowest = sorted(stats.capture_s_by_bucket.items(), key=lambda kv: -kv[1])[:3]
     print(f"{stats.rows} rows: {tokens} tokens in {wall:.2f} s ({tokens / wall:,.0f} tok/s), {len(widths)} steps, "
-          f"set-up {stats.capture_s:.2f} s (warm-up {stats.warm_up_s:.2f}), prefill {stats.prefill_s:.2f} s")
+          f"set-up {stats.capture_s:.2f} s (warm-up {stats.warm_up_s:.2f}; slowest captures {slowest}), "
+          f"prefill {stats.prefill_s:.2f} s")
     print("| bucket rows | steps | s | ms/step | row-steps |")
     for r in table:
         ms = f"{1000 * r.seconds / r.steps:.2f}" if r.steps else "-"

@@ -547,6 +547,40 @@ def test_attention_programs_start_with_the_rows_that_read_the_most_keys():
     assert longest_rows_first(p_len, g_len, shared_prefix=False).tolist() == [3, 1, 0, 4, 5, 2]
 
 
+def test_balanced_work_lists_every_part_of_every_row_once_within_twice_the_rows():
+    """On random long-tailed lengths (kernels.balanced_work, plain torch): each (row, part < parts[row]) exactly once,
+    a row's parts consecutive from first[row], in the given order, no part longer than the chunk, the lists within
+    the room a spread allows, every cut row among those merged."""
+    from evalsuite.engine.kernels import balanced_work, longest_rows_first
+
+    g = torch.Generator().manual_seed(3)
+    for trial in range(40):
+        batch = int(torch.randint(1, 300, (1,), generator=g))
+        g_len = (torch.distributions.Gamma(2.0, 2.0 / 150).sample((batch,)).clamp(1, 512)).to(torch.int32)
+        p_len = torch.randint(0, 400, (batch,), generator=g, dtype=torch.int32)
+        shared = trial % 2 == 0
+        order = longest_rows_first(p_len, g_len, shared)
+        block = (1, 16, 32)[trial % 3]
+        work = balanced_work(p_len, g_len, shared, order, block, spread=1 + trial % 3)
+        spread = 1 + trial % 3
+        cut = -(-batch // spread)
+        assert work.row.shape == (batch + cut,) and work.merged.tolist() == order[:cut].tolist()
+        assert all(int(work.parts[r]) == 1 for r in order[cut:].tolist())  # every cut row is in merged
+        keys = (g_len if shared else g_len + p_len).long()
+        live = work.row >= 0
+        pairs = sorted(zip(work.row[live].tolist(), work.part[live].tolist()))
+        assert pairs == sorted((r, p) for r in range(batch) for p in range(int(work.parts[r])))
+        for r in range(batch):
+            f = int(work.first[r])
+            assert work.row[f:f + int(work.parts[r])].tolist() == [r] * int(work.parts[r])
+            assert work.part[f:f + int(work.parts[r])].tolist() == list(range(int(work.parts[r])))
+        assert [r for r in work.row.tolist() if r >= 0] == [r for r in order.tolist()
+                                                            for _ in range(int(work.parts[r]))]
+        mean = -(-int(keys.sum()) * (1 + trial % 3) // batch)
+        chunk = max(block, -(-mean // block) * block)
+        assert torch.equal(work.parts.long(), torch.clamp(-(-keys // chunk), min=1))
+
+
 @pytest.mark.parametrize("read_late", [False, True])
 def test_samples_that_outgrow_their_blocks_or_are_evicted_give_the_same_completions(read_late, monkeypatch):
     """The arena (kv_cache.py): a sample starts in a small block and moves to larger ones as it grows; when no

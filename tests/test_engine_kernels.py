@@ -127,3 +127,43 @@ def test_decode_attention_gives_every_row_the_same_bits_in_any_launch_order(case
         outputs.append(K.decode_attention_triton(q, kp, vp, kg, vg, p_slot, p_len, g_slot, g_len, spec, tables,
                                                  shared_prefix=shared_prefix, row_order=row_order))
     assert torch.equal(outputs[0], outputs[1]) and torch.equal(outputs[0], outputs[2])
+
+
+@pytest.mark.parametrize("block", [1, 4])
+@pytest.mark.parametrize("shared_prefix", [0, 3], ids=["per-row", "shared-prefix"])
+@pytest.mark.parametrize("window", [0, 20])
+@pytest.mark.parametrize("case", ["gptj-like", "bloom-alibi", "gqa-group-3-fp32", "gemma-softcap-gqa"])
+def test_decode_attention_balanced_over_long_rows_matches_the_reference(case, window, shared_prefix, block):
+    """Rows longer than the batch's mean read in several parts (kernels.balanced_work), the rest in one; the
+    parts merged by the balanced combine kernel, with the prompt's state where the prompt is shared."""
+    spec, dtype = CASES[case]
+    _, _, _, _, _, _, _, _, p_len, _, g_write = _inputs(spec, dtype)
+    order = K.longest_rows_first(p_len, g_write + 1, bool(shared_prefix))
+    work = K.balanced_work(p_len, g_write + 1, bool(shared_prefix), order, block, spread=1)
+    assert int(work.parts.max()) > 1  # some row is cut
+    _check_decode_attention(case, window, shared_prefix=shared_prefix, work=work, block_n=16)
+
+
+@pytest.mark.parametrize("shared_prefix", [0, 3], ids=["per-row", "shared-prefix"])
+@pytest.mark.parametrize("case", ["gptj-like", "odd-head-dim-fp32"])
+def test_decode_attention_follows_any_work_list(case, shared_prefix):
+    """A hand-made list: every row in 3 parts (some empty: a row of 1 key), programs in a shuffled row order,
+    with unused entries between (-1) and at the end."""
+    spec, dtype = CASES[case]
+    i32 = dict(dtype=torch.int32, device=DEVICE)
+    rows_in_order = [3, 0, 4, 1, 2]
+    row, part, first = [], [], [0] * 5
+    for r in rows_in_order:
+        if r == 4:
+            row.append(-1)
+            part.append(0)
+        first[r] = len(row)
+        row += [r] * 3
+        part += [0, 1, 2]
+    row += [-1, -1]
+    part += [0, 0]
+    work = K.AttentionWork(row=torch.tensor(row, **i32), part=torch.tensor(part, **i32),
+                           parts=torch.full((5,), 3, **i32), first=torch.tensor(first, **i32),
+                           merged=torch.tensor([2, -1, 0, 4, 3, 1], **i32))
+    _check_decode_attention(case, 0, shared_prefix=shared_prefix, work=work, block_n=16)
+

@@ -86,6 +86,9 @@ class EngineOptions:
     # The same completions on one GPU and under data parallel (2,559 of 2,560 without it).
     batch_invariant: bool = False
     invariant_rows: int = 256
+    # at batches that fill the GPU, rows much longer than the batch's mean read their keys in several parts
+    # (kernels.balanced_work): the attention no longer ends on its longest rows
+    balance_attention: bool = True
     # at most this many bytes of KV cache (prompts and arena); None: what the device's free memory allows
     cache_budget_bytes: int | None = None
     first_block: int = FIRST_BLOCK  # tokens of a sample's first block in the arena (kv_cache.py), doubled as it grows
@@ -381,7 +384,8 @@ class Engine:
         runner = DecodeRunner(self.adapter, cache, tables, params, self.decode_width(plan.rows), seeds=seeds,
                               first_tokens=first_tokens, vocab_limit=self.vocab_limit, use_graphs=self.use_graphs,
                               use_triton=self.use_triton, shared_prefix=shared,
-                              fixed_width=self.options.batch_invariant)
+                              fixed_width=self.options.batch_invariant,
+                              balance_attention=self.options.balance_attention)
         self.stats = EngineStats(rows=plan.rows, capture_s=time.perf_counter() - started,
                                  capture_s_by_bucket=runner.capture_s_by_bucket, warm_up_s=runner.warm_up_s,
                                  compile_ahead=runner.compile_ahead,

@@ -264,20 +264,35 @@ if triton is not None:
     # where a constexpr cost a compilation per value during CUDA-graph capture (~1 s each)
     @triton.jit(do_not_specialize=["split"])
     def _decode_attention_kernel(Q, OUT, KP, VP, KG, VG, P_SLOT, P_LEN, G_SLOT, G_LEN, ORDER, SLOPES,
-                                 M_IN, L_IN, ACC_IN, M_PART, L_PART, ACC_PART,
+                                 M_IN, L_IN, ACC_IN, M_PART, L_PART, ACC_PART, WORK_ROW, WORK_PART, ROW_PARTS,
+                                 ROW_FIRST,
                                  sq_b, sq_h, so_b, so_h, sp_s, sp_h, sp_l, sg_s, sg_h, sg_l, scale, softcap, window,
                                  split, HQ: tl.constexpr, GROUP: tl.constexpr, D: tl.constexpr,
                                  D_PAD: tl.constexpr, BLOCK_N: tl.constexpr, ALIBI: tl.constexpr,
                                  SOFTCAP: tl.constexpr, WINDOW: tl.constexpr, PREFIX_DONE: tl.constexpr,
-                                 ROUND: tl.constexpr, RDT: tl.constexpr):
+                                 ROUND: tl.constexpr, RDT: tl.constexpr, BALANCED: tl.constexpr):
         """One (row, query head, part): the row's visible keys, the prompt segment (unless PREFIX_DONE: then
         its softmax state comes from :func:`_prefix_attention_kernel` in M_IN, L_IN, ACC_IN) followed by its
-        own generated segment, cut into ``split`` parts of whole key blocks. One part writes the output; more
-        write each its unnormalized state (max, sum, weighted values) for :func:`_combine_kernel`.
-        Programs start in ORDER's row order (longest first), a row's heads together."""
+        own generated segment, cut into parts of whole key blocks. A row in one part writes the output; in more,
+        each part writes its unnormalized state (max, sum, weighted values) for :func:`_combine_kernel`.
+        Without BALANCED every row has ``split`` parts, programs start in ORDER's row order (longest first), a
+        row's heads together. With BALANCED program j reads part WORK_PART[j] of row WORK_ROW[j] (-1: none), of
+        ROW_PARTS[row] parts whose states sit from ROW_FIRST[row] on (:func:`balanced_work`)."""
         h = tl.program_id(0)
-        b = tl.load(ORDER + tl.program_id(1))
-        part = tl.program_id(2)
+        if BALANCED:
+            j = tl.program_id(1)
+            b_work = tl.load(WORK_ROW + j)
+            live = b_work >= 0
+            b = tl.maximum(b_work, 0)
+            part = tl.load(WORK_PART + j)
+            parts = tl.load(ROW_PARTS + b)
+            at = (tl.load(ROW_FIRST + b) + part).to(tl.int64) * HQ + h
+        else:
+            b = tl.load(ORDER + tl.program_id(1))
+            live = b >= 0
+            part = tl.program_id(2)
+            parts = split
+            at = (b.to(tl.int64) * HQ + h) * split + part
         kvh = h // GROUP
         offs_d = tl.arange(0, D_PAD)
         d_mask = offs_d < D
@@ -298,15 +313,15 @@ if triton is not None:
         if PREFIX_DONE:
             lo_p = p_len
         n_p = p_len - lo_p
-        total = n_p + g_len - lo_g
-        chunk = tl.cdiv(tl.cdiv(total, split), BLOCK_N) * BLOCK_N
+        total = tl.where(live, n_p + g_len - lo_g, 0)
+        chunk = tl.cdiv(tl.cdiv(total, parts), BLOCK_N) * BLOCK_N
         start = tl.minimum(part * chunk, total)
         end = tl.minimum(start + chunk, total)
         m_i = tl.max(tl.full([BLOCK_N], -1.0e30, tl.float32), axis=0)
         l_i = tl.sum(tl.zeros([BLOCK_N], tl.float32), axis=0)
         acc = tl.zeros([D_PAD], tl.float32)
         state = b.to(tl.int64) * HQ + h
-        if PREFIX_DONE and split == 1:
+        if PREFIX_DONE and parts == 1:
             if p_len > 0:
                 m_i = tl.load(M_IN + state)
                 l_i = tl.load(L_IN + state)
@@ -319,14 +334,14 @@ if triton is not None:
                                         lo_g + tl.maximum(start - n_p, 0), lo_g + tl.maximum(end - n_p, 0),
                                         p_len, sg_l, slope, m_i, l_i, acc, scale, softcap, offs_d, d_mask, BLOCK_N,
                                         ALIBI, SOFTCAP, ROUND, RDT)
-        if split == 1:
+        if parts == 1:
             out = acc / l_i
-            tl.store(OUT + b.to(tl.int64) * so_b + h * so_h + offs_d, out.to(OUT.dtype.element_ty), mask=d_mask)
+            tl.store(OUT + b.to(tl.int64) * so_b + h * so_h + offs_d, out.to(OUT.dtype.element_ty),
+                     mask=d_mask & live)
         else:
-            at = state * split + part
-            tl.store(M_PART + at, m_i)
-            tl.store(L_PART + at, l_i)
-            tl.store(ACC_PART + at * D_PAD + offs_d, acc)
+            tl.store(M_PART + at, m_i, mask=live)
+            tl.store(L_PART + at, l_i, mask=live)
+            tl.store(ACC_PART + at * D_PAD + offs_d, acc, mask=(offs_d < D_PAD) & live)
 
     @triton.jit(do_not_specialize=["split"])
     def _combine_kernel(OUT, P_LEN, M_IN, L_IN, ACC_IN, M_PART, L_PART, ACC_PART, so_b, so_h, split,
@@ -358,6 +373,43 @@ if triton is not None:
                 acc += tl.load(ACC_IN + state * D_PAD + offs_d) * w_in
         out = acc / l_i
         tl.store(OUT + b.to(tl.int64) * so_b + h * so_h + offs_d, out.to(OUT.dtype.element_ty), mask=offs_d < D)
+
+    @triton.jit
+    def _combine_balanced_kernel(OUT, P_LEN, M_IN, L_IN, ACC_IN, M_PART, L_PART, ACC_PART, ROW_PARTS, ROW_FIRST,
+                                 MERGED, so_b, so_h, HQ: tl.constexpr, D: tl.constexpr, D_PAD: tl.constexpr,
+                                 PREFIX_DONE: tl.constexpr):
+        """Merge the parts of one (row MERGED[i], query head) of a BALANCED attention, and the prompt's state when
+        PREFIX_DONE; a row in one part was written by the attention kernel itself."""
+        b = tl.maximum(tl.load(MERGED + tl.program_id(0)), 0)
+        h = tl.program_id(1)
+        parts = tl.where(tl.load(MERGED + tl.program_id(0)) >= 0, tl.load(ROW_PARTS + b), 1)
+        if parts > 1:
+            first = tl.load(ROW_FIRST + b)
+            offs_d = tl.arange(0, D_PAD)
+            m_i = tl.max(tl.full([2], -1.0e30, tl.float32), axis=0)
+            l_i = tl.sum(tl.zeros([2], tl.float32), axis=0)
+            acc = tl.zeros([D_PAD], tl.float32)
+            for p in range(0, parts):
+                at = (first + p).to(tl.int64) * HQ + h
+                m_p = tl.load(M_PART + at)
+                m_new = tl.maximum(m_i, m_p)
+                alpha = tl.exp(m_i - m_new)
+                w = tl.exp(m_p - m_new)
+                l_i = l_i * alpha + tl.load(L_PART + at) * w
+                acc = acc * alpha + tl.load(ACC_PART + at * D_PAD + offs_d) * w
+                m_i = m_new
+            if PREFIX_DONE:
+                if tl.load(P_LEN + b) > 0:
+                    state = b.to(tl.int64) * HQ + h
+                    m_in = tl.load(M_IN + state)
+                    m_new = tl.maximum(m_i, m_in)
+                    alpha = tl.exp(m_i - m_new)
+                    w = tl.exp(m_in - m_new)
+                    l_i = l_i * alpha + tl.load(L_IN + state) * w
+                    acc = acc * alpha + tl.load(ACC_IN + state * D_PAD + offs_d) * w
+            out = acc / l_i
+            tl.store(OUT + b.to(tl.int64) * so_b + h * so_h + offs_d, out.to(OUT.dtype.element_ty),
+                     mask=offs_d < D)
 
     @triton.jit
     def _prefix_attention_kernel(Q, KP, VP, ORDER, STARTS, COUNTS, P_LEN, G_LEN, SLOPES, M_OUT, L_OUT, ACC_OUT,
@@ -501,34 +553,100 @@ def _multiprocessors(device: torch.device) -> int:
 MAX_SPLIT = 8
 
 
+def fills_the_gpu(batch: int, heads: int, device: torch.device) -> bool:
+    """Whether the (row, head) programs alone fill the GPU 8 times over: then no row needs cutting for the
+    GPU to be busy, only the longest rows for the kernel not to end on them (:func:`balanced_work`)."""
+    return batch * heads >= 8 * _multiprocessors(device)
+
+
 def attention_split(batch: int, heads: int, max_keys: int, block_n: int, device: torch.device) -> int:
     """Parts each row's keys are cut into: 1 where the (row, head) programs alone fill the GPU 8 times over,
     else 8. Measured on the reference GPU (benchmarks/bench_attention.py), GPT-J shape: batch 1 3.6x
     faster with 8 parts, batches 16-64 1.4-1.8x (4 parts within 3% of 8), 128 and 255 within 3% of 1 part;
     Mistral's shape alike."""
-    if batch * heads >= 8 * _multiprocessors(device):
+    if fills_the_gpu(batch, heads, device):
         return 1
     return max(1, min(MAX_SPLIT, triton.cdiv(max_keys, block_n)))
 
 
+def attention_block_n(head_dim: int, balanced: bool = False) -> int:
+    """Keys a decode-attention program reads per loop: 8,192 values (a 16 KiB bf16 tile) between 16 and 64; with
+    long rows in parts (:func:`balanced_work`, at batches that fill the GPU), 2,048 values, read by one warp.
+    Measured on the H200 at 512 rows (benchmarks/bench_attention.py --balanced, us a layer): GPT-J's shape 204
+    against 222-235 for whole rows at 32 keys and 2 warps; Mistral's (128 dims, 4 query heads a kv head) 212-213
+    at 16 keys against 328-343 at 64 keys and 2 warps, 263 at 32 keys and 1 warp."""
+    return max(16, min(64, (2048 if balanced else 8192) // triton.next_power_of_2(head_dim)))
+
+
+BALANCED_WARPS = 1
+# rows longer than 4 times the batch's mean keys are cut: the same time as 2x (GPT-J's shape, 204.4 and 205.3 us)
+# with fewer programs left idle
+BALANCED_SPREAD = 4
+
+
+@dataclass
+class AttentionWork:
+    """The programs of a balanced decode attention (:func:`balanced_work`): program j reads part ``part[j]``
+    of row ``row[j]`` (-1: no work: the list has room for every row and the extra parts); row r is cut into
+    ``parts[r]`` parts, whose states the combine kernel finds at programs ``first[r]`` on; ``merged``: the rows
+    the combine kernel visits (those in several parts among them; -1: none). All int32, on the device."""
+
+    row: torch.Tensor
+    part: torch.Tensor
+    parts: torch.Tensor
+    first: torch.Tensor
+    merged: torch.Tensor
+
+
+def balanced_work(p_len: torch.Tensor, g_len: torch.Tensor, shared_prefix: bool, order: torch.Tensor,
+                  block_n: int, spread: int = BALANCED_SPREAD) -> AttentionWork:
+    """Rows longer than ``spread`` times the batch's mean keys cut into parts of about that many (whole key
+    blocks), so that no program reads much more than the mean. Why: rows' lengths are long-tailed; at 512 rows
+    of the realistic GPT-J workload one program per (row, head) ends on its longest rows, each read at a
+    program's share of its multiprocessor (12% slower than rows of equal lengths on the H200,
+    docs/benchmarks.md). Programs in ``order`` (the rows by keys, most first, :func:`longest_rows_first`), a
+    row's parts together. The chunk is at least ``spread`` times the mean, so at most a ``spread``-th of the
+    rows is cut, the first ones in ``order``, into at most a ``spread``-th of the rows' number of extra parts:
+    fixed-size lists, computed on the device without a host sync (CUDA graphs), once per step for every layer."""
+    batch = p_len.shape[0]
+    keys = (g_len if shared_prefix else g_len + p_len).long()
+    chunk = (keys.sum() * spread + batch - 1) // batch
+    chunk = torch.clamp((chunk + block_n - 1) // block_n * block_n, min=block_n)
+    parts = torch.clamp((keys + chunk - 1) // chunk, min=1)
+    ordered = parts[order.long()]
+    ends = torch.cumsum(ordered, 0)
+    cut = -(-batch // spread)  # rows cut at most: each holds more than spread times the mean
+    program = torch.arange(batch + cut, device=p_len.device)
+    at = torch.searchsorted(ends, program, right=True)
+    live = at < batch
+    at = torch.clamp(at, max=batch - 1)
+    starts = ends - ordered
+    first = torch.empty_like(parts).scatter_(0, order.long(), starts)
+    return AttentionWork(row=torch.where(live, order.long()[at], -1).to(torch.int32),
+                         part=(program - starts[at]).to(torch.int32), parts=parts.to(torch.int32),
+                         first=first.to(torch.int32), merged=order[:cut].to(torch.int32))
+
+
 def decode_attention_triton(q, kp, vp, kg, vg, p_slot, p_len, g_slot, g_len, spec, tables, window: int = 0,
                             shared_prefix: int = 0, groups=None, row_order=None, split: int | None = None,
-                            block_n: int | None = None, num_warps: int | None = None,
-                            num_stages: int = 2) -> torch.Tensor:
+                            work: AttentionWork | None = None, block_n: int | None = None,
+                            num_warps: int | None = None, num_stages: int = 2) -> torch.Tensor:
     """Same contract as :func:`decode_attention_reference`. ``shared_prefix``: the most rows one prompt has
     in the batch; when set, attention over the prompts is computed per prompt slot (its keys and values read
     once per block of rows, by matrix products) and merged into each row's own part; 0: per row.
     ``groups``: :func:`prefix_groups` of this batch, ``row_order``: :func:`longest_rows_first` (each computed
     here when not given; the runner computes them once per step for all layers). ``split``: parts per row
-    (default :func:`attention_split`); ``block_n``, ``num_warps``, ``num_stages``: tuning (benchmarks)."""
+    (default :func:`attention_split`); ``work``: instead, each row in its own number of parts
+    (:func:`balanced_work`); ``block_n``, ``num_warps``, ``num_stages``: tuning (benchmarks)."""
     batch = q.shape[0]
     out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
     d_pad = triton.next_power_of_2(spec.head_dim)
-    block_n = block_n or max(16, min(64, 8192 // d_pad))
+    block_n = block_n or attention_block_n(spec.head_dim, balanced=work is not None)
     # 2 warps: 1.5x the bandwidth of 4 on GPT-J's and Mistral's shapes (reference GPU, bench_attention.py). At
     # 255 rows, 1 warp with 32-key blocks read Mistral's 1.4x faster; not the default: untried with the default
-    # 64-key blocks of 128 dims and fewer, where a warp's registers would hold twice the keys (float32: spills)
-    num_warps = num_warps or 2
+    # 64-key blocks of 128 dims and fewer, where a warp's registers would hold twice the keys (float32: spills).
+    # Long rows in parts: half the keys a block, one warp (attention_block_n)
+    num_warps = num_warps or (BALANCED_WARPS if work is not None else 2)
     slopes = tables.alibi_slopes if spec.alibi else p_len
     common = dict(GROUP=spec.group, D=spec.head_dim, D_PAD=d_pad, ALIBI=spec.alibi, SOFTCAP=spec.softcap > 0,
                   WINDOW=window > 0, ROUND=spec.round_scores and q.dtype != torch.float32, RDT=_tl_dtype(q.dtype))
@@ -550,21 +668,31 @@ def decode_attention_triton(q, kp, vp, kg, vg, p_slot, p_len, g_slot, g_len, spe
     if split is None:
         max_keys = kg.shape[2] + (0 if shared_prefix else kp.shape[2])
         split = attention_split(batch, spec.num_heads, max_keys, block_n, q.device)
+    if work is not None:
+        split = 1
+    programs = batch * split if work is None else work.row.shape[0]
     m_part = l_part = acc_part = p_len
-    if split > 1:
-        m_part = torch.empty(batch * spec.num_heads * split, dtype=torch.float32, device=q.device)
+    if programs > batch:
+        m_part = torch.empty(programs * spec.num_heads, dtype=torch.float32, device=q.device)
         l_part = torch.empty_like(m_part)
-        acc_part = torch.empty(batch * spec.num_heads * split * d_pad, dtype=torch.float32, device=q.device)
+        acc_part = torch.empty(programs * spec.num_heads * d_pad, dtype=torch.float32, device=q.device)
     if row_order is None:
         row_order = longest_rows_first(p_len, g_len, bool(shared_prefix))
-    _decode_attention_kernel[(spec.num_heads, batch, split)](
+    listed = (work.row, work.part, work.parts, work.first) if work is not None else (p_len,) * 4
+    grid = (spec.num_heads, batch, split) if work is None else (spec.num_heads, programs, 1)
+    _decode_attention_kernel[grid](
         q, out, kp, vp, kg, vg, p_slot, p_len, g_slot, g_len, row_order, slopes, m_in, l_in, acc_in,
-        m_part, l_part, acc_part,
+        m_part, l_part, acc_part, *listed,
         q.stride(0), q.stride(1), out.stride(0), out.stride(1),
         kp.stride(0), kp.stride(1), kp.stride(2), kg.stride(0), kg.stride(1), kg.stride(2), spec.scale,
         spec.softcap, window, split, HQ=spec.num_heads, BLOCK_N=block_n, PREFIX_DONE=bool(shared_prefix),
-        num_warps=num_warps, num_stages=num_stages, **common)
-    if split > 1:
+        BALANCED=work is not None, num_warps=num_warps, num_stages=num_stages, **common)
+    if work is not None:
+        _combine_balanced_kernel[(work.merged.shape[0], spec.num_heads)](
+            out, p_len, m_in, l_in, acc_in, m_part, l_part, acc_part, work.parts, work.first, work.merged,
+            out.stride(0), out.stride(1), HQ=spec.num_heads, D=spec.head_dim, D_PAD=d_pad,
+            PREFIX_DONE=bool(shared_prefix), num_warps=4)
+    elif split > 1:
         _combine_kernel[(batch, spec.num_heads)](
             out, p_len, m_in, l_in, acc_in, m_part, l_part, acc_part, out.stride(0), out.stride(1), split,
             HQ=spec.num_heads, D=spec.head_dim, D_PAD=d_pad, PREFIX_DONE=bool(shared_prefix),

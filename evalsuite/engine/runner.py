@@ -20,8 +20,11 @@ from evalsuite.engine.compile_ahead import CompileAhead, code_version, compile_k
 from evalsuite.engine.host_values import to_device
 from evalsuite.engine.kernels import (
     PositionTables,
+    attention_block_n,
+    balanced_work,
     decode_attention_reference,
     decode_attention_triton,
+    fills_the_gpu,
     longest_rows_first,
     prefix_groups,
     rotary_and_store_reference,
@@ -90,9 +93,12 @@ class _Staging:
 class DecodeRunner:
     def __init__(self, adapter: GenericAdapter, cache: KVCache, tables: list[PositionTables], params: SamplingParams,
                  rows: int, *, seeds: torch.Tensor, first_tokens: torch.Tensor, vocab_limit: int | None,
-                 use_graphs: bool, use_triton: bool, shared_prefix: int = 0, fixed_width: bool = False):
+                 use_graphs: bool, use_triton: bool, shared_prefix: int = 0, fixed_width: bool = False,
+                 balance_attention: bool = True):
         """``fixed_width``: every step computes all ``rows`` (no smaller bucket) with attention in one part:
-        a row's arithmetic is then the same whatever else is in the batch (EngineOptions.batch_invariant)."""
+        a row's arithmetic is then the same whatever else is in the batch (EngineOptions.batch_invariant).
+        ``balance_attention``: at batches that fill the GPU, long rows' keys read in several parts
+        (kernels.balanced_work; EngineOptions.balance_attention)."""
         self.adapter = adapter
         self.spec = adapter.spec
         self.cache = cache
@@ -108,6 +114,7 @@ class DecodeRunner:
         self.use_triton = use_triton
         self.shared_prefix = shared_prefix  # most rows of one prompt (0: attention over prompts per row)
         self.fixed_width = fixed_width
+        self.balance_attention = balance_attention
         self.buckets = [rows] if fixed_width else buckets_up_to(rows)
         self._graphs: dict[int, torch.cuda.CUDAGraph] = {}
         self.capture_s_by_bucket: dict[int, float] = {}
@@ -131,8 +138,13 @@ class DecodeRunner:
         if self.use_triton:
             groups = prefix_groups(p_slot, p_len, self.cache.prompt.shape[2]) if self.shared_prefix else None
             order = longest_rows_first(p_len, g_len, bool(self.shared_prefix))
+            work = None  # a batch-invariant run keeps every row in one part: its arithmetic then its own
+            if self.balance_attention and not self.fixed_width and fills_the_gpu(p_len.shape[0], spec.num_heads,
+                                                                                  self.device):
+                work = balanced_work(p_len, g_len, bool(self.shared_prefix), order,
+                                     attention_block_n(spec.head_dim, balanced=True))
             attention = partial(decode_attention_triton, shared_prefix=self.shared_prefix, groups=groups,
-                                row_order=order, split=1 if self.fixed_width else None)
+                                row_order=order, split=1 if self.fixed_width else None, work=work)
         else:
             attention = decode_attention_reference
 
