@@ -86,8 +86,8 @@ class EngineOptions:
     # The same completions on one GPU and under data parallel (2,559 of 2,560 without it).
     batch_invariant: bool = False
     invariant_rows: int = 256
-    # at batches that fill the GPU, rows much longer than the batch's mean read their keys in several parts
-    # (kernels.balanced_work): the attention no longer ends on its longest rows
+    # at batches that fill the GPU, over prompts shared by many rows, rows much longer than the batch's mean read
+    # their own keys in several parts (kernels.balanced_work): the attention no longer ends on its longest rows
     balance_attention: bool = True
     # at most this many bytes of KV cache (prompts and arena); None: what the device's free memory allows
     cache_budget_bytes: int | None = None

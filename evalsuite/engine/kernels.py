@@ -14,7 +14,8 @@ Attention on CUDA is memory-bound: each row reads its keys and values once. At l
 per (row, head) fills the GPU, started longest row first (``longest_rows_first``); at small ones (batch 1:
 16 programs for GPT-J) each row's keys are cut into 8 parts read in parallel and merged after
 (``attention_split``). Over a prompt with many samples in the batch, its keys and values are read once per
-block of rows (``_prefix_attention_kernel``).
+block of rows (``_prefix_attention_kernel``), and at large batches the rows' own keys, long-tailed, are read in
+parts where a row holds more than four times the mean (``balanced_work``), so the kernel does not end on them.
 """
 
 from __future__ import annotations
@@ -572,9 +573,8 @@ def attention_split(batch: int, heads: int, max_keys: int, block_n: int, device:
 def attention_block_n(head_dim: int, balanced: bool = False) -> int:
     """Keys a decode-attention program reads per loop: 8,192 values (a 16 KiB bf16 tile) between 16 and 64; with
     long rows in parts (:func:`balanced_work`, at batches that fill the GPU), 2,048 values, read by one warp.
-    Measured on the H200 at 512 rows (benchmarks/bench_attention.py --balanced, us a layer): GPT-J's shape 204
-    against 222-235 for whole rows at 32 keys and 2 warps; Mistral's (128 dims, 4 query heads a kv head) 212-213
-    at 16 keys against 328-343 at 64 keys and 2 warps, 263 at 32 keys and 1 warp."""
+    Measured on the H200 at 512 rows over shared prompts (benchmarks/bench_attention.py --balanced, us a layer):
+    GPT-J's shape 204 against 222-235 for whole rows at 32 keys and 2 warps."""
     return max(16, min(64, (2048 if balanced else 8192) // triton.next_power_of_2(head_dim)))
 
 
