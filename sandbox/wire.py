@@ -4,7 +4,9 @@ Values crossing the trust boundary (arguments going into the sample, return valu
 exactly these types, nested: None, bool, int, float, complex, str, bytes, list, tuple, dict, set,
 frozenset, ``Fraction``, and the standard library's ``Counter`` and ``OrderedDict``, whose equality is not a
 dict's (a Counter ignores zero counts, two OrderedDicts compare their order: as plain dicts a correct answer
-failed and a wrong order passed); a ``defaultdict`` travels as a dict, and a namedtuple or any other subclass of
+failed and a wrong order passed), and a dict's ``keys()``, ``items()`` and ``values()`` views (rebuilt as views of
+a dict of their members: keys and items compare with a set as sets, as in the peers, where they failed as
+non-plain: red-team round 21); a ``defaultdict`` travels as a dict, and a namedtuple or any other subclass of
 these that redefines nothing of its base's behaviour as its base's value, arriving as a stand-in subclass of the
 base (``U``: its type is not the base's, as EvalPlus's type check sees). ``True`` and ``1``, ``(1,)`` and ``[1]`` stay
 distinct. The encoder refuses anything else (subclasses that compare their own way, always-equal objects,
@@ -17,7 +19,8 @@ Layout: one tag byte per value, then
 ``N``/``T``/``F`` (nothing), ``i`` (u32 length + signed big-endian bytes), ``f`` (8-byte IEEE double),
 ``c`` (two doubles), ``s`` (u32 length + UTF-8, surrogates passed through), ``b`` (u32 length + bytes),
 ``l``/``t``/``S``/``Z`` (u32 count + items: list, tuple, set, frozenset), ``d``/``C``/``O`` (u32 count + key,
-value pairs: dict, Counter, OrderedDict), ``Q`` (a Fraction: two integers), ``U`` (a subclass: its base's value).
+value pairs: dict, Counter, OrderedDict), ``Q`` (a Fraction: two integers), ``U`` (a subclass: its base's value),
+``K``/``I``/``V`` (a dict's keys, items or values view: the list of its members).
 Every value has exactly one encoding: the decoder refuses an integer longer than its shortest form and a set or
 dict with equal members, which the encoder never writes. Runs on both sides of the boundary; stdlib only.
 """
@@ -93,6 +96,11 @@ _COST: dict[type, tuple[int, int]] = {list: (56, 8), tuple: (40, 8), set: (216, 
 # the mappings that travel, by their exact type: a defaultdict as the dict it compares equal as
 _MAPPING_TAGS: dict[type, bytes] = {dict: b"d", collections.defaultdict: b"d", collections.Counter: b"C",
                                     collections.OrderedDict: b"O"}
+
+
+# a dict's views, by their exact types (an OrderedDict's are others: refused)
+_KEYS_VIEW, _ITEMS_VIEW, _VALUES_VIEW = type({}.keys()), type({}.items()), type({}.values())
+_VIEW_TAGS: dict[type, bytes] = {_KEYS_VIEW: b"K", _ITEMS_VIEW: b"I", _VALUES_VIEW: b"V"}
 
 
 def container_cost(kind: type, count: int) -> int:
@@ -282,6 +290,14 @@ def _encode(value: Any, out: bytearray, depth: int, active: set[int], limits: Wi
             for item in items:
                 _encode(item, out, depth + 1, active, limits, budget)
         active.discard(id(value))
+    elif any(kind is view for view in _VIEW_TAGS):  # by identity, as the containers
+        # the members, as the interpreter's own iteration of the view reads them from its dict
+        members = list(value)
+        keys = members if kind is _KEYS_VIEW else [key for key, _ in members] if kind is _ITEMS_VIEW else []
+        if too_many_collisions(keys, limits):  # what the decoder refuses
+            raise NotPlain("colliding hashes")
+        out += _VIEW_TAGS[kind]
+        _encode(members, out, depth, active, limits, budget)
     elif kind is fractions.Fraction:  # Fraction(1, 2) == 0.5, and Fraction(1, 3) != 1 / 3: it travels as itself
         out += b"Q"
         _encode(_FRACTION_NUMERATOR.__get__(value), out, depth, active, limits, budget)
@@ -319,6 +335,7 @@ _u32_at = _U32.unpack_from
 _f64_at = _F64.unpack_from
 _c128_at = _C128.unpack_from
 _N, _T, _F, _I, _FL, _C, _S, _B, _L, _TU, _SET, _FSET, _D, _CO, _OD, _Q, _U = b"NTFifcsbltSZdCOQU"  # the tags
+_KEYS, _ITEMS, _VALUES = b"KIV"
 
 
 _TAG_KINDS = {_L: list, _TU: tuple, _SET: set, _FSET: frozenset, _D: dict, _CO: collections.Counter,
@@ -386,6 +403,20 @@ def _value(data: bytes, pos: int, depth: int, limits: WireLimits, budget: list[i
                 or math.gcd(numerator, denominator) != 1:
             raise WireError("non-canonical fraction")
         return fractions.Fraction(numerator, denominator), pos
+    if tag == _KEYS or tag == _ITEMS or tag == _VALUES:
+        members, pos = _value(data, pos, depth, limits, budget)
+        if type(members) is not list:
+            raise WireError("malformed view")
+        budget[0] -= container_cost(dict, len(members))
+        if budget[0] < 0:
+            raise WireError("too costly to build")
+        if tag == _VALUES:
+            return dict(enumerate(members)).values(), pos
+        if tag == _KEYS:
+            return _hashable(dict, [(key, None) for key in members], limits).keys(), pos
+        if any(type(pair) is not tuple or len(pair) != 2 for pair in members):
+            raise WireError("malformed view")
+        return _hashable(dict, members, limits).items(), pos
     if tag in _TAG_KINDS:
         if depth >= limits.max_depth:
             raise WireError("nested too deep")

@@ -178,6 +178,14 @@ def test_bigcode_preset_verdicts_are_bigcodes_compute_code_eval(mbpp, bigcode, t
                     "    return s if i < 0 else s[:i] + s[i + 1:]\n\n_setup = iter([True])\n\n"
                     "def remove_Occ(s, ch):\n    global remove_Occ\n    if next(_setup, False):\n"
                     "        remove_Occ = _right\n        return _right(s, ch)\n    return ''"),
+        # a dict's items() or keys() where the test compares with a set: equal as sets (red-team round 21: failed
+        # here as non-plain values)
+        ("Mbpp/490", "def extract_symmetric(test_list):\n    pairs = {}\n    for a, b in test_list:\n"
+                     "        if (b, a) in test_list and a < b:\n            pairs[a] = b\n    return pairs.items()"),
+        ("Mbpp/473", "def tuple_intersection(test_list1, test_list2):\n"
+                     "    second = {tuple(sorted(t)) for t in test_list2}\n    seen = {}\n    for t in test_list1:\n"
+                     "        key = tuple(sorted(t))\n        if key in second:\n            seen[key] = True\n"
+                     "    return seen.keys()"),
     ]
     monkeypatch.setenv("HF_ALLOW_CODE_EVAL", "1")
     references = [task.get_reference(dataset[index[tid]]) for tid, _ in samples]
@@ -192,7 +200,8 @@ def test_bigcode_preset_verdicts_are_bigcodes_compute_code_eval(mbpp, bigcode, t
                  str(out), "--quiet"]) == 0
     ours = [row["passed"] for _, row in read_jsonl(next(out.rglob("results.jsonl")))]
     assert ours == theirs
-    assert theirs == [True] * 5 + [False, False, False, True, False, False, False, False, True, True, False, True]
+    assert theirs == [True] * 5 + [False, False, False, True, False, False, False, False, True, True, False, True,
+                                   True, True]
 
 
 def test_bigcode_preset_mbpp_plus_prompts_are_bigcodes_mbppplus_get_prompt(bigcode):
