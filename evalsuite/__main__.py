@@ -1,4 +1,4 @@
-from evalsuite.cli import main
+from evalsuite.cli import entry
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    entry()

@@ -99,7 +99,9 @@ _MAPPING_TAGS: dict[type, bytes] = {dict: b"d", collections.defaultdict: b"d", c
 
 
 # a dict's views, by their exact types (an OrderedDict's are others: refused)
-_KEYS_VIEW, _ITEMS_VIEW, _VALUES_VIEW = type({}.keys()), type({}.items()), type({}.values())
+_KEYS_VIEW: type = type({}.keys())
+_ITEMS_VIEW: type = type({}.items())
+_VALUES_VIEW: type = type({}.values())
 _VIEW_TAGS: dict[type, bytes] = {_KEYS_VIEW: b"K", _ITEMS_VIEW: b"I", _VALUES_VIEW: b"V"}
 
 

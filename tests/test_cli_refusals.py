@@ -85,7 +85,9 @@ def test_run_refuses_what_it_would_ignore(no_model_loads, capsys, argv, message)
     (["evaluate", "s.jsonl", "--output", "x", "--timeout", "inf"], "--timeout must be positive and at most 86400"),
     (["run", "--output", ""], "--output is empty"),
     (["run", "--leaderboard-dir", " "], "--leaderboard-dir is empty"),
-    (["run", "--name", ""], "--name gives 1 name(s) for 1 model(s)"),
+    (["run", "--name", ""], "--name: expected at least one name"),  # red-team round 21: it said "1 for 1"
+    (["run", "--models", "reference,gpt2", "--name", "a,"], "--name 'a,': name 2 is empty"),
+    (["run", "--models", "reference,gpt2", "--name", "a"], "--name gives 1 name(s) for 2 model(s)"),
     (["run", "--limit", "2", "--workers", "0"], "--workers"),
 ])
 def test_a_refused_value_is_the_only_line(no_model_loads, capsys, argv, message):

@@ -402,3 +402,16 @@ def test_ctrl_c_while_waiting_for_answers_stops_at_once():
         with pytest.raises(KeyboardInterrupt):
             list(stream)
         assert time.monotonic() - started < 6
+
+
+def test_a_servers_retry_after_is_a_floor_under_a_growing_jittered_backoff():
+    """A rate-limited server answering 429 with Retry-After: 1 to 8 workers: waiting its word alone had them retry
+    together every second, and the 6 retries were spent in 6 s (red-team round 21). The wait is at least the
+    server's word, grows with the attempt, and spreads the workers."""
+    policy = RetryPolicy(base_delay_s=0.5, max_delay_s=30.0)
+    waits = [[policy.delay(attempt, retry_after=1.0) for _ in range(200)] for attempt in range(6)]
+    assert all(wait >= 1.0 for row in waits for wait in row)
+    assert all(len({round(wait, 6) for wait in row}) > 100 for row in waits)  # not in lockstep
+    assert min(waits[5]) >= 0.5 * 2 ** 5 * 0.75  # the backoff grows past the server's second
+    assert sum(max(row) for row in waits) > 30  # six retries span more than the server's six seconds
+    assert max(policy.delay(9, retry_after=1e6) for _ in range(20)) == 30.0

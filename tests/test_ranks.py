@@ -185,3 +185,44 @@ def test_the_record_says_every_ranks_sandbox_where_they_differ():
     assert mixed["mode"] == "bubblewrap,none" and mixed["isolation"] == "bubblewrap detail,none detail"
     assert share(1, "none", 2, 0).to_json()["sandbox"] == {"mode": "none", "isolation": "none detail",
                                                             "limits": "rlimits", "workers": 2, "worker_restarts": 0}
+
+
+def test_a_run_claimed_elsewhere_is_one_models_failure_on_every_rank(tiny_model_dir, tmp_path):
+    """Under torchrun, a model whose run another job holds (its claim refused on rank 0 only): that rank raised
+    alone, the job ended with no --json document, and the other models never ran (red-team round 21). Every rank
+    now reports that model failed and goes on to the next, as one process does."""
+    import fcntl
+
+    from sandbox import cache_root
+
+    model = str(tiny_model_dir("gpt2"))
+    args = ["--limit", "1", "--max-new-tokens", "4", "--device", "cpu", "--threads", "1", "--no-leaderboard",
+            "--timeout", "5", "--output", str(tmp_path / "runs")]
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=os.pathsep.join(filter(None, [str(REPO),
+                                                                                      os.environ.get("PYTHONPATH")])))
+    before = set((cache_root() / "claims").rglob("*.rank0")) if (cache_root() / "claims").exists() else set()
+    subprocess.run([sys.executable, "-m", "evalsuite", "run", "--models", model, "--quiet", *args], env=env,
+                   check=True, capture_output=True, timeout=120)  # leaves the run's claim file, released
+    held = []
+    for path in set((cache_root() / "claims").rglob("*.rank0")) - before:  # the run another job now holds
+        handle = open(path, "a+")  # noqa: SIM115 - held until the end of the test
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        held.append(handle)
+    assert held
+    env.update(WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()))
+    ranks = [subprocess.Popen([sys.executable, "-m", "evalsuite", "run", "--models", f"{model},reference", "--json",
+                               "--quiet", *args], env=dict(env, RANK=str(rank), LOCAL_RANK=str(rank)),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for rank in (0, 1)]
+    try:
+        outputs = [rank.communicate(timeout=180) for rank in ranks]
+    finally:
+        for rank in ranks:
+            if rank.poll() is None:
+                rank.kill()
+        for handle in held:
+            handle.close()
+    document = json.loads(outputs[0][0])
+    assert [score["model"] for score in document["results"]] == ["reference"], outputs[0][1][-2000:]
+    assert [failure["model"] for failure in document["failures"]] == [Path(model).name]
+    assert "another evalsuite process" in document["failures"][0]["error"]
+    assert [rank.returncode for rank in ranks] == [2, 0] and "Traceback" not in outputs[0][1] + outputs[1][1]

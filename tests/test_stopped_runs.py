@@ -487,3 +487,40 @@ def test_a_stop_during_a_held_import_arrives_once_it_is_done():
     finally:
         alive.set()
     assert seen == ["import done", "stop"]
+
+
+def test_a_stop_that_lands_in_a_finalizer_is_delivered_again():
+    """A SIGTERM whose handler runs inside a finalizer (a __del__, the weakref callbacks a collection runs) raised
+    there, where Python can only print "Exception ignored": the stop was lost, later SIGTERMs ignored, and the run
+    went on to its end with status 0 (red-team round 21). It is delivered again in the command's own flow."""
+    done = under_stops("class Garbage:\n"
+                       "    def __del__(self):\n"
+                       "        os.kill(os.getpid(), signal.SIGTERM)\n"
+                       "        time.sleep(0.2)\n"
+                       "try:\n"
+                       "    Garbage()\n"
+                       "    time.sleep(2)\n"
+                       "    print('not stopped', flush=True)\n"
+                       "except KeyboardInterrupt as exc:\n"
+                       "    print('stopped', type(exc).__name__, flush=True)\n", signal.SIGTERM, signal.SIG_DFL)
+    assert done.stdout.split() == ["stopped", "Stopped"], done.stderr
+
+
+@pytest.mark.skipif(__import__("sandbox").detect_isolation() == "none", reason="needs bubblewrap")
+def test_a_stop_after_the_document_keeps_the_commands_status(tiny_model_dir, tmp_path):
+    """A SIGTERM once the run's document is printed, while the interpreter shuts down (a model's libraries take
+    seconds to): status 143 for a finished run, the record complete (red-team round 21). The command's own now."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+    process = subprocess.Popen([sys.executable, "-m", "evalsuite", "run", "--models", str(tiny_model_dir("gpt2")),
+                                "--limit", "2", "--max-new-tokens", "4", "--device", "cpu", "--quiet", "--json",
+                                "--no-leaderboard", "--timeout", "5", "--output", str(tmp_path / "runs")],
+                               stdout=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
+    document = ""
+    for line in process.stdout:  # the document, whole: the command's work is done
+        document += line
+        if line.startswith("}"):
+            break
+    time.sleep(0.3)
+    process.send_signal(signal.SIGTERM)  # the interpreter shutting down (~2.8 s on a loaded 2-core machine)
+    assert process.wait(timeout=60) == 0
+    assert json.loads(document)["results"][0]["pass_at"]["pass@1"]["value"] == 0.0

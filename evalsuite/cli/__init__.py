@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import _thread
 import argparse
 import contextlib
 import importlib
@@ -10,7 +11,7 @@ import os
 import signal
 import sys
 import threading
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from evalsuite.errors import EvalsuiteError, storage_error
 from evalsuite.signals import held
@@ -81,15 +82,48 @@ def stops_as_interrupts():
         else:
             os._exit(128 + signal.SIGINT)  # the user insists: what is on disk stays, nothing more is written
 
+    # A stop raised while Python runs a finalizer (a ``__del__``, a weakref callback of a collection) cannot leave
+    # it: Python prints "Exception ignored" and goes on, and the stop, counted, made later SIGTERMs ignored, so the
+    # run went to its end with status 0 (red-team round 21). Such a stop is delivered again, as a fresh one, from a
+    # timer thread: delivered from here, still inside the finalizer's report, it raised there again.
+    unraisable = sys.unraisablehook
+
+    def deliver_again(report: Any) -> None:
+        exc = report.exc_value
+        if isinstance(exc, KeyboardInterrupt) and stopping:
+            stopping.clear()
+            timer = threading.Timer(0.01, _thread.interrupt_main, args=(getattr(exc, "signum", signal.SIGINT),))
+            timer.daemon = True
+            timer.start()
+            return
+        unraisable(report)
+
     # A signal the process was started ignoring stays ignored: `nohup` (SIGHUP), a shell's `&` (SIGINT).
     previous = {signum: signal.signal(signum, stop) for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
                 if signal.getsignal(signum) is not signal.SIG_IGN}
+    sys.unraisablehook = deliver_again
     try:
         yield
     finally:
+        sys.unraisablehook = unraisable
         if not stopping:  # once stopped, the process is on its way out: a late Ctrl-C still meets `stop`
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
+
+
+def entry() -> NoReturn:
+    """The ``evalsuite`` command (and ``python -m evalsuite``): :func:`main`, then its status kept through the
+    interpreter's shutdown. Why: shutting down (a model's libraries torn down) takes seconds after the document is
+    printed, with the default handlers back; a SIGTERM then ended a finished run with status 143 (red-team round
+    21). The work done and said, stop signals are ignored for those seconds (a Python handler would not do:
+    the interpreter puts the default ones back early in its shutdown, an ignored signal it leaves ignored)."""
+    status = main()
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+        sys.stderr.flush()
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_IGN)
+    sys.exit(status)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -331,8 +331,8 @@ def display_names(models: list[str], names: str | None) -> dict[str, str]:
     """``--name`` as {model: display name}: one name per model, in order."""
     if names is None:
         return {}
-    given = [part.strip() for part in names.split(",")]  # --name "" (an unset variable) is refused, not ignored
-    if len(given) != len(models) or not all(given):
+    given = split_names(names, "--name")  # --name "" (an unset variable) is refused, saying so, not ignored
+    if len(given) != len(models):
         raise EvalsuiteError(f"--name gives {len(given)} name(s) for {len(models)} model(s); give one per model, "
                              "comma-separated, in the order of --models")
     return dict(zip(models, given))

@@ -401,10 +401,7 @@ def run_evaluation(config: RunConfig) -> Evaluation | None:
             try:
                 problem_ids = {task.name: [p.task_id for p in select_problems(task, config.limit)]
                                for task in config.tasks}
-                for task in config.tasks:  # one process at a time per run, refused before any weights load
-                    settings = claim_settings(spec, task, config, generation, problem_ids[task.name])
-                    claims.append(RunClaim.take(config.output_dir, claim_name(display, task.name, settings),
-                                                run_ctx.rank, f"{display}/{task.name}"))
+                _claim_on_every_rank(claims, spec, config, generation, problem_ids, run_ctx, display)
                 revision = checkpoint_revision(spec)  # the files as the keys see them
                 keys = {task.name: make_request_key(spec, task, problem_ids[task.name],
                                                     replace(config, generation=generation)) for task in config.tasks}
@@ -511,6 +508,26 @@ def _raise_if_failed_anywhere(ctx: DistContext, display: str, failure: BaseExcep
     failed = [(rank, told) for rank, told in enumerate(ctx.everyone(said)) if told is not None]
     if failed:
         raise FailedOnSomeRank(display, [(rank, why) for rank, (why, _) in failed], failed[0][1][1], what)
+
+
+def _claim_on_every_rank(claims: list[RunClaim], spec: Any, config: RunConfig, generation: Any,
+                         problem_ids: dict[str, list[str]], ctx: DistContext, display: str) -> None:
+    """Each task's run claimed (one process at a time per run, refused before any weights load), into ``claims``
+    (the caller releases them), once every rank sharing the model's work has said whether its claims held. Why
+    together: a rank refused alone (the run going on in another job) raised there alone, and under torchrun the
+    whole job ended with no document and the other models never ran (red-team round 21); now every rank raises
+    :class:`FailedOnSomeRank` and all go on to the next model, as one process does."""
+    failure = None
+    try:
+        for task in config.tasks:
+            settings = claim_settings(spec, task, config, generation, problem_ids[task.name])
+            claims.append(RunClaim.take(config.output_dir, claim_name(display, task.name, settings), ctx.rank,
+                                        f"{display}/{task.name}"))
+    except EvalsuiteError as exc:
+        if not ctx.enabled:
+            raise
+        failure = exc
+    _raise_if_failed_anywhere(ctx, display, failure, "could not claim its run")
 
 
 def _load_on_every_rank(spec: Any, generation: Any, ctx: DistContext, display: str) -> Any:
