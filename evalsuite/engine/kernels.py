@@ -376,6 +376,14 @@ if triton is not None:
         tl.store(OUT + b.to(tl.int64) * so_b + h * so_h + offs_d, out.to(OUT.dtype.element_ty), mask=offs_d < D)
 
     @triton.jit
+    def _merge_state(m_i, l_i, acc, m_p, l_p, acc_p):
+        """Two unnormalized softmax states (max, sum, weighted values) as one."""
+        m_new = tl.maximum(m_i, m_p)
+        alpha = tl.exp(m_i - m_new)
+        w = tl.exp(m_p - m_new)
+        return m_new, l_i * alpha + l_p * w, acc * alpha + acc_p * w
+
+    @triton.jit
     def _combine_balanced_kernel(OUT, P_LEN, M_IN, L_IN, ACC_IN, M_PART, L_PART, ACC_PART, ROW_PARTS, ROW_FIRST,
                                  MERGED, so_b, so_h, HQ: tl.constexpr, D: tl.constexpr, D_PAD: tl.constexpr,
                                  PREFIX_DONE: tl.constexpr):
@@ -392,22 +400,13 @@ if triton is not None:
             acc = tl.zeros([D_PAD], tl.float32)
             for p in range(0, parts):
                 at = (first + p).to(tl.int64) * HQ + h
-                m_p = tl.load(M_PART + at)
-                m_new = tl.maximum(m_i, m_p)
-                alpha = tl.exp(m_i - m_new)
-                w = tl.exp(m_p - m_new)
-                l_i = l_i * alpha + tl.load(L_PART + at) * w
-                acc = acc * alpha + tl.load(ACC_PART + at * D_PAD + offs_d) * w
-                m_i = m_new
+                m_i, l_i, acc = _merge_state(m_i, l_i, acc, tl.load(M_PART + at), tl.load(L_PART + at),
+                                             tl.load(ACC_PART + at * D_PAD + offs_d))
             if PREFIX_DONE:
                 if tl.load(P_LEN + b) > 0:
                     state = b.to(tl.int64) * HQ + h
-                    m_in = tl.load(M_IN + state)
-                    m_new = tl.maximum(m_i, m_in)
-                    alpha = tl.exp(m_i - m_new)
-                    w = tl.exp(m_in - m_new)
-                    l_i = l_i * alpha + tl.load(L_IN + state) * w
-                    acc = acc * alpha + tl.load(ACC_IN + state * D_PAD + offs_d) * w
+                    m_i, l_i, acc = _merge_state(m_i, l_i, acc, tl.load(M_IN + state), tl.load(L_IN + state),
+                                                 tl.load(ACC_IN + state * D_PAD + offs_d))
             out = acc / l_i
             tl.store(OUT + b.to(tl.int64) * so_b + h * so_h + offs_d, out.to(OUT.dtype.element_ty),
                      mask=offs_d < D)
