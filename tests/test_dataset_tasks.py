@@ -146,6 +146,34 @@ def test_a_file_replaced_with_the_same_modification_time_is_read_again(tmp_path,
     assert again.dataset_sha256 == loaded("mbpp", write_jsonl(tmp_path / "fresh.jsonl", changed)).dataset_sha256
 
 
+def test_a_file_replaced_while_it_is_read_never_reaches_a_later_run(tmp_path, monkeypatch):
+    """A file replaced between its hash and datasets' read was cached under the hashed file's name: every later
+    run of that file got the other one's rows (red-team round 22). datasets reads a copy of the bytes hashed."""
+    import os
+
+    import datasets
+
+    rows = [row for _, row in read_jsonl(FILES["mbpp"])][:3]
+    other = [dict(row, test_list=[t.replace("==", "!=") for t in row["test_list"]]) for row in rows]
+    path = write_jsonl(tmp_path / "test.jsonl", rows)
+    os.utime(path, (1_700_000_000, 1_700_000_000))
+    original = datasets.load_dataset
+
+    def replaced_first(*args, **kwargs):
+        write_jsonl(path, other)  # the swap, just before the read
+        os.utime(path, (1_700_000_000, 1_700_000_000))
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(datasets, "load_dataset", replaced_first)
+    during = loaded("mbpp", path)
+    monkeypatch.setattr(datasets, "load_dataset", original)
+    write_jsonl(path, rows)  # the hashed file back, with its modification time
+    os.utime(path, (1_700_000_000, 1_700_000_000))
+    after = loaded("mbpp", path)
+    want = loaded("mbpp", write_jsonl(tmp_path / "fresh.jsonl", rows)).dataset_sha256
+    assert during.dataset_sha256 == after.dataset_sha256 == want  # the rows hashed, both times
+
+
 def test_missing_data_is_one_line_saying_where_to_get_it(tmp_path, capsys):
     assert main(["run", "--tasks", "mbpp-plus", "--quiet", "--output", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip()

@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime, timedelta, timezone
 import os
 import socket
 import subprocess
@@ -414,4 +415,19 @@ def test_a_servers_retry_after_is_a_floor_under_a_growing_jittered_backoff():
     assert all(len({round(wait, 6) for wait in row}) > 100 for row in waits)  # not in lockstep
     assert min(waits[5]) >= 0.5 * 2 ** 5 * 0.75  # the backoff grows past the server's second
     assert sum(max(row) for row in waits) > 30  # six retries span more than the server's six seconds
-    assert max(policy.delay(9, retry_after=1e6) for _ in range(20)) == 30.0
+    # a longer wait asked is honoured (up to MAX_SERVER_WAIT_S), still spread (round 22: 120 s gave 30 s, in lockstep)
+    long_waits = [policy.delay(0, retry_after=120.0) for _ in range(50)]
+    assert min(long_waits) >= 120.0 and len({round(w, 6) for w in long_waits}) > 40
+    assert max(policy.delay(9, retry_after=1e6) for _ in range(20)) <= 600.0 * 1.25
+
+
+def test_a_retry_after_given_as_an_http_date_is_the_seconds_until_then():
+    """An HTTP-date Retry-After (RFC 9110) was ignored: the 6 retries were spent in ~31 s (red-team round 22)."""
+    from email.utils import format_datetime
+
+    from evalsuite.generation.openai_backend import _parse_retry_after
+
+    soon = datetime.now(timezone.utc) + timedelta(seconds=90)
+    assert 80 <= _parse_retry_after(format_datetime(soon, usegmt=True)) <= 91
+    assert _parse_retry_after(format_datetime(datetime.now(timezone.utc) - timedelta(seconds=5), usegmt=True)) == 0.0
+    assert _parse_retry_after("not a date") is None and _parse_retry_after("2.5") == 2.5

@@ -187,10 +187,12 @@ def test_the_record_says_every_ranks_sandbox_where_they_differ():
                                                             "limits": "rlimits", "workers": 2, "worker_restarts": 0}
 
 
-def test_a_run_claimed_elsewhere_is_one_models_failure_on_every_rank(tiny_model_dir, tmp_path):
+@pytest.mark.parametrize("held_claim", ["cache", "run folder"])
+def test_a_run_claimed_elsewhere_is_one_models_failure_on_every_rank(tiny_model_dir, tmp_path, held_claim):
     """Under torchrun, a model whose run another job holds (its claim refused on rank 0 only): that rank raised
-    alone, the job ended with no --json document, and the other models never ran (red-team round 21). Every rank
-    now reports that model failed and goes on to the next, as one process does."""
+    alone, the job ended with no --json document, and the other models never ran (red-team round 21: the claim
+    in the cache; round 22: the run folder's own, which meets jobs of other caches and hosts). Every rank now
+    reports that model failed and goes on to the next, as one process does."""
     import fcntl
 
     from sandbox import cache_root
@@ -204,7 +206,9 @@ def test_a_run_claimed_elsewhere_is_one_models_failure_on_every_rank(tiny_model_
     subprocess.run([sys.executable, "-m", "evalsuite", "run", "--models", model, "--quiet", *args], env=env,
                    check=True, capture_output=True, timeout=120)  # leaves the run's claim file, released
     held = []
-    for path in set((cache_root() / "claims").rglob("*.rank0")) - before:  # the run another job now holds
+    claimed = (set((cache_root() / "claims").rglob("*.rank0")) - before if held_claim == "cache"
+               else set((tmp_path / "runs").glob("*/.claim.rank0")))
+    for path in claimed:  # the run another job now holds
         handle = open(path, "a+")  # noqa: SIM115 - held until the end of the test
         fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         held.append(handle)

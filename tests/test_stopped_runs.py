@@ -506,6 +506,24 @@ def test_a_stop_that_lands_in_a_finalizer_is_delivered_again():
     assert done.stdout.split() == ["stopped", "Stopped"], done.stderr
 
 
+def test_a_stop_delivered_again_wakes_a_main_thread_that_waits():
+    """The stop lost in a finalizer, delivered again while the main thread waits on a queue (the server backend's
+    answers): delivered as a flag, it waited for the queue (20 s, red-team round 22); as a signal, it wakes it."""
+    done = under_stops("import queue\n"
+                       "class Garbage:\n"
+                       "    def __del__(self):\n"
+                       "        os.kill(os.getpid(), signal.SIGTERM)\n"
+                       "        time.sleep(0.2)\n"
+                       "started = time.monotonic()\n"
+                       "try:\n"
+                       "    Garbage()\n"
+                       "    queue.Queue().get(timeout=20)\n"
+                       "except KeyboardInterrupt as exc:\n"
+                       "    print('stopped', type(exc).__name__, time.monotonic() - started < 10, flush=True)\n",
+                       signal.SIGTERM, signal.SIG_DFL)
+    assert done.stdout.split() == ["stopped", "Stopped", "True"], done.stderr
+
+
 @pytest.mark.skipif(__import__("sandbox").detect_isolation() == "none", reason="needs bubblewrap")
 def test_a_stop_after_the_document_keeps_the_commands_status(tiny_model_dir, tmp_path):
     """A SIGTERM once the run's document is printed, while the interpreter shuts down (a model's libraries take

@@ -11,6 +11,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from typing import Any, NoReturn
 
 from evalsuite.errors import EvalsuiteError, storage_error
@@ -67,10 +68,24 @@ def stops_as_interrupts():
         yield
         return
     stopping: list[int] = []
+    # A stop raised while Python runs a finalizer (a ``__del__``, a weakref callback of a collection) cannot leave
+    # it: Python prints "Exception ignored" and goes on, and the stop, counted, made later SIGTERMs ignored, so the
+    # run went to its end with status 0 (red-team round 21). Such a stop is kept as undelivered: the next stop
+    # signal raises it, and a thread sends that signal to the main thread (a real signal: it also wakes a main
+    # thread blocked in a wait, red-team round 22). Inside the report of the lost one a signal is only noted
+    # (raised there, it was lost again).
+    undelivered: list[int] = []
+    reporting: list[bool] = []
+    main_thread = threading.main_thread().ident
 
     def stop(signum: int, frame: object) -> None:
         if held(signum):  # inside a heavy import: raised once it is done (evalsuite.signals)
             return
+        if reporting:
+            return  # the lost stop's report: the signal sent after it raises
+        if undelivered:
+            undelivered.clear()
+            raise KeyboardInterrupt if signum == signal.SIGINT else Stopped(signum)
         stopping.append(signum)
         if len(stopping) == 1:
             raise KeyboardInterrupt if signum == signal.SIGINT else Stopped(signum)
@@ -82,19 +97,23 @@ def stops_as_interrupts():
         else:
             os._exit(128 + signal.SIGINT)  # the user insists: what is on disk stays, nothing more is written
 
-    # A stop raised while Python runs a finalizer (a ``__del__``, a weakref callback of a collection) cannot leave
-    # it: Python prints "Exception ignored" and goes on, and the stop, counted, made later SIGTERMs ignored, so the
-    # run went to its end with status 0 (red-team round 21). Such a stop is delivered again, as a fresh one, from a
-    # timer thread: delivered from here, still inside the finalizer's report, it raised there again.
+    def send_again(signum: int) -> None:
+        time.sleep(0.01)  # the main thread out of the finalizer
+        if undelivered and signal.getsignal(signum) is stop and main_thread is not None:
+            signal.pthread_kill(main_thread, signum)
+
     unraisable = sys.unraisablehook
 
     def deliver_again(report: Any) -> None:
         exc = report.exc_value
         if isinstance(exc, KeyboardInterrupt) and stopping:
-            stopping.clear()
-            timer = threading.Timer(0.01, _thread.interrupt_main, args=(getattr(exc, "signum", signal.SIGINT),))
-            timer.daemon = True
-            timer.start()
+            reporting.append(True)
+            try:
+                signum = getattr(exc, "signum", signal.SIGINT)
+                undelivered.append(signum)
+                _thread.start_new_thread(send_again, (signum,))  # not threading's: its start waits for the thread
+            finally:
+                reporting.clear()
             return
         unraisable(report)
 
@@ -116,14 +135,19 @@ def entry() -> NoReturn:
     interpreter's shutdown. Why: shutting down (a model's libraries torn down) takes seconds after the document is
     printed, with the default handlers back; a SIGTERM then ended a finished run with status 143 (red-team round
     21). The work done and said, stop signals are ignored for those seconds (a Python handler would not do:
-    the interpreter puts the default ones back early in its shutdown, an ignored signal it leaves ignored)."""
+    the interpreter puts the default ones back early in its shutdown, an ignored signal it leaves ignored), and a
+    shutdown past :data:`SHUTDOWN_LIMIT_S` ends by SIGALRM, as stop signals no longer can (red-team round 22)."""
     status = main()
     with contextlib.suppress(Exception):
         sys.stdout.flush()
         sys.stderr.flush()
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, signal.SIG_IGN)
+    signal.alarm(SHUTDOWN_LIMIT_S)  # a shutdown that hangs (a thread that never ends) still ends: SIGALRM
     sys.exit(status)
+
+
+SHUTDOWN_LIMIT_S = 60
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -12,6 +12,7 @@ Plain HTTP from the standard library, so the core needs no SDK. Requests run on 
 
 from __future__ import annotations
 
+import email.utils
 import json
 import math
 import os
@@ -25,6 +26,7 @@ import urllib.request
 from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -36,6 +38,9 @@ from evalsuite.untrusted import storable
 
 RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504})
 _SEED_MASK = (1 << 31) - 1  # servers parse seed as a 32-bit int
+
+
+MAX_SERVER_WAIT_S = 600.0  # the longest Retry-After honoured (a rate limit's minute, a few): longer is a fault
 
 
 @dataclass(frozen=True)
@@ -50,8 +55,8 @@ class RetryPolicy:
         Why not the server's word alone: a rate-limited server saying ``Retry-After: 1`` to 8 workers had them
         retry together every second, and the 6 retries were spent in 6 s (red-team round 21)."""
         backoff = min(self.max_delay_s, self.base_delay_s * (2 ** attempt)) * random.uniform(0.75, 1.25)
-        if retry_after is not None:
-            return min(max(retry_after * random.uniform(1.0, 1.5), backoff), self.max_delay_s)
+        if retry_after is not None:  # the server's word, up to a bound of its own: a longer wait is its to ask
+            return max(min(max(retry_after, 0.0), MAX_SERVER_WAIT_S) * random.uniform(1.0, 1.25), backoff)
         return backoff
 
 
@@ -391,9 +396,15 @@ def _parse_retry_after(value: str | None) -> float | None:
         return None
     try:
         seconds = float(value)
-    except ValueError:
-        return None  # an HTTP date: fall back to our own backoff
-    return seconds if math.isfinite(seconds) else None  # "nan" reached time.sleep and stopped the run
+    except ValueError:  # an HTTP date (RFC 9110): the seconds until then
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None  # neither: our own backoff
+        if when.tzinfo is None:
+            return None
+        seconds = (when - datetime.now(timezone.utc)).total_seconds()
+    return max(seconds, 0.0) if math.isfinite(seconds) else None  # "nan" reached time.sleep and stopped the run
 
 
 def _error_detail(payload: bytes) -> str:

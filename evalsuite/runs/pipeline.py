@@ -15,9 +15,10 @@ import socket
 import sys
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -167,12 +168,12 @@ def run_one(generator: Generator, spec: ModelSpec, task: Task, config: RunConfig
                             model=generator.identity() | generator.answers_identity(
                                 [p.canonical_solution for p in problems]))
     run_dir = RunDir.for_run(config.output_dir, model_name, task.name, run_key(identity))
-    claim = RunClaim.take(config.output_dir, f"folder__{run_dir.run_id}", ctx.rank, f"{model_name}/{task.name}")
+    what = f"{model_name}/{task.name}"
+    held = claims_on_every_rank([partial(RunClaim.take, config.output_dir, f"folder__{run_dir.run_id}", ctx.rank, what),
+                                 partial(RunClaim.take_in, run_dir.path, ctx.rank, what)],  # other caches or hosts
+                                ctx, model_name, "could not claim its run folder")
     if claims is not None:
-        claims.append(claim)
-    claim = RunClaim.take_in(run_dir.path, ctx.rank, f"{model_name}/{task.name}")  # jobs of other caches or hosts
-    if claims is not None:
-        claims.append(claim)
+        claims.extend(held)
     previous = run_dir.check_identity(identity)
     run_dir.path.mkdir(parents=True, exist_ok=True)
     if ctx.is_main:
@@ -512,22 +513,37 @@ def _raise_if_failed_anywhere(ctx: DistContext, display: str, failure: BaseExcep
 
 def _claim_on_every_rank(claims: list[RunClaim], spec: Any, config: RunConfig, generation: Any,
                          problem_ids: dict[str, list[str]], ctx: DistContext, display: str) -> None:
-    """Each task's run claimed (one process at a time per run, refused before any weights load), into ``claims``
-    (the caller releases them), once every rank sharing the model's work has said whether its claims held. Why
+    """Each task's run claimed, into ``claims`` (the caller releases them): one process at a time per run,
+    refused before any weights load, on every rank alike (:func:`claims_on_every_rank`)."""
+    names = {task.name: claim_name(display, task.name,
+                                   claim_settings(spec, task, config, generation, problem_ids[task.name]))
+             for task in config.tasks}
+    takes = [partial(RunClaim.take, config.output_dir, names[task.name], ctx.rank, f"{display}/{task.name}")
+             for task in config.tasks]
+    claims.extend(claims_on_every_rank(takes, ctx, display, "could not claim its run"))
+
+
+def claims_on_every_rank(takes: Sequence[Callable[[], RunClaim]], ctx: DistContext, display: str,
+                         what: str) -> list[RunClaim]:
+    """The claims ``takes`` take, once every rank sharing the model's work has said whether its own held. Why
     together: a rank refused alone (the run going on in another job) raised there alone, and under torchrun the
-    whole job ended with no document and the other models never ran (red-team round 21); now every rank raises
-    :class:`FailedOnSomeRank` and all go on to the next model, as one process does."""
+    whole job ended with no document and the other models never ran (red-team rounds 21 and 22); now every rank
+    raises :class:`FailedOnSomeRank` (one process: the refusal itself), having released what it took, and all go on
+    to the next model. A collective: every rank calls it at the same point."""
+    taken: list[RunClaim] = []
     failure = None
     try:
-        for task in config.tasks:
-            settings = claim_settings(spec, task, config, generation, problem_ids[task.name])
-            claims.append(RunClaim.take(config.output_dir, claim_name(display, task.name, settings), ctx.rank,
-                                        f"{display}/{task.name}"))
+        for take in takes:
+            taken.append(take())
     except EvalsuiteError as exc:
-        if not ctx.enabled:
-            raise
         failure = exc
-    _raise_if_failed_anywhere(ctx, display, failure, "could not claim its run")
+    try:
+        _raise_if_failed_anywhere(ctx, display, failure, what)
+    except BaseException:
+        for claim in taken:
+            claim.release()
+        raise
+    return taken
 
 
 def _load_on_every_rank(spec: Any, generation: Any, ctx: DistContext, display: str) -> Any:

@@ -16,6 +16,9 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import os
+import shutil
+import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +26,6 @@ from typing import Any
 
 from evalsuite.errors import EvalsuiteError, one_line
 from evalsuite.hub import hub_reachable
-from evalsuite.jsonl import sha256_file
 from evalsuite.signals import stops_held
 
 # File suffixes ``datasets`` packaged builders read; the builder is chosen from the suffix (``.gz`` stripped).
@@ -149,8 +151,9 @@ def _pick_split(loaded: Any, split: str, where: str) -> Any:
     raise EvalsuiteError(f"{where}: no split {split!r}; it has {', '.join(sorted(loaded))}")
 
 
-def _load_local(path: Path, source: HubSource | None, split: str, cache_dir: str) -> Any:
-    """A local file through ``datasets``' json/parquet builder, or a folder (a hub snapshot) as a dataset repo."""
+def _load_local(path: Path, source: HubSource | None, split: str, cache_dir: str, shown: Path) -> Any:
+    """A local file through ``datasets``' json/parquet builder, or a folder (a hub snapshot) as a dataset repo
+    (``path``: its frozen copy; ``shown``: the user's path, in messages)."""
     datasets = _datasets()
     if not path.exists():
         raise EvalsuiteError(f"{path}: no such file or folder")
@@ -169,17 +172,35 @@ def _load_local(path: Path, source: HubSource | None, split: str, cache_dir: str
             if config is None:
                 raise
             loaded = datasets.load_dataset(str(path), cache_dir=cache_dir)
-    return _pick_split(loaded, split, str(path))
+    return _pick_split(loaded, split, str(shown))
 
 
-def _cache_dir_for(files: list[dict]) -> str:
-    """A ``datasets`` cache folder of the local files' own: named by their paths and contents. Why: ``datasets``
-    keys its Arrow cache of a local file by path and modification time only, so a file replaced by another with
-    the same modification time (unpacked from a reproducible archive, copied with ``cp -p``) was served from the
-    old one's cache while the record named the new file (red-team round 20). A folder per content also keeps
-    concurrent runs over different versions apart."""
-    digest = hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()[:20]
-    return str(Path(_datasets().config.HF_DATASETS_CACHE) / "evalsuite-local" / digest)
+def _frozen_copy(path: Path) -> tuple[Path, list[dict[str, str]]]:
+    """The local data (a file, or a folder's data files and README) copied, as the bytes hashed, into a folder of
+    ``datasets``' cache named by them, and the original files with their sha256. ``datasets`` then reads a copy
+    that never changes, whose Arrow cache is its own. Why: ``datasets`` keys its cache of a local file by path and
+    modification time only, so a file replaced by another with the same modification time was served from the
+    old one's cache (red-team round 20), and a file replaced while it was read was cached under the name of the
+    one hashed, for every later run (round 22). Written whole, then renamed: concurrent runs share it safely."""
+    base = path if path.is_dir() else path.parent
+    readme = [path / "README.md"] if path.is_dir() and (path / "README.md").is_file() else []
+    blobs = [(member.relative_to(base).as_posix(), member.read_bytes()) for member in _local_files(path) + readme]
+    digests = [(name, hashlib.sha256(data).hexdigest()) for name, data in blobs]
+    root = Path(_datasets().config.HF_DATASETS_CACHE) / "evalsuite-local"
+    folder = root / hashlib.sha256(json.dumps(digests).encode()).hexdigest()[:24]
+    if not folder.is_dir():
+        building = root / f".{folder.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}"
+        for name, data in blobs:
+            (building / name).parent.mkdir(parents=True, exist_ok=True)
+            (building / name).write_bytes(data)
+        try:
+            os.rename(building, folder)
+        except OSError:
+            shutil.rmtree(building, ignore_errors=True)
+            if not folder.is_dir():
+                raise
+    files = [{"path": str(base / name), "sha256": digest} for name, digest in digests[:len(digests) - len(readme)]]
+    return (folder if path.is_dir() else folder / path.name), files
 
 
 def missing_data_message(task_name: str, source: HubSource | None, why: str) -> str:
@@ -206,16 +227,14 @@ def load_task_dataset(task_name: str, source: HubSource | None, data_path: str |
         found = _local_files(path) if path.exists() else []
         if found and all(p.stat().st_size == 0 for p in found):  # datasets says only "StopIteration"
             raise EvalsuiteError(f"{path}: the data file is empty (no rows)")
-        files = [{"path": str(p), "sha256": sha256_file(p)} for p in found]
         try:
             with quiet_progress():
-                data = _load_local(path, source, split, _cache_dir_for(files))
+                copy, files = _frozen_copy(path) if found else (path, [])
+                data = _load_local(copy, source, split, str(copy.parent if copy.is_file() else copy) + ".arrow", path)
         except EvalsuiteError:
             raise
         except Exception as exc:  # datasets' own errors (bad JSON, mixed types): name the file, one line
             raise EvalsuiteError(f"{path}: cannot load with datasets: {_why(exc)}") from None
-        if files != [{"path": str(p), "sha256": sha256_file(p)} for p in _local_files(path)]:
-            raise EvalsuiteError(f"{path}: the data changed while it was read; run again")
         provenance = {"loader": "datasets", "datasets_version": datasets.__version__, "local": str(path),
                       "files": files, "split": split}
         if source is not None:
