@@ -130,6 +130,9 @@ def stops_as_interrupts():
                 signal.signal(signum, handler)
 
 
+SHUTDOWN_LIMIT_S = 60  # seconds the interpreter may take to shut down once a command is done (entry)
+
+
 def entry() -> NoReturn:
     """The ``evalsuite`` command (and ``python -m evalsuite``): :func:`main`, then its status kept through the
     interpreter's shutdown. Why: shutting down (a model's libraries torn down) takes seconds after the document is
@@ -145,9 +148,6 @@ def entry() -> NoReturn:
         signal.signal(signum, signal.SIG_IGN)
     signal.alarm(SHUTDOWN_LIMIT_S)  # a shutdown that hangs (a thread that never ends) still ends: SIGALRM
     sys.exit(status)
-
-
-SHUTDOWN_LIMIT_S = 60
 
 
 def main(argv: list[str] | None = None) -> int:
