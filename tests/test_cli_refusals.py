@@ -307,7 +307,7 @@ def test_two_models_under_one_name_are_refused_before_any_loads(no_model_loads, 
     assert_one_line_refusal(capsys, ["run", "--quiet", "--models", f"./m,{no_model_loads / 'm'}"],
                             "are one model, given twice", no_model_loads)
     assert_one_line_refusal(capsys, ["run", "--quiet", "--models", f"{model},{other}", "--name", "a,a"],
-                            "would both be named 'a'", no_model_loads)
+                            "--name: a given twice", no_model_loads)  # --name is read as --models is
 
 
 def test_a_hub_name_that_cannot_be_had_is_refused_before_the_first_model_loads(no_model_loads, monkeypatch, capsys):
