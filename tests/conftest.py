@@ -154,3 +154,19 @@ def evalplus_module_path() -> Path:
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
     return path
+
+
+@pytest.fixture(autouse=True)
+def _stop_handlers_put_back():
+    """A command stopped in this process keeps its stop handlers (the process is on its way out, as a user's would
+    be): put the signal handlers and the unraisable hook back after each test, so a later test's own Ctrl-C is
+    Python's again whatever ran before it."""
+    import signal
+
+    kept = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    hook = sys.unraisablehook
+    yield
+    for signum, handler in kept.items():
+        if handler is not None:
+            signal.signal(signum, handler)
+    sys.unraisablehook = hook
